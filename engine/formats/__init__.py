@@ -1,0 +1,1 @@
+"""Readers and writers of tokenizer file formats other than ``tokenizer.json``."""

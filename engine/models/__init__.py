@@ -1,0 +1,1 @@
+"""Tokenizer models: one module per algorithm, each implementing ``engine.models.base.Model``."""

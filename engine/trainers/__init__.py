@@ -1,0 +1,107 @@
+"""Trainers build tokenizers from corpora: one module per algorithm, one registry here.
+
+``train(algorithm, files, options)`` is the single entry point the CLI and the web app's job
+worker call. Each algorithm module exposes ``OPTIONS`` (its frozen options dataclass) and
+``train(files, options, *, reporter) -> TrainResult``; modules are imported lazily so that
+asking for the BPE options does not import the Unigram trainer.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from engine.errors import ConfigError
+from engine.trainers.base import (
+    CancelCheck,
+    OptionSpec,
+    ProgressCallback,
+    Reporter,
+    TrainResult,
+    option_specs as _dataclass_specs,
+    options_from_mapping,
+    options_to_dict,
+)
+
+# algorithm name -> module that implements it
+TRAINERS: dict[str, str] = {
+    "bpe": "engine.trainers.bpe",
+    "wordpiece": "engine.trainers.wordpiece",
+    "unigram": "engine.trainers.unigram",
+    "wordlevel": "engine.trainers.baselines",
+    "char": "engine.trainers.baselines",
+    "byte": "engine.trainers.baselines",
+}
+
+
+def _module(algorithm: str) -> ModuleType:
+    if algorithm not in TRAINERS:
+        raise ConfigError(
+            f"Unknown algorithm {algorithm!r}; choose one of: {', '.join(TRAINERS)}."
+        )
+    return importlib.import_module(TRAINERS[algorithm])
+
+
+def options_class(algorithm: str) -> type:
+    """The frozen options dataclass of ``algorithm``."""
+    module = _module(algorithm)
+    options = getattr(module, "OPTIONS")
+    return options[algorithm] if isinstance(options, dict) else options
+
+
+def option_specs(algorithm: str) -> list[OptionSpec]:
+    """The options of ``algorithm`` with types, defaults, help and choices (for forms and flags)."""
+    return _dataclass_specs(options_class(algorithm))
+
+
+def make_options(algorithm: str, values: Mapping[str, Any] | object) -> object:
+    """Validate untyped option values (or pass through an options instance) for ``algorithm``."""
+    cls = options_class(algorithm)
+    if isinstance(values, cls):
+        return values
+    if not isinstance(values, Mapping):
+        raise ConfigError(f"Options for {algorithm} must be a mapping or a {cls.__name__}.")
+    return options_from_mapping(cls, values)
+
+
+def train(
+    algorithm: str,
+    files: Sequence[str | Path],
+    options: Mapping[str, Any] | object = (),
+    *,
+    progress: ProgressCallback | None = None,
+    should_cancel: CancelCheck | None = None,
+) -> TrainResult:
+    """Train a tokenizer of kind ``algorithm`` on ``files`` and return it with its statistics."""
+    opts = make_options(algorithm, options if options != () else {})
+    paths = [Path(f) for f in files]
+    if not paths:
+        raise ConfigError("Training needs at least one corpus file.")
+    for path in paths:
+        if not path.is_file():
+            raise ConfigError(f"Corpus file {str(path)!r} does not exist.")
+    started = time.perf_counter()
+    result: TrainResult = _module(algorithm).train(
+        paths, opts, reporter=Reporter(progress, should_cancel)
+    )
+    result.stats.setdefault("algorithm", algorithm)
+    result.stats.setdefault("options", options_to_dict(opts))
+    result.stats.setdefault("seconds", round(time.perf_counter() - started, 3))
+    result.stats.setdefault("vocab_size", result.tokenizer.vocab_size)
+    return result
+
+
+__all__ = [
+    "TRAINERS",
+    "OptionSpec",
+    "Reporter",
+    "TrainResult",
+    "make_options",
+    "option_specs",
+    "options_class",
+    "train",
+]
