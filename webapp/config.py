@@ -1,0 +1,107 @@
+"""Settings: every knob the web app and the job worker read, from environment variables.
+
+One function, :func:`load_settings`, turns an environment mapping into a flat dict of Flask
+config keys, with the documented defaults (see ``docs/configuration.md``, which lists the same
+names). It also maps ``postgresql://`` URLs onto the psycopg 3 driver and creates or reads the
+persisted ``SECRET_KEY``. It deliberately knows nothing about Flask apps or database engines.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+GIB = 1024**3
+
+#: name -> (default, one-line description); docs/configuration.md mirrors this table.
+ENV_DEFAULTS: dict[str, tuple[str, str]] = {
+    "TOKENFORGE_DATA_DIR": ("./instance", "Folder for the SQLite file, the corpus store and the secret key."),
+    "DATABASE_URL": ("", "Database URL; empty means sqlite:///<data dir>/tokenforge.sqlite3."),
+    "TOKENFORGE_CORPUS_DIR": ("", "Corpus store; empty means <data dir>/corpora."),
+    "TOKENFORGE_MAX_UPLOAD_BYTES": (str(GIB), "Largest corpus file, after decompression."),
+    "SECRET_KEY": ("", "Signs sessions and CSRF tokens; generated into <data dir>/secret_key if unset."),
+    "TOKENFORGE_HEARTBEAT_SECONDS": ("1", "How often a worker writes a running job's heartbeat and progress."),
+    "TOKENFORGE_STALE_SECONDS": ("30", "A running job whose heartbeat is older than this is recovered."),
+    "TOKENFORGE_MAX_ATTEMPTS": ("2", "Attempts before a job whose worker keeps dying is marked failed."),
+    "TOKENFORGE_CANCEL_GRACE_SECONDS": ("5", "How long a cancelled run may take to stop before it is killed."),
+    "TOKENFORGE_WORKER_NICE": ("10", "How much to lower the CPU priority of training processes."),
+}
+
+
+class SettingsError(ValueError):
+    """An environment variable has a value the app cannot use."""
+
+
+def normalize_database_url(url: str) -> str:
+    """Use psycopg 3 for PostgreSQL URLs, whichever spelling the user gave."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def _number(env: Mapping[str, str], name: str, kind: type[int] | type[float]) -> Any:
+    raw = env.get(name) or ENV_DEFAULTS[name][0]
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise SettingsError(f"{name} must be a number, not {raw!r}.") from None
+    if value < 0:
+        raise SettingsError(f"{name} must not be negative, got {raw!r}.")
+    return value
+
+
+def secret_key_for(data_dir: Path) -> str:
+    """Read the persisted secret key, creating it atomically on first use.
+
+    Several gunicorn workers may start at once; linking a fully written temp file into place
+    means every process ends up reading the same key, never a half-written one.
+    """
+    path = data_dir / "secret_key"
+    if not path.exists():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        tmp = data_dir / f".secret_key.{os.getpid()}.{secrets.token_hex(4)}"
+        tmp.write_text(secrets.token_hex(32), encoding="ascii")
+        os.chmod(tmp, 0o600)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
+    return path.read_text(encoding="ascii").strip()
+
+
+def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Return Flask config values built from ``env`` (default: ``os.environ``)."""
+    env = os.environ if env is None else env
+    data_dir = Path(env.get("TOKENFORGE_DATA_DIR") or ENV_DEFAULTS["TOKENFORGE_DATA_DIR"][0]).resolve()
+    corpus_dir = env.get("TOKENFORGE_CORPUS_DIR")
+    # Unset paths stay None so that a test config overriding DATA_DIR moves them too.
+    return {
+        "DATA_DIR": str(data_dir),
+        "DATABASE_URL": env.get("DATABASE_URL") or None,
+        "CORPUS_DIR": str(Path(corpus_dir).resolve()) if corpus_dir else None,
+        "MAX_UPLOAD_BYTES": _number(env, "TOKENFORGE_MAX_UPLOAD_BYTES", int),
+        "SECRET_KEY": env.get("SECRET_KEY") or None,  # filled from the data dir by finish_settings
+        "HEARTBEAT_SECONDS": _number(env, "TOKENFORGE_HEARTBEAT_SECONDS", float),
+        "STALE_SECONDS": _number(env, "TOKENFORGE_STALE_SECONDS", float),
+        "MAX_ATTEMPTS": max(1, _number(env, "TOKENFORGE_MAX_ATTEMPTS", int)),
+        "CANCEL_GRACE_SECONDS": _number(env, "TOKENFORGE_CANCEL_GRACE_SECONDS", float),
+        "WORKER_NICE": _number(env, "TOKENFORGE_WORKER_NICE", int),
+    }
+
+
+def finish_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """Fill values that depend on others (after test overrides): paths, secret key, URL driver."""
+    data_dir = Path(config["DATA_DIR"])
+    config["DATABASE_URL"] = normalize_database_url(
+        config.get("DATABASE_URL") or f"sqlite:///{data_dir / 'tokenforge.sqlite3'}"
+    )
+    config["CORPUS_DIR"] = str(config.get("CORPUS_DIR") or data_dir / "corpora")
+    if not config.get("SECRET_KEY"):
+        config["SECRET_KEY"] = secret_key_for(data_dir)
+    return config

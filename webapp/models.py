@@ -1,0 +1,152 @@
+"""The typed SQLAlchemy 2 models: corpora, training jobs (the queue) and tokenizers.
+
+Column shapes that repeat are ``Annotated`` aliases; every constraint has a name from the
+metadata's naming convention, so Alembic migrations can alter them on SQLite (batch mode) and
+PostgreSQL alike. Timestamps are stored UTC-aware. Teams and users (issue 6) will add a
+``team_id`` to each owned table; nothing here assumes a single owner beyond its absence.
+Queue operations live in ``jobs.py``; this module only declares the tables.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    CheckConstraint,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+JOB_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
+FINISHED_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
+TOKENIZER_SOURCES = ("trained", "imported")
+
+
+def utcnow() -> dt.datetime:
+    """The current time, timezone-aware in UTC (naive datetimes are a bug magnet)."""
+    return dt.datetime.now(dt.timezone.utc)
+
+
+class UTCDateTime(TypeDecorator[dt.datetime]):
+    """A timestamp that is always returned as UTC-aware, even from SQLite (which drops zones)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: dt.datetime | None, dialect: Dialect) -> dt.datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("Timestamps must be timezone-aware; use webapp.models.utcnow().")
+        return value.astimezone(dt.timezone.utc)
+
+    def process_result_value(self, value: dt.datetime | None, dialect: Dialect) -> dt.datetime | None:
+        if value is not None and value.tzinfo is None:
+            return value.replace(tzinfo=dt.timezone.utc)
+        return value
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+IntPK = Annotated[int, mapped_column(Integer, primary_key=True)]
+Name = Annotated[str, mapped_column(String(200))]
+Created = Annotated[dt.datetime, mapped_column(UTCDateTime, default=utcnow)]
+Timestamp = Annotated[dt.datetime | None, mapped_column(UTCDateTime)]
+JSONDict = Annotated[dict[str, Any], mapped_column(JSON, default=dict)]
+JSONList = Annotated[list[Any], mapped_column(JSON, default=list)]
+Count = Annotated[int, mapped_column(BigInteger, default=0)]
+
+
+class Corpus(Base):
+    """An uploaded text corpus; its bytes live in the content-addressed store under ``sha256``."""
+
+    __tablename__ = "corpora"
+
+    id: Mapped[IntPK]
+    name: Mapped[Name]
+    sha256: Mapped[str] = mapped_column(String(64), index=True)
+    format: Mapped[str] = mapped_column(String(20))  # "txt" | "jsonl", after any gzip
+    original_filename: Mapped[str] = mapped_column(String(255), default="")
+    upload_bytes: Mapped[Count]  # as sent (compressed for .gz)
+    size_bytes: Mapped[Count]  # as stored: UTF-8 text, documents joined by the separator
+    stats: Mapped[JSONDict]
+    created_at: Mapped[Created]
+
+
+class Job(Base):
+    """A training run; the table itself is the queue (see ``jobs.py``)."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (
+        CheckConstraint(
+            "status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')", name="status"
+        ),
+        Index("ix_jobs_status_id", "status", "id"),
+    )
+
+    id: Mapped[IntPK]
+    name: Mapped[Name]
+    status: Mapped[str] = mapped_column(String(20), default="queued")
+    algorithm: Mapped[str] = mapped_column(String(40))
+    options: Mapped[JSONDict]
+    corpus_ids: Mapped[JSONList]
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    worker_id: Mapped[str | None] = mapped_column(String(200))
+    heartbeat_at: Mapped[Timestamp]
+    progress_stage: Mapped[str | None] = mapped_column(String(200))
+    progress_current: Mapped[Count]
+    progress_total: Mapped[Count]
+    eta_seconds: Mapped[float | None]
+    cancel_requested: Mapped[bool] = mapped_column(default=False)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[Created]
+    started_at: Mapped[Timestamp]
+    finished_at: Mapped[Timestamp]
+
+    @property
+    def finished(self) -> bool:
+        """Whether the job will never change again (so the page stops polling)."""
+        return self.status in FINISHED_STATUSES
+
+
+class Tokenizer(Base):
+    """A trained or imported tokenizer; ``tokenizer_json`` is the engine's HF-compatible document."""
+
+    __tablename__ = "tokenizers"
+    __table_args__ = (CheckConstraint("source IN ('trained', 'imported')", name="source"),)
+
+    id: Mapped[IntPK]
+    name: Mapped[Name]
+    algorithm: Mapped[str] = mapped_column(String(40))
+    source: Mapped[str] = mapped_column(String(20), default="trained")
+    tokenizer_json: Mapped[str] = mapped_column(Text)
+    config: Mapped[JSONDict]  # the training options, or import settings
+    stats: Mapped[JSONDict]  # the engine's TrainResult.stats, per-merge stats included
+    vocab_size: Mapped[int] = mapped_column(Integer)
+    training_seconds: Mapped[float | None]
+    job_id: Mapped[int | None] = mapped_column(
+        ForeignKey("jobs.id", ondelete="SET NULL"), index=True
+    )
+    created_at: Mapped[Created]
