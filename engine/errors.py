@@ -39,3 +39,7 @@ class SpecialTokenError(TokenforgeError, ValueError):
 
 class TrainingCancelled(TokenforgeError):
     """The caller's ``should_cancel`` check returned true while training ran."""
+
+
+class UnknownTokenIdError(TokenforgeError, ValueError):
+    """An id passed to decode is not in the vocabulary."""

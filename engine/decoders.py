@@ -1,0 +1,113 @@
+"""Decoders: turn the per-token byte strings of a model back into text bytes.
+
+Byte-level models already produce raw bytes, so their decoder only concatenates. WordPiece
+glues ``##`` continuations to the previous piece and puts spaces between words; Metaspace turns
+``▁`` back into spaces and drops the dummy prefix. Decoders work on bytes so that a token that
+splits a multi-byte character is handled by the final UTF-8 decode (``errors="replace"``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from engine.errors import FormatError
+
+
+class Decoder(Protocol):
+    def decode(self, tokens: list[bytes]) -> bytes: ...
+
+    def to_hf(self) -> dict[str, Any]: ...
+
+
+class ByteLevelDecoder:
+    """Concatenate raw bytes (byte-level BPE and the byte baseline)."""
+
+    def decode(self, tokens: list[bytes]) -> bytes:
+        return b"".join(tokens)
+
+    def to_hf(self) -> dict[str, Any]:
+        return {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}
+
+
+class ConcatDecoder:
+    """Concatenate pieces unchanged (character and maximum-matching baselines)."""
+
+    def decode(self, tokens: list[bytes]) -> bytes:
+        return b"".join(tokens)
+
+    def to_hf(self) -> dict[str, Any]:
+        return {"type": "Fuse"}
+
+
+class WordPieceDecoder:
+    """Join pieces with spaces, gluing ``##`` continuations; optionally tidy punctuation spacing."""
+
+    def __init__(self, prefix: str = "##", *, cleanup: bool = True) -> None:
+        self.prefix = prefix
+        self._prefix = prefix.encode("utf-8")
+        self.cleanup = cleanup
+
+    def decode(self, tokens: list[bytes]) -> bytes:
+        parts: list[bytes] = []
+        for index, token in enumerate(tokens):
+            if token.startswith(self._prefix):
+                parts.append(token[len(self._prefix):])
+            else:
+                parts.append(token if index == 0 else b" " + token)
+        text = b"".join(parts)
+        if self.cleanup:
+            for before, after in (
+                (b" .", b"."), (b" ?", b"?"), (b" !", b"!"), (b" ,", b","), (b" ' ", b"'"),
+                (b" n't", b"n't"), (b" 'm", b"'m"), (b" 's", b"'s"), (b" 've", b"'ve"), (b" 're", b"'re"),
+            ):
+                text = text.replace(before, after)
+        return text
+
+    def to_hf(self) -> dict[str, Any]:
+        return {"type": "WordPiece", "prefix": self.prefix, "cleanup": self.cleanup}
+
+
+class MetaspaceDecoder:
+    """Turn ``▁`` back into spaces and drop the leading one that the dummy prefix added."""
+
+    def __init__(self, replacement: str = "▁", *, add_dummy_prefix: bool = True) -> None:
+        self.replacement = replacement
+        self._replacement = replacement.encode("utf-8")
+        self.add_dummy_prefix = add_dummy_prefix
+
+    def decode(self, tokens: list[bytes]) -> bytes:
+        text = b"".join(tokens).replace(self._replacement, b" ")
+        if self.add_dummy_prefix and text.startswith(b" "):
+            text = text[1:]
+        return text
+
+    def to_hf(self) -> dict[str, Any]:
+        return {
+            "type": "Metaspace",
+            "replacement": self.replacement,
+            "prepend_scheme": "always" if self.add_dummy_prefix else "never",
+            "split": True,
+        }
+
+
+def decoder_from_hf(data: dict[str, Any] | None, default: Decoder) -> Decoder:
+    """Read a Hugging Face ``decoder`` object; ``default`` serves when it is absent."""
+    if data is None:
+        return default
+    kind = data.get("type")
+    if kind == "ByteLevel":
+        return ByteLevelDecoder()
+    if kind == "WordPiece":
+        return WordPieceDecoder(data.get("prefix", "##"), cleanup=bool(data.get("cleanup", True)))
+    if kind == "Metaspace":
+        scheme = data.get("prepend_scheme", "always" if data.get("add_prefix_space", True) else "never")
+        return MetaspaceDecoder(data.get("replacement", "▁"), add_dummy_prefix=scheme != "never")
+    if kind == "Fuse":
+        return ConcatDecoder()
+    if kind == "Sequence":
+        # sentencepiece-style chains (Replace ▁, ByteFallback, Fuse, Strip) decode like Metaspace.
+        kinds = [d.get("type") for d in data.get("decoders", [])]
+        if "ByteFallback" in kinds or "Replace" in kinds:
+            strip = any(d.get("type") == "Strip" and d.get("start", 0) for d in data.get("decoders", []))
+            return MetaspaceDecoder(add_dummy_prefix=strip)
+    raise FormatError(f"The decoder type {kind!r} is not supported.")

@@ -1,0 +1,183 @@
+"""Byte-level BPE encoding: apply learned merges to the bytes of a pre-token.
+
+The model is a vocabulary of byte strings and an ordered list of merges. Encoding starts from
+one token per byte and repeatedly merges the adjacent pair with the lowest merge rank (the
+earliest learned), all of its occurrences left to right, until no adjacent pair has a merge.
+This is the Hugging Face semantics (merges are pairs, so a token that two different merges
+could produce is handled exactly); on GPT-2's files it gives the same ids as tiktoken.
+
+``sample`` enables BPE-dropout: each candidate merge is skipped with probability ``dropout``,
+which is how subword regularization is done for BPE. Caching and special tokens belong to the
+tokenizer pipeline, not here.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from engine.byte_unicode import bytes_to_symbols, symbols_to_bytes
+from engine.errors import FormatError
+
+
+class BPE:
+    """A byte-level BPE model: ``vocab`` maps ids to bytes, ``merges`` are pairs in rank order."""
+
+    kind = "bpe"
+    unk_id: int | None = None
+
+    def __init__(self, vocab: Mapping[int, bytes], merges: Sequence[tuple[bytes, bytes]]) -> None:
+        self._bytes: dict[int, bytes] = dict(vocab)
+        self._ids: dict[bytes, int] = {}
+        for token_id, data in sorted(self._bytes.items()):
+            self._ids.setdefault(data, token_id)
+        missing = [b for b in range(256) if bytes([b]) not in self._ids]
+        if missing:
+            raise FormatError(
+                f"The vocabulary lacks the single byte 0x{missing[0]:02X} "
+                f"({len(missing)} single bytes are missing); byte-level BPE needs all 256."
+            )
+        self._byte_ids = [self._ids[bytes([b])] for b in range(256)]
+        self.merges: list[tuple[bytes, bytes]] = list(merges)
+        # (left id, right id) -> (rank, merged id); the hot loop looks pairs up here.
+        self._ranks: dict[tuple[int, int], tuple[int, int]] = {}
+        for rank, (left, right) in enumerate(self.merges):
+            pair_ids = (self._ids.get(left), self._ids.get(right))
+            merged = self._ids.get(left + right)
+            if pair_ids[0] is None or pair_ids[1] is None or merged is None:
+                absent = left if pair_ids[0] is None else right if pair_ids[1] is None else left + right
+                raise FormatError(
+                    f"Merge {rank + 1} ({bytes_to_symbols(left)} {bytes_to_symbols(right)}) uses "
+                    f"{bytes_to_symbols(absent)!r}, which is not in the vocabulary.",
+                    line=rank + 1,
+                )
+            self._ranks.setdefault((pair_ids[0], pair_ids[1]), (rank, merged))
+        # merged id -> (rank, left id, right id): the inspector's "why does this token exist".
+        self.origins: dict[int, tuple[int, int, int]] = {
+            merged: (rank, pair[0], pair[1]) for pair, (rank, merged) in self._ranks.items()
+        }
+
+    @property
+    def vocab_size(self) -> int:
+        return max(self._bytes) + 1 if self._bytes else 0
+
+    def tokenize(self, piece: str) -> list[int]:
+        return self.encode_bytes(piece.encode("utf-8"))
+
+    def encode_bytes(self, data: bytes, *, dropout: float = 0.0, rng: random.Random | None = None) -> list[int]:
+        """Merge ``data`` into ids; with ``dropout`` > 0 each merge candidate may be skipped."""
+        byte_ids = self._byte_ids
+        ids = [byte_ids[b] for b in data]
+        ranks = self._ranks
+        while len(ids) > 1:
+            best_rank = -1
+            best = (0, 0)
+            merged_id = 0
+            for pair in zip(ids, ids[1:]):
+                found = ranks.get(pair)
+                if found is not None and (best_rank < 0 or found[0] < best_rank):
+                    if dropout and rng is not None and rng.random() < dropout:
+                        continue
+                    best_rank, merged_id = found
+                    best = pair
+            if best_rank < 0:
+                break
+            left, right = best
+            out: list[int] = []
+            i = 0
+            n = len(ids)
+            while i < n:
+                if i + 1 < n and ids[i] == left and ids[i + 1] == right:
+                    out.append(merged_id)
+                    i += 2
+                else:
+                    out.append(ids[i])
+                    i += 1
+            ids = out
+        return ids
+
+    def sample(self, piece: str, *, rng: random.Random, dropout: float = 0.1) -> list[int]:
+        """BPE-dropout: a random segmentation of ``piece`` for subword regularization."""
+        return self.encode_bytes(piece.encode("utf-8"), dropout=dropout, rng=rng)
+
+    def token_bytes(self, token_id: int) -> bytes:
+        return self._bytes[token_id]
+
+    def has_id(self, token_id: int) -> bool:
+        return token_id in self._bytes
+
+    def id_for_bytes(self, data: bytes) -> int | None:
+        return self._ids.get(data)
+
+    def id_to_token(self, token_id: int) -> str | None:
+        data = self._bytes.get(token_id)
+        return None if data is None else bytes_to_symbols(data)
+
+    def token_to_id(self, token: str) -> int | None:
+        try:
+            return self._ids.get(symbols_to_bytes(token))
+        except KeyError:
+            return None
+
+    def vocab(self) -> dict[str, int]:
+        return {bytes_to_symbols(data): token_id for token_id, data in self._bytes.items()}
+
+    def items(self) -> list[tuple[int, bytes]]:
+        """All (id, bytes) pairs in id order."""
+        return sorted(self._bytes.items())
+
+    def to_hf(self) -> dict[str, Any]:
+        return {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": False,
+            "vocab": dict(sorted(self.vocab().items(), key=lambda kv: kv[1])),
+            "merges": [f"{bytes_to_symbols(a)} {bytes_to_symbols(b)}" for a, b in self.merges],
+        }
+
+    @classmethod
+    def from_hf(cls, data: Mapping[str, Any], *, special_tokens: Mapping[str, int]) -> BPE:
+        """Read a byte-level HF BPE model; vocabulary entries that are special tokens are skipped."""
+        raw_vocab = data.get("vocab")
+        if not isinstance(raw_vocab, dict):
+            raise FormatError("The BPE model has no vocab object.")
+        vocab: dict[int, bytes] = {}
+        for token, token_id in raw_vocab.items():
+            if token in special_tokens:
+                continue
+            if not isinstance(token_id, int) or isinstance(token_id, bool) or token_id < 0:
+                raise FormatError(f"The id of token {token!r} must be a non-negative integer, not {token_id!r}.")
+            try:
+                data_bytes = symbols_to_bytes(token)
+            except KeyError:
+                raise FormatError(
+                    f"Token {token!r} has characters outside the byte-level alphabet; "
+                    "only byte-level BPE models are supported."
+                ) from None
+            if token_id in vocab:
+                raise FormatError(f"Id {token_id} is used by two tokens ({token!r} and another).")
+            vocab[token_id] = data_bytes
+        merges = [parse_merge(entry, index + 1) for index, entry in enumerate(data.get("merges") or [])]
+        return cls(vocab, merges)
+
+
+def parse_merge(entry: object, line: int) -> tuple[bytes, bytes]:
+    """Read one merge given as ``"a b"`` or ``["a", "b"]`` in the byte-level alphabet."""
+    if isinstance(entry, str):
+        parts = entry.split(" ")
+    elif isinstance(entry, list | tuple):
+        parts = list(entry)
+    else:
+        raise FormatError(f"A merge must be a string or a pair, not {entry!r}.", line=line)
+    if len(parts) != 2 or not all(isinstance(p, str) and p for p in parts):
+        raise FormatError(f"A merge must have exactly two parts separated by one space: {entry!r}.", line=line)
+    try:
+        return symbols_to_bytes(parts[0]), symbols_to_bytes(parts[1])
+    except KeyError:
+        raise FormatError(f"The merge {entry!r} has characters outside the byte-level alphabet.", line=line) from None

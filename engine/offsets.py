@@ -1,0 +1,57 @@
+"""Map tokens back to the caller's text: byte spans and character spans.
+
+The playground highlights tokens on the text the user typed, so every token needs the span of
+input it covers even when normalization or a Metaspace prefix changed the text on the way. This
+module composes the three coordinate changes (token bytes within a pre-token → pre-token
+characters → normalized text → original text) and leaves encoding itself to the tokenizer.
+
+A byte-level token may end in the middle of a multi-byte character; its character span then
+includes that whole character, so neighbouring tokens can share a character. Grouping such
+tokens into whole graphemes for display is the web view's job.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+from itertools import accumulate
+
+
+@dataclass(frozen=True, slots=True)
+class TokenSpan:
+    """One token with the spans of the original text it covers (end-exclusive)."""
+
+    id: int
+    byte_start: int
+    byte_end: int
+    char_start: int
+    char_end: int
+    special: bool = False
+
+
+def char_byte_offsets(text: str) -> list[int]:
+    """UTF-8 byte offset of every character boundary of ``text`` (``len(text) + 1`` entries)."""
+    if text.isascii():
+        return list(range(len(text) + 1))
+    return [0, *accumulate(len(c.encode("utf-8")) for c in text)]
+
+
+def token_char_bounds(piece: str, byte_lengths: list[int]) -> list[tuple[int, int]] | None:
+    """Character bounds within ``piece`` of consecutive tokens of the given byte lengths.
+
+    Returns None when the lengths do not add up to the piece (e.g. an ``[UNK]`` token), in
+    which case the caller gives every token the whole piece. A token that starts or ends inside
+    a character is widened to the whole character.
+    """
+    boundaries = char_byte_offsets(piece)
+    if sum(byte_lengths) != boundaries[-1]:
+        return None
+    bounds = []
+    position = 0
+    for length in byte_lengths:
+        start_char = bisect_right(boundaries, position) - 1
+        end = position + length
+        end_char = bisect_right(boundaries, end - 1) if length else start_char
+        bounds.append((start_char, end_char))
+        position = end
+    return bounds

@@ -1,0 +1,240 @@
+"""Pre-tokenizers: cut text into pieces that no token may cross.
+
+A pre-tokenizer has two views of the same split. ``pieces(text)`` returns just the strings and
+is the hot path of encoding and training (one ``findall`` call). ``split(text)`` returns
+``Piece`` records that also say where each piece came from, so tokens can be mapped back to the
+caller's characters for highlighting. Pre-tokenizers that rewrite text (``Metaspace`` turns
+spaces into ``▁`` and may add one in front) carry a per-character offset table.
+
+Covered: the GPT-2 (r50k), GPT-4 (cl100k) and o200k patterns, any custom regex, whitespace
+splitting, BERT's split (whitespace, then each punctuation character alone) and sentencepiece's
+Metaspace. Each can be written as and read from its Hugging Face ``tokenizer.json`` form.
+Normalization (lowercasing etc.) is ``normalizers.py``'s job, not this module's.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import regex
+
+from engine.errors import ConfigError, FormatError
+
+GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
+GPT4_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+O200K_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+PATTERNS: dict[str, str] = {"gpt2": GPT2_PATTERN, "gpt4": GPT4_PATTERN, "o200k": O200K_PATTERN}
+# Hugging Face's ByteLevel(use_regex=True) splits with GPT-2's pattern (written without the
+# possessive quantifiers, which match the same pieces).
+HF_BYTELEVEL_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """One pre-token: its text, and the span ``[start, end)`` of input characters it covers.
+
+    ``offsets`` is ``None`` when ``text == input[start:end]``; otherwise it has
+    ``len(text) + 1`` entries mapping each character boundary of ``text`` to an input position.
+    """
+
+    text: str
+    start: int
+    end: int
+    offsets: tuple[int, ...] | None = None
+
+    def boundary(self, index: int) -> int:
+        """Input position of the character boundary ``index`` of this piece's text."""
+        if self.offsets is None:
+            return self.start + index
+        return self.offsets[index]
+
+
+class PreTokenizer(Protocol):
+    name: str
+
+    def pieces(self, text: str) -> list[str]: ...
+
+    def split(self, text: str) -> list[Piece]: ...
+
+    def to_hf(self) -> dict[str, Any]: ...
+
+
+class RegexSplit:
+    """Pieces are the matches of a regex (text between matches is dropped, as tiktoken does)."""
+
+    def __init__(self, pattern: str, name: str | None = None) -> None:
+        try:
+            self._regex = regex.compile(pattern)
+        except regex.error as exc:
+            raise ConfigError(f"The pre-tokenizer pattern {pattern!r} is not a valid regex: {exc}.") from None
+        if self._regex.match("") is not None and self._regex.fullmatch("") is not None:
+            raise ConfigError(
+                f"The pre-tokenizer pattern {pattern!r} matches the empty string; "
+                "every piece must contain at least one character."
+            )
+        self.pattern = pattern
+        self.name = name or next((n for n, p in PATTERNS.items() if p == pattern), "custom")
+        self.pieces = self._regex.findall  # type: ignore[method-assign]
+
+    def pieces(self, text: str) -> list[str]:  # replaced per instance by regex.findall
+        return self._regex.findall(text)
+
+    def split(self, text: str) -> list[Piece]:
+        return [Piece(m.group(), m.start(), m.end()) for m in self._regex.finditer(text)]
+
+    def to_hf(self) -> dict[str, Any]:
+        return {
+            "type": "Split",
+            "pattern": {"Regex": self.pattern},
+            "behavior": "Isolated",
+            "invert": False,
+        }
+
+
+class WhitespaceSplit(RegexSplit):
+    """Split on runs of whitespace, dropping them (Hugging Face's ``WhitespaceSplit``)."""
+
+    def __init__(self) -> None:
+        super().__init__(r"\S+", name="whitespace")
+
+    def to_hf(self) -> dict[str, Any]:
+        return {"type": "WhitespaceSplit"}
+
+
+def _is_bert_punctuation(char: str) -> bool:
+    # BERT treats every ASCII non-alphanumeric printable as punctuation, plus Unicode P* classes.
+    code = ord(char)
+    if 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126:
+        return True
+    return unicodedata.category(char).startswith("P")
+
+
+class BertPreTokenizer(RegexSplit):
+    """BERT's split: runs of non-space, non-punctuation characters, and each punctuation alone."""
+
+    def __init__(self) -> None:
+        super().__init__(r"[\p{P}!-/:-@\[-`{-~]|[^\s\p{P}!-/:-@\[-`{-~]+", name="bert")
+
+    def to_hf(self) -> dict[str, Any]:
+        return {"type": "BertPreTokenizer"}
+
+
+class Metaspace:
+    """sentencepiece's view of text: spaces become ``▁``, optionally one is put in front.
+
+    With ``split_by_whitespace`` each piece is a word with its leading ``▁``; without it the
+    whole text is one piece. The dummy prefix ``▁`` covers no input character.
+    """
+
+    name = "metaspace"
+
+    def __init__(
+        self, replacement: str = "▁", *, add_dummy_prefix: bool = True, split_by_whitespace: bool = True
+    ) -> None:
+        if len(replacement) != 1:
+            raise ConfigError(f"The Metaspace replacement must be one character, not {replacement!r}.")
+        self.replacement = replacement
+        self.add_dummy_prefix = add_dummy_prefix
+        self.split_by_whitespace = split_by_whitespace
+        self._words = regex.compile(r"[ ]*[^ ]+|[ ]+") if split_by_whitespace else None
+
+    def _transform(self, text: str) -> tuple[str, int]:
+        prefix = self.replacement if self.add_dummy_prefix and text and not text.startswith(" ") else ""
+        return prefix + text.replace(" ", self.replacement), len(prefix)
+
+    def _chunks(self, text: str) -> list[tuple[int, int]]:
+        if self._words is None:
+            return [(0, len(text))] if text else []
+        spans: list[tuple[int, int]] = []
+        for match in self._words.finditer(text):
+            start, end = match.span()
+            # sentencepiece keeps a space with the word after it: "a  b" -> "▁a", "▁", "▁b".
+            body = match.group()
+            stripped = body.lstrip(" ")
+            if stripped and len(body) - len(stripped) > 1:
+                lead = len(body) - len(stripped) - 1
+                spans.extend((start + i, start + i + 1) for i in range(lead))
+                spans.append((start + lead, end))
+            elif not stripped:
+                spans.extend((start + i, start + i + 1) for i in range(end - start))
+            else:
+                spans.append((start, end))
+        return spans
+
+    def pieces(self, text: str) -> list[str]:
+        return [p.text for p in self.split(text)]
+
+    def split(self, text: str) -> list[Piece]:
+        result: list[Piece] = []
+        for index, (start, end) in enumerate(self._chunks(text)):
+            body = text[start:end].replace(" ", self.replacement)
+            if index == 0 and self.add_dummy_prefix and not text[start:end].startswith(" "):
+                offsets = (start,) + tuple(range(start, end + 1))
+                result.append(Piece(self.replacement + body, start, end, offsets))
+            else:
+                result.append(Piece(body, start, end, None))
+        return result
+
+    def to_hf(self) -> dict[str, Any]:
+        return {
+            "type": "Metaspace",
+            "replacement": self.replacement,
+            "prepend_scheme": "first" if self.add_dummy_prefix else "never",
+            "split": self.split_by_whitespace,
+        }
+
+
+def get_pretokenizer(spec: str) -> PreTokenizer:
+    """Build a pre-tokenizer from a name (gpt2, gpt4, o200k, whitespace, bert, metaspace) or a regex."""
+    if spec in PATTERNS:
+        return RegexSplit(PATTERNS[spec], name=spec)
+    if spec == "whitespace":
+        return WhitespaceSplit()
+    if spec == "bert":
+        return BertPreTokenizer()
+    if spec == "metaspace":
+        return Metaspace()
+    if not spec:
+        raise ConfigError(
+            "The pre-tokenizer must be one of gpt2, gpt4, o200k, whitespace, bert, metaspace, or a regex."
+        )
+    return RegexSplit(spec)
+
+
+def pretokenizer_from_hf(data: dict[str, Any] | None) -> PreTokenizer | None:
+    """Read a Hugging Face ``pre_tokenizer`` object (ByteLevel is the caller's business)."""
+    if data is None:
+        return None
+    kind = data.get("type")
+    if kind == "Split":
+        pattern = data.get("pattern", {})
+        if "Regex" in pattern:
+            return RegexSplit(pattern["Regex"])
+        raise FormatError(f"Split pre-tokenizers with a plain-string pattern are not supported: {pattern!r}.")
+    if kind == "WhitespaceSplit":
+        return WhitespaceSplit()
+    if kind in ("BertPreTokenizer", "Whitespace"):
+        return BertPreTokenizer() if kind == "BertPreTokenizer" else RegexSplit(r"\w+|[^\w\s]+", name="hf-whitespace")
+    if kind == "Metaspace":
+        scheme = data.get("prepend_scheme", "always" if data.get("add_prefix_space", True) else "never")
+        return Metaspace(
+            data.get("replacement", "▁"),
+            add_dummy_prefix=scheme != "never",
+            split_by_whitespace=bool(data.get("split", True)),
+        )
+    raise FormatError(f"The pre-tokenizer type {kind!r} is not supported.")

@@ -1,0 +1,87 @@
+"""Special tokens: find them in text, longest match first, and check the caller allowed them.
+
+Special tokens are matched on the raw text before normalization and pre-tokenization, so a
+special token is never split or merged. Where two special tokens overlap at the same position
+the longer one wins (``<|endoftext|><|endoftext|>`` beats ``<|endoftext|>``), which is why the
+alternation is built longest first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator, Mapping
+from typing import Literal
+
+import regex
+
+from engine.errors import SpecialTokenError
+
+AllowedSpecial = Literal["all"] | Collection[str]
+
+
+def _alternation(tokens: Collection[str]) -> regex.Pattern[str] | None:
+    if not tokens:
+        return None
+    ordered = sorted(tokens, key=lambda t: (-len(t), t))
+    return regex.compile("|".join(regex.escape(t) for t in ordered))
+
+
+class SpecialTokens:
+    """A fixed set of special tokens and their ids."""
+
+    def __init__(self, tokens: Mapping[str, int] | None = None) -> None:
+        self.ids: dict[str, int] = dict(tokens or {})
+        self.by_id: dict[int, str] = {i: t for t, i in self.ids.items()}
+        self._patterns: dict[frozenset[str], regex.Pattern[str] | None] = {}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __contains__(self, token: object) -> bool:
+        return token in self.ids
+
+    def _pattern(self, tokens: frozenset[str]) -> regex.Pattern[str] | None:
+        if tokens not in self._patterns:
+            self._patterns[tokens] = _alternation(tokens)
+        return self._patterns[tokens]
+
+    def resolve(self, allowed_special: AllowedSpecial, disallowed_special: AllowedSpecial) -> tuple[frozenset[str], frozenset[str]]:
+        """Turn tiktoken-style arguments into (allowed, disallowed) sets of known tokens."""
+        allowed = frozenset(self.ids) if allowed_special == "all" else frozenset(allowed_special)
+        unknown = sorted(allowed - set(self.ids))
+        if unknown:
+            raise SpecialTokenError(
+                f"{unknown[0]!r} is not a special token of this tokenizer; "
+                f"its special tokens are: {', '.join(sorted(self.ids)) or 'none'}."
+            )
+        if disallowed_special == "all":
+            disallowed = frozenset(self.ids) - allowed
+        else:
+            disallowed = frozenset(disallowed_special) & frozenset(self.ids)
+        return allowed, disallowed
+
+    def check_disallowed(self, text: str, disallowed: frozenset[str]) -> None:
+        """Raise SpecialTokenError naming the first disallowed special token found in ``text``."""
+        pattern = self._pattern(disallowed)
+        if pattern is None:
+            return
+        match = pattern.search(text)
+        if match is not None:
+            token = match.group()
+            raise SpecialTokenError(
+                f"The text contains the special token {token!r} (at character {match.start()}), "
+                f"which is not allowed. Pass allowed_special={{{token!r}}} (or allowed_special=\"all\") "
+                f"to encode it as a special token, or disallowed_special=() to encode it as plain text."
+            )
+
+    def split(self, text: str, allowed: frozenset[str]) -> Iterator[tuple[int, int, int | None]]:
+        """Yield ``(start, end, id)`` segments of ``text``; ``id`` is None for ordinary text."""
+        pattern = self._pattern(allowed)
+        position = 0
+        if pattern is not None:
+            for match in pattern.finditer(text):
+                if match.start() > position:
+                    yield position, match.start(), None
+                yield match.start(), match.end(), self.ids[match.group()]
+                position = match.end()
+        if position < len(text):
+            yield position, len(text), None

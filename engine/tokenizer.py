@@ -1,0 +1,282 @@
+"""The tokenizer pipeline and its tiktoken-style API.
+
+A :class:`Tokenizer` chains special-token splitting → normalizer → pre-tokenizer → model →
+post-processor on the way in, and model bytes → decoder on the way out. The API follows
+tiktoken: ``encode`` refuses special tokens that the caller did not allow (naming the token and
+the argument that allows it), ``encode_ordinary`` treats them as text, ``decode`` replaces
+invalid UTF-8 by default. Pre-tokens are cached (an LRU from pre-token to ids), which is what
+makes pure-Python encoding fast on real text: most words repeat.
+
+Offsets for highlighting are computed in ``encode_with_offsets`` with the helpers of
+``offsets.py``; file formats and training live elsewhere.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import ProcessPoolExecutor
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+import regex
+
+from engine.decoders import ByteLevelDecoder, Decoder
+from engine.errors import UnknownTokenIdError
+from engine.models.base import Model
+from engine.normalizers import Normalizer, normalize_aligned
+from engine.offsets import TokenSpan, char_byte_offsets, token_char_bounds
+from engine.post_processors import TemplateProcessing
+from engine.pretokenizers import Piece, PreTokenizer
+from engine.special_tokens import AllowedSpecial, SpecialTokens
+
+CACHE_SIZE = 1 << 16
+# A safe place to cut streamed text: after a newline that sits between two non-space
+# characters. None of the supported patterns joins such a newline to its neighbours, so text
+# on either side pre-tokenizes the same as it would in one piece. Searched from the end.
+_SAFE_CUT = regex.compile(r"(?r)(?<=\S\n)(?=\S)")
+
+
+class Tokenizer:
+    """A complete tokenizer: a model wrapped in the pipeline stages around it."""
+
+    def __init__(
+        self,
+        model: Model,
+        *,
+        normalizer: Normalizer | None = None,
+        pre_tokenizer: PreTokenizer | None = None,
+        special_tokens: Mapping[str, int] | None = None,
+        post_processor: TemplateProcessing | None = None,
+        decoder: Decoder | None = None,
+        name: str = "",
+    ) -> None:
+        self.model = model
+        self.normalizer = normalizer
+        self.pre_tokenizer = pre_tokenizer
+        self.specials = SpecialTokens(special_tokens)
+        self.post_processor = post_processor
+        self.decoder: Decoder = decoder or ByteLevelDecoder()
+        self.name = name
+        self._reset_cache()
+
+    def _reset_cache(self) -> None:
+        tokenize = self.model.tokenize
+        self._tokenize_cached = functools.lru_cache(maxsize=CACHE_SIZE)(lambda piece: tuple(tokenize(piece)))
+
+    # Pickling drops the cache (a closure), so tokenizers can be sent to worker processes.
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_tokenize_cached"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._reset_cache()
+
+    # ----------------------------------------------------------------- vocabulary
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        return dict(self.specials.ids)
+
+    @property
+    def vocab_size(self) -> int:
+        top = max(self.specials.ids.values(), default=-1) + 1
+        return max(self.model.vocab_size, top)
+
+    def id_to_token(self, token_id: int) -> str | None:
+        """The vocabulary string of ``token_id`` (special tokens as themselves)."""
+        special = self.specials.by_id.get(token_id)
+        return special if special is not None else self.model.id_to_token(token_id)
+
+    def token_to_id(self, token: str) -> int | None:
+        special = self.specials.ids.get(token)
+        return special if special is not None else self.model.token_to_id(token)
+
+    def token_bytes(self, token_id: int) -> bytes:
+        """The bytes one id decodes to on its own; raises UnknownTokenIdError for unknown ids."""
+        special = self.specials.by_id.get(token_id)
+        if special is not None:
+            return special.encode("utf-8")
+        try:
+            return self.model.token_bytes(token_id)
+        except (KeyError, IndexError):
+            raise UnknownTokenIdError(
+                f"Token id {token_id} is not in this tokenizer's vocabulary (ids run from 0 to {self.vocab_size - 1})."
+            ) from None
+
+    def is_special(self, token_id: int) -> bool:
+        return token_id in self.specials.by_id
+
+    # ----------------------------------------------------------------- encoding
+    def _pieces(self, text: str) -> list[str]:
+        if self.normalizer is not None:
+            text = self.normalizer.normalize(text)
+        if self.pre_tokenizer is None:
+            return [text] if text else []
+        return self.pre_tokenizer.pieces(text)
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Encode ``text`` with special tokens treated as plain text."""
+        return list(chain.from_iterable(map(self._tokenize_cached, self._pieces(text))))
+
+    def encode(
+        self,
+        text: str,
+        *,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: AllowedSpecial = "all",
+        add_special_tokens: bool = True,
+    ) -> list[int]:
+        """Encode ``text``; special tokens must be allowed, or disallowed checks raise.
+
+        ``add_special_tokens`` applies the post-processor template (e.g. ``[CLS] $A [SEP]``).
+        """
+        allowed, disallowed = self.specials.resolve(allowed_special, disallowed_special)
+        if disallowed:
+            self.specials.check_disallowed(text, disallowed)
+        if not allowed:
+            ids = self.encode_ordinary(text)
+        else:
+            ids = []
+            for start, end, special_id in self.specials.split(text, allowed):
+                if special_id is not None:
+                    ids.append(special_id)
+                else:
+                    ids.extend(self.encode_ordinary(text[start:end]))
+        if add_special_tokens and self.post_processor is not None:
+            ids = self.post_processor.process(ids)
+        return ids
+
+    def encode_with_offsets(
+        self,
+        text: str,
+        *,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: AllowedSpecial = "all",
+        add_special_tokens: bool = True,
+    ) -> list[TokenSpan]:
+        """Encode ``text`` and give each token its byte and character span in ``text``."""
+        allowed, disallowed = self.specials.resolve(allowed_special, disallowed_special)
+        if disallowed:
+            self.specials.check_disallowed(text, disallowed)
+        byte_at = char_byte_offsets(text)
+        spans: list[TokenSpan] = []
+        for start, end, special_id in self.specials.split(text, allowed):
+            if special_id is not None:
+                spans.append(TokenSpan(special_id, byte_at[start], byte_at[end], start, end, True))
+            else:
+                spans.extend(self._segment_spans(text, start, end, byte_at))
+        if add_special_tokens and self.post_processor is not None:
+            before, after = self.post_processor.added
+            end_char, end_byte = len(text), byte_at[-1]
+            spans = (
+                [TokenSpan(i, 0, 0, 0, 0, True) for i in before]
+                + spans
+                + [TokenSpan(i, end_byte, end_byte, end_char, end_char, True) for i in after]
+            )
+        return spans
+
+    def _segment_spans(self, text: str, start: int, end: int, byte_at: list[int]) -> Iterator[TokenSpan]:
+        segment = text[start:end]
+        if self.normalizer is not None:
+            normalized, align = normalize_aligned(self.normalizer, segment)
+        else:
+            normalized, align = segment, None
+        pieces = self.pre_tokenizer.split(normalized) if self.pre_tokenizer else [Piece(normalized, 0, len(normalized))]
+        surface = getattr(self.model, "surface_bytes", self.model.token_bytes)
+        for piece in pieces:
+            ids = self._tokenize_cached(piece.text)
+            bounds = token_char_bounds(piece.text, [len(surface(i)) for i in ids])
+            exact_bytes = align is None and piece.offsets is None
+            piece_bytes = char_byte_offsets(piece.text) if exact_bytes else None
+            position = 0
+            for index, token_id in enumerate(ids):
+                a, b = bounds[index] if bounds is not None else (0, len(piece.text))
+                lo, hi = piece.boundary(a), piece.boundary(b)
+                if align is not None:
+                    lo, hi = align[lo], align[hi]
+                lo, hi = start + lo, start + max(hi, lo)
+                if piece_bytes is not None and bounds is not None:
+                    base = byte_at[start + piece.start]
+                    length = len(surface(token_id))
+                    yield TokenSpan(token_id, base + position, base + position + length, lo, hi)
+                    position += length
+                else:
+                    yield TokenSpan(token_id, byte_at[lo], byte_at[hi], lo, hi)
+
+    def encode_iterable(self, chunks: Iterable[str], **kwargs: Any) -> Iterator[int]:
+        """Encode a stream of text chunks without holding the whole text.
+
+        Text is cut only at a newline between two non-space characters (see ``_SAFE_CUT``), so
+        the ids equal ``encode("".join(chunks))``. A single line longer than the whole stream
+        is held until a cut appears. Special tokens that contain a newline may be missed.
+        """
+        kwargs.setdefault("add_special_tokens", False)
+        pending = ""
+        for chunk in chunks:
+            pending += chunk
+            match = _SAFE_CUT.search(pending)
+            if match is None:
+                continue
+            cut = match.start()
+            yield from self.encode(pending[:cut], **kwargs)
+            pending = pending[cut:]
+        if pending:
+            yield from self.encode(pending, **kwargs)
+
+    def encode_batch(self, texts: list[str], *, num_workers: int | None = None, **kwargs: Any) -> list[list[int]]:
+        """Encode many texts, across processes when there are enough of them to pay off."""
+        if num_workers == 1 or len(texts) < 64:
+            return [self.encode(text, **kwargs) for text in texts]
+        with ProcessPoolExecutor(max_workers=num_workers, initializer=_init_worker, initargs=(self,)) as pool:
+            chunk = max(1, len(texts) // ((num_workers or 2) * 4))
+            return list(pool.map(functools.partial(_encode_in_worker, **kwargs), texts, chunksize=chunk))
+
+    # ----------------------------------------------------------------- decoding
+    def decode_tokens_bytes(self, ids: Iterable[int]) -> list[bytes]:
+        """The bytes of each id, as the model holds them (before the decoder joins them)."""
+        return [self.token_bytes(i) for i in ids]
+
+    def decode_bytes(self, ids: Iterable[int], *, skip_special_tokens: bool = False) -> bytes:
+        if skip_special_tokens:
+            ids = [i for i in ids if i not in self.specials.by_id]
+        return self.decoder.decode(self.decode_tokens_bytes(ids))
+
+    def decode(self, ids: Iterable[int], errors: str = "replace", *, skip_special_tokens: bool = False) -> str:
+        """Decode ids to text; invalid UTF-8 is replaced with U+FFFD unless ``errors`` says otherwise."""
+        return self.decode_bytes(ids, skip_special_tokens=skip_special_tokens).decode("utf-8", errors=errors)
+
+    # ----------------------------------------------------------------- files
+    def to_json(self) -> str:
+        from engine.serialization import dumps
+
+        return dumps(self)
+
+    @classmethod
+    def from_json(cls, data: str) -> Tokenizer:
+        from engine.serialization import loads
+
+        return loads(data)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_json(), encoding="utf-8")
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> Tokenizer:
+        return cls.from_json(Path(path).read_text(encoding="utf-8"))
+
+
+_worker_tokenizer: Tokenizer | None = None
+
+
+def _init_worker(tokenizer: Tokenizer) -> None:
+    global _worker_tokenizer
+    _worker_tokenizer = tokenizer
+
+
+def _encode_in_worker(text: str, **kwargs: Any) -> list[int]:
+    if _worker_tokenizer is None:  # pragma: no cover - the pool initializer always runs first
+        raise RuntimeError("worker tokenizer not initialised")
+    return _worker_tokenizer.encode(text, **kwargs)
