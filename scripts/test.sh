@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Set up everything the tests need on a fresh Debian machine, then run every test.
+#   bash scripts/test.sh [pytest arguments]
+# 1. Debian packages: chromium (browser tests) and postgresql (database tests), if missing.
+# 2. A virtualenv in .venv with the project and its dev extra (pytest, playwright, tokenizers,
+#    tiktoken, sentencepiece, transformers, psycopg).
+# 3. A throw-away PostgreSQL server on 127.0.0.1, so the database and job tests also run there.
+# 4. pytest over tests/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+missing=()
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
+python3 -c "import ensurepip, venv" 2>/dev/null || missing+=(python3-venv)
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "== installing Debian packages: ${missing[*]}"
+    as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+    echo "== creating .venv"
+    python3 -m venv .venv
+fi
+echo "== installing tokenforge[dev] into .venv"
+.venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+
+# A PostgreSQL cluster in a temporary folder, owned by the postgres user when we are root.
+PGBIN="$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)"
+PGROOT="$(mktemp -d /tmp/tokenforge-pg.XXXXXX)"
+PGPORT="$(.venv/bin/python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+run_pg() { if [ "$(id -u)" = 0 ]; then su postgres -s /bin/sh -c "$*"; else sh -c "$*"; fi; }
+[ "$(id -u)" = 0 ] && chown postgres "$PGROOT"
+stop_pg() {
+    run_pg "'$PGBIN/pg_ctl' -D '$PGROOT/data' -m immediate stop" >/dev/null 2>&1 || true
+    rm -rf "$PGROOT"
+}
+trap stop_pg EXIT
+echo "== starting PostgreSQL on 127.0.0.1:$PGPORT"
+run_pg "'$PGBIN/initdb' -D '$PGROOT/data' -A trust -U postgres -E UTF8 --no-locale" >/dev/null
+run_pg "'$PGBIN/pg_ctl' -D '$PGROOT/data' -o \"-h 127.0.0.1 -p $PGPORT -k '$PGROOT'\" -l '$PGROOT/log' -w start" >/dev/null
+export TOKENFORGE_TEST_POSTGRES_URL="postgresql://postgres@127.0.0.1:$PGPORT/postgres"
+
+echo "== running the tests"
+.venv/bin/python -m pytest "$@"
