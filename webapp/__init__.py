@@ -1,0 +1,62 @@
+"""Tokenforge's web app: the Flask application factory.
+
+``create_app`` loads settings from the environment (``config.py``), applies ``test_config``
+on top, and wires the database, CSRF protection, the blueprints and the error pages. It never
+runs migrations: ``tokenforge serve`` does that once, before gunicorn forks its workers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from flask import Flask, redirect, url_for
+from flask_wtf.csrf import CSRFProtect
+from werkzeug.wrappers import Response
+
+from webapp import db, errors, filters
+from webapp.config import finish_settings, load_settings
+
+ROOT = Path(__file__).resolve().parent.parent
+csrf = CSRFProtect()
+
+
+def create_app(test_config: dict[str, Any] | None = None) -> Flask:
+    """Build the app from environment settings, overridden by ``test_config`` in tests."""
+    app = Flask(
+        __name__,
+        template_folder=str(ROOT / "templates"),
+        static_folder=str(ROOT / "static"),
+    )
+    app.config.from_mapping(load_settings())
+    if test_config:
+        app.config.from_mapping(test_config)
+    finish_settings(app.config)  # type: ignore[arg-type]
+    # Flask refuses bigger request bodies outright (413); the per-file limit applies after
+    # decompression in storage.py. The slack covers several files' multipart overhead.
+    app.config.setdefault("MAX_CONTENT_LENGTH", int(app.config["MAX_UPLOAD_BYTES"]) * 4 + (1 << 20))
+    app.config.setdefault("MAX_FORM_MEMORY_SIZE", 1 << 20)
+    app.config.update(SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_SAMESITE="Lax")
+    Path(app.config["CORPUS_DIR"]).mkdir(parents=True, exist_ok=True)
+
+    db.init_app(app)
+    csrf.init_app(app)
+    errors.init_app(app)
+    filters.init_app(app)
+
+    from webapp import corpora, tokenizers
+
+    app.register_blueprint(corpora.bp)
+    app.register_blueprint(tokenizers.bp)
+
+    @app.get("/")
+    def index() -> Response:
+        """The home page is the tokenizer list until the playground lands."""
+        return redirect(url_for("tokenizers.index"))
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, str]:
+        """A cheap liveness probe for load balancers and the serve command."""
+        return {"status": "ok"}
+
+    return app

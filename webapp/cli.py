@@ -1,0 +1,159 @@
+"""The ``tokenforge`` command: ``serve``, ``worker`` and ``migrate``, plus the engine's commands.
+
+``serve`` applies the migrations once, starts one job-worker process (unless ``--no-worker``)
+and then runs gunicorn in the foreground; SIGTERM or Ctrl-C stops gunicorn gracefully and the
+worker with it (its running job goes back to the queue). ``worker`` runs the job loop alone,
+for more training capacity on other machines. ``train``, ``encode``, ``import`` and ``eval``
+come from ``engine/cli.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from webapp.config import SettingsError, finish_settings, load_settings
+
+WORKER_STOP_SECONDS = 15
+
+
+def _settings() -> dict[str, Any]:
+    try:
+        return finish_settings(load_settings())
+    except SettingsError as exc:
+        raise SystemExit(f"tokenforge: {exc}") from None
+
+
+def _migrate(settings: dict[str, Any]) -> None:
+    from webapp import db
+
+    db.upgrade(settings["DATABASE_URL"])
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    """Apply the database migrations and exit."""
+    settings = _settings()
+    _migrate(settings)
+    print(f"The database is up to date ({_safe_url(settings['DATABASE_URL'])}).")
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    """Run the job worker until SIGTERM or Ctrl-C."""
+    from webapp.worker import Worker
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s worker %(levelname)s %(message)s")
+    settings = _settings()
+    worker = Worker(settings)
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: worker.stop())
+    print(f"Tokenforge worker {worker.worker_id} is waiting for jobs "
+          f"({_safe_url(settings['DATABASE_URL'])}).", flush=True)
+    worker.run(once=args.once)
+    return 0
+
+
+def _stop(process: subprocess.Popen[bytes] | None) -> None:
+    """Stop the worker process: SIGTERM, then SIGKILL if it does not exit in time."""
+    if process is None or process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(WORKER_STOP_SECONDS)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Migrate, start the job worker, then serve the app with gunicorn."""
+    from gunicorn.app.base import BaseApplication
+
+    settings = _settings()
+    _migrate(settings)  # once, here, before gunicorn forks: migrating in every worker races
+    worker: subprocess.Popen[bytes] | None = None
+    if not args.no_worker:
+        worker = subprocess.Popen([sys.executable, "-m", "webapp.cli", "worker"])
+    url = f"http://{args.host}:{args.port}/"
+
+    class Gunicorn(BaseApplication):  # type: ignore[misc]
+        def load_config(self) -> None:
+            options = {
+                "bind": f"{args.host}:{args.port}",
+                "workers": args.workers,
+                "threads": args.threads,
+                "worker_class": "gthread",
+                "timeout": 120,
+                "graceful_timeout": 10,
+                "when_ready": lambda _arbiter: print(f"Tokenforge is running at {url}", flush=True),
+                "on_exit": lambda _arbiter: _stop(worker),
+            }
+            for key, value in options.items():
+                self.cfg.set(key, value)
+
+        def load(self) -> Any:
+            from webapp import create_app
+
+            return create_app()
+
+    try:
+        Gunicorn().run()
+    finally:
+        _stop(worker)
+    return 0
+
+
+def _safe_url(url: str) -> str:
+    """The database URL without its password, for messages."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser, with the engine's subcommands when the engine provides them."""
+    parser = argparse.ArgumentParser(prog="tokenforge", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = sub.add_parser("serve", help="run the web app and one job worker")
+    serve.add_argument("--host", default=os.environ.get("TOKENFORGE_HOST", "127.0.0.1"),
+                       help="address to listen on (default: $TOKENFORGE_HOST or 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=int(os.environ.get("TOKENFORGE_PORT", "8000")),
+                       help="port to listen on (default: $TOKENFORGE_PORT or 8000)")
+    serve.add_argument("--workers", type=int, default=2, help="gunicorn worker processes (default: 2)")
+    serve.add_argument("--threads", type=int, default=4, help="threads per web worker (default: 4)")
+    serve.add_argument("--no-worker", action="store_true",
+                       help="do not start a job worker (run `tokenforge worker` elsewhere)")
+    serve.set_defaults(func=cmd_serve)
+
+    worker = sub.add_parser("worker", help="run a job worker that trains queued tokenizers")
+    worker.add_argument("--once", action="store_true", help="exit when the queue is empty")
+    worker.set_defaults(func=cmd_worker)
+
+    migrate = sub.add_parser("migrate", help="apply database migrations and exit")
+    migrate.set_defaults(func=cmd_migrate)
+
+    try:  # engine/cli.py is written alongside; until it lands, only the web commands exist
+        from engine.cli import register
+    except ImportError:
+        pass
+    else:
+        register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``tokenforge`` console script."""
+    args = build_parser().parse_args(argv)
+    result = args.func(args)
+    return int(result or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""The corpora blueprint: upload, list, show, rename and delete text corpora.
+
+Uploads are streamed into the content-addressed store by ``storage.py``; this module turns
+the outcome into database rows and pages. An upload whose content is already stored is
+reused instead of stored twice. Ownership by teams arrives with issue 6.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath, PureWindowsPath
+
+from flask import Blueprint, abort, current_app, flash, redirect, request, url_for
+from sqlalchemy import func, select
+from werkzeug.exceptions import ClientDisconnected
+from werkzeug.wrappers import Response
+
+from webapp.db import get_session
+from webapp.htmx import is_htmx, render
+from webapp.models import Corpus, Job
+from webapp.storage import CorpusStore, UploadError
+
+bp = Blueprint("corpora", __name__, url_prefix="/corpora")
+MAX_NAME = 200
+INTERRUPTED = "The upload was interrupted before it finished. Nothing was stored; please try again."
+
+
+def store() -> CorpusStore:
+    """The app's corpus store."""
+    return CorpusStore(current_app.config["CORPUS_DIR"])
+
+
+def clean_filename(raw: str) -> str:
+    """The last path component of a browser-supplied name (never a path), at most 200 chars."""
+    name = PureWindowsPath(PurePosixPath(raw or "").name).name.strip()
+    return name[:MAX_NAME] or "upload"
+
+
+def _all_corpora() -> list[Corpus]:
+    return list(get_session().scalars(select(Corpus).order_by(Corpus.created_at.desc(), Corpus.id.desc())))
+
+
+def _get_or_404(corpus_id: int) -> Corpus:
+    corpus = get_session().get(Corpus, corpus_id)
+    if corpus is None:
+        abort(404)
+    return corpus
+
+
+@bp.get("/")
+def index() -> Response:
+    """List corpora, with the upload form."""
+    return render("corpora/index.html", corpora=_all_corpora(), errors=[], form={})
+
+
+@bp.post("/")
+def upload() -> Response:
+    """Store one or more uploaded files as corpora."""
+    try:
+        files = [f for f in request.files.getlist("files") if f.filename]
+        form = request.form.to_dict()
+    except ClientDisconnected:
+        return render("corpora/index.html", corpora=_all_corpora(), errors=[INTERRUPTED],
+                      form={}, status=400)
+    text_field = form.get("text_field", "").strip() or "text"
+    replace = form.get("replace_errors") == "on"
+    errors: list[str] = []
+    offer_replace = False
+    stored: list[Corpus] = []
+    if not files:
+        errors.append("Choose at least one file to upload.")
+    session = get_session()
+    for upload_file in files:
+        filename = clean_filename(upload_file.filename or "")
+        try:
+            result = store().ingest(
+                upload_file.stream, filename, max_bytes=int(current_app.config["MAX_UPLOAD_BYTES"]),
+                text_field=text_field, replace_errors=replace,
+            )
+        except UploadError as exc:
+            errors.append(str(exc))
+            offer_replace = offer_replace or exc.kind == "utf8"
+            continue
+        existing = session.scalars(select(Corpus).where(Corpus.sha256 == result.sha256)).first()
+        if existing is not None:
+            flash(f"{filename!r} has the same content as the corpus {existing.name!r}, "
+                  "so that corpus is reused.")
+            stored.append(existing)
+            continue
+        corpus = Corpus(
+            name=filename, sha256=result.sha256, format=result.format,
+            original_filename=filename, upload_bytes=result.upload_bytes,
+            size_bytes=result.size_bytes, stats=result.stats,
+        )
+        session.add(corpus)
+        session.commit()
+        stored.append(corpus)
+    if errors:
+        form["offer_replace"] = offer_replace
+        return render("corpora/index.html", corpora=_all_corpora(), errors=errors, form=form,
+                      status=400)
+    if len(stored) == 1:
+        return redirect(url_for("corpora.show", corpus_id=stored[0].id), 303)
+    flash(f"Stored {len(stored)} corpora.")
+    return redirect(url_for("corpora.index"), 303)
+
+
+@bp.get("/<int:corpus_id>")
+def show(corpus_id: int) -> Response:
+    """A corpus's statistics and preview."""
+    corpus = _get_or_404(corpus_id)
+    return render("corpora/show.html", "title", corpus=corpus, rename_error=None)
+
+
+@bp.post("/<int:corpus_id>/rename")
+def rename(corpus_id: int) -> Response:
+    """Rename a corpus (the htmx form swaps only the title block)."""
+    corpus = _get_or_404(corpus_id)
+    name = request.form.get("name", "").strip()
+    error = None
+    if not name:
+        error = "Give the corpus a name."
+    elif len(name) > MAX_NAME:
+        error = f"A name can be at most {MAX_NAME} characters; this one has {len(name)}."
+    else:
+        corpus.name = name
+        get_session().commit()
+    return render("corpora/show.html", "title", corpus=corpus, rename_error=error,
+                  status=400 if error else 200)
+
+
+@bp.post("/<int:corpus_id>/delete")
+def delete(corpus_id: int) -> Response:
+    """Delete a corpus and, if no other corpus shares its content, its stored file."""
+    session = get_session()
+    corpus = _get_or_404(corpus_id)
+    active = session.scalars(select(Job).where(Job.status.in_(("queued", "running")))).all()
+    if any(corpus_id in job.corpus_ids for job in active):
+        flash(f"{corpus.name!r} is used by a job that has not finished; cancel it first.")
+        return redirect(url_for("corpora.show", corpus_id=corpus_id), 303)
+    sha, name = corpus.sha256, corpus.name
+    session.delete(corpus)
+    session.commit()
+    if not session.scalar(select(func.count()).select_from(Corpus).where(Corpus.sha256 == sha)):
+        store().delete(sha)
+    flash(f"Deleted the corpus {name!r}.")
+    target = url_for("corpora.index")
+    if is_htmx():
+        response = Response("", 200)
+        response.headers["HX-Redirect"] = target
+        return response
+    return redirect(target, 303)

@@ -1,0 +1,219 @@
+"""The job queue: the ``jobs`` table and the state changes that make it safe to share.
+
+Every transition is one conditional UPDATE, so several workers (on several machines) and the
+web processes can act at once without losing or double-running a job:
+
+- :func:`claim` takes the oldest queued job atomically (``UPDATE … RETURNING``; on PostgreSQL
+  the candidate row is picked with ``FOR UPDATE SKIP LOCKED`` so claimers never wait on each
+  other);
+- :func:`heartbeat`, :func:`complete` and :func:`finish` only touch a job its caller still owns;
+- :func:`recover_stale` re-queues jobs whose worker stopped sending heartbeats, and gives up
+  after ``max_attempts``.
+
+Running the training itself is ``worker.py``'s job; this module never starts processes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from webapp.models import Job, Tokenizer, utcnow
+
+
+def enqueue(
+    session: Session,
+    *,
+    name: str,
+    algorithm: str,
+    options: dict[str, Any],
+    corpus_ids: Sequence[int],
+) -> Job:
+    """Add a queued job and commit it."""
+    job = Job(name=name, algorithm=algorithm, options=options, corpus_ids=list(corpus_ids))
+    session.add(job)
+    session.commit()
+    return job
+
+
+def claim(session: Session, worker_id: str) -> int | None:
+    """Atomically mark the oldest queued job as running for ``worker_id``; return its id."""
+    now = utcnow()
+    candidate = (
+        select(Job.id)
+        .where(Job.status == "queued")
+        .order_by(Job.id)
+        .limit(1)
+        .with_for_update(skip_locked=True)  # PostgreSQL; SQLite serialises writers anyway
+        .scalar_subquery()
+    )
+    stmt = (
+        update(Job)
+        .where(Job.id == candidate, Job.status == "queued")
+        .values(
+            status="running",
+            worker_id=worker_id,
+            attempts=Job.attempts + 1,
+            heartbeat_at=now,
+            started_at=now,
+            progress_stage="starting",
+            progress_current=0,
+            progress_total=0,
+            eta_seconds=None,
+        )
+        .returning(Job.id)
+        .execution_options(synchronize_session=False)
+    )
+    job_id = session.execute(stmt).scalar_one_or_none()
+    session.commit()
+    return job_id
+
+
+def _owned(job_id: int, worker_id: str) -> Any:
+    return update(Job).where(
+        Job.id == job_id, Job.worker_id == worker_id, Job.status == "running"
+    ).execution_options(synchronize_session=False)
+
+
+def heartbeat(
+    session: Session,
+    job_id: int,
+    worker_id: str,
+    *,
+    stage: str | None = None,
+    current: int = 0,
+    total: int = 0,
+    eta_seconds: float | None = None,
+) -> tuple[bool, bool]:
+    """Record liveness and progress; return (still ours, cancel requested)."""
+    values: dict[str, Any] = {"heartbeat_at": utcnow()}
+    if stage is not None:
+        values.update(
+            progress_stage=stage[:200],
+            progress_current=current,
+            progress_total=total,
+            eta_seconds=eta_seconds,
+        )
+    stmt = _owned(job_id, worker_id).values(**values).returning(Job.cancel_requested)
+    cancel = session.execute(stmt).scalar_one_or_none()
+    session.commit()
+    return cancel is not None, bool(cancel)
+
+
+def finish(
+    session: Session, job_id: int, worker_id: str, status: str, *, error: str | None = None
+) -> bool:
+    """End an owned running job as failed or cancelled; return whether it was still ours."""
+    if status not in ("failed", "cancelled"):
+        raise ValueError(f"finish() ends jobs as failed or cancelled, not {status!r}")
+    stmt = _owned(job_id, worker_id).values(status=status, error=error, finished_at=utcnow())
+    done = session.execute(stmt).rowcount == 1
+    session.commit()
+    return done
+
+
+def release(session: Session, job_id: int, worker_id: str) -> bool:
+    """Put an owned job back in the queue without counting the attempt (worker shutting down)."""
+    stmt = _owned(job_id, worker_id).values(
+        status="queued", worker_id=None, attempts=Job.attempts - 1, heartbeat_at=None
+    )
+    done = session.execute(stmt).rowcount == 1
+    session.commit()
+    return done
+
+
+def complete(
+    session: Session, job_id: int, worker_id: str, *, tokenizer_json: str, stats: dict[str, Any]
+) -> Tokenizer | None:
+    """Store the trained tokenizer and mark the job succeeded, in one transaction."""
+    job = session.get(Job, job_id)
+    stmt = _owned(job_id, worker_id).values(
+        status="succeeded",
+        finished_at=utcnow(),
+        error=None,
+        progress_stage="done",
+        eta_seconds=0.0,
+    )
+    if job is None or session.execute(stmt).rowcount != 1:
+        session.rollback()
+        return None
+    seconds = stats.get("seconds")
+    tokenizer = Tokenizer(
+        name=job.name,
+        algorithm=job.algorithm,
+        source="trained",
+        tokenizer_json=tokenizer_json,
+        config={"algorithm": job.algorithm, "options": stats.get("options", job.options),
+                "corpus_ids": job.corpus_ids},
+        stats=stats,
+        vocab_size=int(stats.get("vocab_size", 0)),
+        training_seconds=float(seconds) if isinstance(seconds, (int, float)) else None,
+        job_id=job_id,
+    )
+    session.add(tokenizer)
+    session.commit()
+    return tokenizer
+
+
+def request_cancel(session: Session, job_id: int) -> str | None:
+    """Cancel a queued job at once, or ask a running job's worker to stop; return the status."""
+    now = utcnow()
+    session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.status == "queued")
+        .values(status="cancelled", finished_at=now, cancel_requested=True)
+        .execution_options(synchronize_session=False)
+    )
+    session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.status == "running")
+        .values(cancel_requested=True)
+        .execution_options(synchronize_session=False)
+    )
+    session.commit()
+    return session.scalar(select(Job.status).where(Job.id == job_id))
+
+
+def recover_stale(
+    session: Session, *, stale_seconds: float, max_attempts: int, now: dt.datetime | None = None
+) -> dict[str, list[int]]:
+    """Deal with running jobs whose heartbeat is older than ``stale_seconds``.
+
+    A stale job that was being cancelled becomes cancelled; one that has had ``max_attempts``
+    attempts fails with the reason; any other goes back to the queue for another worker.
+    """
+    now = now or utcnow()
+    cutoff = now - dt.timedelta(seconds=stale_seconds)
+    stale = (Job.status == "running", Job.heartbeat_at < cutoff)
+    silent = f"its worker stopped sending heartbeats for more than {stale_seconds:g} seconds"
+
+    def run(*where: Any, **values: Any) -> list[int]:
+        stmt = (
+            update(Job).where(*stale, *where).values(**values).returning(Job.id)
+            .execution_options(synchronize_session=False)
+        )
+        return list(session.execute(stmt).scalars())
+
+    result = {
+        "cancelled": run(Job.cancel_requested.is_(True), status="cancelled", finished_at=now),
+        "failed": run(
+            Job.attempts >= max_attempts,
+            status="failed",
+            finished_at=now,
+            error=f"Training failed after {max_attempts} attempts: each time, {silent} "
+            "(the worker process was killed or its machine stopped).",
+        ),
+        "requeued": run(
+            Job.attempts < max_attempts,
+            status="queued",
+            worker_id=None,
+            heartbeat_at=None,
+            error=f"Re-queued because {silent}.",
+        ),
+    }
+    session.commit()
+    return result

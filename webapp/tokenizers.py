@@ -1,0 +1,138 @@
+"""The tokenizers blueprint: the training form, the job pages and the tokenizer pages.
+
+A valid training form becomes a queued job (``jobs.enqueue``) and the browser is sent to the
+job page, whose progress block polls itself through htmx until the job ends. The playground
+(encode, compare, inspector, downloads) belongs to ``playground.py`` (issue 5), not here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, abort, redirect, request, url_for
+from sqlalchemy import select
+from werkzeug.wrappers import Response
+
+from webapp import jobs, training_form
+from webapp.db import get_session
+from webapp.htmx import is_htmx, render
+from webapp.models import Corpus, Job, Tokenizer
+
+bp = Blueprint("tokenizers", __name__)
+
+
+def _corpora() -> list[Corpus]:
+    return list(get_session().scalars(select(Corpus).order_by(Corpus.name, Corpus.id)))
+
+
+def _train_page(algorithm: str, *, form: dict[str, Any] | None = None,
+                errors: dict[str, str] | None = None, status: int = 200) -> Response:
+    algorithms = training_form.available_algorithms()
+    if algorithm not in algorithms:
+        algorithm = algorithms[0] if algorithms else ""
+    fields = training_form.fields_for(algorithm, form, errors) if algorithm else []
+    selected = {int(i) for i in (form or {}).get("corpus_ids", []) if str(i).isdigit()}
+    if form is None and request.args.get("corpus", "").isdigit():
+        selected = {int(request.args["corpus"])}
+    return render(
+        "tokenizers/train.html", "options", algorithm=algorithm, algorithms=algorithms,
+        fields=fields, corpora=_corpora(), selected=selected, errors=errors or {},
+        name=(form or {}).get("name", ""), status=status,
+    )
+
+
+@bp.get("/train")
+def train_form() -> Response:
+    """The training form; htmx requests (changing the algorithm) get only the options."""
+    return _train_page(request.args.get("algorithm", "bpe"))
+
+
+@bp.post("/train")
+def train() -> Response:
+    """Validate the form and queue a training job."""
+    form: dict[str, Any] = request.form.to_dict()
+    form["corpus_ids"] = request.form.getlist("corpus_ids")
+    algorithm = form.get("algorithm", "")
+    if algorithm not in training_form.available_algorithms():
+        return _train_page(algorithm, form=form, status=422,
+                           errors={"": f"Choose an algorithm; {algorithm!r} is not available."})
+    options, errors = training_form.parse(algorithm, form)
+    ids = [int(i) for i in form["corpus_ids"] if str(i).isdigit()]
+    corpora = list(get_session().scalars(select(Corpus).where(Corpus.id.in_(ids)))) if ids else []
+    if not ids:
+        errors["corpus_ids"] = "Choose at least one corpus to train on."
+    elif len(corpora) != len(set(ids)):
+        errors["corpus_ids"] = "One of the chosen corpora no longer exists; choose again."
+    name = str(form.get("name", "")).strip()
+    if len(name) > 200:
+        errors["name"] = f"A name can be at most 200 characters; this one has {len(name)}."
+    if errors or options is None:
+        return _train_page(algorithm, form=form, errors=errors, status=422)
+    if not name:
+        vocab = options.get("vocab_size")
+        name = f"{algorithm}{f'-{vocab}' if vocab else ''} on {', '.join(c.name for c in corpora)}"
+    job = jobs.enqueue(get_session(), name=name[:200], algorithm=algorithm, options=options,
+                       corpus_ids=[c.id for c in corpora])
+    return redirect(url_for("tokenizers.job", job_id=job.id), 303)
+
+
+def _job_or_404(job_id: int) -> Job:
+    job = get_session().get(Job, job_id)
+    if job is None:
+        abort(404)
+    return job
+
+
+def _job_context(job: Job) -> dict[str, Any]:
+    session = get_session()
+    tokenizer = session.scalars(select(Tokenizer).where(Tokenizer.job_id == job.id)).first()
+    corpora = session.scalars(select(Corpus).where(Corpus.id.in_(job.corpus_ids))).all()
+    return {"job": job, "tokenizer": tokenizer, "corpora": corpora}
+
+
+@bp.get("/jobs")
+def job_list() -> Response:
+    """All training jobs, newest first."""
+    rows = get_session().scalars(select(Job).order_by(Job.id.desc()).limit(500)).all()
+    return render("tokenizers/jobs.html", jobs=rows)
+
+
+@bp.get("/jobs/<int:job_id>")
+def job(job_id: int) -> Response:
+    """A job's page; htmx polls get only the progress block, which stops polling once done."""
+    return render("tokenizers/job.html", "job", **_job_context(_job_or_404(job_id)))
+
+
+@bp.post("/jobs/<int:job_id>/cancel")
+def cancel(job_id: int) -> Response:
+    """Cancel a queued job now, or ask the worker to stop a running one."""
+    job = _job_or_404(job_id)
+    jobs.request_cancel(get_session(), job.id)
+    get_session().refresh(job)
+    if is_htmx():
+        return render("tokenizers/job.html", "job", **_job_context(job))
+    return redirect(url_for("tokenizers.job", job_id=job.id), 303)
+
+
+@bp.get("/tokenizers")
+def index() -> Response:
+    """All tokenizers, newest first."""
+    rows = get_session().scalars(select(Tokenizer).order_by(Tokenizer.id.desc())).all()
+    active = get_session().scalars(
+        select(Job).where(Job.status.in_(("queued", "running"))).order_by(Job.id)
+    ).all()
+    return render("tokenizers/index.html", tokenizers=rows, active=active)
+
+
+@bp.get("/tokenizers/<int:tokenizer_id>")
+def show(tokenizer_id: int) -> Response:
+    """A tokenizer's summary: how it was trained, its size and its first merges."""
+    tokenizer = get_session().get(Tokenizer, tokenizer_id)
+    if tokenizer is None:
+        abort(404)
+    job = get_session().get(Job, tokenizer.job_id) if tokenizer.job_id else None
+    corpus_ids = tokenizer.config.get("corpus_ids", [])
+    corpora = get_session().scalars(select(Corpus).where(Corpus.id.in_(corpus_ids))).all()
+    merges = tokenizer.stats.get("merges") or []
+    return render("tokenizers/show.html", tokenizer=tokenizer, job=job, corpora=corpora,
+                  merges=merges[:50], merge_count=len(merges))

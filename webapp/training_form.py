@@ -1,0 +1,116 @@
+"""The training form, generated from the engine's option dataclasses.
+
+``fields_for`` lists one field per ``engine.trainers.option_specs(algorithm)`` entry (its
+type, default, help and choices), holding what the user typed so a re-rendered form keeps it;
+``parse`` turns the submitted form into an options dict that the engine has already validated,
+or into plain-sentence errors attached to the field they concern. Rendering is the template's
+job and queueing the job is ``tokenizers.py``'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from engine.errors import ConfigError
+from engine.trainers import TRAINERS, OptionSpec, make_options, option_specs, options_class
+from engine.trainers.base import options_to_dict
+
+PREFIX = "opt-"
+
+
+@dataclass
+class Field:
+    """One option as the template renders it."""
+
+    spec: OptionSpec
+    value: Any  # str for inputs, bool for checkboxes
+    error: str | None = None
+
+    @property
+    def input_name(self) -> str:
+        return PREFIX + self.spec.name
+
+    @property
+    def label(self) -> str:
+        return self.spec.name.replace("_", " ").capitalize()
+
+    @property
+    def widget(self) -> str:
+        """"select", "checkbox", "number", "textarea" or "text"."""
+        if self.spec.choices:
+            return "select"
+        return {"bool": "checkbox", "int": "number", "float": "number",
+                "list": "textarea"}.get(self.spec.type, "text")
+
+
+def available_algorithms() -> list[str]:
+    """Algorithms whose trainer is installed (others are still being written, or absent)."""
+    names = []
+    for name in TRAINERS:
+        try:
+            options_class(name)
+        except ImportError:
+            continue
+        names.append(name)
+    return names
+
+
+def _shown(spec: OptionSpec, value: Any) -> Any:
+    if spec.type == "bool":
+        return bool(value)
+    if value is None:
+        return ""
+    if spec.type == "list":
+        return "\n".join(str(v) for v in value)
+    return str(value)
+
+
+def fields_for(algorithm: str, form: Mapping[str, str] | None = None,
+               errors: Mapping[str, str] | None = None) -> list[Field]:
+    """The form fields for ``algorithm``, showing ``form``'s values where given."""
+    fields = []
+    for spec in option_specs(algorithm):
+        if form is None:
+            value = _shown(spec, spec.default)
+        elif spec.type == "bool":
+            value = form.get(PREFIX + spec.name) == "on"
+        else:
+            value = form.get(PREFIX + spec.name, "")
+        fields.append(Field(spec, value, (errors or {}).get(spec.name)))
+    return fields
+
+
+def _raw_values(algorithm: str, form: Mapping[str, str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for spec in option_specs(algorithm):
+        if spec.type == "bool":
+            values[spec.name] = form.get(PREFIX + spec.name) == "on"
+        else:
+            values[spec.name] = form.get(PREFIX + spec.name, "")
+    return values
+
+
+def parse(algorithm: str, form: Mapping[str, str]) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    """Validate the submitted options; return (options, {}) or (None, {field or "": message})."""
+    specs = option_specs(algorithm)
+    errors: dict[str, str] = {}
+    values = _raw_values(algorithm, form)
+    # Check each field alone first so every bad field gets its own message at once.
+    for spec in specs:
+        try:
+            make_options(algorithm, {spec.name: values[spec.name]})
+        except ConfigError as exc:
+            if spec.name in str(exc):
+                errors[spec.name] = str(exc)
+    if errors:
+        return None, errors
+    try:
+        options = make_options(algorithm, values)
+    except ConfigError as exc:  # a rule across fields, e.g. vocabulary smaller than the alphabet
+        message = str(exc)
+        named = [s.name for s in specs if s.name in message]
+        errors[named[0] if named else ""] = message
+        return None, errors
+    return options_to_dict(options), {}

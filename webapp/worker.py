@@ -1,0 +1,218 @@
+"""The job worker: claims queued training jobs and runs each one in a child process.
+
+``tokenforge worker`` (and ``tokenforge serve``, which starts one) runs :meth:`Worker.run`.
+Per job the worker spawns ``train_child.run`` at lower CPU priority, then every
+``HEARTBEAT_SECONDS`` writes a heartbeat and the latest progress (with an ETA) to the job row
+and checks for a cancel request. Outcomes:
+
+- the child reports a result: the tokenizer is stored and the job succeeds;
+- the child dies without a result (killed, out of memory): the job fails at once, saying so;
+- a cancel is requested: the child is told to stop, and killed if it has not within
+  ``CANCEL_GRACE_SECONDS``;
+- the worker itself is killed: its heartbeats stop, and any worker's :func:`jobs.recover_stale`
+  re-queues the job (or fails it after ``MAX_ATTEMPTS``);
+- the worker is asked to stop (SIGTERM): the child is killed and the job goes back to the queue.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from multiprocessing.connection import wait
+from typing import Any
+
+from sqlalchemy.orm import sessionmaker
+
+from webapp import jobs, train_child
+from webapp.db import make_engine
+from webapp.models import Corpus, Job
+from webapp.storage import CorpusStore
+
+log = logging.getLogger("tokenforge.worker")
+RECOVER_EVERY_SECONDS = 5.0
+
+
+class Worker:
+    """One job-worker process's loop; holds its own database engine."""
+
+    def __init__(self, settings: Mapping[str, Any], *, worker_id: str | None = None) -> None:
+        self.settings = settings
+        self.engine = make_engine(settings["DATABASE_URL"])
+        self.sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self.store = CorpusStore(settings["CORPUS_DIR"])
+        self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
+        self.stopping = threading.Event()
+        self.child_pid: int | None = None  # the running trainer, for tests and logs
+
+    def stop(self) -> None:
+        """Ask the loop to finish (safe from a signal handler)."""
+        self.stopping.set()
+
+    def run(self, *, poll_seconds: float = 1.0, once: bool = False) -> None:
+        """Claim and run jobs until stopped (or, with ``once``, until the queue is empty)."""
+        next_recover = 0.0
+        while not self.stopping.is_set():
+            if time.monotonic() >= next_recover:
+                self.recover()
+                next_recover = time.monotonic() + RECOVER_EVERY_SECONDS
+            with self.sessions() as session:
+                job_id = jobs.claim(session, self.worker_id)
+            if job_id is not None:
+                self.run_job(job_id)
+            elif once:
+                return
+            else:
+                self.stopping.wait(poll_seconds)
+
+    def recover(self) -> dict[str, list[int]]:
+        """Re-queue or fail jobs abandoned by dead workers."""
+        with self.sessions() as session:
+            result = jobs.recover_stale(
+                session,
+                stale_seconds=float(self.settings["STALE_SECONDS"]),
+                max_attempts=int(self.settings["MAX_ATTEMPTS"]),
+            )
+        if any(result.values()):
+            log.warning("recovered stale jobs: %s", result)
+        return result
+
+    def run_job(self, job_id: int) -> str:
+        """Run one claimed job to an end state; return the job's final status."""
+        with self.sessions() as session:
+            job = session.get(Job, job_id)
+            if job is None:
+                return "missing"
+            paths, missing = self._corpus_paths(session, job.corpus_ids)
+            algorithm, options = job.algorithm, dict(job.options)
+            if missing:
+                jobs.finish(session, job_id, self.worker_id, "failed", error=missing)
+                return "failed"
+        ctx = multiprocessing.get_context("spawn")
+        parent_conn, child_conn = ctx.Pipe()
+        child = ctx.Process(
+            target=train_child.run,
+            args=(child_conn, os.getpid(), algorithm, paths, options,
+                  int(self.settings["WORKER_NICE"])),
+            name=f"tokenforge-train-{job_id}",
+            daemon=True,
+        )
+        child.start()
+        child_conn.close()
+        self.child_pid = child.pid
+        try:
+            return self._supervise(job_id, child, parent_conn)
+        finally:
+            self.child_pid = None
+            parent_conn.close()
+            if child.is_alive():
+                child.kill()
+            child.join()
+            child.close()
+
+    def _corpus_paths(self, session: Any, corpus_ids: list[int]) -> tuple[list[str], str | None]:
+        paths = []
+        for corpus_id in corpus_ids:
+            corpus = session.get(Corpus, corpus_id)
+            path = self.store.path(corpus.sha256) if corpus is not None else None
+            if path is None or not path.is_file():
+                return [], f"Corpus #{corpus_id} was deleted before training started."
+            paths.append(str(path))
+        return paths, None
+
+    def _supervise(self, job_id: int, child: Any, conn: Any) -> str:
+        """Relay progress and heartbeats until the child ends; record the outcome."""
+        interval = float(self.settings["HEARTBEAT_SECONDS"])
+        grace = float(self.settings["CANCEL_GRACE_SECONDS"])
+        progress = _Progress()
+        outcome: tuple[Any, ...] | None = None
+        cancel_sent_at: float | None = None
+        next_beat = time.monotonic()
+        while outcome is None:
+            wait([conn, child.sentinel], timeout=max(0.0, next_beat - time.monotonic()))
+            try:
+                while conn.poll():
+                    message = conn.recv()
+                    if message[0] == "progress":
+                        progress.update(*message[1:])
+                    else:
+                        outcome = message
+                        break
+            except (EOFError, OSError):
+                pass  # the child is gone; its exit code says how
+            if outcome is None and not child.is_alive():
+                child.join()
+                outcome = ("died", child.exitcode)
+                break
+            if self.stopping.is_set():
+                child.kill()
+                with self.sessions() as session:
+                    jobs.release(session, job_id, self.worker_id)
+                return "queued"
+            if time.monotonic() >= next_beat:
+                next_beat = time.monotonic() + interval
+                with self.sessions() as session:
+                    ours, cancel = jobs.heartbeat(session, job_id, self.worker_id, **progress.row())
+                if not ours:  # re-queued by a recoverer, or deleted: someone else owns it now
+                    child.kill()
+                    return "lost"
+                if cancel and cancel_sent_at is None:
+                    conn.send("cancel")
+                    cancel_sent_at = time.monotonic()
+                elif cancel_sent_at is not None and time.monotonic() - cancel_sent_at > grace:
+                    child.kill()
+                    outcome = ("cancelled",)
+        return self._record(job_id, outcome)
+
+    def _record(self, job_id: int, outcome: tuple[Any, ...]) -> str:
+        with self.sessions() as session:
+            kind = outcome[0]
+            if kind == "done":
+                stored = jobs.complete(session, job_id, self.worker_id,
+                                       tokenizer_json=outcome[1], stats=outcome[2])
+                return "succeeded" if stored is not None else "lost"
+            if kind == "cancelled":
+                jobs.finish(session, job_id, self.worker_id, "cancelled")
+                return "cancelled"
+            if kind == "error":
+                error = outcome[1]
+            else:
+                error = _death_reason(outcome[1])
+            jobs.finish(session, job_id, self.worker_id, "failed", error=error)
+            return "failed"
+
+
+def _death_reason(exitcode: int | None) -> str:
+    """A sentence for a child that ended without reporting a result."""
+    if exitcode is not None and exitcode < 0:
+        signum = -exitcode
+        why = " (SIGKILL: often the system running out of memory)" if signum == 9 else ""
+        return f"The training process was killed by signal {signum}{why}. Nothing was saved."
+    return f"The training process exited unexpectedly with code {exitcode}. Nothing was saved."
+
+
+class _Progress:
+    """The latest progress report, with an ETA estimated from the current stage's pace."""
+
+    def __init__(self) -> None:
+        self.stage: str | None = None
+        self.current = 0
+        self.total = 0
+        self.stage_started = time.monotonic()
+
+    def update(self, stage: str, current: int, total: int) -> None:
+        if stage != self.stage:
+            self.stage, self.stage_started = stage, time.monotonic()
+        self.current, self.total = current, total
+
+    def row(self) -> dict[str, Any]:
+        eta = None
+        if self.total > 0 and 0 < self.current <= self.total:
+            elapsed = time.monotonic() - self.stage_started
+            eta = elapsed * (self.total - self.current) / self.current
+        return {"stage": self.stage, "current": self.current, "total": self.total,
+                "eta_seconds": eta}
