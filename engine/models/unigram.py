@@ -1,0 +1,208 @@
+"""The Unigram language-model tokenizer (sentencepiece's ``unigram``): Viterbi encoding.
+
+A Unigram model is a list of pieces with log-probability scores; a pre-token is cut into the
+sequence of pieces with the highest total score (Viterbi over the lattice of all pieces that
+match a substring). A character that no piece covers becomes ``<unk>`` scored at the lowest
+piece score minus 10, and runs of such characters are fused into one ``<unk>``, as both
+sentencepiece and Hugging Face do. With ``byte_fallback`` such a run is spelled as the pieces
+``<0x00>``…``<0xFF>`` of its UTF-8 bytes instead.
+
+Ties between equal-scoring paths go to the path whose last piece starts earliest (the longest
+last piece), which is Hugging Face's order. Special pieces (``<unk>``, control tokens such as
+``<s>``) and the byte pieces are never matched against text: sentencepiece's behaviour, so that
+the literal text ``<0x41>`` round-trips. (Hugging Face's Unigram does match them; the two agree
+on any text that does not contain them literally.)
+
+Sampling for subword regularization is in ``unigram_sampling.py``; training is
+``engine.trainers.unigram``; the ``.vocab`` file format is ``engine.formats.spm``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from engine.errors import FormatError
+
+UNK_PENALTY = 10.0  # sentencepiece's kUnkPenalty: unknown characters score min_score - 10
+BYTE_PIECES = tuple(f"<0x{b:02X}>" for b in range(256))
+
+
+class Unigram:
+    """A Unigram model: ``pieces[i] = (piece, score)`` gives id ``i``."""
+
+    kind = "unigram"
+
+    def __init__(
+        self,
+        pieces: Sequence[tuple[str, float]],
+        *,
+        unk_id: int | None = 0,
+        byte_fallback: bool = False,
+        special_tokens: Mapping[str, int] | None = None,
+    ) -> None:
+        if not pieces:
+            raise FormatError("A Unigram model needs at least one piece.")
+        self._pieces: list[tuple[str, float]] = []
+        self._ids: dict[str, int] = {}
+        for index, (piece, score) in enumerate(pieces):
+            if not isinstance(piece, str) or not piece or not isinstance(score, (int, float)) or isinstance(score, bool):
+                raise FormatError(f"Unigram piece {index} must be a non-empty string and a number, not {piece!r}, {score!r}.")
+            if not math.isfinite(score):
+                raise FormatError(f"Unigram piece {piece!r} has the score {score!r}; scores must be finite numbers.")
+            if piece in self._ids:
+                raise FormatError(f"The Unigram piece {piece!r} appears twice (ids {self._ids[piece]} and {index}).")
+            self._ids[piece] = index
+            self._pieces.append((piece, float(score)))
+        if unk_id is not None and not 0 <= unk_id < len(self._pieces):
+            raise FormatError(f"unk_id {unk_id} is not an id of this {len(self._pieces)}-piece vocabulary.")
+        self.unk_id = unk_id
+        self.byte_fallback = byte_fallback
+        self._byte_ids: list[int] | None = None
+        if byte_fallback:
+            missing = [p for p in BYTE_PIECES if p not in self._ids]
+            if missing:
+                raise FormatError(f"byte_fallback needs all 256 byte pieces; {missing[0]} is missing.")
+            self._byte_ids = [self._ids[p] for p in BYTE_PIECES]
+        if unk_id is None and not byte_fallback:
+            raise FormatError("A Unigram model needs an unk_id or byte_fallback so every character can be encoded.")
+        # Pieces the Viterbi search may match: everything except specials and byte pieces.
+        excluded = set(BYTE_PIECES) if byte_fallback else set()
+        excluded.update((special_tokens or {}).keys())
+        if unk_id is not None:
+            excluded.add(self._pieces[unk_id][0])
+        self._match: dict[str, tuple[int, float]] = {
+            p: (i, s) for i, (p, s) in enumerate(self._pieces) if p not in excluded
+        }
+        self.max_piece_length = max((len(p) for p in self._match), default=1)
+        scores = [s for _, s in self._match.values()] or [0.0]
+        self.unk_score = min(scores) - UNK_PENALTY
+
+    # ----------------------------------------------------------------- encoding
+    def lattice(self, piece: str) -> list[list[tuple[int, int, float]]]:
+        """For each start position, the (end, id, score) of every piece matching there.
+
+        An uncovered character gets an ``(end, -1, unk_score)`` entry (``-1`` marks unknown).
+        """
+        match = self._match.get
+        n = len(piece)
+        starts: list[list[tuple[int, int, float]]] = []
+        for i in range(n):
+            here: list[tuple[int, int, float]] = []
+            single = False
+            for end in range(i + 1, min(n, i + self.max_piece_length) + 1):
+                found = match(piece[i:end])
+                if found is not None:
+                    here.append((end, found[0], found[1]))
+                    single = single or end == i + 1
+            if not single:
+                here.append((i + 1, -1, self.unk_score))
+            starts.append(here)
+        return starts
+
+    def viterbi(self, piece: str) -> list[tuple[int, int, int]]:
+        """The best path as (start, end, id) triples; id ``-1`` is an unknown character."""
+        n = len(piece)
+        best = [-math.inf] * (n + 1)
+        back: list[tuple[int, int]] = [(0, 0)] * (n + 1)
+        best[0] = 0.0
+        for i, here in enumerate(self.lattice(piece)):
+            base = best[i]
+            for end, token_id, score in here:
+                total = base + score
+                if total > best[end]:  # strict: the earliest start keeps a tie
+                    best[end] = total
+                    back[end] = (i, token_id)
+        path: list[tuple[int, int, int]] = []
+        end = n
+        while end > 0:
+            start, token_id = back[end]
+            path.append((start, end, token_id))
+            end = start
+        path.reverse()
+        return path
+
+    def ids_for_path(self, piece: str, path: Sequence[tuple[int, int, int]]) -> list[int]:
+        """Turn a path into ids, fusing runs of unknown characters into one unk (or bytes)."""
+        ids: list[int] = []
+        run_start = -1
+        for k, (start, end, token_id) in enumerate(path):
+            if token_id >= 0:
+                ids.append(token_id)
+                continue
+            if run_start < 0:
+                run_start = start
+            if k + 1 < len(path) and path[k + 1][2] < 0:
+                continue
+            if self._byte_ids is not None:
+                ids.extend(self._byte_ids[b] for b in piece[run_start:end].encode("utf-8"))
+            else:
+                ids.append(self.unk_id)  # type: ignore[arg-type]  # guaranteed by __init__
+            run_start = -1
+        return ids
+
+    def tokenize(self, piece: str) -> list[int]:
+        return self.ids_for_path(piece, self.viterbi(piece))
+
+    def sample(self, piece: str, *, rng: random.Random, alpha: float = 0.1, nbest_size: int = -1) -> list[int]:
+        """Subword regularization: a random segmentation of ``piece`` (sentencepiece semantics).
+
+        ``nbest_size`` 0 or 1 gives the Viterbi path; ``> 1`` samples among the n best paths
+        with probability proportional to ``exp(alpha * score)``; ``< 0`` samples from all
+        paths by forward-filtering backward-sampling with the scores scaled by ``alpha``.
+        """
+        from engine.models.unigram_sampling import sample_path
+
+        return self.ids_for_path(piece, sample_path(self, piece, rng=rng, alpha=alpha, nbest_size=nbest_size))
+
+    # ----------------------------------------------------------------- vocabulary
+    def pieces(self) -> list[tuple[str, float]]:
+        """All (piece, score) pairs in id order."""
+        return list(self._pieces)
+
+    def token_bytes(self, token_id: int) -> bytes:
+        piece = self._pieces[token_id][0]
+        if self._byte_ids is not None and len(piece) == 6 and piece.startswith("<0x") and piece in self._ids:
+            byte = int(piece[3:5], 16)
+            if self._byte_ids[byte] == token_id:
+                return bytes([byte])
+        return piece.encode("utf-8")
+
+    def id_to_token(self, token_id: int) -> str | None:
+        return self._pieces[token_id][0] if 0 <= token_id < len(self._pieces) else None
+
+    def token_to_id(self, token: str) -> int | None:
+        return self._ids.get(token)
+
+    def vocab(self) -> dict[str, int]:
+        return dict(self._ids)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self._pieces)
+
+    # ----------------------------------------------------------------- tokenizer.json
+    def to_hf(self) -> dict[str, Any]:
+        return {
+            "type": "Unigram",
+            "unk_id": self.unk_id,
+            "vocab": [[piece, score] for piece, score in self._pieces],
+            "byte_fallback": self.byte_fallback,
+        }
+
+    @classmethod
+    def from_hf(cls, data: Mapping[str, Any], *, special_tokens: Mapping[str, int] | None = None) -> Unigram:
+        vocab = data.get("vocab")
+        if not isinstance(vocab, list) or not all(isinstance(e, list) and len(e) == 2 for e in vocab):
+            raise FormatError('A Unigram model needs "vocab": a list of [piece, score] pairs.')
+        unk_id = data.get("unk_id")
+        if unk_id is not None and (not isinstance(unk_id, int) or isinstance(unk_id, bool)):
+            raise FormatError(f'The Unigram "unk_id" must be an integer or null, not {unk_id!r}.')
+        return cls(
+            [(e[0], e[1]) for e in vocab],
+            unk_id=unk_id,
+            byte_fallback=bool(data.get("byte_fallback", False)),
+            special_tokens=special_tokens,
+        )

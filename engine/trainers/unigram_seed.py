@@ -1,0 +1,159 @@
+"""The Unigram trainer's starting point: required characters and the seed vocabulary.
+
+sentencepiece seeds EM with the most frequent substrings of the corpus, found with an enhanced
+suffix array: every substring that occurs at least twice and is *right-branching* (not always
+followed by the same character), scored by ``frequency × length``. Here the corpus is a table
+of distinct words with counts, so the same set is counted directly: every substring of up to
+``max_piece_length`` characters of every word, weighted by the word's count. A substring is
+right-branching when its count exceeds that of its most frequent one-character extension.
+
+Valid pieces follow sentencepiece's rules: ``▁`` only at the start, no character outside the
+required set, and (with ``split_by_unicode_script``) no mixing of scripts; digits form their own
+class with ``split_by_number``. Ties in the ranking go to the smaller string (code point order),
+so the seed is deterministic. EM and pruning live in ``unigram.py``/``unigram_em.py``.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+import regex
+
+# Scripts tested in this order; anything else is classed by its first matching script name.
+_SCRIPTS = (
+    "Latin", "Common", "Han", "Hiragana", "Katakana", "Cyrillic", "Greek", "Hangul", "Arabic",
+    "Hebrew", "Thai", "Devanagari", "Inherited", "Armenian", "Georgian", "Bengali", "Tamil",
+    "Ethiopic", "Khmer", "Lao", "Myanmar", "Sinhala", "Telugu", "Kannada", "Malayalam",
+    "Gujarati", "Gurmukhi", "Oriya", "Tibetan", "Mongolian", "Bopomofo", "Yi", "Cherokee",
+)
+_SCRIPT_RES = [(name, regex.compile(rf"\p{{Script={name}}}")) for name in _SCRIPTS]
+_DIGIT = regex.compile(r"\p{N}")
+_MERGED_INTO_HAN = {"Hiragana", "Katakana"}
+
+
+def char_class(char: str, *, split_by_unicode_script: bool, split_by_number: bool) -> str:
+    """The class a character belongs to; a piece may not mix classes (``▁`` excepted)."""
+    if split_by_number and _DIGIT.match(char):
+        return "Number"
+    if not split_by_unicode_script:
+        return "Any"
+    if char == "\u30fc":  # the prolonged sound mark joins Han, as in sentencepiece
+        return "Han"
+    for name, pattern in _SCRIPT_RES:
+        if pattern.match(char):
+            return "Han" if name in _MERGED_INTO_HAN else name
+    return "Other"
+
+
+def required_chars(word_counts: Mapping[str, int], coverage: float) -> dict[str, int]:
+    """The most frequent characters that together cover ``coverage`` of all characters.
+
+    Characters are taken by descending count (ties: smaller code point first) until the covered
+    share exceeds ``coverage``; sentencepiece's rule.
+    """
+    chars: Counter[str] = Counter()
+    for word, count in word_counts.items():
+        for char, n in Counter(word).items():
+            chars[char] += n * count
+    total = sum(chars.values())
+    threshold = total * coverage
+    required: dict[str, int] = {}
+    covered = 0
+    for char, n in sorted(chars.items(), key=lambda kv: (-kv[1], kv[0])):
+        if covered > threshold:
+            break
+        covered += n
+        required[char] = n
+    return required
+
+
+def segments(word: str, classes: Mapping[str, str], space: str) -> Iterable[str]:
+    """The maximal runs of ``word`` that a valid piece may lie in (``▁`` joins the next run)."""
+    start = 0
+    n = len(word)
+    while start < n:
+        first = word[start]
+        if first not in classes:  # not a required character: no piece may contain it
+            start += 1
+            continue
+        end = start + 1
+        if first == space:
+            if end < n and word[end] != space and word[end] in classes:
+                cls = classes[word[end]]
+                end += 1
+                while end < n and word[end] in classes and classes[word[end]] == cls and word[end] != space:
+                    end += 1
+        else:
+            cls = classes[first]
+            while end < n and word[end] in classes and classes[word[end]] == cls and word[end] != space:
+                end += 1
+        yield word[start:end]
+        start = end
+
+
+def seed_pieces(
+    word_counts: Mapping[str, int],
+    required: Mapping[str, int],
+    *,
+    seed_size: int,
+    max_piece_length: int,
+    split_by_unicode_script: bool = True,
+    split_by_number: bool = True,
+    space: str = "\u2581",
+) -> list[tuple[str, float]]:
+    """Required characters (scored by count) then the top substrings (scored by count × length)."""
+    classes = {
+        c: char_class(c, split_by_unicode_script=split_by_unicode_script, split_by_number=split_by_number)
+        for c in required
+    }
+    slices = [
+        [slice(i, i + L) for L in range(2, max_piece_length + 2) for i in range(m - L + 1)]
+        for m in range(max_piece_length + 2)
+    ]
+    long_slices: dict[int, list[slice]] = {}
+    # 1. Count every substring of length 2..max+1 inside a valid segment (max+1 only to test
+    #    branching of the longest pieces). Count-1 words go through Counter's C loop.
+    once: Counter[str] = Counter()
+    weighted: dict[str, int] = {}
+    get = weighted.get
+    for word, count in word_counts.items():
+        for seg in segments(word, classes, space):
+            m = len(seg)
+            if m < 2:
+                continue
+            if m < len(slices):
+                cuts = slices[m]
+            else:
+                cuts = long_slices.get(m) or long_slices.setdefault(
+                    m, [slice(i, i + L) for L in range(2, max_piece_length + 2) for i in range(m - L + 1)]
+                )
+            subs = map(seg.__getitem__, cuts)
+            if count == 1:
+                once.update(subs)
+            else:
+                for s in subs:
+                    weighted[s] = get(s, 0) + count
+    for s, n in weighted.items():
+        once[s] += n
+    del weighted
+    frequent = {s: n for s, n in once.items() if n >= 2}
+    del once
+    # 2. Right-branching: the count must exceed that of the most frequent extension.
+    extension: dict[str, int] = {}
+    for s, n in frequent.items():
+        if len(s) > 2:
+            parent = s[:-1]
+            if n > extension.get(parent, 0):
+                extension[parent] = n
+    candidates = (
+        (n * len(s), s)
+        for s, n in frequent.items()
+        if len(s) <= max_piece_length and n > extension.get(s, 0)
+    )
+    # 3. Rank by count × length; ties to the smaller string.
+    top = heapq.nsmallest(max(0, seed_size - len(required)), candidates, key=lambda c: (-c[0], c[1]))
+    pieces = [(c, float(n)) for c, n in sorted(required.items(), key=lambda kv: (-kv[1], kv[0]))]
+    pieces.extend((s, float(score)) for score, s in top)
+    return pieces
