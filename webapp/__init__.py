@@ -14,7 +14,7 @@ from flask import Flask, redirect, url_for
 from flask_wtf.csrf import CSRFProtect
 from werkzeug.wrappers import Response
 
-from webapp import db, errors, filters
+from webapp import db, errors, filters, requests
 from webapp.config import finish_settings, load_settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,11 +37,13 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.config.setdefault("MAX_CONTENT_LENGTH", int(app.config["MAX_UPLOAD_BYTES"]) * 4 + (1 << 20))
     app.config.setdefault("MAX_FORM_MEMORY_SIZE", 1 << 20)
     app.config.update(SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_SAMESITE="Lax")
-    Path(app.config["CORPUS_DIR"]).mkdir(parents=True, exist_ok=True)
+    app.config.setdefault("UPLOAD_TMP_DIR", str(Path(app.config["CORPUS_DIR"]) / "tmp"))
+    Path(app.config["UPLOAD_TMP_DIR"]).mkdir(parents=True, exist_ok=True)
 
     db.init_app(app)
     csrf.init_app(app)
     errors.init_app(app)
+    requests.init_app(app)
     filters.init_app(app)
 
     from webapp import corpora, tokenizers

@@ -58,7 +58,11 @@ def upload() -> Response:
     try:
         files = [f for f in request.files.getlist("files") if f.filename]
         form = request.form.to_dict()
+        # A body shorter than its Content-Length means the client went away mid-upload.
+        cut_short = request.stream.tell() < (request.content_length or 0)
     except ClientDisconnected:
+        cut_short = True
+    if cut_short:
         return render("corpora/index.html", corpora=_all_corpora(), errors=[INTERRUPTED],
                       form={}, status=400)
     text_field = form.get("text_field", "").strip() or "text"
@@ -97,7 +101,7 @@ def upload() -> Response:
     if errors:
         form["offer_replace"] = offer_replace
         return render("corpora/index.html", corpora=_all_corpora(), errors=errors, form=form,
-                      status=400)
+                      status=422)
     if len(stored) == 1:
         return redirect(url_for("corpora.show", corpus_id=stored[0].id), 303)
     flash(f"Stored {len(stored)} corpora.")
@@ -125,7 +129,7 @@ def rename(corpus_id: int) -> Response:
         corpus.name = name
         get_session().commit()
     return render("corpora/show.html", "title", corpus=corpus, rename_error=error,
-                  status=400 if error else 200)
+                  status=422 if error else 200)
 
 
 @bp.post("/<int:corpus_id>/delete")

@@ -1,0 +1,80 @@
+"""Small tokenizers of each kind for the playground tests, built in memory (no files needed).
+
+``gpt2_files`` gives the real GPT-2 vocab.json/merges.txt from ``../shared/data/cs336`` and
+skips the test where they are absent.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import pytest
+
+from engine import Tokenizer, byte_level_bpe
+from engine.decoders import MetaspaceDecoder, WordPieceDecoder
+from engine.models.unigram import Unigram
+from engine.models.wordpiece import WordPiece
+from engine.normalizers import get_normalizer
+from engine.post_processors import TemplateProcessing
+from engine.pretokenizers import BertPreTokenizer, Metaspace
+
+CS336 = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "cs336"
+EOT = "<|endoftext|>"
+MERGES = [(b"t", b"h"), (b"th", b"e"), (b" ", b"w"), (b" w", b"o"), (b"\xc3", b"\xa9")]
+
+
+def byte_bpe(name: str = "tiny-bpe", merges: list[tuple[bytes, bytes]] | None = None) -> Tokenizer:
+    """Byte-level BPE: the 256 bytes, a few merges (ids 256…), and ``<|endoftext|>`` last."""
+    merges = MERGES if merges is None else merges
+    vocab = {i: bytes([i]) for i in range(256)}
+    for left, right in merges:
+        vocab[len(vocab)] = left + right
+    return byte_level_bpe(vocab, merges, special_tokens={EOT: len(vocab)}, name=name)
+
+
+def wordpiece() -> Tokenizer:
+    """A BERT-style WordPiece with lower-casing, ``[CLS] $A [SEP]`` and a few words."""
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "hello", "world", "un", "##able", "##s", "!", "h", "##e"]
+    model = WordPiece({t: i for i, t in enumerate(tokens)})
+    specials = {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3}
+    return Tokenizer(model, normalizer=get_normalizer("lowercase"), pre_tokenizer=BertPreTokenizer(),
+                     special_tokens=specials, post_processor=TemplateProcessing("[CLS] $A [SEP]", specials),
+                     decoder=WordPieceDecoder(), name="tiny-wordpiece")
+
+
+def unigram() -> Tokenizer:
+    """A sentencepiece-style Unigram over a handful of pieces."""
+    pieces = [("<unk>", 0.0), ("▁the", -1.0), ("▁", -2.0), ("t", -3.0), ("h", -3.0), ("e", -3.0),
+              ("▁cat", -1.5), ("s", -3.5), ("a", -3.0), ("c", -3.0)]
+    model = Unigram(pieces, unk_id=0)
+    return Tokenizer(model, pre_tokenizer=Metaspace(), special_tokens={"<unk>": 0},
+                     decoder=MetaspaceDecoder(), name="tiny-unigram")
+
+
+def gpt2_files() -> tuple[Path, Path]:
+    """The GPT-2 vocab.json and merges.txt, or skip."""
+    vocab, merges = CS336 / "gpt2_vocab.json", CS336 / "gpt2_merges.txt"
+    if not (vocab.is_file() and merges.is_file()):
+        pytest.skip(f"GPT-2 files not found in {CS336}")
+    return vocab, merges
+
+
+@functools.cache
+def _gpt2() -> Tokenizer:
+    import json
+
+    from engine.byte_unicode import symbols_to_bytes
+
+    vocab_path, merges_path = gpt2_files()
+    vocab = json.loads(vocab_path.read_text(encoding="utf-8"))
+    lines = [line for line in merges_path.read_text(encoding="utf-8").splitlines() if line and not line.startswith("#version")]
+    merges = [(symbols_to_bytes(a), symbols_to_bytes(b)) for a, b in (line.split(" ") for line in lines)]
+    ids = {i: symbols_to_bytes(t) for t, i in vocab.items() if t != EOT}
+    return byte_level_bpe(ids, merges, special_tokens={EOT: vocab[EOT]}, name="gpt2")
+
+
+def gpt2() -> Tokenizer:
+    """GPT-2 built from the shared files (cached), or skip."""
+    gpt2_files()
+    return _gpt2()

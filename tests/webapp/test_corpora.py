@@ -1,0 +1,193 @@
+"""Corpus uploads through the web app: good files, every kind of bad file, rename and delete."""
+
+from __future__ import annotations
+
+import gzip
+import io
+from pathlib import Path
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import select
+
+from webapp import db
+from webapp.models import Corpus
+
+
+def upload(client: FlaskClient, *files: tuple[bytes, str], **fields: str) -> tuple[int, str, str]:
+    data: dict[str, object] = {"files": [(io.BytesIO(body), name) for body, name in files], **fields}
+    response = client.post("/corpora/", data=data, content_type="multipart/form-data")
+    return response.status_code, response.headers.get("Location", ""), response.get_data(as_text=True)
+
+
+def corpora(app: Flask) -> list[Corpus]:
+    with app.app_context():
+        return list(db.get_session().scalars(select(Corpus).order_by(Corpus.id)))
+
+
+def stored_files(app: Flask) -> list[str]:
+    root = Path(app.config["CORPUS_DIR"])
+    return sorted(p.name for p in root.rglob("*") if p.is_file())
+
+
+def test_txt_upload_is_stored_by_hash_with_stats(client: FlaskClient, app: Flask) -> None:
+    text = "the cat sat\non the mat<|endoftext|>the dog\n"
+    status, location, _ = upload(client, (text.encode(), "pets.txt"))
+    assert (status, location) == (303, "/corpora/1")
+    [corpus] = corpora(app)
+    assert corpus.name == "pets.txt"
+    assert corpus.size_bytes == len(text.encode())
+    assert corpus.stats["chars"] == len(text)
+    assert corpus.stats["lines"] == 2
+    assert corpus.stats["documents"] == 2
+    # " the" is one GPT-2 pre-token; the separator itself is not counted
+    assert corpus.stats["distinct_pretokens"] == len({"the", " cat", " sat", "\n", "on", " the", " mat", " dog"})
+    assert stored_files(app) == [f"{corpus.sha256}.txt"]
+    page = client.get("/corpora/1").get_data(as_text=True)
+    assert "split on <code>&lt;|endoftext|&gt;</code>" in page
+    assert "the cat sat" in page
+
+
+def test_jsonl_gz_uses_the_chosen_field(client: FlaskClient, app: Flask) -> None:
+    body = gzip.compress(b'{"body": "first doc", "id": 1}\n\n{"body": "second"}\n')
+    status, _, _ = upload(client, (body, "docs.jsonl.gz"), text_field="body")
+    assert status == 303
+    [corpus] = corpora(app)
+    assert (corpus.format, corpus.stats["documents"]) == ("jsonl", 2)
+    stored = Path(app.config["CORPUS_DIR"], "objects", corpus.sha256[:2], f"{corpus.sha256}.txt")
+    assert stored.read_text(encoding="utf-8") == "first doc<|endoftext|>second"
+    assert corpus.upload_bytes == len(body)
+
+
+def test_several_files_at_once(client: FlaskClient, app: Flask) -> None:
+    status, location, _ = upload(client, (b"one", "a.txt"), (b"two", "b.txt"))
+    assert (status, location) == (303, "/corpora/")
+    assert [c.name for c in corpora(app)] == ["a.txt", "b.txt"]
+
+
+def test_duplicate_upload_reuses_the_corpus(client: FlaskClient, app: Flask) -> None:
+    upload(client, (b"same text", "first.txt"))
+    status, location, _ = upload(client, (gzip.compress(b"same text"), "again.txt.gz"))
+    assert (status, location) == (303, "/corpora/1")
+    assert [c.name for c in corpora(app)] == ["first.txt"]
+    page = client.get("/corpora/1").get_data(as_text=True)
+    assert "&#39;again.txt.gz&#39; has the same content as the corpus &#39;first.txt&#39;" in page
+
+
+BAD_UPLOADS = [
+    pytest.param(b"caf\xc3\xa9 ok \xff no", "bad.txt",
+                 "&#39;bad.txt&#39; is not valid UTF-8: the byte 0xff at byte offset 9", id="invalid-utf8"),
+    pytest.param(b"", "empty.txt", "&#39;empty.txt&#39; is empty.", id="empty"),
+    pytest.param(b"a,b\n", "table.csv", "&#39;table.csv&#39; has an unknown format", id="unknown-format"),
+    pytest.param(b"plain", "fake.txt.gz", "&#39;fake.txt.gz&#39; is not a valid gzip file", id="not-gzip"),
+    pytest.param(gzip.compress(b"x" * 5000)[:-12], "cut.txt.gz", "is a truncated gzip file", id="truncated-gzip"),
+    pytest.param(gzip.compress(b"0" * 1_000_000), "bomb.txt.gz",
+                 "&#39;bomb.txt.gz&#39; expands to more than the limit of 4 KiB", id="gzip-bomb"),
+    pytest.param(b"y" * 5000, "big.txt", "&#39;big.txt&#39; is larger than the upload limit of 4 KiB", id="over-limit"),
+    pytest.param(b'{"text": "ok"}\nnot json\n', "x.jsonl", "&#39;x.jsonl&#39;, line 2 is not valid JSON", id="bad-json"),
+    pytest.param(b'{"content": "ok"}\n', "y.jsonl",
+                 "line 1 has no text field &#39;text&#39; (its fields: &#39;content&#39;)", id="missing-field"),
+]
+
+
+@pytest.mark.parametrize(("body", "name", "message"), BAD_UPLOADS)
+def test_bad_uploads_explain_and_store_nothing(
+    tmp_path: Path, body: bytes, name: str, message: str
+) -> None:
+    from tests.webapp.conftest import make_app
+
+    app = make_app(tmp_path, f"sqlite:///{tmp_path / 'a.sqlite3'}", MAX_UPLOAD_BYTES=4096)
+    status, _, page = upload(app.test_client(), (body, name))
+    db.get_engine(app).dispose()
+    assert status == 422
+    assert message in page
+    assert corpora(app) == []
+    assert stored_files(app) == []
+
+
+def test_invalid_utf8_offers_decoding_with_replacement(client: FlaskClient, app: Flask) -> None:
+    _, _, page = upload(client, (b"ab\xffcd", "bad.txt"))
+    assert 'class="checkbox highlight"' in page
+    assert "choose the file again" in page
+    status, _, _ = upload(client, (b"ab\xffcd", "bad.txt"), replace_errors="on")
+    assert status == 303
+    [corpus] = corpora(app)
+    assert corpus.stats["preview"] == "ab\N{REPLACEMENT CHARACTER}cd"
+
+
+def test_interrupted_upload_stores_nothing(app: Flask) -> None:
+    class Broken(io.RawIOBase):
+        def __init__(self) -> None:
+            self.sent = False
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer: bytearray) -> int:  # type: ignore[override]
+            if self.sent:
+                raise ConnectionResetError("connection reset by peer")
+            self.sent = True
+            buffer[:5] = b"hello"
+            return 5
+
+    from webapp.storage import CorpusStore, UploadError
+
+    store = CorpusStore(app.config["CORPUS_DIR"])
+    with pytest.raises(UploadError, match="The upload of 'x.txt' was interrupted") as info:
+        store.ingest(io.BufferedReader(Broken()), "x.txt", max_bytes=1000)
+    assert info.value.kind == "interrupted"
+    assert stored_files(app) == []
+
+
+def test_client_disconnect_mid_body_is_a_clear_error(client: FlaskClient, app: Flask) -> None:
+    boundary = "XyZ"
+    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"a.txt\"\r\n"
+            "Content-Type: text/plain\r\n\r\nhello wor").encode()
+    response = client.post(
+        "/corpora/", input_stream=io.BytesIO(body),
+        content_type=f"multipart/form-data; boundary={boundary}",
+        environ_overrides={"CONTENT_LENGTH": str(len(body) + 500)},  # 500 bytes never arrive
+    )
+    assert response.status_code == 400
+    assert "The upload was interrupted before it finished. Nothing was stored" in response.get_data(as_text=True)
+    assert corpora(app) == []
+    assert stored_files(app) == []
+
+
+def test_a_megabyte_word_gets_a_warning(client: FlaskClient, app: Flask) -> None:
+    upload(client, (b"normal words then " + b"x" * 150_000 + b" end", "odd.txt"))
+    [corpus] = corpora(app)
+    assert corpus.stats["longest_word"] == 150_000
+    page = client.get(f"/corpora/{corpus.id}").get_data(as_text=True)
+    assert "The longest run of text without whitespace is 150,000 characters." in page
+
+
+def test_file_names_are_reduced_to_their_last_component(client: FlaskClient, app: Flask) -> None:
+    upload(client, (b"text", "../../etc/evil.txt"))
+    upload(client, (b"other", "C:\\Users\\me\\win.txt"))
+    assert [c.name for c in corpora(app)] == ["evil.txt", "win.txt"]
+
+
+def test_rename_swaps_the_title_and_escapes(client: FlaskClient, app: Flask) -> None:
+    upload(client, (b"text", "a.txt"))
+    response = client.post("/corpora/1/rename", data={"name": "<script>x</script>"},
+                           headers={"HX-Request": "true"})
+    html = response.get_data(as_text=True)
+    assert response.status_code == 200
+    assert html.lstrip().startswith('<div id="corpus-title"')
+    assert "<h1>&lt;script&gt;x&lt;/script&gt;</h1>" in html
+    assert "<script>x" not in html
+    response = client.post("/corpora/1/rename", data={"name": "  "}, headers={"HX-Request": "true"})
+    assert response.status_code == 422
+    assert "Give the corpus a name." in response.get_data(as_text=True)
+    assert corpora(app)[0].name == "<script>x</script>"
+
+
+def test_delete_removes_the_row_and_the_file(client: FlaskClient, app: Flask) -> None:
+    upload(client, (b"text", "a.txt"))
+    response = client.post("/corpora/1/delete")
+    assert (response.status_code, response.headers["Location"]) == (303, "/corpora/")
+    assert corpora(app) == []
+    assert stored_files(app) == []
+    assert client.get("/corpora/1").status_code == 404
