@@ -1,0 +1,155 @@
+"""The job queue's state changes, on SQLite and (when configured) PostgreSQL."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+
+import pytest
+from flask import Flask
+from sqlalchemy import select, text
+from sqlalchemy.orm import Session, sessionmaker
+
+from webapp import db, jobs
+from webapp.models import Job, Tokenizer, utcnow
+
+
+def new_session(app: Flask) -> Session:
+    return sessionmaker(db.get_engine(app), expire_on_commit=False)()
+
+
+def add_jobs(session: Session, count: int) -> list[int]:
+    return [
+        jobs.enqueue(session, name=f"job {i}", algorithm="bpe", options={"vocab_size": 300},
+                     corpus_ids=[1]).id
+        for i in range(count)
+    ]
+
+
+def test_claim_takes_the_oldest_queued_job_once(db_app: Flask) -> None:
+    with new_session(db_app) as session:
+        first, second = add_jobs(session, 2)
+        assert jobs.claim(session, "w1") == first
+        assert jobs.claim(session, "w2") == second
+        assert jobs.claim(session, "w3") is None
+        job = session.get(Job, first)
+        session.refresh(job)
+        assert (job.status, job.worker_id, job.attempts) == ("running", "w1", 1)
+        assert job.heartbeat_at is not None and job.started_at is not None
+
+
+def test_concurrent_claimers_never_share_a_job(db_app: Flask) -> None:
+    with new_session(db_app) as session:
+        ids = add_jobs(session, 12)
+    claimed: list[int] = []
+    lock = threading.Lock()
+
+    def claimer(name: str) -> None:
+        with new_session(db_app) as session:
+            while (job_id := jobs.claim(session, name)) is not None:
+                with lock:
+                    claimed.append(job_id)
+
+    threads = [threading.Thread(target=claimer, args=(f"w{i}",)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(claimed) == ids
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_postgres_claim_skips_rows_locked_by_another_claimer(db_app: Flask) -> None:
+    with new_session(db_app) as session:
+        first, second = add_jobs(session, 2)
+    with db.get_engine(db_app).connect() as locker:
+        locker.execute(text("SELECT id FROM jobs WHERE id = :id FOR UPDATE"), {"id": first})
+        with new_session(db_app) as session:
+            assert jobs.claim(session, "w") == second  # does not wait for the lock
+        locker.rollback()
+
+
+def test_heartbeat_and_finish_only_touch_an_owned_job(db_app: Flask) -> None:
+    with new_session(db_app) as session:
+        [job_id] = add_jobs(session, 1)
+        jobs.claim(session, "owner")
+        assert jobs.heartbeat(session, job_id, "intruder", stage="x") == (False, False)
+        assert jobs.heartbeat(session, job_id, "owner", stage="counting words", current=3,
+                              total=10, eta_seconds=7.0) == (True, False)
+        job = session.get(Job, job_id)
+        session.refresh(job)
+        assert (job.progress_stage, job.progress_current, job.progress_total, job.eta_seconds) == (
+            "counting words", 3, 10, 7.0)
+        assert not jobs.finish(session, job_id, "intruder", "failed", error="no")
+        assert jobs.finish(session, job_id, "owner", "failed", error="The corpus was empty.")
+        session.refresh(job)
+        assert (job.status, job.error) == ("failed", "The corpus was empty.")
+        assert job.finished
+
+
+def test_cancel_queued_is_immediate_and_running_is_a_request(db_app: Flask) -> None:
+    with new_session(db_app) as session:
+        running, queued = add_jobs(session, 2)
+        jobs.claim(session, "w")
+        assert jobs.request_cancel(session, queued) == "cancelled"
+        assert jobs.request_cancel(session, running) == "running"
+        assert jobs.heartbeat(session, running, "w") == (True, True)
+        assert jobs.claim(session, "w2") is None  # the cancelled job is not claimable
+
+
+def test_complete_stores_the_tokenizer_with_the_job(db_app: Flask) -> None:
+    with new_session(db_app) as session:
+        [job_id] = add_jobs(session, 1)
+        jobs.claim(session, "w")
+        stats = {"seconds": 1.5, "vocab_size": 300, "merges": [["a", "b", 9]],
+                 "options": {"vocab_size": 300}}
+        assert jobs.complete(session, job_id, "other", tokenizer_json="{}", stats=stats) is None
+        tokenizer = jobs.complete(session, job_id, "w", tokenizer_json='{"version": "1.0"}', stats=stats)
+        assert tokenizer is not None
+        session.expire_all()
+        stored = session.scalars(select(Tokenizer)).one()
+        assert (stored.job_id, stored.vocab_size, stored.training_seconds, stored.source) == (
+            job_id, 300, 1.5, "trained")
+        assert stored.stats["merges"] == [["a", "b", 9]]
+        assert stored.tokenizer_json == '{"version": "1.0"}'
+        assert session.get(Job, job_id).status == "succeeded"
+
+
+def test_recover_stale_requeues_then_gives_up_after_max_attempts(db_app: Flask) -> None:
+    with new_session(db_app) as session:
+        [job_id] = add_jobs(session, 1)
+        later = utcnow() + dt.timedelta(seconds=60)
+        jobs.claim(session, "w1")
+        assert jobs.recover_stale(session, stale_seconds=30, max_attempts=2, now=utcnow()) == {
+            "cancelled": [], "failed": [], "requeued": []}  # fresh heartbeat: left alone
+        assert jobs.recover_stale(session, stale_seconds=30, max_attempts=2, now=later)["requeued"] == [job_id]
+        job = session.get(Job, job_id)
+        session.refresh(job)
+        assert (job.status, job.worker_id, job.attempts) == ("queued", None, 1)
+        assert job.error == ("Re-queued because its worker stopped sending heartbeats for more "
+                             "than 30 seconds.")
+        assert jobs.claim(session, "w2") == job_id
+        assert jobs.recover_stale(session, stale_seconds=30, max_attempts=2, now=later)["failed"] == [job_id]
+        session.refresh(job)
+        assert (job.status, job.attempts) == ("failed", 2)
+        assert job.error is not None and job.error.startswith("Training failed after 2 attempts")
+
+
+def test_recover_stale_finishes_a_cancel_in_progress(db_app: Flask) -> None:
+    with new_session(db_app) as session:
+        [job_id] = add_jobs(session, 1)
+        jobs.claim(session, "w1")
+        jobs.request_cancel(session, job_id)
+        later = utcnow() + dt.timedelta(seconds=60)
+        assert jobs.recover_stale(session, stale_seconds=30, max_attempts=2, now=later)["cancelled"] == [job_id]
+        assert session.scalar(select(Job.status).where(Job.id == job_id)) == "cancelled"
+
+
+def test_release_returns_the_job_without_spending_an_attempt(db_app: Flask) -> None:
+    with new_session(db_app) as session:
+        [job_id] = add_jobs(session, 1)
+        jobs.claim(session, "w1")
+        assert jobs.release(session, job_id, "w1")
+        job = session.get(Job, job_id)
+        session.refresh(job)
+        assert (job.status, job.attempts, job.worker_id) == ("queued", 0, None)
