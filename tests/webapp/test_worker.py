@@ -1,0 +1,228 @@
+"""The job worker end to end: real training in a child process, cancel, and crash recovery.
+
+These tests run the engine's real trainer on tiny corpora. The crash tests kill real
+processes: the training child (the job must fail at once) and a whole ``tokenforge worker``
+process with SIGKILL (its job must be re-queued, then failed after two attempts).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from sqlalchemy import select, text
+from sqlalchemy.orm import Session, sessionmaker
+
+from webapp import db, jobs
+from webapp.models import Corpus, Job, Tokenizer, utcnow
+from webapp.storage import CorpusStore
+from webapp.worker import Worker
+
+REPO = Path(__file__).resolve().parents[2]
+CORPUS = "".join(f"the quick brown fox {i} jumps over the lazy dog {i % 7}\n" for i in range(300))
+
+
+@pytest.fixture
+def algorithm() -> str:
+    """BPE once the engine has it; until then WordPiece, the other real trainer available."""
+    from webapp.training_form import available_algorithms
+
+    for name in ("bpe", "wordpiece"):
+        if name in available_algorithms():
+            return name
+    pytest.skip("no trainer is installed in engine/trainers yet")
+
+
+def small_options(algorithm: str) -> dict[str, Any]:
+    return {"vocab_size": 300} if algorithm == "bpe" else {"vocab_size": 80}
+
+
+def session_for(app: Flask) -> Session:
+    return sessionmaker(db.get_engine(app), expire_on_commit=False)()
+
+
+def add_job(app: Flask, algorithm: str, corpus_text: str = CORPUS) -> int:
+    stored = CorpusStore(app.config["CORPUS_DIR"]).ingest(
+        io.BytesIO(corpus_text.encode()), "tiny.txt", max_bytes=10**8)
+    with session_for(app) as session:
+        corpus = Corpus(name="tiny.txt", sha256=stored.sha256, format="txt",
+                        size_bytes=stored.size_bytes, stats=stored.stats)
+        session.add(corpus)
+        session.commit()
+        return jobs.enqueue(session, name="tiny", algorithm=algorithm,
+                            options=small_options(algorithm), corpus_ids=[corpus.id]).id
+
+
+def job_row(app: Flask, job_id: int) -> Job:
+    with session_for(app) as session:
+        job = session.get(Job, job_id)
+        assert job is not None
+        return job
+
+
+def wait_for(condition: Callable[[], bool], what: str, limit: float = 120) -> None:
+    """Poll until ``condition`` holds (a generous deadline guards against hangs only)."""
+    deadline = time.monotonic() + limit
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def worker(db_app: Flask) -> Iterator[Worker]:
+    worker = Worker(dict(db_app.config), worker_id="test-worker")
+    yield worker
+    worker.engine.dispose()
+
+
+def test_worker_trains_and_stores_the_tokenizer(db_app: Flask, worker: Worker, algorithm: str) -> None:
+    job_id = add_job(db_app, algorithm)
+    worker.run(once=True)
+    job = job_row(db_app, job_id)
+    assert (job.status, job.error, job.attempts) == ("succeeded", None, 1)
+    with session_for(db_app) as session:
+        tokenizer = session.scalars(select(Tokenizer).where(Tokenizer.job_id == job_id)).one()
+    assert tokenizer.vocab_size == small_options(algorithm)["vocab_size"]
+    assert tokenizer.algorithm == algorithm
+    assert tokenizer.training_seconds is not None and tokenizer.training_seconds >= 0
+    assert tokenizer.config["options"]["vocab_size"] == tokenizer.vocab_size
+    assert '"model"' in tokenizer.tokenizer_json
+    client = db_app.test_client()
+    page = client.get(f"/tokenizers/{tokenizer.id}").get_data(as_text=True)
+    assert f'<dd data-testid="vocab-size">{tokenizer.vocab_size:,}</dd>' in page
+    assert 'data-testid="training-time"' in page
+    fragment = client.get(f"/jobs/{job_id}", headers={"HX-Request": "true"}).get_data(as_text=True)
+    assert fragment.lstrip().startswith(f'<section id="job-{job_id}"')
+    assert "hx-trigger" not in fragment  # finished: the component stops polling
+
+
+def test_cancel_reaches_the_training_child(db_app: Flask, worker: Worker, algorithm: str) -> None:
+    job_id = add_job(db_app, algorithm)
+    with session_for(db_app) as session:
+        assert jobs.claim(session, worker.worker_id) == job_id
+        jobs.request_cancel(session, job_id)
+    assert worker.run_job(job_id) == "cancelled"
+    job = job_row(db_app, job_id)
+    assert (job.status, job.finished_at is not None) == ("cancelled", True)
+
+
+def test_killed_child_fails_the_job_at_once(db_app: Flask, worker: Worker, algorithm: str) -> None:
+    job_id = add_job(db_app, algorithm)
+    with session_for(db_app) as session:
+        jobs.claim(session, worker.worker_id)
+    outcome: list[str] = []
+    thread = threading.Thread(target=lambda: outcome.append(worker.run_job(job_id)))
+    thread.start()
+    wait_for(lambda: worker.child_pid is not None, "the training child to start")
+    os.kill(worker.child_pid, signal.SIGKILL)  # type: ignore[arg-type]
+    thread.join()
+    job = job_row(db_app, job_id)
+    assert outcome == ["failed"]
+    assert job.status == "failed"
+    assert job.error == ("The training process was killed by signal 9 (SIGKILL: often the system "
+                         "running out of memory). Nothing was saved.")
+
+
+def test_a_deleted_corpus_fails_the_job_with_the_reason(db_app: Flask, worker: Worker, algorithm: str) -> None:
+    job_id = add_job(db_app, algorithm)
+    with session_for(db_app) as session:
+        session.execute(text("DELETE FROM corpora"))
+        session.commit()
+    worker.run(once=True)
+    job = job_row(db_app, job_id)
+    assert (job.status, job.error) == ("failed", "Corpus #1 was deleted before training started.")
+
+
+def _start_worker_process(app: Flask, log: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "TOKENFORGE_DATA_DIR": app.config["DATA_DIR"],
+           "DATABASE_URL": app.config["DATABASE_URL"], "SECRET_KEY": "test",
+           "TOKENFORGE_WORKER_NICE": "0", "PYTHONPATH": str(REPO)}
+    with log.open("ab") as out:
+        return subprocess.Popen([sys.executable, "-m", "webapp.cli", "worker"], cwd=REPO, env=env,
+                                stdout=out, stderr=subprocess.STDOUT)
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+def _hold_job_row(app: Flask, job_id: int) -> Callable[[], None]:
+    """Block the worker's next write to the job (so it cannot finish first); return a release."""
+    url = app.config["DATABASE_URL"]
+    if url.startswith("sqlite"):
+        conn = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")
+        return lambda: (conn.rollback(), conn.close())  # type: ignore[func-returns-value]
+    connection = db.get_engine(app).connect()
+    connection.execute(text("SELECT id FROM jobs WHERE id = :id FOR UPDATE"), {"id": job_id})
+    return lambda: (connection.rollback(), connection.close())  # type: ignore[func-returns-value]
+
+
+def _kill_worker_mid_job(app: Flask, job_id: int, attempt: int, log: Path) -> None:
+    process = _start_worker_process(app, log)
+    try:
+        wait_for(lambda: job_row(app, job_id).status == "running"
+                 and job_row(app, job_id).attempts == attempt, f"attempt {attempt} to start")
+        release = _hold_job_row(app, job_id)
+        children = _children(process.pid)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        release()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    # The training child dies with its worker (PR_SET_PDEATHSIG), leaving no orphan.
+    wait_for(lambda: not any(Path(f"/proc/{c}").exists() and "Z" not in
+                             Path(f"/proc/{c}/stat").read_text().split()[2] for c in children),
+             "the orphaned training child to exit", limit=30)
+
+
+def test_sigkilled_worker_is_requeued_then_failed(db_app: Flask, algorithm: str, tmp_path: Path) -> None:
+    job_id = add_job(db_app, algorithm)
+    log = tmp_path / "worker.log"
+    later = lambda: utcnow() + dt.timedelta(minutes=5)  # noqa: E731 - a heartbeat gone stale
+
+    _kill_worker_mid_job(db_app, job_id, 1, log)
+    job = job_row(db_app, job_id)
+    assert (job.status, job.attempts) == ("running", 1)
+    with session_for(db_app) as session:
+        assert jobs.recover_stale(session, stale_seconds=30, max_attempts=2, now=later())[
+            "requeued"] == [job_id]
+    assert job_row(db_app, job_id).status == "queued"
+
+    _kill_worker_mid_job(db_app, job_id, 2, log)
+    with session_for(db_app) as session:
+        assert jobs.recover_stale(session, stale_seconds=30, max_attempts=2, now=later())[
+            "failed"] == [job_id]
+    job = job_row(db_app, job_id)
+    assert (job.status, job.attempts) == ("failed", 2)
+    assert job.error == (
+        "Training failed after 2 attempts: each time, its worker stopped sending heartbeats for "
+        "more than 30 seconds (the worker process was killed or its machine stopped).")
+
+
+def test_sigterm_puts_the_running_job_back(db_app: Flask, algorithm: str, tmp_path: Path) -> None:
+    job_id = add_job(db_app, algorithm)
+    process = _start_worker_process(db_app, tmp_path / "worker.log")
+    wait_for(lambda: job_row(db_app, job_id).status == "running", "the job to start")
+    release = _hold_job_row(db_app, job_id)
+    process.send_signal(signal.SIGTERM)
+    release()
+    assert process.wait(timeout=60) == 0
+    job = job_row(db_app, job_id)
+    assert (job.status, job.attempts, job.worker_id) == ("queued", 0, None)
