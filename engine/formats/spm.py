@@ -1,0 +1,67 @@
+"""sentencepiece's ``.vocab`` file: one ``piece<TAB>score`` line per id, in id order.
+
+This is what ``spm_train`` writes beside its ``.model``; it holds the whole Unigram vocabulary
+(the control pieces ``<unk>``, ``<s>``, ``</s>`` score 0, as do byte pieces ``<0x00>``…).
+Reading it back gives a :class:`~engine.models.unigram.Unigram` model; which id is unknown and
+whether byte fallback is on are not in the file, so they are inferred: ``<unk>`` if present,
+byte fallback if all 256 byte pieces are present. The binary ``.model`` protobuf is left out.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from engine.errors import FormatError
+from engine.models.unigram import BYTE_PIECES, Unigram
+
+CONTROL_PIECES = ("<unk>", "<s>", "</s>", "<pad>")
+
+
+def dumps_vocab(model: Unigram) -> str:
+    """The ``.vocab`` text of ``model``; scores are written exactly (``repr``)."""
+    lines = []
+    for piece, score in model.pieces():
+        if "\t" in piece or "\n" in piece:
+            raise FormatError(f"The piece {piece!r} contains a tab or newline and cannot be written to a .vocab file.")
+        lines.append(f"{piece}\t{score!r}")
+    return "\n".join(lines) + "\n"
+
+
+def save_vocab(model: Unigram, path: str | Path) -> None:
+    Path(path).write_text(dumps_vocab(model), encoding="utf-8")
+
+
+def loads_vocab(text: str, *, source: str | None = None) -> Unigram:
+    """Parse ``.vocab`` text; every line must be ``piece<TAB>score``."""
+    pieces: list[tuple[str, float]] = []
+    seen: dict[str, int] = {}
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the final newline
+    for number, line in enumerate(lines, start=1):
+        piece, tab, raw = line.partition("\t")
+        if not tab or not piece:
+            raise FormatError("Expected 'piece<TAB>score'.", line=number, source=source)
+        try:
+            score = float(raw)
+        except ValueError:
+            raise FormatError(f"The score {raw!r} is not a number.", line=number, source=source) from None
+        if not math.isfinite(score):
+            raise FormatError(f"The score {raw!r} is not a finite number.", line=number, source=source)
+        if piece in seen:
+            raise FormatError(f"The piece {piece!r} already appeared on line {seen[piece]}.", line=number, source=source)
+        seen[piece] = number
+        pieces.append((piece, score))
+    if not pieces:
+        raise FormatError("The .vocab file is empty.", source=source)
+    byte_fallback = all(b in seen for b in BYTE_PIECES)
+    unk_id = seen["<unk>"] - 1 if "<unk>" in seen else None
+    if unk_id is None and not byte_fallback:
+        raise FormatError("The vocabulary has no <unk> piece and no byte pieces, so some text could not be encoded.", source=source)
+    specials = {p: seen[p] - 1 for p in CONTROL_PIECES if p in seen}
+    return Unigram(pieces, unk_id=unk_id, byte_fallback=byte_fallback, special_tokens=specials)
+
+
+def load_vocab(path: str | Path) -> Unigram:
+    return loads_vocab(Path(path).read_text(encoding="utf-8"), source=str(path))

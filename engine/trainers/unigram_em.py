@@ -1,0 +1,144 @@
+"""EM and pruning for the Unigram trainer, over the batched lattices of ``unigram_lattice``.
+
+* :func:`e_step`: expected piece counts (forward-backward on every distinct word, weighted by
+  its count); words whose probability underflows go through :func:`word_marginals`, a slow,
+  obviously-correct log-space version that the tests also compare the fast path against.
+* :func:`m_step`: sentencepiece's Bayesian M-step: pieces expected fewer than 0.5 times are
+  dropped (required characters excepted), scores are ``digamma(count) - digamma(total)``.
+* :func:`prune`: sentencepiece's loss of removing each piece, computed from the piece's
+  alternative segmentation (the best path through the piece's own string without itself).
+  Deviation: a piece's frequency is its *expected* count from the last E-step, not its count in
+  Viterbi paths; this saves a full Viterbi pass over the corpus per round.
+
+Ties in pruning go to the earlier seed id (higher seed score). Reading corpora and building
+the final tokenizer are ``unigram.py``'s job.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from operator import add, mul
+
+from engine.trainers.unigram_lattice import Lattices, Slot, _scatter
+
+EXPECTED_FREQUENCY_THRESHOLD = 0.5  # sentencepiece's kExpectedFrequencyThreshold
+
+
+def digamma(x: float) -> float:
+    """The digamma function (asymptotic series after shifting ``x`` above 7), as sentencepiece."""
+    result = 0.0
+    while x < 7:
+        result -= 1 / x
+        x += 1
+    x -= 0.5
+    xx = 1.0 / x
+    xx2 = xx * xx
+    xx4 = xx2 * xx2
+    return result + math.log(x) + xx2 / 24 - 7 * xx4 / 960 + 31 * xx4 * xx2 / 8064 - 127 * xx4 * xx4 / 30720
+
+
+def _logaddexp(a: float, b: float) -> float:
+    if a < b:
+        a, b = b, a
+    return a if b == -math.inf else a + math.log1p(math.exp(b - a))
+
+
+def word_marginals(
+    word: str, count: float, sid_of: Mapping[str, int], logp: Sequence[float], max_len: int, unk_sid: int,
+    expected: list[float],
+) -> float:
+    """Log-space forward-backward on one word; adds expected counts, returns log Z."""
+    n = len(word)
+    edges: list[tuple[int, int, int]] = []  # (start, end, sid)
+    for i in range(n):
+        for end in range(i + 1, min(n, i + max_len) + 1):
+            sid = sid_of.get(word[i:end]) if end > i + 1 else sid_of.get(word[i], unk_sid)
+            if sid is not None and logp[sid] > -math.inf:
+                edges.append((i, end, sid))
+    alpha = [-math.inf] * (n + 1)
+    beta = [-math.inf] * (n + 1)
+    alpha[0] = beta[n] = 0.0
+    for i, end, sid in edges:  # edges are in start order
+        alpha[end] = _logaddexp(alpha[end], alpha[i] + logp[sid])
+    for i, end, sid in reversed(edges):
+        beta[i] = _logaddexp(beta[i], beta[end] + logp[sid])
+    z = alpha[n]
+    for i, end, sid in edges:
+        expected[sid] += count * math.exp(alpha[i] + logp[sid] + beta[end] - z)
+    return z
+
+
+def e_step(lattices: Lattices, prob: Sequence[float], sid_of: Mapping[str, int], max_len: int, unk_sid: int) -> tuple[list[float], float]:
+    """Expected counts per piece id and the corpus log-likelihood."""
+    expected = [0.0] * len(prob)
+    z, bad = lattices.forward_backward(prob, expected)
+    loglik = sum(c * math.log(v) for c, v in zip(lattices.counts, z) if v > 0)
+    if bad:
+        logp = [math.log(p) if p > 0 else -math.inf for p in prob]
+        for w in bad:
+            loglik += lattices.counts[w] * word_marginals(
+                lattices.words[w], lattices.counts[w], sid_of, logp, max_len, unk_sid, expected
+            )
+    return expected, loglik
+
+
+def m_step(expected: Sequence[float], alive: list[bool], required: Sequence[int]) -> list[float]:
+    """New log-probabilities (``-inf`` for dropped pieces); updates ``alive`` in place."""
+    for sid in required:
+        alive[sid] = True
+    kept = [sid for sid, on in enumerate(alive) if on and (expected[sid] >= EXPECTED_FREQUENCY_THRESHOLD)]
+    keep_set = set(kept) | set(required)
+    for sid in range(len(alive)):
+        alive[sid] = sid in keep_set
+    logsum = digamma(sum(expected[sid] for sid in kept))
+    logp = [-math.inf] * len(expected)
+    for sid in keep_set:
+        logp[sid] = digamma(max(expected[sid], EXPECTED_FREQUENCY_THRESHOLD)) - logsum
+    return logp
+
+
+def prune(
+    pieces: Sequence[str], freq: Sequence[float], logp: Sequence[float], alive: list[bool], required: set[int],
+    *, target: int, shrinking_factor: float, max_len: int, unk_sid: int,
+) -> None:
+    """Remove pieces from ``alive`` by the likelihood loss of replacing each by its alternative."""
+    live = [s for s, on in enumerate(alive) if on and s != unk_sid]
+    total = sum(freq[s] for s in live)
+    logsum = math.log(total)
+    owners = [s for s in live if s not in required and freq[s] > 0]
+    for s in live:
+        if s not in required and freq[s] <= 0:
+            alive[s] = False  # never used: removable at no cost
+    sid_of = {pieces[s]: s for s in live}
+    prob = [math.exp(v) if v > -math.inf else 0.0 for v in logp]
+    lat = Lattices([pieces[s] for s in owners], [1.0] * len(owners), sid_of, max_len, unk_sid, self_sid=owners)
+    own = [owners[i] for i in lat.order]
+    own_freq = [freq[s] for s in own]
+    n_alt = [0] * len(own)
+    sum_alt = [0.0] * len(own)
+
+    def visit(slot: Slot, take: list[int]) -> None:
+        logs = map(mul, take, map(math.log, map(add, map(freq.__getitem__, slot.sid), slot.gi(own_freq))))
+        _scatter(sum_alt, slot.idx, map(add, slot.gi(sum_alt), logs))
+        _scatter(n_alt, slot.idx, map(add, slot.gi(n_alt), take))
+
+    best = lat.viterbi(prob)
+    lat.backtrack(best, visit)
+    alt_best = lat._by_word(best)
+    candidates: list[tuple[float, int]] = []
+    for w, sid in enumerate(own):
+        if alt_best[w] > prob[sid]:
+            alive[sid] = False  # its own best segmentation is not itself
+            continue
+        f = freq[sid]
+        logsum_alt = math.log(total + f * (n_alt[w] - 1))
+        loss = (f / total) * ((math.log(f) - logsum) - (sum_alt[w] - n_alt[w] * logsum_alt))
+        candidates.append((-loss, sid))
+    keep = max(target, int(len(live) * shrinking_factor))
+    n_fixed = sum(1 for s in live if alive[s] and (s in required))
+    candidates.sort()
+    for rank, (_, sid) in enumerate(candidates):
+        if n_fixed + rank >= keep:
+            alive[sid] = False
+

@@ -1,0 +1,260 @@
+"""Unigram: Viterbi on hand-made vocabularies, sampling, the seed, the batched lattices against
+the per-word reference, training determinism, .vocab files, and the Hugging Face round trip."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.errors import ConfigError, FormatError
+from engine.formats.spm import dumps_vocab, load_vocab, loads_vocab, save_vocab
+from engine.models.unigram import BYTE_PIECES, Unigram
+from engine.models.unigram_sampling import nbest
+from engine.trainers import train
+from engine.trainers.unigram import UnigramOptions, build_tokenizer, train_on_counts
+from engine.trainers.unigram_em import digamma, word_marginals
+from engine.trainers.unigram_lattice import Lattices
+from engine.trainers.unigram_seed import required_chars, seed_pieces
+
+ABRA = [("<unk>", 0.0), ("abra", -3.0), ("cad", -3.0), ("ab", -2.5), ("ra", -2.5)] + [
+    (c, -3.0) for c in "abcdr"
+]
+
+
+def pieces_of(model: Unigram, text: str) -> list[str]:
+    return [model.id_to_token(i) or "" for i in model.tokenize(text)]
+
+
+# ----------------------------------------------------------------- the model
+def test_viterbi_abracadabra_by_hand() -> None:
+    # abra|cad|abra = -9 beats ab|ra|cad|ab|ra = -13 and every split into letters.
+    assert pieces_of(Unigram(ABRA), "abracadabra") == ["abra", "cad", "abra"]
+
+
+def test_viterbi_prefers_the_higher_total() -> None:
+    vocab = [("<unk>", 0.0), ("▁a", -1.0), ("b", -2.0), ("▁ab", -4.0), ("a", -1.5), ("▁", -2.0)]
+    assert pieces_of(Unigram(vocab), "▁ab") == ["▁a", "b"]  # -3 beats -4 and -5.5
+
+
+def test_ties_go_to_the_longest_last_piece() -> None:
+    vocab = [("<unk>", 0.0), ("ab", -2.0), ("a", -1.0), ("b", -1.0)]
+    assert pieces_of(Unigram(vocab), "ab") == ["ab"]
+
+
+def test_unknown_runs_fuse_into_one_unk() -> None:
+    model = Unigram(ABRA)
+    assert model.tokenize("azzb") == [model.token_to_id("a"), 0, model.token_to_id("b")]
+    assert model.unk_score == -13.0
+
+
+def test_byte_fallback_spells_unknown_characters() -> None:
+    model = Unigram([("<unk>", 0.0)] + [(b, 0.0) for b in BYTE_PIECES] + [("a", -1.0)], byte_fallback=True)
+    ids = model.tokenize("aé")
+    assert [model.id_to_token(i) for i in ids] == ["a", "<0xC3>", "<0xA9>"]
+    assert b"".join(model.token_bytes(i) for i in ids) == "aé".encode()
+
+
+def test_specials_and_byte_pieces_are_not_matched_in_text() -> None:
+    model = Unigram([("<unk>", 0.0)] + [(b, 0.0) for b in BYTE_PIECES] + [("<", -1.0)], byte_fallback=True)
+    ids = model.tokenize("<unk>")
+    assert b"".join(model.token_bytes(i) for i in ids) == b"<unk>"
+    assert 0 not in ids
+
+
+@pytest.mark.parametrize(
+    ("vocab", "message"),
+    [
+        pytest.param([], "at least one piece", id="empty"),
+        pytest.param([("a", 0.0), ("a", -1.0)], "appears twice", id="duplicate"),
+        pytest.param([("a", math.nan)], "finite", id="nan"),
+    ],
+)
+def test_bad_vocabularies(vocab: list[tuple[str, float]], message: str) -> None:
+    with pytest.raises(FormatError, match=message):
+        Unigram(vocab)
+
+
+# ----------------------------------------------------------------- sampling
+def test_nbest_lists_the_best_paths_in_order() -> None:
+    results = nbest(Unigram(ABRA), "abra", 3)
+    assert [(s, [e for _, e, _ in p]) for s, p in results] == [(-3.0, [4]), (-5.0, [2, 4]), (-8.5, [1, 2, 4])]  # a|b|ra ties ab|r|a; found first
+
+
+@pytest.mark.parametrize("nbest_size", [-1, 3], ids=["ffbs", "nbest3"])
+def test_samples_are_segmentations_and_reproducible(nbest_size: int) -> None:
+    model = Unigram(ABRA)
+    seen = set()
+    for seed in range(30):
+        ids = model.sample("abracadabra", rng=random.Random(seed), alpha=0.5, nbest_size=nbest_size)
+        assert "".join(model.id_to_token(i) or "" for i in ids) == "abracadabra"
+        assert ids == model.sample("abracadabra", rng=random.Random(seed), alpha=0.5, nbest_size=nbest_size)
+        seen.add(tuple(ids))
+    assert len(seen) > 1
+    assert model.sample("abracadabra", rng=random.Random(0), nbest_size=1) == model.tokenize("abracadabra")
+
+
+# ----------------------------------------------------------------- seed and EM pieces
+HUG = Counter({"▁hug": 10, "▁pug": 5, "▁pun": 12, "▁bun": 4, "▁hugs": 5})
+
+
+def test_seed_by_hand() -> None:
+    required = required_chars(HUG, 0.9995)
+    assert list(required.items()) == [("u", 36), ("▁", 36), ("g", 20), ("p", 17), ("n", 16), ("h", 15), ("s", 5), ("b", 4)]
+    seed = seed_pieces(HUG, required, seed_size=100, max_piece_length=16)
+    # count x length; "▁hu" (always followed by g), "hu", "▁p" and "bu" are not right-branching.
+    assert seed[8:] == [
+        ("▁hug", 60.0), ("▁pu", 51.0), ("▁pun", 48.0), ("hug", 45.0), ("ug", 40.0), ("pun", 36.0),
+        ("pu", 34.0), ("un", 32.0), ("▁hugs", 25.0), ("hugs", 20.0), ("▁pug", 20.0), ("▁bun", 16.0),
+        ("pug", 15.0), ("ugs", 15.0), ("bun", 12.0), ("gs", 10.0),
+    ]
+
+
+def test_digamma_matches_known_values() -> None:
+    assert digamma(1.0) == pytest.approx(-0.5772156649, abs=1e-9)
+    assert digamma(10.0) == pytest.approx(2.2517525891, abs=1e-9)
+
+
+def test_batched_lattices_match_the_per_word_reference() -> None:
+    words = ["▁abracadabra", "▁abra", "▁cadabra", "▁bar", "▁x"]
+    counts = [3, 2, 1, 5, 1]
+    pieces = ["▁", "a", "b", "r", "c", "d", "abra", "▁abra", "cad", "ab", "ra", "▁cad", "ar"]
+    sid_of = {p: i for i, p in enumerate(pieces)}
+    unk = len(pieces)
+    rng = random.Random(7)
+    prob = [rng.uniform(0.01, 0.3) for _ in pieces] + [1e-6]
+    lat = Lattices(words, counts, sid_of, 16, unk)
+    fast = [0.0] * len(prob)
+    z, bad = lat.forward_backward(prob, fast)
+    slow = [0.0] * len(prob)
+    logp = [math.log(p) for p in prob]
+    zs = [word_marginals(w, c, sid_of, logp, 16, unk, slow) for w, c in zip(words, counts)]
+    assert bad == []
+    assert fast == pytest.approx(slow, rel=1e-12)
+    assert sorted(math.log(v) for v in z) == pytest.approx(sorted(zs), rel=1e-12)
+    freq = [0.0] * len(prob)
+    lat.viterbi_counts(prob, freq)
+    ref = Unigram([("<unk>", 0.0)] + [(p, math.log(x)) for p, x in zip(pieces, prob)])
+    ref.unk_score = math.log(prob[unk])
+    expected = [0.0] * len(prob)
+    for w, c in zip(words, counts):
+        for i in ref.tokenize(w):
+            expected[i - 1 if i else unk] += c
+    assert freq == expected
+
+
+def test_training_the_hug_corpus() -> None:
+    options = UnigramOptions(vocab_size=20, seed_size=100, special_tokens=("<unk>",))
+    model, stats = train_on_counts(HUG, options)
+    assert [p for p, _ in model.pieces()] == [
+        "<unk>", "▁pun", "▁hug", "▁pug", "▁hugs", "▁bun", "b", "g", "h", "n", "p", "s", "u", "▁",
+    ]
+    assert stats["seed_size"] == 24
+
+
+# ----------------------------------------------------------------- training end to end
+TEXT = (
+    "the quick brown fox jumps over the lazy dog\n"
+    "a tokenizer cuts text into pieces and the pieces into ids\n"
+    "unigram models score every segmentation and keep the best one\n"
+    "sentencepiece trains them with expectation maximization\n"
+) * 20 + "rare words like zyzzyva and quokka appear once\n"
+
+
+@pytest.fixture()
+def corpus(tmp_path: Path) -> Path:
+    path = tmp_path / "corpus.txt"
+    path.write_text(TEXT, encoding="utf-8")
+    return path
+
+
+def test_training_is_deterministic(corpus: Path) -> None:
+    options = {"vocab_size": 120, "seed_size": 2000}
+    first = train("unigram", [corpus], options).tokenizer.to_json()
+    second = train("unigram", [corpus], options).tokenizer.to_json()
+    assert first == second
+
+
+def test_hf_tokenizers_gives_identical_ids(corpus: Path, tmp_path: Path) -> None:
+    tokenizers = pytest.importorskip("tokenizers")
+    ours = train("unigram", [corpus], {"vocab_size": 120, "seed_size": 2000}).tokenizer
+    path = tmp_path / "tokenizer.json"
+    ours.save(path)
+    theirs = tokenizers.Tokenizer.from_file(str(path))
+    for line in ["the lazy fox cuts pieces", "quokka zyzzyva unigram", "tokenizers keep the best ids", "qwerty"]:
+        assert theirs.encode(line, add_special_tokens=False).ids == ours.encode(line)
+
+
+def test_vocab_smaller_than_the_alphabet_is_a_config_error(corpus: Path) -> None:
+    with pytest.raises(ConfigError, match="required characters"):
+        train("unigram", [corpus], {"vocab_size": 10, "seed_size": 2000})
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        pytest.param({"vocab_size": 3}, "leaves no room", id="only-specials"),
+        pytest.param({"shrinking_factor": 1.0}, "shrinking_factor", id="shrink"),
+        pytest.param({"character_coverage": 0.0}, "character_coverage", id="coverage"),
+        pytest.param({"special_tokens": []}, "unknown token", id="no-unk"),
+        pytest.param({"normalization": "rot13"}, "Unknown normalizer", id="normalizer"),
+    ],
+)
+def test_bad_options(corpus: Path, options: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        train("unigram", [corpus], options)
+
+
+# ----------------------------------------------------------------- .vocab files
+def test_vocab_file_round_trip(tmp_path: Path) -> None:
+    model = Unigram(ABRA)
+    path = tmp_path / "m.vocab"
+    save_vocab(model, path)
+    assert path.read_text(encoding="utf-8").splitlines()[:2] == ["<unk>\t0.0", "abra\t-3.0"]
+    again = load_vocab(path)
+    assert again.pieces() == model.pieces() and again.unk_id == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param("<unk>\t0\nabc\n", "line 2: Expected 'piece<TAB>score'", id="no-tab"),
+        pytest.param("<unk>\t0\nab\tx1\n", "line 2: The score 'x1'", id="bad-score"),
+        pytest.param("<unk>\t0\nab\t-1\nab\t-2\n", "line 3: The piece 'ab' already", id="duplicate"),
+        pytest.param("ab\t-1\n", "no <unk>", id="no-unk"),
+        pytest.param("", "empty", id="empty"),
+    ],
+)
+def test_bad_vocab_files(text: str, message: str) -> None:
+    with pytest.raises(FormatError, match=message):
+        loads_vocab(text, source="m.vocab")
+
+
+# ----------------------------------------------------------------- properties
+BYTE_MODEL = Unigram([("<unk>", 0.0)] + [(b, 0.0) for b in BYTE_PIECES] + ABRA[1:] + [("▁", -2.0)], byte_fallback=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(min_size=1, max_size=40))
+def test_byte_fallback_round_trips_any_text(text: str) -> None:
+    ids = BYTE_MODEL.tokenize(text)
+    assert b"".join(BYTE_MODEL.token_bytes(i) for i in ids) == text.encode("utf-8")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(alphabet=st.sampled_from("abcdr z\u00e9\u4e2d"), max_size=40).filter(lambda t: not t.startswith(" ")))
+def test_pipeline_round_trips(text: str) -> None:
+    options = UnigramOptions(vocab_size=300, seed_size=300, byte_fallback=True, special_tokens=("<unk>",))
+    tokenizer = build_tokenizer(BYTE_MODEL, options)
+    assert tokenizer.decode(tokenizer.encode(text)) == text
+
+
+def test_vocab_text_is_json_safe() -> None:
+    assert json.loads(json.dumps(Unigram(ABRA).to_hf()))["vocab"][1] == ["abra", -3.0]
+    assert dumps_vocab(Unigram(ABRA)).count("\n") == len(ABRA)
