@@ -1,0 +1,271 @@
+"""tiktoken's rank files (``base64-token rank`` per line) plus a small JSON sidecar.
+
+A rank file holds only the mergeable tokens; tiktoken keeps the split pattern and the special
+tokens in code. We put those in a sidecar next to the rank file (``NAME.tiktoken.json``) whose
+keys are the keyword arguments of ``tiktoken.Encoding``, so a file we write loads in tiktoken as
+
+    tiktoken.Encoding(mergeable_ranks=tiktoken.load.load_tiktoken_bpe(path), **json.load(sidecar))
+
+tiktoken merges by the rank of the concatenated bytes, while our model (like Hugging Face's)
+stores merges as pairs. Reading derives each token's pair the way tiktoken's own educational
+code does: encode the token with only lower ranks allowed, which must leave exactly two parts.
+Writing refuses models that a rank file cannot express: merges out of id order, and multi-byte
+tokens that no merge produces. Both directions validate, and every problem is a ``FormatError``
+naming the file and line. Left out: tiktoken's download cache and hash checks.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from engine.byte_unicode import bytes_to_symbols
+from engine.errors import ConfigError, FormatError
+from engine.models.bpe import BPE
+from engine.presets import byte_level_bpe
+from engine.pretokenizers import PreTokenizer, RegexSplit, get_pretokenizer
+from engine.tokenizer import Tokenizer
+
+WHOLE_TEXT_PATTERN = r"[\s\S]+"  # a tokenizer without a pre-tokenizer: the whole text is one piece
+
+
+def sidecar_path(rank_path: str | Path) -> Path:
+    """Where the sidecar of ``rank_path`` lives: the same name with ``.json`` appended."""
+    path = Path(rank_path)
+    return path.with_name(path.name + ".json")
+
+
+def parse_ranks(text: str, *, source: str = "ranks.tiktoken") -> list[tuple[bytes, int, int]]:
+    """Read ``(token bytes, rank, line number)`` from a rank file, rejecting duplicates."""
+    entries: list[tuple[bytes, int, int]] = []
+    seen_tokens: dict[bytes, int] = {}
+    seen_ranks: dict[int, int] = {}
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.strip()
+        if not line:
+            continue
+        fields = line.split()
+        if len(fields) != 2:
+            raise FormatError(f"A line must be a base64 token and a rank, not {line!r}.", line=number, source=source)
+        encoded, rank_text = fields
+        try:
+            token = base64.b64decode(encoded, validate=True)
+        except (binascii.Error, ValueError):
+            raise FormatError(f"{encoded!r} is not valid base64.", line=number, source=source) from None
+        if not rank_text.isascii() or not rank_text.isdigit() or len(rank_text) > 18:
+            raise FormatError(f"The rank must be a non-negative integer, not {rank_text!r}.", line=number, source=source)
+        rank = int(rank_text)
+        if not token:
+            raise FormatError("A token cannot be empty.", line=number, source=source)
+        if token in seen_tokens:
+            raise FormatError(
+                f"The token {bytes_to_symbols(token)!r} appears twice (first on line {seen_tokens[token]}).",
+                line=number,
+                source=source,
+            )
+        if rank in seen_ranks:
+            raise FormatError(f"The rank {rank} is used twice (first on line {seen_ranks[rank]}).", line=number, source=source)
+        seen_tokens[token] = number
+        seen_ranks[rank] = number
+        entries.append((token, rank, number))
+    return entries
+
+
+def _split_in_two(token: bytes, ranks: Mapping[bytes, int], limit: int) -> list[bytes]:
+    """tiktoken's merge loop on ``token`` using only ranks below ``limit``."""
+    parts = [token[i : i + 1] for i in range(len(token))]
+    while len(parts) > 2:
+        best_rank, best = limit, -1
+        for i in range(len(parts) - 1):
+            rank = ranks.get(parts[i] + parts[i + 1], limit)
+            if rank < best_rank:
+                best_rank, best = rank, i
+        if best < 0:
+            break
+        parts[best : best + 2] = [parts[best] + parts[best + 1]]
+    return parts
+
+
+def build_tiktoken(
+    entries: Iterable[tuple[bytes, int, int]],
+    *,
+    pattern: str | PreTokenizer,
+    special_tokens: Mapping[str, int] | None = None,
+    extra_special_tokens: Iterable[str] = (),
+    name: str = "",
+    source: str = "ranks.tiktoken",
+) -> Tokenizer:
+    """Derive the merges of a rank file and assemble a byte-level BPE tokenizer."""
+    ordered = sorted(entries, key=lambda e: e[1])
+    ranks = {token: rank for token, rank, _ in ordered}
+    missing = [b for b in range(256) if bytes([b]) not in ranks]
+    if missing:
+        raise FormatError(
+            f"The file lacks the single byte 0x{missing[0]:02X}; {len(missing)} of the 256 single "
+            "bytes are missing and byte-level BPE needs all of them.",
+            source=source,
+        )
+    merges: list[tuple[bytes, bytes]] = []
+    for token, rank, line in ordered:
+        if len(token) < 2:
+            continue
+        parts = _split_in_two(token, ranks, rank)
+        if len(parts) != 2:
+            raise FormatError(
+                f"The token {bytes_to_symbols(token)!r} (rank {rank}) cannot be made by merging two "
+                "tokens of lower rank.",
+                line=line,
+                source=source,
+            )
+        merges.append((parts[0], parts[1]))
+    specials = dict(special_tokens or {})
+    used = set(ranks.values()) | set(specials.values())
+    next_id = max(used, default=-1) + 1
+    for token in extra_special_tokens:
+        if token not in specials:
+            specials[token] = next_id
+            next_id += 1
+    clash = sorted(set(specials.values()) & set(ranks.values()))
+    if clash:
+        raise FormatError(f"The special token id {clash[0]} is also the rank of a mergeable token.", source=source)
+    pre = pattern if not isinstance(pattern, str) else get_pretokenizer(pattern)
+    return byte_level_bpe({rank: token for token, rank in ranks.items()}, merges, pretokenizer=pre,
+                          special_tokens=specials, name=name)
+
+
+def parse_sidecar(text: str, *, source: str = "sidecar.json") -> dict[str, Any]:
+    """Read and check the sidecar: ``{"name": str, "pat_str": str, "special_tokens": {str: int}}``."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise FormatError(f"The sidecar is not valid JSON ({getattr(exc, 'msg', exc)}).",
+                          line=getattr(exc, "lineno", None), source=source) from None
+    if not isinstance(data, dict) or not isinstance(data.get("pat_str"), str):
+        raise FormatError('The sidecar must be a JSON object with a "pat_str" string.', source=source)
+    specials = data.get("special_tokens", {})
+    if not isinstance(specials, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in specials.values()
+    ):
+        raise FormatError('"special_tokens" must map each token to a non-negative integer id.', source=source)
+    if len(set(specials.values())) != len(specials):
+        raise FormatError("Two special tokens share one id.", source=source)
+    name = data.get("name", "")
+    if not isinstance(name, str):
+        raise FormatError('"name" must be a string.', source=source)
+    return {"name": name, "pat_str": data["pat_str"], "special_tokens": specials}
+
+
+def loads_tiktoken(
+    rank_text: str,
+    sidecar_text: str | None = None,
+    *,
+    pretokenizer: str | None = None,
+    special_tokens: Iterable[str] = (),
+    source: str = "ranks.tiktoken",
+    sidecar_source: str = "sidecar.json",
+) -> Tokenizer:
+    """Build a tokenizer from rank-file text and optional sidecar text.
+
+    ``pretokenizer`` (a name or regex) overrides the sidecar's pattern; one of them is required.
+    ``special_tokens`` adds tokens that the sidecar does not have, with the next free ids.
+    """
+    sidecar = parse_sidecar(sidecar_text, source=sidecar_source) if sidecar_text is not None else None
+    if pretokenizer is None and sidecar is None:
+        raise ConfigError(
+            "A tiktoken rank file does not say how to split text: give its sidecar "
+            "(FILE.json) or a --pretokenizer (gpt2, gpt4, o200k or a regex)."
+        )
+    pattern = pretokenizer if pretokenizer is not None else sidecar["pat_str"]  # type: ignore[index]
+    try:
+        pre = get_pretokenizer(pattern)
+    except ConfigError as exc:
+        if pretokenizer is not None:
+            raise
+        raise FormatError(f"The pattern is unusable: {exc}", source=sidecar_source) from None
+    entries = parse_ranks(rank_text, source=source)
+    return build_tiktoken(
+        entries,
+        pattern=pre,
+        special_tokens=sidecar["special_tokens"] if sidecar else None,
+        extra_special_tokens=special_tokens,
+        name=sidecar["name"] if sidecar else "",
+        source=source,
+    )
+
+
+def load_tiktoken(
+    path: str | Path,
+    sidecar: str | Path | None = None,
+    *,
+    pretokenizer: str | None = None,
+    special_tokens: Iterable[str] = (),
+) -> Tokenizer:
+    """Import a rank file; its sidecar is ``sidecar`` or, if it exists, ``FILE.json``."""
+    path = Path(path)
+    side = Path(sidecar) if sidecar is not None else sidecar_path(path)
+    side_text = _read(side) if sidecar is not None or side.is_file() else None
+    return loads_tiktoken(_read(path), side_text, pretokenizer=pretokenizer, special_tokens=special_tokens,
+                          source=path.name, sidecar_source=side.name)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"The file is not UTF-8 text (bad byte at offset {exc.start}).", source=path.name) from None
+
+
+def _checked_model(tokenizer: Tokenizer) -> BPE:
+    model = tokenizer.model
+    if not isinstance(model, BPE):
+        raise ConfigError(f"Only byte-level BPE tokenizers have tiktoken files; this one is {model.kind!r}.")
+    if tokenizer.normalizer is not None:
+        raise ConfigError("tiktoken has no normalizers; this tokenizer's normalizer cannot be written.")
+    made: set[int] = set()
+    previous = -1
+    for left, right in model.merges:
+        merged = model.id_for_bytes(left + right)
+        parts = (model.id_for_bytes(left), model.id_for_bytes(right))
+        if merged is None or merged <= previous or any(p is None or p >= merged for p in parts):
+            raise ConfigError(
+                f"The merge {bytes_to_symbols(left)} {bytes_to_symbols(right)} is out of id order; a tiktoken "
+                "rank file can only express merges whose results have increasing ids."
+            )
+        previous = merged
+        made.add(merged)
+    for token_id, data in model.items():
+        if len(data) > 1 and token_id not in made:
+            raise ConfigError(
+                f"The token {bytes_to_symbols(data)!r} (id {token_id}) is made by no merge; tiktoken "
+                "would make it reachable, so a rank file cannot express this tokenizer."
+            )
+    return model
+
+
+def dumps_ranks(tokenizer: Tokenizer) -> str:
+    """The rank file: every mergeable token (specials excluded) with its id as rank."""
+    model = _checked_model(tokenizer)
+    return "".join(f"{base64.b64encode(data).decode('ascii')} {token_id}\n" for token_id, data in model.items())
+
+
+def dumps_sidecar(tokenizer: Tokenizer) -> str:
+    """The sidecar: the keyword arguments of ``tiktoken.Encoding`` other than the ranks."""
+    pre = tokenizer.pre_tokenizer
+    if pre is not None and not isinstance(pre, RegexSplit):
+        raise ConfigError(f"tiktoken splits text with a regex; the {pre.name!r} pre-tokenizer has none.")
+    pattern = pre.pattern if pre is not None else WHOLE_TEXT_PATTERN
+    data = {"name": tokenizer.name or "tokenforge", "pat_str": pattern, "special_tokens": tokenizer.special_tokens}
+    return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+
+
+def save_tiktoken(tokenizer: Tokenizer, path: str | Path) -> Path:
+    """Write the rank file at ``path`` and its sidecar beside it; return the sidecar's path."""
+    ranks, sidecar = dumps_ranks(tokenizer), dumps_sidecar(tokenizer)
+    Path(path).write_text(ranks, encoding="ascii")
+    side = sidecar_path(path)
+    side.write_text(sidecar, encoding="utf-8")
+    return side
