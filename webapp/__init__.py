@@ -50,6 +50,9 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
     app.register_blueprint(corpora.bp)
     app.register_blueprint(tokenizers.bp)
+    from webapp import playground
+
+    playground.init_app(app)  # encode, compare, vocabulary, downloads/imports, JSON API
 
     @app.get("/")
     def index() -> Response:

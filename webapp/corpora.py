@@ -59,7 +59,7 @@ def upload() -> Response:
         files = [f for f in request.files.getlist("files") if f.filename]
         form = request.form.to_dict()
         # A body shorter than its Content-Length means the client went away mid-upload.
-        cut_short = request.stream.tell() < (request.content_length or 0)
+        cut_short = bool(getattr(request, "body_cut_short", False))
     except ClientDisconnected:
         cut_short = True
     if cut_short:

@@ -1,0 +1,57 @@
+"""In a real browser: upload a corpus, train a small BPE, and open the finished tokenizer."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.browser.conftest import LiveServer
+
+pytestmark = pytest.mark.browser
+WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november "
+         "oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu").split()
+CORPUS = "".join(f"{WORDS[i % 26]} {WORDS[i * 7 % 26]} {WORDS[i * 11 % 26]} number {i}\n"
+                 for i in range(200))
+
+
+def test_upload_train_and_see_the_tokenizer(page: Page, live_server: LiveServer,
+                                            artifacts_dir: Path, tmp_path: Path) -> None:
+    from webapp.training_form import available_algorithms
+
+    algorithm = "bpe" if "bpe" in available_algorithms() else "wordpiece"
+    vocab = "300" if algorithm == "bpe" else "80"
+    corpus = tmp_path / "words.txt"
+    corpus.write_text(CORPUS, encoding="utf-8")
+
+    page.goto(live_server.url + "corpora/")
+    page.set_input_files('input[name="files"]', str(corpus))
+    page.get_by_role("button", name="Upload").click()
+    expect(page.locator("h1")).to_have_text("words.txt")
+    expect(page.locator("dl.stats")).to_contain_text("Lines")
+    expect(page.locator("dl.stats")).to_contain_text("200")
+    page.screenshot(path=str(artifacts_dir / "corpus.png"), full_page=True)
+
+    page.get_by_role("link", name="Train on this corpus").click()
+    expect(page.locator('input[name="corpus_ids"]')).to_be_checked()
+    with page.expect_response(re.compile(r"/train\?algorithm=")):  # htmx swaps the options
+        page.select_option('select[name="algorithm"]', algorithm)
+    expect(page.locator("#options legend")).to_have_text(f"Options for {algorithm}")
+    page.fill('input[name="opt-vocab_size"]', "1")
+    page.get_by_role("button", name="Start training").click()
+    expect(page.locator(".field.invalid .field-error")).to_be_visible()  # vocabulary too small
+    page.screenshot(path=str(artifacts_dir / "train-form-error.png"), full_page=True)
+
+    page.fill('input[name="opt-vocab_size"]', vocab)
+    page.get_by_role("button", name="Start training").click()
+    expect(page).to_have_url(re.compile(r"/jobs/\d+$"))
+    link = page.get_by_role("link", name=re.compile("open the tokenizer"))
+    expect(link).to_be_visible(timeout=120_000)  # the job component polls until done
+    page.screenshot(path=str(artifacts_dir / "job-done.png"), full_page=True)
+
+    link.click()
+    expect(page.get_by_test_id("vocab-size")).to_have_text(vocab)
+    expect(page.get_by_test_id("training-time")).to_have_text(re.compile(r"\d+(\.\d+)? s"))
+    page.screenshot(path=str(artifacts_dir / "tokenizer.png"), full_page=True)

@@ -1,0 +1,126 @@
+"""The JSON API for scripts, shaped like Tiktokenizer's ``/api/v1/encode``.
+
+``POST /api/v1/encode`` takes ``{tokenizer, text, allowed_special}`` and returns
+``{ids, tokens, offsets, count}``; ``POST /api/v1/decode`` takes ``{tokenizer, ids}`` and
+returns ``{text, count}``; ``GET /api/v1/tokenizers`` lists what can be used. ``tokenizer`` is
+an id or an exact name. Special tokens follow tiktoken: text containing one is refused unless
+``allowed_special`` allows it (``"all"`` or a list). Every error is JSON ``{"error": sentence}``
+with a 4xx status. The API is exempt from CSRF because it only accepts ``application/json``,
+which a cross-site form cannot send. ``GET /api`` is the documentation page with curl examples.
+
+Left out: API keys and rate limits (issue 6).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Flask, jsonify, request
+from werkzeug.wrappers import Response
+
+from engine import TokenforgeError
+from webapp.htmx import render
+from webapp.loaded import Loaded, all_rows, find
+from webapp.playground import limits
+
+bp = Blueprint("api", __name__)
+MAX_IDS = 1_000_000
+
+
+def _error(message: str, status: int = 400) -> Response:
+    response = jsonify({"error": message})
+    response.status_code = status
+    return response
+
+
+def _body() -> dict[str, Any] | Response:
+    if not request.is_json:
+        return _error("Send a JSON body with the header Content-Type: application/json.", 415)
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        return _error("The body must be a JSON object, for example {\"tokenizer\": 1, \"text\": \"hello\"}.")
+    return body
+
+
+def _tokenizer(body: dict[str, Any]) -> Loaded | Response:
+    ref = body.get("tokenizer")
+    if ref is None or isinstance(ref, bool) or not isinstance(ref, (int, str)):
+        return _error('Give "tokenizer": the id or exact name of a tokenizer (see GET /api/v1/tokenizers).')
+    loaded = find(ref)
+    if loaded is None:
+        return _error(f"There is no tokenizer {ref!r}; GET /api/v1/tokenizers lists them.", 404)
+    return loaded
+
+
+@bp.post("/api/v1/encode")
+def encode() -> Response:
+    """Encode text: ids, the vocabulary string of each, and [start, end] character offsets."""
+    body = _body()
+    if isinstance(body, Response):
+        return body
+    loaded = _tokenizer(body)
+    if isinstance(loaded, Response):
+        return loaded
+    text, allowed = body.get("text"), body.get("allowed_special", [])
+    if not isinstance(text, str):
+        return _error('Give "text" as a string.')
+    if len(text) > limits()[0]:
+        return _error(f"The text has {len(text):,} characters; the API encodes at most {limits()[0]:,}.", 413)
+    if allowed != "all" and not (isinstance(allowed, list) and all(isinstance(t, str) for t in allowed)):
+        return _error('"allowed_special" must be "all" or a list of special-token strings.')
+    try:
+        spans = loaded.tokenizer.encode_with_offsets(text, allowed_special="all" if allowed == "all" else frozenset(allowed))
+    except TokenforgeError as exc:
+        return _error(str(exc), 422)
+    tokenizer = loaded.tokenizer
+    return jsonify({
+        "tokenizer": {"id": loaded.row.id, "name": loaded.row.name},
+        "ids": [s.id for s in spans],
+        "tokens": [tokenizer.id_to_token(s.id) for s in spans],
+        "offsets": [[s.char_start, s.char_end] for s in spans],
+        "count": len(spans),
+    })
+
+
+@bp.post("/api/v1/decode")
+def decode() -> Response:
+    """Decode ids to text (invalid UTF-8 becomes U+FFFD)."""
+    body = _body()
+    if isinstance(body, Response):
+        return body
+    loaded = _tokenizer(body)
+    if isinstance(loaded, Response):
+        return loaded
+    ids = body.get("ids")
+    if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids):
+        return _error('Give "ids" as a list of non-negative integers.')
+    if len(ids) > MAX_IDS:
+        return _error(f"Decode at most {MAX_IDS:,} ids at a time; got {len(ids):,}.", 413)
+    try:
+        text = loaded.tokenizer.decode(ids)
+    except TokenforgeError as exc:
+        return _error(str(exc), 422)
+    return jsonify({"text": text, "count": len(ids)})
+
+
+@bp.get("/api/v1/tokenizers")
+def tokenizers() -> Response:
+    """Every tokenizer: id, name, algorithm, vocabulary size and source."""
+    return jsonify({"tokenizers": [
+        {"id": r.id, "name": r.name, "algorithm": r.algorithm, "vocab_size": r.vocab_size, "source": r.source}
+        for r in all_rows()
+    ]})
+
+
+@bp.get("/api")
+def docs() -> Response:
+    """The API documentation page, with curl examples against this server."""
+    rows = all_rows()
+    return render("api/docs.html", base=request.host_url.rstrip("/"), example=rows[0] if rows else None)
+
+
+def exempt_from_csrf(app: Flask) -> None:
+    """Let scripts POST JSON without a CSRF token (a browser form cannot send JSON cross-site)."""
+    csrf = app.extensions.get("csrf")
+    if csrf is not None:
+        csrf.exempt(bp)

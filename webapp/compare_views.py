@@ -1,0 +1,81 @@
+"""The compare blueprint: two to four tokenizers side by side on the same text.
+
+Each tokenizer's spans are shown with its counts, and spans that not every tokenizer cuts the
+same way are marked (``compare.mark_differences``). The form re-encodes as the user types, like
+the encode view; the page is also a plain GET so a comparison can be linked.
+Left out: the diff itself (``compare.py``) and span grouping (``spans.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, request, url_for
+from werkzeug.wrappers import Response
+
+from engine import TokenforgeError
+from webapp import compare
+from webapp.encode_view import encode_for_display
+from webapp.htmx import render
+from webapp.loaded import all_rows, load
+from webapp.playground import SAMPLE_TEXT, flag, limits
+
+bp = Blueprint("compare", __name__)
+MIN_TOKENIZERS, MAX_TOKENIZERS = 2, 4
+
+
+def _selected(source: Any) -> list[int]:
+    seen: list[int] = []
+    for raw in source.getlist("ids"):
+        if str(raw).isdigit() and int(raw) not in seen:
+            seen.append(int(raw))
+    return seen
+
+
+def _context(ids: list[int], text: str) -> tuple[dict[str, Any], int]:
+    options = {"allowed_special": flag("allowed_special", True), "show_ws": flag("show_ws", False)}
+    context: dict[str, Any] = {"rows": all_rows(), "selected": ids, "text": text, "options": options,
+                               "columns": [], "summary": None, "error": None}
+    max_chars, render_tokens = limits()
+    if not MIN_TOKENIZERS <= len(ids) <= MAX_TOKENIZERS:
+        context["error"] = (f"Choose between {MIN_TOKENIZERS} and {MAX_TOKENIZERS} tokenizers to compare; "
+                            f"{len(ids)} {'is' if len(ids) == 1 else 'are'} chosen.")
+        return context, 422
+    if len(text) > max_chars:
+        context["error"] = f"The text has {len(text):,} characters; compare at most {max_chars:,}."
+        return context, 422
+    try:
+        loaded = [load(i) for i in ids]
+        results = [encode_for_display(item.tokenizer, text, limit=render_tokens, **options) for item in loaded]
+    except TokenforgeError as exc:
+        context["error"] = str(exc)
+        return context, 422
+    differs = compare.mark_differences([r.spans for r in results])
+    context["columns"] = [
+        {"loaded": item, "result": result, "differs": diff,
+         "inspect_base": url_for("playground.inspector", tokenizer_id=item.row.id, token_id=0)[:-1]}
+        for item, result, diff in zip(loaded, results, differs)
+    ]
+    context["summary"] = compare.summary([r.spans for r in results], len(text))
+    return context, 200
+
+
+@bp.get("/compare")
+def page() -> Response:
+    """The compare page; with ``ids`` (2 to 4) in the query it shows the comparison at once."""
+    ids = _selected(request.args)
+    text = request.args.get("text", SAMPLE_TEXT)
+    if len(ids) < MIN_TOKENIZERS:
+        context: dict[str, Any] = {"rows": all_rows(), "selected": ids, "text": text, "columns": [],
+                                   "summary": None, "error": None,
+                                   "options": {"allowed_special": True, "show_ws": False}}
+        return render("playground/compare.html", **context)
+    context, status = _context(ids, text)
+    return render("playground/compare.html", status=status, **context)
+
+
+@bp.post("/compare")
+def run() -> Response:
+    """Compare the chosen tokenizers on the posted text; htmx gets only the result block."""
+    context, status = _context(_selected(request.form), request.form.get("text", ""))
+    return render("playground/compare.html", "comparison", status=status, **context)

@@ -1,0 +1,72 @@
+"""Encode a text for display: every token counted, the first ``limit`` grouped into spans.
+
+One function shared by the encode view, the compare view and the render benchmark, so all
+three measure and show the same thing. Large inputs stay fast and safe: the whole text is
+encoded and counted, but only the first ``limit`` tokens become display spans, and the result
+says so. With specials not allowed, special-token text is encoded as ordinary text (the
+playground's toggle), never an error.
+
+Left out: HTTP (``playground.py``) and the JSON API's tiktoken-style errors (``api.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine import Tokenizer
+from webapp.spans import Counts, DisplaySpan, counts, group_spans, show_whitespace
+
+RENDER_TOKENS = 4000
+MAX_CHARS = 200_000
+
+
+@dataclass(slots=True)
+class Encoded:
+    """What the result block shows."""
+
+    text: str
+    ids: list[int]
+    spans: list[DisplaySpan]
+    counts: Counts
+    shown_tokens: int
+    shown: list[str] = field(default_factory=list)  # each span's text as displayed
+
+    @property
+    def truncated(self) -> bool:
+        return self.shown_tokens < len(self.ids)
+
+    @property
+    def ids_text(self) -> str:
+        return ", ".join(map(str, self.ids))
+
+
+def encode_for_display(tokenizer: Tokenizer, text: str, *, allowed_special: bool = True,
+                       show_ws: bool = False, colour_by_id: bool = False,
+                       limit: int = RENDER_TOKENS) -> Encoded:
+    """Encode ``text`` and build the display spans of its first ``limit`` tokens."""
+    if allowed_special:
+        token_spans = tokenizer.encode_with_offsets(text, allowed_special="all")
+    else:
+        token_spans = tokenizer.encode_with_offsets(text, disallowed_special=())
+    ids = [s.id for s in token_spans]
+    spans = group_spans(text, token_spans, tokenizer, limit=limit, colour_by_id=colour_by_id)
+    shown_tokens = min(limit, len(ids))
+    if show_ws:
+        shown = [s.text if s.special else show_whitespace(s.text) for s in spans]
+    else:
+        shown = [s.text for s in spans]
+    return Encoded(text, ids, spans, counts(text, ids, tokenizer.model.unk_id), shown_tokens, shown)
+
+
+def parse_ids(raw: str) -> list[int]:
+    """Read ids pasted as ``1, 2, 3``, ``[1,2,3]`` or one per line; raise ValueError naming the bad one."""
+    cleaned = raw.replace("[", " ").replace("]", " ").replace(",", " ").split()
+    ids = []
+    for position, item in enumerate(cleaned, start=1):
+        if not item.isdigit():
+            raise ValueError(f"Item {position}, {item[:20]!r}, is not a token id; ids are whole numbers "
+                             "separated by commas or spaces.")
+        ids.append(int(item))
+    if not ids:
+        raise ValueError("Paste some token ids first, for example 15496, 995.")
+    return ids

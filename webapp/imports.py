@@ -1,0 +1,121 @@
+"""Read uploaded tokenizer files into engine tokenizers, with a clear message for every bad file.
+
+Four kinds: a ``tokenizer.json``; GPT-2's ``vocab.json`` + ``merges.txt`` with the split pattern
+chosen from a list; a WordPiece ``vocab.txt``; a tiktoken rank file with its pattern (from the
+list or its sidecar). Every failure is an :class:`ImportProblem` whose message names the file
+and the problem (the engine's ``FormatError`` names the line). An imported tokenizer must also
+survive the round trip through ``tokenizer.json``, since that is how the database stores it.
+
+Left out: HTTP, storing the row (``transfer.py``), and the parsers (``engine.formats``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine import PATTERNS, Tokenizer, TokenforgeError
+from engine.serialization import loads
+
+KINDS = {
+    "tokenizer_json": "tokenizer.json (Hugging Face)",
+    "gpt2": "vocab.json + merges.txt (GPT-2 style)",
+    "vocab_txt": "vocab.txt (WordPiece, BERT style)",
+    "tiktoken": "tiktoken rank file",
+}
+PATTERN_CHOICES = {"gpt2": "GPT-2 (r50k)", "gpt4": "GPT-4 (cl100k)", "o200k": "GPT-4o (o200k)"}
+SAMPLE = "Round trip check: Hello, world! café 日本 👋\n"
+
+
+class ImportProblem(ValueError):
+    """An upload that cannot become a tokenizer; the message says which file and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Upload:
+    """One uploaded file: its name as sent and its bytes."""
+
+    filename: str
+    data: bytes
+
+
+def _text(upload: Upload | None, what: str) -> str:
+    if upload is None or not upload.data:
+        raise ImportProblem(f"Choose the {what} file; none was uploaded (or it is empty).")
+    try:
+        return upload.data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ImportProblem(f"{upload.filename or what} is not UTF-8 text: byte {exc.start} is 0x{upload.data[exc.start]:02X}.") from None
+
+
+def _pattern(choice: str) -> str:
+    if choice not in PATTERNS:
+        raise ImportProblem(f"Choose the split pattern from the list ({', '.join(PATTERN_CHOICES)}), not {choice!r}.")
+    return choice
+
+
+def _specials(raw: str) -> list[str]:
+    return [s for s in (part.strip() for part in raw.replace(",", "\n").splitlines()) if s]
+
+
+def _vocab_txt(text: str, lowercase: bool) -> Tokenizer:
+    from engine.decoders import WordPieceDecoder
+    from engine.models.wordpiece import WordPiece
+    from engine.normalizers import get_normalizer
+    from engine.post_processors import TemplateProcessing
+    from engine.pretokenizers import BertPreTokenizer
+
+    lines = text.splitlines()
+    vocab: dict[str, int] = {}
+    for number, token in enumerate(lines, start=1):
+        token = token.rstrip("\r")
+        if not token:
+            raise ImportProblem(f"vocab.txt, line {number}: the line is empty; every line must hold one token.")
+        if token in vocab:
+            raise ImportProblem(f"vocab.txt, line {number}: the token {token!r} already appeared on line {vocab[token] + 1}.")
+        vocab[token] = len(vocab)
+    if "[UNK]" not in vocab:
+        raise ImportProblem("vocab.txt has no [UNK] token; WordPiece needs one for words it cannot spell.")
+    specials = {t: vocab[t] for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]") if t in vocab}
+    post = TemplateProcessing("[CLS] $A [SEP]", specials) if "[CLS]" in specials and "[SEP]" in specials else None
+    return Tokenizer(WordPiece(vocab), normalizer=get_normalizer("lowercase") if lowercase else None,
+                     pre_tokenizer=BertPreTokenizer(), special_tokens=specials, post_processor=post,
+                     decoder=WordPieceDecoder())
+
+
+def read(kind: str, files: dict[str, Upload | None], *, pattern: str = "gpt2", specials: str = "",
+         lowercase: bool = True) -> Tokenizer:
+    """Build a tokenizer from the uploaded ``files`` of ``kind``; raise ImportProblem if impossible."""
+    if kind not in KINDS:
+        raise ImportProblem(f"Choose what kind of file to import; {kind!r} is not one of them.")
+    try:
+        if kind == "tokenizer_json":
+            tokenizer = loads(_text(files.get("file"), "tokenizer.json"))
+        elif kind == "gpt2":
+            from engine.formats import gpt2
+
+            vocab = gpt2.parse_vocab_json(_text(files.get("vocab"), "vocab.json"))
+            merges = gpt2.parse_merges_txt(_text(files.get("merges"), "merges.txt"))
+            tokenizer = gpt2.build_gpt2(vocab, merges, pretokenizer=_pattern(pattern), special_tokens=_specials(specials))
+        elif kind == "vocab_txt":
+            tokenizer = _vocab_txt(_text(files.get("file"), "vocab.txt"), lowercase)
+        else:
+            from engine.formats import tiktoken
+
+            sidecar = files.get("sidecar")
+            sidecar_text = _text(sidecar, "sidecar") if sidecar is not None and sidecar.data else None
+            tokenizer = tiktoken.loads_tiktoken(
+                _text(files.get("file"), "rank file"), sidecar_text,
+                pretokenizer=None if sidecar_text and not pattern else _pattern(pattern),
+                special_tokens=_specials(specials))
+    except ImportProblem:
+        raise
+    except (TokenforgeError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise ImportProblem(str(exc) or exc.__class__.__name__) from None
+    try:
+        stored = loads(tokenizer.to_json())
+        same = stored.encode(SAMPLE, disallowed_special=()) == tokenizer.encode(SAMPLE, disallowed_special=())
+    except (TokenforgeError, ValueError) as exc:
+        raise ImportProblem(f"The tokenizer was read but cannot be stored: {exc}") from None
+    if not same:
+        raise ImportProblem("The tokenizer was read but does not survive conversion to tokenizer.json; it was not imported.")
+    return tokenizer

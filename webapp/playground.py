@@ -1,0 +1,126 @@
+"""The playground blueprint: the encode view, paste-ids-to-decode, and the token inspector.
+
+Each route serves the whole page, or for htmx requests only the block it swaps
+(``webapp.htmx.render``). The encode form posts as the user types (debounced in the template);
+bad input (text over the size limit, ids that are not in the vocabulary) re-renders the block
+with a plain-sentence message and a 422, never a 500.
+
+:func:`init_app` registers this and the playground's other blueprints (compare, vocabulary and
+insights, downloads and imports, the JSON API), so ``create_app`` needs one line.
+Left out: the grouping of tokens into spans (``spans.py``), the comparison (``compare_views.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Flask, current_app, request
+from werkzeug.wrappers import Response
+
+from engine import TokenforgeError
+from webapp.encode_view import MAX_CHARS, RENDER_TOKENS, encode_for_display, parse_ids
+from webapp.htmx import render
+from webapp.inspector import escape_text, inspect
+from webapp.loaded import Loaded, load
+
+bp = Blueprint("playground", __name__)
+
+SAMPLE_TEXT = ("Tokenizers split text into pieces: “Hello, world!” → tokens.\n"
+               "Emoji 👩‍🚀 and accents (café, naïve) and 日本語 too.\n    indented code()\n")
+
+
+def flag(name: str, default: bool) -> bool:
+    """A checkbox: absent from a submitted form means off; on a fresh page, the default."""
+    source = request.form if request.method == "POST" else request.args
+    if request.method == "GET" and "text" not in source:
+        return default
+    return source.get(name) in ("on", "1", "true")
+
+
+def limits() -> tuple[int, int]:
+    """(largest text in characters, tokens rendered as spans) from the app config."""
+    config = current_app.config
+    return int(config.get("PLAYGROUND_MAX_CHARS", MAX_CHARS)), int(config.get("PLAYGROUND_RENDER_TOKENS", RENDER_TOKENS))
+
+
+def encode_context(loaded: Loaded, text: str) -> tuple[dict[str, Any], int]:
+    """The encode block's template context and HTTP status for ``text``."""
+    options = {"allowed_special": flag("allowed_special", True), "show_ws": flag("show_ws", False),
+               "colour_by_id": flag("colour_by_id", False)}
+    max_chars, render_tokens = limits()
+    context: dict[str, Any] = {"loaded": loaded, "text": text, "options": options, "result": None,
+                               "error": None, "max_chars": max_chars}
+    if len(text) > max_chars:
+        context["error"] = (f"The text has {len(text):,} characters; the playground encodes at most "
+                            f"{max_chars:,}. Shorten it, or use the command line for whole files.")
+        return context, 422
+    try:
+        context["result"] = encode_for_display(loaded.tokenizer, text, limit=render_tokens, **options)
+    except TokenforgeError as exc:
+        context["error"] = str(exc)
+        return context, 422
+    return context, 200
+
+
+@bp.get("/tokenizers/<int:tokenizer_id>/play")
+def play(tokenizer_id: int) -> Response:
+    """The encode page: a text box whose tokens are shown as coloured spans as you type."""
+    loaded = load(tokenizer_id)
+    text = request.args.get("text", SAMPLE_TEXT)
+    context, status = encode_context(loaded, text)
+    return render("playground/play.html", status=status, **context)
+
+
+@bp.post("/tokenizers/<int:tokenizer_id>/encode")
+def encode(tokenizer_id: int) -> Response:
+    """Encode the posted text; htmx requests get only the result block."""
+    loaded = load(tokenizer_id)
+    context, status = encode_context(loaded, request.form.get("text", ""))
+    return render("playground/play.html", "result", status=status, **context)
+
+
+@bp.post("/tokenizers/<int:tokenizer_id>/decode")
+def decode(tokenizer_id: int) -> Response:
+    """Decode pasted ids to text, listing each id's token."""
+    loaded = load(tokenizer_id)
+    raw = request.form.get("ids", "")
+    context: dict[str, Any] = {"loaded": loaded, "ids_raw": raw, "decoded": None, "decode_error": None, "rows": []}
+    status = 200
+    try:
+        if len(raw) > limits()[0]:
+            raise ValueError(f"That is {len(raw):,} characters of ids; paste at most {limits()[0]:,}.")
+        ids = parse_ids(raw)
+        tokenizer = loaded.tokenizer
+        context["decoded"] = tokenizer.decode(ids)
+        context["rows"] = [(i, escape_text(tokenizer.token_bytes(i))) for i in ids[: limits()[1]]]
+        context["id_count"] = len(ids)
+    except (ValueError, TokenforgeError) as exc:
+        context["decode_error"] = str(exc)
+        status = 422
+    return render("playground/play.html", "decoded", status=status, **context)
+
+
+@bp.get("/tokenizers/<int:tokenizer_id>/tokens/<int:token_id>")
+def inspector(tokenizer_id: int, token_id: int) -> Response:
+    """The token inspector: an id's bytes, and the merges, score or prefix that explain it."""
+    loaded = load(tokenizer_id)
+    group = [int(i) for i in request.args.get("group", "").split() if i.isdigit()][:64]
+    try:
+        info = inspect(loaded.tokenizer, token_id, loaded.stats)
+    except TokenforgeError as exc:
+        return render("playground/inspector.html", "inspector", status=404, loaded=loaded, info=None,
+                      error=str(exc), group=[])
+    return render("playground/inspector.html", "inspector", loaded=loaded, info=info, error=None,
+                  group=group if token_id in group else [])
+
+
+def init_app(app: Flask) -> None:
+    """Register the playground's blueprints (encode, compare, vocabulary, transfer, API)."""
+    from webapp import api, compare_views, transfer, vocab_views
+
+    app.register_blueprint(bp)
+    app.register_blueprint(compare_views.bp)
+    app.register_blueprint(vocab_views.bp)
+    app.register_blueprint(transfer.bp)
+    app.register_blueprint(api.bp)
+    api.exempt_from_csrf(app)

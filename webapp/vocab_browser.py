@@ -1,0 +1,100 @@
+"""The vocabulary browser's data: a searchable, paged token list, the longest tokens, lengths.
+
+Pure functions over an engine :class:`~engine.Tokenizer`. A row is (id, text with escapes,
+vocabulary string, byte length, score or merge rank). A search matches a token's text, its
+vocabulary string, or an exact id. Length is the UTF-8 length of what the token spells, so a
+WordPiece ``##ing`` counts 3 and a Unigram ``▁the`` counts 4 (its ``▁`` is a space).
+
+Left out: HTML (``templates/playground/vocab.html``) and the SVG histogram (``charts.py``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from dataclasses import dataclass
+
+from engine import Tokenizer
+from webapp.inspector import escape_text
+
+PAGE_SIZE = 100
+LONGEST = 25
+
+
+@dataclass(frozen=True, slots=True)
+class VocabRow:
+    """One vocabulary entry as the browser lists it."""
+
+    id: int
+    text: str
+    token: str
+    byte_length: int
+    special: bool
+    score: float | None
+    rank: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page of a (possibly filtered) listing."""
+
+    rows: list[VocabRow]
+    page: int
+    pages: int
+    total: int
+
+
+def _surface(tokenizer: Tokenizer, token_id: int) -> bytes:
+    model = tokenizer.model
+    if tokenizer.is_special(token_id):
+        return tokenizer.token_bytes(token_id)
+    surface = getattr(model, "surface_bytes", None)
+    data = surface(token_id) if surface is not None else tokenizer.token_bytes(token_id)
+    return data
+
+
+@functools.lru_cache(maxsize=16)
+def _rows(tokenizer: Tokenizer) -> tuple[VocabRow, ...]:
+    """Every row, in id order, built once per loaded tokenizer (tokenizers are immutable)."""
+    model = tokenizer.model
+    origins: dict[int, tuple[int, int, int]] = getattr(model, "origins", {})
+    scores = model.pieces() if model.kind == "unigram" and hasattr(model, "pieces") else None
+    vocab = dict(model.vocab())
+    vocab.update(tokenizer.special_tokens)
+    rows = []
+    for token, token_id in sorted(vocab.items(), key=lambda kv: kv[1]):
+        try:
+            data = _surface(tokenizer, token_id)
+        except (KeyError, IndexError, ValueError):
+            continue
+        score = scores[token_id][1] if scores is not None and 0 <= token_id < len(scores) else None
+        rank = origins[token_id][0] if token_id in origins else None
+        rows.append(VocabRow(token_id, escape_text(data), token, len(data), tokenizer.is_special(token_id), score, rank))
+    return tuple(rows)
+
+
+def search(tokenizer: Tokenizer, query: str = "", page: int = 1, *, page_size: int = PAGE_SIZE) -> Page:
+    """The ``page``-th page (1-based) of the rows matching ``query`` (everything when empty)."""
+    rows = _rows(tokenizer)
+    query = query.strip()
+    if query:
+        needle = query.casefold()
+        as_id = int(query) if query.isdigit() else None
+        rows = tuple(r for r in rows if r.id == as_id or needle in r.text.casefold() or needle in r.token.casefold())
+    pages = max(1, -(-len(rows) // page_size))
+    page = min(max(1, page), pages)
+    start = (page - 1) * page_size
+    return Page(list(rows[start:start + page_size]), page, pages, len(rows))
+
+
+def longest(tokenizer: Tokenizer, n: int = LONGEST) -> list[VocabRow]:
+    """The ``n`` longest non-special tokens by byte length (ties by id)."""
+    rows = [r for r in _rows(tokenizer) if not r.special]
+    return sorted(rows, key=lambda r: (-r.byte_length, r.id))[:n]
+
+
+def length_histogram(tokenizer: Tokenizer) -> list[tuple[int, int]]:
+    """(byte length, number of tokens) for every length from 1 to the longest, specials left out."""
+    counter = Counter(r.byte_length for r in _rows(tokenizer) if not r.special)
+    top = max(counter, default=0)
+    return [(length, counter.get(length, 0)) for length in range(1, top + 1)]

@@ -1,0 +1,99 @@
+"""The vocabulary blueprint: the vocabulary browser and the training-insights page.
+
+The browser lists tokens (searchable, paged; htmx swaps only the table), the longest tokens and
+a histogram of token lengths. Insights show compression (bytes per token) against vocabulary
+size over training (``stats["curve"]``), the length histogram, and an evaluation on a held-out
+split of a corpus the user chooses. Charts are server-rendered SVG (``charts.py``).
+Left out: the row data (``vocab_browser.py``) and reading the split (``heldout.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, request
+from sqlalchemy import select
+from werkzeug.wrappers import Response
+
+from webapp import charts, heldout, vocab_browser
+from webapp.corpora import store
+from webapp.db import get_session
+from webapp.htmx import render
+from webapp.loaded import Loaded, load
+from webapp.models import Corpus
+
+bp = Blueprint("vocab", __name__)
+
+
+def _page_number(raw: str | None) -> int:
+    return int(raw) if raw and raw.isdigit() and len(raw) < 9 else 1
+
+
+@bp.get("/tokenizers/<int:tokenizer_id>/vocab")
+def browse(tokenizer_id: int) -> Response:
+    """The vocabulary browser; htmx requests (search, paging) get only the table."""
+    loaded = load(tokenizer_id)
+    query = request.args.get("q", "")[:200]
+    page = vocab_browser.search(loaded.tokenizer, query, _page_number(request.args.get("page")))
+    lengths = vocab_browser.length_histogram(loaded.tokenizer)
+    return render("playground/vocab.html", "table", loaded=loaded, q=query, page=page,
+                  longest=vocab_browser.longest(loaded.tokenizer), histogram=_histogram(lengths))
+
+
+def _histogram(lengths: list[tuple[int, int]]) -> Any:
+    return charts.bar_chart(lengths, label_x="token length (bytes)", label_y="tokens",
+                            title="How many tokens have each length")
+
+
+def _insights_context(loaded: Loaded) -> dict[str, Any]:
+    curve = loaded.stats.get("curve") or []
+    points = [(p[0], p[1]) for p in curve if isinstance(p, (list, tuple)) and len(p) >= 2]
+    corpora = list(get_session().scalars(select(Corpus).order_by(Corpus.name)))
+    trained_on = set(loaded.row.config.get("corpus_ids", []) or [])
+    if loaded.row.job_id:
+        from webapp.models import Job
+
+        job = get_session().get(Job, loaded.row.job_id)
+        trained_on.update(job.corpus_ids if job else [])
+    return {
+        "loaded": loaded,
+        "curve": charts.line_chart(points, label_x="vocabulary size", label_y="bytes per token",
+                                   title="Compression over the course of training") if points else None,
+        "histogram": _histogram(vocab_browser.length_histogram(loaded.tokenizer)),
+        "corpora": corpora, "trained_on": trained_on, "metrics_available": heldout.metrics_available(),
+        "evaluation": None, "eval_error": None, "split": None, "form": {},
+    }
+
+
+@bp.get("/tokenizers/<int:tokenizer_id>/insights")
+def insights(tokenizer_id: int) -> Response:
+    """Training insights: the compression curve, token lengths and a held-out evaluation form."""
+    return render("playground/insights.html", **_insights_context(load(tokenizer_id)))
+
+
+@bp.post("/tokenizers/<int:tokenizer_id>/insights/evaluate")
+def evaluate(tokenizer_id: int) -> Response:
+    """Evaluate the tokenizer on the chosen held-out split; htmx gets only the result block."""
+    context = _insights_context(load(tokenizer_id))
+    form = request.form
+    context["form"] = form
+    raw_corpus, raw_percent = form.get("corpus_id", ""), form.get("percent", "")
+    corpus = get_session().get(Corpus, int(raw_corpus)) if raw_corpus.isdigit() else None
+    status = 200
+    if corpus is None:
+        context["eval_error"] = "Choose a corpus to take the held-out split from."
+    elif not raw_percent.isdigit() or not 1 <= int(raw_percent) <= 50:
+        context["eval_error"] = f"The held-out share must be a whole percentage from 1 to 50, not {raw_percent!r}."
+    elif not context["metrics_available"]:
+        context["eval_error"] = "Held-out evaluation needs the engine's metrics module, which is not installed."
+    else:
+        try:
+            split = heldout.read_split(store().path(corpus.sha256), int(raw_percent) / 100, form.get("part", "last"))
+            context["split"] = split
+            context["evaluation"] = heldout.evaluate(context["loaded"].tokenizer, split)
+            context["eval_corpus"] = corpus
+        except (OSError, ValueError) as exc:
+            context["eval_error"] = f"The split could not be evaluated: {exc}"
+    if context["eval_error"]:
+        status = 422
+    return render("playground/insights.html", "evaluation", status=status, **context)
