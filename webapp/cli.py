@@ -118,7 +118,9 @@ def _safe_url(url: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser, with the engine's subcommands when the engine provides them."""
-    parser = argparse.ArgumentParser(prog="tokenforge", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="tokenforge", description="Train, inspect and serve tokenizers (see the README)."
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = sub.add_parser("serve", help="run the web app and one job worker")
@@ -139,12 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
     migrate = sub.add_parser("migrate", help="apply database migrations and exit")
     migrate.set_defaults(func=cmd_migrate)
 
-    try:  # engine/cli.py is written alongside; until it lands, only the web commands exist
-        from engine.cli import register
-    except ImportError:
-        pass
-    else:
-        register(sub)
+    from engine.cli import register
+
+    register(sub)  # train, encode, import, eval
     return parser
 
 
