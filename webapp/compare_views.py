@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, request, url_for
+from flask import Blueprint, request
 from werkzeug.wrappers import Response
 
 from engine import TokenforgeError
@@ -18,7 +18,7 @@ from webapp import compare
 from webapp.encode_view import encode_for_display
 from webapp.htmx import render
 from webapp.loaded import all_rows, load
-from webapp.playground import SAMPLE_TEXT, flag, limits
+from webapp.playground import SAMPLE_TEXT, flag, inspect_base, limits
 
 bp = Blueprint("compare", __name__)
 MIN_TOKENIZERS, MAX_TOKENIZERS = 2, 4
@@ -53,7 +53,7 @@ def _context(ids: list[int], text: str) -> tuple[dict[str, Any], int]:
     differs = compare.mark_differences([r.spans for r in results])
     context["columns"] = [
         {"loaded": item, "result": result, "differs": diff,
-         "inspect_base": url_for("playground.inspector", tokenizer_id=item.row.id, token_id=0)[:-1]}
+         "inspect_base": inspect_base(item)}
         for item, result, diff in zip(loaded, results, differs)
     ]
     context["summary"] = compare.summary([r.spans for r in results], len(text))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Flask, current_app, request
+from flask import Blueprint, Flask, current_app, request, url_for
 from werkzeug.wrappers import Response
 
 from engine import TokenforgeError
@@ -43,13 +43,19 @@ def limits() -> tuple[int, int]:
     return int(config.get("PLAYGROUND_MAX_CHARS", MAX_CHARS)), int(config.get("PLAYGROUND_RENDER_TOKENS", RENDER_TOKENS))
 
 
+def inspect_base(loaded: Loaded) -> str:
+    """The inspector URL without the token id, for the script that opens the inspector."""
+    return url_for("playground.inspector", tokenizer_id=loaded.row.id, token_id=0)[:-1]
+
+
 def encode_context(loaded: Loaded, text: str) -> tuple[dict[str, Any], int]:
     """The encode block's template context and HTTP status for ``text``."""
     options = {"allowed_special": flag("allowed_special", True), "show_ws": flag("show_ws", False),
                "colour_by_id": flag("colour_by_id", False)}
     max_chars, render_tokens = limits()
     context: dict[str, Any] = {"loaded": loaded, "text": text, "options": options, "result": None,
-                               "error": None, "max_chars": max_chars}
+                               "error": None, "max_chars": max_chars, "inspect_base": inspect_base(loaded),
+                               "ids_raw": "", "decoded": None, "decode_error": None, "rows": [], "id_count": 0}
     if len(text) > max_chars:
         context["error"] = (f"The text has {len(text):,} characters; the playground encodes at most "
                             f"{max_chars:,}. Shorten it, or use the command line for whole files.")
@@ -84,7 +90,8 @@ def decode(tokenizer_id: int) -> Response:
     """Decode pasted ids to text, listing each id's token."""
     loaded = load(tokenizer_id)
     raw = request.form.get("ids", "")
-    context: dict[str, Any] = {"loaded": loaded, "ids_raw": raw, "decoded": None, "decode_error": None, "rows": []}
+    context: dict[str, Any] = {"loaded": loaded, "ids_raw": raw, "decoded": None, "decode_error": None,
+                               "rows": [], "id_count": 0}
     status = 200
     try:
         if len(raw) > limits()[0]:
