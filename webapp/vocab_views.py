@@ -26,7 +26,8 @@ bp = Blueprint("vocab", __name__)
 
 
 def _page_number(raw: str | None) -> int:
-    return int(raw) if raw and raw.isdigit() and len(raw) < 9 else 1
+    """A 1-based page number; anything that is not one is page 1, huge ones clamp to the last page."""
+    return min(int(raw), 10**9) if raw and raw.isascii() and raw.isdigit() else 1
 
 
 @bp.get("/tokenizers/<int:tokenizer_id>/vocab")

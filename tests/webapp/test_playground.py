@@ -1,0 +1,157 @@
+"""Flask-client tests of the playground pages: encode, decode, inspector, compare, vocabulary, insights."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from tests.webapp.playground_samples import EOT, byte_bpe, store, unigram, wordpiece
+
+HX = {"HX-Request": "true"}
+
+
+@pytest.fixture
+def ids(app: Flask) -> dict[str, int]:
+    stats = {"merges": [[116, 104, 900], [256, 101, 700], [32, 119, 50], [258, 111, 40], [195, 169, 5]],
+             "curve": [[256, 1.0], [258, 1.4], [261, 1.6]]}
+    return {"bpe": store(app, byte_bpe(), stats=stats), "wp": store(app, wordpiece()), "uni": store(app, unigram())}
+
+
+def spans_of(html: str) -> list[str]:
+    return re.findall(r'<span class="tok[^"]*"[^>]*>([^<]*)</span>', html)
+
+
+def test_encode_page_shows_spans_counts_and_ids(client: FlaskClient, ids: dict[str, int]) -> None:
+    page = client.get(f"/tokenizers/{ids['bpe']}/play?text=the+w%C3%A9&allowed_special=on")
+    html = page.get_data(as_text=True)
+    assert page.status_code == 200
+    assert "<textarea" in html and 'hx-trigger="submit, input delay:150ms"' in html
+    assert spans_of(html) == ["the", " w", "é"]
+    assert 'data-testid="count-tokens">3<' in html and 'data-testid="count-bytes">7<' in html
+
+
+def test_htmx_encode_returns_only_the_result_block(client: FlaskClient, ids: dict[str, int]) -> None:
+    response = client.post(f"/tokenizers/{ids['bpe']}/encode", headers=HX,
+                           data={"text": f"the{EOT}", "allowed_special": "on"})
+    html = response.get_data(as_text=True)
+    assert response.status_code == 200
+    assert html.lstrip().startswith('<section id="encode-result"')
+    assert "<html" not in html
+    assert 'class="tok c1 special"' in html and "&lt;|endoftext|&gt;</span>" in html
+    assert re.findall(r'class="tid" data-t="\d+">(\d+)<', html) == ["257", "261"]
+
+
+def test_specials_not_allowed_are_plain_text(client: FlaskClient, ids: dict[str, int]) -> None:
+    html = client.post(f"/tokenizers/{ids['bpe']}/encode", headers=HX, data={"text": EOT}).get_data(as_text=True)
+    assert "special" not in re.findall(r'<div class="spans[^"]*"', html)[0]
+    assert len(spans_of(html)) == len(EOT)
+
+
+def test_whitespace_toggle_adds_markers(client: FlaskClient, ids: dict[str, int]) -> None:
+    html = client.post(f"/tokenizers/{ids['bpe']}/encode", headers=HX,
+                       data={"text": "a b\tc\n", "show_ws": "on"}).get_data(as_text=True)
+    assert "".join(spans_of(html)) == "a·b→c↵\n"
+
+
+def test_large_input_counts_everything_and_renders_the_first_tokens(app: Flask, client: FlaskClient, ids: dict[str, int]) -> None:
+    app.config["PLAYGROUND_RENDER_TOKENS"] = 10
+    html = client.post(f"/tokenizers/{ids['bpe']}/encode", headers=HX, data={"text": "xy" * 50}).get_data(as_text=True)
+    assert 'data-testid="count-tokens">100<' in html
+    assert len(spans_of(html)) == 10
+    assert "Showing the first 10 of 100 tokens" in html
+
+
+def test_text_over_the_limit_is_a_422_with_a_message(app: Flask, client: FlaskClient, ids: dict[str, int]) -> None:
+    app.config["PLAYGROUND_MAX_CHARS"] = 50
+    response = client.post(f"/tokenizers/{ids['bpe']}/encode", headers=HX, data={"text": "x" * 51})
+    assert response.status_code == 422
+    assert "The text has 51 characters; the playground encodes at most 50." in response.get_data(as_text=True)
+
+
+def test_user_text_is_escaped(client: FlaskClient, ids: dict[str, int]) -> None:
+    html = client.post(f"/tokenizers/{ids['bpe']}/encode", headers=HX,
+                       data={"text": '<script>alert(1)</script>"><img onerror=x>'}).get_data(as_text=True)
+    assert "<script>" not in html and "<img" not in html
+    assert "&lt;" in html
+
+
+def test_unknown_tokenizer_is_404(client: FlaskClient, ids: dict[str, int]) -> None:
+    assert client.get("/tokenizers/999/play").status_code == 404
+    assert client.post("/tokenizers/999/encode", data={"text": "x"}).status_code == 404
+
+
+def test_decode_pasted_ids(client: FlaskClient, ids: dict[str, int]) -> None:
+    html = client.post(f"/tokenizers/{ids['bpe']}/decode", headers=HX, data={"ids": "[257, 258, 260]"}).get_data(as_text=True)
+    assert '<pre class="decoded-text">the wé</pre>' in html
+
+
+@pytest.mark.parametrize("raw, message", [
+    pytest.param("1, two", "Item 2, &#39;two&#39;, is not a token id", id="not-a-number"),
+    pytest.param("", "Paste some token ids first", id="empty"),
+    pytest.param("99999", "Token id 99999 is not in this tokenizer", id="unknown-id"),
+])
+def test_decode_bad_ids_is_422(client: FlaskClient, ids: dict[str, int], raw: str, message: str) -> None:
+    response = client.post(f"/tokenizers/{ids['bpe']}/decode", headers=HX, data={"ids": raw})
+    assert response.status_code == 422
+    assert message in response.get_data(as_text=True)
+
+
+def test_inspector_shows_bpe_merge_count_and_chain(client: FlaskClient, ids: dict[str, int]) -> None:
+    html = client.get(f"/tokenizers/{ids['bpe']}/tokens/257", headers=HX).get_data(as_text=True)
+    assert html.lstrip().startswith('<aside id="inspector"')
+    assert 'data-testid="inspector-rank">1<' in html
+    assert 'data-testid="inspector-count">700<' in html
+    assert 'data-testid="inspector-hex">74 68 65<' in html
+    chain = re.search(r'<ol class="chain".*?</ol>', html, re.S).group(0)
+    assert re.findall(r"<code>([^<]*)</code> \+ <code>([^<]*)</code> → <code>([^<]*)</code>", chain) == [
+        ("t", "h", "th"), ("th", "e", "the")]
+
+
+def test_inspector_for_unigram_wordpiece_and_bad_ids(client: FlaskClient, ids: dict[str, int]) -> None:
+    assert 'data-testid="inspector-score">-1.5000<' in client.get(f"/tokenizers/{ids['uni']}/tokens/6").get_data(as_text=True)
+    assert 'data-testid="inspector-continuation">yes<' in client.get(f"/tokenizers/{ids['wp']}/tokens/7").get_data(as_text=True)
+    assert 'data-testid="inspector-continuation">no<' in client.get(f"/tokenizers/{ids['wp']}/tokens/6").get_data(as_text=True)
+    missing = client.get(f"/tokenizers/{ids['bpe']}/tokens/5000")
+    assert missing.status_code == 404 and "5000 is not in this tokenizer" in missing.get_data(as_text=True)
+
+
+def test_compare_marks_differing_spans(client: FlaskClient, app: Flask, ids: dict[str, int]) -> None:
+    plain = store(app, byte_bpe("plain", merges=[]))
+    response = client.post("/compare", headers=HX, data={"ids": [str(ids["bpe"]), str(plain)], "text": "the cat"})
+    html = response.get_data(as_text=True)
+    assert response.status_code == 200
+    assert html.lstrip().startswith('<section id="comparison"')
+    assert html.count('data-testid="compare-col"') == 2
+    assert re.findall(r'class="tok c\d+ differs"[^>]*>([^<]*)<', html) == ["the", "t", "h", "e"]
+    assert "1 of 5 stretches of text are split differently (3 characters)." in html
+
+
+@pytest.mark.parametrize("chosen", [pytest.param(1, id="one"), pytest.param(5, id="five")])
+def test_compare_needs_two_to_four(client: FlaskClient, app: Flask, ids: dict[str, int], chosen: int) -> None:
+    all_ids = list(ids.values()) + [store(app, byte_bpe("x")), store(app, byte_bpe("y"))]
+    response = client.post("/compare", headers=HX, data={"ids": [str(i) for i in all_ids[:chosen]], "text": "a"})
+    assert response.status_code == 422
+    assert "Choose between 2 and 4 tokenizers to compare" in response.get_data(as_text=True)
+
+
+def test_vocab_browser_search_and_paging(client: FlaskClient, ids: dict[str, int]) -> None:
+    html = client.get(f"/tokenizers/{ids['bpe']}/vocab?q=the", headers=HX).get_data(as_text=True)
+    assert html.lstrip().startswith('<div id="vocab-table"')
+    assert "1 token match <code>the</code>" in html and "<td><code>the</code></td>" in html
+    full = client.get(f"/tokenizers/{ids['bpe']}/vocab?page=3").get_data(as_text=True)
+    assert "page 3 of 3" in full and "<svg" in full and "Longest tokens" in full
+    assert "page 3 of 3" in client.get(f"/tokenizers/{ids['bpe']}/vocab?page=99999999999").get_data(as_text=True)
+
+
+def test_insights_draw_the_curve_and_histogram(client: FlaskClient, ids: dict[str, int]) -> None:
+    html = client.get(f"/tokenizers/{ids['bpe']}/insights").get_data(as_text=True)
+    assert html.count('<svg class="chart"') == 2 and 'class="chart-line"' in html
+    assert "No training curve" in client.get(f"/tokenizers/{ids['wp']}/insights").get_data(as_text=True)
+
+
+def test_evaluation_needs_a_corpus_and_a_percentage(client: FlaskClient, ids: dict[str, int]) -> None:
+    response = client.post(f"/tokenizers/{ids['bpe']}/insights/evaluate", headers=HX, data={"corpus_id": "", "percent": "10"})
+    assert response.status_code == 422 and "Choose a corpus" in response.get_data(as_text=True)
