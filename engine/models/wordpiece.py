@@ -1,0 +1,159 @@
+"""WordPiece encoding as BERT does it: greedy longest match first, whole word to ``[UNK]``.
+
+A pre-token (a word, already normalized and split off by the BERT pre-tokenizer) is cut from
+the left: at each position the longest vocabulary entry that fits is taken, the first one
+bare and the following ones with the continuing-subword prefix (``##``). If some position
+matches nothing, or the word is longer than ``max_input_chars_per_word`` characters, the whole
+word becomes the unknown token; WordPiece never emits half a word next to an ``[UNK]``.
+
+Covered here: the model, its Hugging Face ``model`` object (``to_hf``/``from_hf``) and the
+character spans of each piece (``surface_bytes``) for highlighting. Training is
+``trainers/wordpiece.py``; gluing ``##`` pieces back together is ``decoders.WordPieceDecoder``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from engine.errors import ConfigError, FormatError
+
+DEFAULT_UNK = "[UNK]"
+DEFAULT_PREFIX = "##"
+DEFAULT_MAX_INPUT_CHARS = 100
+
+
+class WordPiece:
+    """A WordPiece vocabulary (strings to ids, ``##`` marking pieces that continue a word)."""
+
+    kind = "wordpiece"
+
+    def __init__(
+        self,
+        vocab: Mapping[str, int],
+        *,
+        unk_token: str = DEFAULT_UNK,
+        continuing_subword_prefix: str = DEFAULT_PREFIX,
+        max_input_chars_per_word: int = DEFAULT_MAX_INPUT_CHARS,
+    ) -> None:
+        if max_input_chars_per_word < 1:
+            raise ConfigError(
+                f"max_input_chars_per_word must be at least 1, not {max_input_chars_per_word}."
+            )
+        self._ids: dict[str, int] = dict(vocab)
+        self._tokens: dict[int, str] = {}
+        for token, token_id in self._ids.items():
+            if token_id in self._tokens:
+                raise FormatError(
+                    f"Tokens {self._tokens[token_id]!r} and {token!r} share the id {token_id}; "
+                    "every WordPiece token needs its own id."
+                )
+            self._tokens[token_id] = token
+        self.unk_token = unk_token
+        self.unk_id: int | None = self._ids.get(unk_token)
+        self.prefix = continuing_subword_prefix
+        self.max_input_chars_per_word = max_input_chars_per_word
+        # Word-initial pieces and continuing pieces (keyed without their prefix) are looked up in
+        # separate tables so the hot loop never builds "##" + substring.
+        self._initial: dict[str, int] = {}
+        self._continuing: dict[str, int] = {}
+        for token, token_id in self._ids.items():
+            if self.prefix and token.startswith(self.prefix) and len(token) > len(self.prefix):
+                self._continuing[token[len(self.prefix):]] = token_id
+            self._initial.setdefault(token, token_id)
+        if not self.prefix:  # without a prefix a continuing piece is any vocabulary entry
+            self._continuing = self._initial
+        self._longest = max(map(len, self._initial), default=0)
+        self._longest_continuing = max(map(len, self._continuing), default=0)
+        self._surface: dict[int, bytes] = {}
+
+    # ------------------------------------------------------------------ vocabulary
+    @property
+    def vocab_size(self) -> int:
+        return max(self._tokens) + 1 if self._tokens else 0
+
+    def vocab(self) -> dict[str, int]:
+        return dict(self._ids)
+
+    def id_to_token(self, token_id: int) -> str | None:
+        return self._tokens.get(token_id)
+
+    def token_to_id(self, token: str) -> int | None:
+        return self._ids.get(token)
+
+    def token_bytes(self, token_id: int) -> bytes:
+        """The piece as stored ("##ing" keeps its prefix: the decoder uses it to glue words)."""
+        return self._tokens[token_id].encode("utf-8")
+
+    def surface_bytes(self, token_id: int) -> bytes:
+        """The bytes of the word this piece covers ("##ing" covers "ing"); used for offsets."""
+        cached = self._surface.get(token_id)
+        if cached is None:
+            token = self._tokens[token_id]
+            if self.prefix and token.startswith(self.prefix) and self._continuing.get(token[len(self.prefix):]) == token_id:
+                token = token[len(self.prefix):]
+            cached = self._surface[token_id] = token.encode("utf-8")
+        return cached
+
+    # ------------------------------------------------------------------ encoding
+    def tokenize(self, piece: str) -> list[int]:
+        """Greedy longest-match-first pieces of one word, or ``[unk_id]`` for the whole word."""
+        length = len(piece)
+        if length == 0:
+            return []
+        if length > self.max_input_chars_per_word:
+            return [self._unknown(piece)]
+        ids: list[int] = []
+        table, longest = self._initial, self._longest
+        start = 0
+        while start < length:
+            end = min(length, start + longest)
+            while end > start:
+                found = table.get(piece[start:end])
+                if found is not None:
+                    break
+                end -= 1
+            else:
+                return [self._unknown(piece)]
+            ids.append(found)
+            start = end
+            table, longest = self._continuing, self._longest_continuing
+        return ids
+
+    def _unknown(self, piece: str) -> int:
+        if self.unk_id is None:
+            raise ConfigError(
+                f"The word {piece[:40]!r} has no WordPiece segmentation and the vocabulary has no "
+                f"{self.unk_token!r} token; add it to the vocabulary or set unk_token."
+            )
+        return self.unk_id
+
+    # ------------------------------------------------------------------ Hugging Face form
+    def to_hf(self) -> dict[str, Any]:
+        return {
+            "type": "WordPiece",
+            "unk_token": self.unk_token,
+            "continuing_subword_prefix": self.prefix,
+            "max_input_chars_per_word": self.max_input_chars_per_word,
+            "vocab": dict(sorted(self._ids.items(), key=lambda item: item[1])),
+        }
+
+    @classmethod
+    def from_hf(cls, data: Mapping[str, Any], *, special_tokens: Mapping[str, int] | None = None) -> WordPiece:
+        """Read a Hugging Face ``{"type": "WordPiece", ...}`` model object.
+
+        Special tokens stay in the vocabulary (``[UNK]`` must, to be emitted by the model).
+        """
+        vocab = data.get("vocab")
+        if not isinstance(vocab, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in vocab.items()
+        ):
+            raise FormatError("The WordPiece model needs a \"vocab\" object mapping tokens to integer ids.")
+        max_chars = data.get("max_input_chars_per_word", DEFAULT_MAX_INPUT_CHARS)
+        if not isinstance(max_chars, int) or isinstance(max_chars, bool):
+            raise FormatError(f"max_input_chars_per_word must be an integer, not {max_chars!r}.")
+        prefix = data.get("continuing_subword_prefix", DEFAULT_PREFIX)
+        unk = data.get("unk_token", DEFAULT_UNK)
+        if not isinstance(prefix, str) or not isinstance(unk, str):
+            raise FormatError("The WordPiece unk_token and continuing_subword_prefix must be strings.")
+        return cls(vocab, unk_token=unk, continuing_subword_prefix=prefix, max_input_chars_per_word=max_chars)

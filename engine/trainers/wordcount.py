@@ -1,0 +1,170 @@
+"""Count the pre-tokens (words) of corpus files, streaming and on several cores.
+
+Files are cut into byte ranges at line ends; each worker decodes its range, removes special
+tokens, normalizes, splits on whitespace and counts. Splitting on whitespace first and running
+the pre-tokenizer once per *distinct* whitespace token at the end gives the same counts as
+pre-tokenizing the whole text, for pre-tokenizers that never join across whitespace (BERT's,
+whitespace splitting), and is several times faster. Other pre-tokenizers run on the chunk text.
+
+This is a stop-gap for the WordPiece and baseline trainers until ``trainers/corpus.py`` offers
+the same; it knows nothing of models.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import unicodedata
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from functools import partial
+from pathlib import Path
+
+import regex
+
+from engine.errors import FormatError
+from engine.normalizers import Normalizer, Sequence as NormalizerSequence, StripAccents, get_normalizer
+from engine.pretokenizers import get_pretokenizer
+from engine.trainers.base import Reporter
+
+CHUNK_BYTES = 8 << 20
+DOCUMENT_SEPARATOR = "<|endoftext|>"
+_LOCAL = ("bert", "whitespace")  # pre-tokenizers that never join pieces across whitespace
+# str.split() also splits on U+001C..U+001F, which the pre-tokenizers' \s does not.
+_ODD_SPACE = regex.compile(r"[\x1c-\x1f]")
+_NON_SPACE = regex.compile(r"\S+")
+
+
+@functools.cache
+def _strip_marks() -> Callable[[str], str]:
+    """Remove what unicodedata calls Mn: by ``\\p{Mn}`` when the regex module's Unicode tables
+    agree with unicodedata's (fast), else by ``str.translate`` (exact, slower)."""
+    every = "".join(map(chr, range(0x110000)))
+    ours = {c for c in every if unicodedata.category(c) == "Mn"}
+    theirs = set(regex.findall(r"\p{Mn}", every))
+    extra = "".join(regex.escape(c) for c in sorted(theirs - ours))
+    missing = "".join(regex.escape(c) for c in sorted(ours - theirs))
+    # \p{Mn} minus what the regex module's newer tables add, plus what they lack.
+    marks = r"[[\p{Mn}" + (f"--[{extra}]" if extra else "") + "]" + (f"[{missing}]" if missing else "") + "]"
+    if set(regex.findall("(?V1)" + marks, every)) != ours:  # pragma: no cover - defensive
+        table = dict.fromkeys(map(ord, ours))
+        return lambda text: text.translate(table)
+    pattern = regex.compile("(?V1)" + marks + "+")
+    return lambda text: pattern.sub("", text)
+
+
+def fast_normalize(normalizer: Normalizer | None) -> Callable[[str], str]:
+    """``normalizer.normalize``, with StripAccents done by one regex (same result, ~15x faster)."""
+    if normalizer is None:
+        return lambda text: text
+    steps = normalizer.normalizers if isinstance(normalizer, NormalizerSequence) else [normalizer]
+    strip = _strip_marks()
+    funcs = [
+        (lambda t: strip(unicodedata.normalize("NFD", t))) if isinstance(s, StripAccents) else s.normalize
+        for s in steps
+    ]
+
+    def run(text: str) -> str:
+        for func in funcs:
+            text = func(text)
+        return text
+
+    return run
+
+
+def byte_ranges(path: Path, size: int = CHUNK_BYTES) -> list[tuple[Path, int, int]]:
+    """Cut a file into ranges of about ``size`` bytes that end just after a newline."""
+    total = path.stat().st_size
+    ranges = []
+    with path.open("rb") as handle:
+        start = 0
+        while start < total:
+            handle.seek(min(start + size, total))
+            handle.readline()
+            end = min(handle.tell(), total)
+            ranges.append((path, start, end))
+            start = end
+    return ranges
+
+
+def _count_spans(
+    spans: list[tuple[Path, int, int]], *, normalizer: str | list[str], pre_tokenizer: str, drop: tuple[str, ...]
+) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for span in spans:
+        counts.update(_count_range(span, normalizer=normalizer, pre_tokenizer=pre_tokenizer, drop=drop))
+    if pre_tokenizer != "bert":
+        return counts
+    # BERT's split of each distinct whitespace token, done in C: the tokens seen n times are
+    # joined by newlines (which no piece crosses) and split and counted in one go.
+    by_count: dict[int, list[str]] = defaultdict(list)
+    for token, n in counts.items():
+        by_count[n].append(token)
+    findall = get_pretokenizer("bert").pieces
+    words: Counter[str] = Counter()
+    for n, tokens in sorted(by_count.items()):
+        pieces = Counter(findall("\n".join(tokens)))
+        if not words:
+            words = pieces if n == 1 else Counter({p: c * n for p, c in pieces.items()})
+            continue
+        for piece, c in pieces.items():
+            words[piece] += c * n
+    return words
+
+
+def _count_range(
+    span: tuple[Path, int, int], *, normalizer: str | list[str], pre_tokenizer: str, drop: tuple[str, ...]
+) -> list[str]:
+    path, start, end = span
+    with path.open("rb") as handle:
+        handle.seek(start)
+        data = handle.read(end - start)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(
+            f"The corpus is not UTF-8 text (byte {start + exc.start} cannot be decoded); convert it to UTF-8.",
+            source=str(path),
+        ) from None
+    for token in drop:
+        if token in text:
+            text = text.replace(token, " ")
+    text = fast_normalize(get_normalizer(normalizer))(text)
+    if pre_tokenizer not in _LOCAL:
+        return get_pretokenizer(pre_tokenizer).pieces(text)
+    return _NON_SPACE.findall(text) if _ODD_SPACE.search(text) else text.split()
+
+
+def count_words(
+    files: Sequence[Path],
+    *,
+    normalizer: str | list[str] | None,
+    pre_tokenizer: str,
+    drop: Sequence[str] = (),
+    reporter: Reporter | None = None,
+    workers: int | None = None,
+) -> Counter[str]:
+    """Count the normalized pre-tokens of ``files`` (``drop`` strings, and the document separator, are removed)."""
+    reporter = reporter or Reporter()
+    spans = [span for path in files for span in byte_ranges(Path(path))]
+    work = partial(
+        _count_spans,
+        normalizer=list(normalizer) if isinstance(normalizer, list | tuple) else (normalizer or "none"),
+        pre_tokenizer=pre_tokenizer,
+        drop=tuple(sorted({*drop, DOCUMENT_SEPARATOR}, key=len, reverse=True)),
+    )
+    workers = workers or min(2, os.cpu_count() or 1)
+    reporter.update("counting", 0, len(spans), force=True)
+    if workers == 1 or len(spans) == 1:
+        counts = work(spans)
+    else:
+        # Each worker counts every `workers`-th range and returns one Counter: merging
+        # Counters is a Python loop, so it is done once per worker, not once per range.
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            parts = list(pool.map(work, [spans[i::workers] for i in range(workers)]))
+        counts = parts[0]
+        for part in parts[1:]:
+            counts.update(part)
+    reporter.update("counting", len(spans), len(spans), force=True)
+    return counts

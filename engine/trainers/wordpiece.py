@@ -1,0 +1,336 @@
+"""Train a WordPiece tokenizer (BERT's model) from word counts.
+
+Training is bottom-up merging, as Google's WordPiece and Hugging Face's trainer do it: every word
+starts as characters, the first bare and the others with the continuing prefix (``h ##u ##g``),
+and the best adjacent pair is merged until the vocabulary is full. Two scores are offered:
+
+- ``score="likelihood"`` (default): count(ab) / (count(a) · count(b)), the gain in unigram
+  log-likelihood, log P(ab) − log P(a) − log P(b). Merging changes count(a) and count(b), so
+  every pair that contains a or b is re-scored, not only the pairs next to the merge.
+- ``score="frequency"``: count(ab), which is what Hugging Face's ``WordPieceTrainer`` does (it
+  runs its BPE trainer with the ``##`` prefix).
+
+**Tie-break rule** (both scores): among equal scores the lexicographically greatest pair
+``(left, right)`` of token strings wins, comparing code points. Scores are compared as floats.
+Pairs seen fewer than ``min_frequency`` times are never merged. The vocabulary is ordered
+specials, then the alphabet's characters by code point, then their ``##`` forms by code point,
+then merges in the order they were made. ``limit_alphabet`` keeps the most frequent characters
+(ties: lower code point first); a word with any other character is left out of training,
+since WordPiece encodes it as ``[UNK]`` anyway.
+
+Left out: counting words (``trainers/wordcount.py``), the encoder (``models/wordpiece.py``).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from operator import add
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from engine.errors import ConfigError
+from engine.trainers.base import Reporter, TrainResult
+
+if TYPE_CHECKING:
+    from engine.tokenizer import Tokenizer
+
+BERT_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+NORMALIZER_CHOICES = ("none", "nfc", "nfkc", "nfd", "nfkd")
+_TOP = 0x10FFFF  # tie keys map code point c to _TOP - 1 - c and end each token with chr(_TOP)
+
+
+@dataclass(frozen=True)
+class WordPieceOptions:
+    """Options of the WordPiece trainer (CLI flags and the web form are generated from these)."""
+
+    vocab_size: int = field(default=30000, metadata={"help": "Vocabulary size, special tokens and alphabet included."})
+    score: str = field(
+        default="likelihood",
+        metadata={
+            "help": "Merge score: likelihood = count(ab)/(count(a)*count(b)); frequency = count(ab) as in Hugging Face.",
+            "choices": ("likelihood", "frequency"),
+        },
+    )
+    min_frequency: int = field(default=2, metadata={"help": "Pairs seen fewer times than this are never merged."})
+    limit_alphabet: int | None = field(
+        default=None, metadata={"help": "Keep only this many most frequent characters (empty: keep all)."}
+    )
+    special_tokens: tuple[str, ...] = field(
+        default=BERT_SPECIALS, metadata={"help": "Special tokens, given the first ids in this order."}
+    )
+    unk_token: str = field(default="[UNK]", metadata={"help": "Token for words that cannot be matched; must be a special token."})
+    continuing_subword_prefix: str = field(default="##", metadata={"help": "Prefix marking pieces that continue a word."})
+    max_input_chars_per_word: int = field(default=100, metadata={"help": "Longer words encode as the unknown token."})
+    lowercase: bool = field(default=True, metadata={"help": "Lowercase text before training and encoding."})
+    strip_accents: bool = field(default=True, metadata={"help": "Decompose (NFD) and drop combining accents."})
+    normalizer: str = field(
+        default="none",
+        metadata={"help": "Unicode normal form applied first.", "choices": NORMALIZER_CHOICES},
+    )
+    template: str = field(default="", metadata={"help": "Post-processing template, e.g. '[CLS] $A [SEP]' (empty: none)."})
+
+    def __post_init__(self) -> None:
+        if self.score not in ("likelihood", "frequency"):
+            raise ConfigError(f"Unknown WordPiece score {self.score!r}; use score='likelihood' or score='frequency'.")
+        if self.normalizer not in NORMALIZER_CHOICES:
+            raise ConfigError(
+                f"Unknown normalizer {self.normalizer!r}; choose one of: {', '.join(NORMALIZER_CHOICES)}."
+            )
+        if self.min_frequency < 0:
+            raise ConfigError(f"min_frequency must be 0 or more, not {self.min_frequency}.")
+        if self.limit_alphabet is not None and self.limit_alphabet < 1:
+            raise ConfigError(f"limit_alphabet must be at least 1 (or empty for no limit), not {self.limit_alphabet}.")
+        if self.max_input_chars_per_word < 1:
+            raise ConfigError(f"max_input_chars_per_word must be at least 1, not {self.max_input_chars_per_word}.")
+        if not self.continuing_subword_prefix:
+            raise ConfigError("continuing_subword_prefix must not be empty; WordPiece needs it (e.g. '##').")
+        if len(set(self.special_tokens)) != len(self.special_tokens) or "" in self.special_tokens:
+            raise ConfigError(f"special_tokens must be distinct and non-empty: {list(self.special_tokens)}.")
+        if self.unk_token not in self.special_tokens:
+            raise ConfigError(
+                f"The unknown token {self.unk_token!r} is not among special_tokens {list(self.special_tokens)}; add it."
+            )
+        floor = len(self.special_tokens) + (self.limit_alphabet or 1)
+        if self.vocab_size < floor:
+            raise ConfigError(
+                f"vocab_size {self.vocab_size} is smaller than the {len(self.special_tokens)} special tokens plus the "
+                f"alphabet; use vocab_size of at least {floor}."
+            )
+        for part in self.template.split():
+            if part != "$A" and part not in self.special_tokens:
+                raise ConfigError(f"The template token {part!r} is not a special token; add it to special_tokens.")
+        if self.template and self.template.split().count("$A") != 1:
+            raise ConfigError(f"The template {self.template!r} must contain $A exactly once, e.g. '[CLS] $A [SEP]'.")
+
+    def normalizer_names(self) -> list[str]:
+        """The pipeline normalizer steps these options ask for, in BERT's order."""
+        steps = [] if self.normalizer == "none" else [self.normalizer]
+        return steps + (["strip_accents"] if self.strip_accents else []) + (["lowercase"] if self.lowercase else [])
+
+
+OPTIONS = WordPieceOptions
+
+
+def _tie_key(token: str) -> str:
+    """A string whose order is the reverse of ``token``'s (prefixes sort after their extensions)."""
+    return "".join(chr(_TOP - 1 - min(ord(c), _TOP - 1)) for c in token) + chr(_TOP)
+
+
+def learn(
+    word_counts: Mapping[str, int], options: WordPieceOptions, reporter: Reporter | None = None
+) -> tuple[list[str], list[tuple[str, str, int]], list[list[float]]]:
+    """Return the vocabulary (in id order), the merges ``(left, right, count)`` and a size curve."""
+    reporter = reporter or Reporter()
+    prefix = options.continuing_subword_prefix
+    likelihood = options.score == "likelihood"
+    min_count = max(options.min_frequency, 1)
+
+    # 1. The alphabet: every character, or the `limit_alphabet` most frequent ones.
+    by_count: dict[int, list[str]] = defaultdict(list)
+    for word, count in word_counts.items():
+        by_count[count].append(word)
+    char_counts: Counter[str] = Counter()
+    for count, words in by_count.items():
+        for char, n in Counter("".join(words)).items():
+            char_counts[char] += n * count
+    alphabet = sorted(char_counts)
+    if options.limit_alphabet is not None and len(alphabet) > options.limit_alphabet:
+        ranked = sorted(char_counts.items(), key=lambda item: (-item[1], item[0]))
+        alphabet = sorted(char for char, _ in ranked[: options.limit_alphabet])
+    kept = set(alphabet)
+
+    # 2. Initial symbols. A word is a string whose characters are symbol ids (chr(id)), so that
+    #    merging an occurrence is one C-level str.replace.
+    tokens: list[str] = []  # symbol id -> token string
+    vocab: dict[str, int] = {}
+    for token in options.special_tokens:
+        vocab.setdefault(token, len(vocab))
+    continuing = sorted({c for w in word_counts for c in w[1:]} & kept)
+    first_sym = {}
+    cont_sym = {}
+    for char in alphabet:
+        first_sym[char] = chr(len(tokens))
+        tokens.append(char)
+    for char in continuing:
+        cont_sym[char] = chr(len(tokens))
+        tokens.append(prefix + char)
+    for token in tokens:
+        vocab.setdefault(token, len(vocab))
+    if len(vocab) > options.vocab_size:
+        raise ConfigError(
+            f"vocab_size {options.vocab_size} is smaller than the {len(vocab)} special tokens and alphabet "
+            f"symbols this corpus needs; raise vocab_size or set limit_alphabet."
+        )
+    table = {ord(c): s for c, s in cont_sym.items()}
+    words: list[str] = []
+    counts: list[int] = []
+    for word, count in word_counts.items():
+        if not word or (len(kept) < len(char_counts) and not kept.issuperset(word)):
+            continue
+        words.append(first_sym[word[0]] + word[1:].translate(table))
+        counts.append(count)
+    reporter.update("words", len(words), len(words), force=True)
+
+    # 3. Symbol counts, pair counts, and for each pair the words that contain it.
+    sym_count: list[int] = [0] * len(tokens)
+    pair_count: dict[str, int] = defaultdict(int)
+    where: dict[str, list[int]] = defaultdict(list)
+    for index, (word, count) in enumerate(zip(words, counts)):
+        for sym in word:
+            sym_count[ord(sym)] += count
+        for pair in map(add, word, word[1:]):
+            pair_count[pair] += count
+            where[pair].append(index)
+    partners: dict[str, set[str]] = defaultdict(set)  # symbol -> pairs it has been part of
+    if likelihood:
+        for pair in pair_count:
+            partners[pair[0]].add(pair)
+            partners[pair[1]].add(pair)
+    rev = [_tie_key(t) for t in tokens]
+
+    def key(pair: str, n: int) -> float:
+        return -n / (sym_count[ord(pair[0])] * sym_count[ord(pair[1])]) if likelihood else -n
+
+    heap = [(key(p, n), rev[ord(p[0])] + rev[ord(p[1])], p) for p, n in pair_count.items()]
+    heapq.heapify(heap)
+
+    # 4. Merge the best pair until the vocabulary is full. Heap entries are lazy: a pair entry
+    #    whose stored score differs from the current one is re-pushed with the current score,
+    #    and every score increase pushes a fresh entry. Merging (a, b) lowers count(a) and
+    #    count(b), raising the score of every pair that holds a or b; rather than re-scoring them
+    #    all, one "symbol entry" per symbol is pushed with the bound 1/count(a) (a pair's count is
+    #    at most count(a)). When it reaches the top, the symbol's pairs are pushed with their true
+    #    scores. Symbol entries have the empty tie key, so they pop before pairs of equal score.
+    #    Frequent symbols thus are re-scored only once the best score falls to their bound.
+    merges: list[tuple[str, str, int]] = []
+    total_bytes = sum(len(w.encode("utf-8")) * c for w, c in word_counts.items() if w)
+    total_symbols = sum(len(w) * c for w, c in zip(words, counts))
+    curve: list[list[float]] = [[len(vocab), round(total_bytes / max(total_symbols, 1), 4)]]
+    target = options.vocab_size
+    while len(vocab) < target and heap:
+        score, tie, pair = heapq.heappop(heap)
+        if len(pair) == 1:  # a symbol entry: push its live pairs with their current scores
+            sym = pair
+            left_count = sym_count[ord(sym)]
+            if not left_count or score != -1 / left_count:
+                continue  # outdated: a newer entry for this symbol exists, or it is used up
+            live = {p for p in partners[sym] if pair_count.get(p, 0) > 0}
+            partners[sym] = live
+            for p in live:
+                if pair_count[p] >= min_count:
+                    heapq.heappush(heap, (key(p, pair_count[p]), rev[ord(p[0])] + rev[ord(p[1])], p))
+            continue
+        n = pair_count.get(pair, 0)
+        if n < min_count:
+            continue
+        current = key(pair, n)
+        if current != score:
+            heapq.heappush(heap, (current, tie, pair))
+            continue
+        left, right = tokens[ord(pair[0])], tokens[ord(pair[1])]
+        merged = left + (right[len(prefix):] if right.startswith(prefix) else right)
+        new = chr(len(tokens))
+        tokens.append(merged)
+        rev.append(_tie_key(merged))
+        sym_count.append(0)
+        vocab.setdefault(merged, len(vocab))
+        changed = set()
+        made = 0
+        for index in where.pop(pair, ()):
+            word = words[index]
+            if pair not in word:
+                continue  # a stale or repeated entry
+            count = counts[index]
+            out = word.replace(pair, new)
+            words[index] = out
+            last = len(out) - 1
+            position = out.find(new)
+            while position >= 0:
+                made += count
+                if position > 0:
+                    before = out[position - 1]
+                    old, fresh = (pair[1] + pair[0], new + new) if before == new else (before + pair[0], before + new)
+                    pair_count[old] -= count
+                    pair_count[fresh] += count
+                    where[fresh].append(index)
+                    changed.add(fresh)
+                if position < last and out[position + 1] != new:
+                    after = out[position + 1]
+                    pair_count[pair[1] + after] -= count
+                    fresh = new + after
+                    pair_count[fresh] += count
+                    where[fresh].append(index)
+                    changed.add(fresh)
+                position = out.find(new, position + 1)
+        pair_count[pair] -= made
+        if pair_count[pair] <= 0:
+            del pair_count[pair]
+        sym_count[ord(pair[0])] -= made
+        sym_count[ord(pair[1])] -= made
+        sym_count[ord(new)] = made
+        total_symbols -= made
+        merges.append((left, right, n))
+        for fresh in changed:
+            fresh_n = pair_count.get(fresh, 0)
+            if fresh_n >= min_count:
+                heapq.heappush(heap, (key(fresh, fresh_n), rev[ord(fresh[0])] + rev[ord(fresh[1])], fresh))
+            if likelihood:
+                partners[fresh[0]].add(fresh)
+                partners[fresh[1]].add(fresh)
+        if likelihood:
+            for sym in {pair[0], pair[1]}:
+                if sym_count[ord(sym)] > 0:
+                    heapq.heappush(heap, (-1 / sym_count[ord(sym)], "", sym))
+        if len(merges) % max(1, target // 64) == 0:
+            curve.append([len(vocab), round(total_bytes / max(total_symbols, 1), 4)])
+        reporter.update("merges", len(vocab), target)
+    curve.append([len(vocab), round(total_bytes / max(total_symbols, 1), 4)])
+    reporter.update("merges", len(vocab), target, force=True)
+    return sorted(vocab, key=vocab.__getitem__), merges, curve
+
+
+def build_tokenizer(vocab: Sequence[str], options: WordPieceOptions) -> Tokenizer:
+    """Assemble the BERT pipeline around a WordPiece vocabulary (ids are positions in ``vocab``)."""
+    from engine.decoders import WordPieceDecoder
+    from engine.models.wordpiece import WordPiece
+    from engine.normalizers import get_normalizer
+    from engine.post_processors import TemplateProcessing
+    from engine.pretokenizers import BertPreTokenizer
+    from engine.tokenizer import Tokenizer
+
+    ids = {token: index for index, token in enumerate(vocab)}
+    model = WordPiece(
+        ids,
+        unk_token=options.unk_token,
+        continuing_subword_prefix=options.continuing_subword_prefix,
+        max_input_chars_per_word=options.max_input_chars_per_word,
+    )
+    specials = {token: ids[token] for token in options.special_tokens}
+    return Tokenizer(
+        model,
+        normalizer=get_normalizer(options.normalizer_names()),
+        pre_tokenizer=BertPreTokenizer(),
+        special_tokens=specials,
+        post_processor=TemplateProcessing(options.template, specials) if options.template else None,
+        decoder=WordPieceDecoder(options.continuing_subword_prefix),
+        name="wordpiece",
+    )
+
+
+def train(files: Sequence[Path], options: WordPieceOptions, *, reporter: Reporter) -> TrainResult:
+    """Count the words of ``files`` and learn a WordPiece vocabulary from them."""
+    from engine.trainers.wordcount import count_words
+
+    counts = count_words(
+        files,
+        normalizer=options.normalizer_names(),
+        pre_tokenizer="bert",
+        drop=options.special_tokens,
+        reporter=reporter,
+    )
+    vocab, merges, curve = learn(counts, options, reporter)
+    stats = {"merges": [list(m) for m in merges], "curve": curve, "words": len(counts)}
+    return TrainResult(build_tokenizer(vocab, options), stats)
