@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
 from engine.byte_unicode import bytes_to_symbols, symbols_to_bytes
 from engine.errors import FormatError
+
+_NO_MERGE = 1 << 62  # the rank of a pair that has no merge: above every real rank
 
 
 class BPE:
@@ -53,6 +56,11 @@ class BPE:
                     line=rank + 1,
                 )
             self._ranks.setdefault((pair_ids[0], pair_ids[1]), (rank, merged))
+        # The fast path's tables: (left id, right id) -> rank, and rank -> merged id.
+        self._rank_of: dict[tuple[int, int], int] = {pair: rank for pair, (rank, _) in self._ranks.items()}
+        self._merged_at: list[int] = [0] * len(self.merges)
+        for rank, merged in self._ranks.values():
+            self._merged_at[rank] = merged
         # merged id -> (rank, left id, right id): the inspector's "why does this token exist".
         self.origins: dict[int, tuple[int, int, int]] = {
             merged: (rank, pair[0], pair[1]) for pair, (rank, merged) in self._ranks.items()
@@ -63,10 +71,42 @@ class BPE:
         return max(self._bytes) + 1 if self._bytes else 0
 
     def tokenize(self, piece: str) -> list[int]:
-        return self.encode_bytes(piece.encode("utf-8"))
+        return self.merge_fast(piece.encode("utf-8"))
+
+    def merge_fast(self, data: bytes) -> list[int]:
+        """``encode_bytes(data)`` without dropout, about twice as fast (tests compare the two).
+
+        It keeps one rank per adjacent pair (``_NO_MERGE`` where there is none), so each step is
+        a C-level ``min`` and ``index`` plus two lookups for the new token's neighbours, instead
+        of a rescan of every pair. Merging the leftmost occurrence of the lowest rank, one at a
+        time, gives the same result as merging all of its occurrences left to right.
+        """
+        ids = list(map(self._byte_ids.__getitem__, data))
+        if len(ids) < 2:
+            return ids
+        get = self._rank_of.get
+        ranks = list(map(get, zip(ids, ids[1:]), repeat(_NO_MERGE)))
+        merged_at = self._merged_at
+        while True:
+            best = min(ranks)
+            if best == _NO_MERGE:
+                return ids
+            i = ranks.index(best)
+            new = merged_at[best]
+            ids[i : i + 2] = (new,)
+            del ranks[i]
+            if not ranks:
+                return ids
+            if i:
+                ranks[i - 1] = get((ids[i - 1], new), _NO_MERGE)
+            if i < len(ranks):
+                ranks[i] = get((new, ids[i + 1]), _NO_MERGE)
 
     def encode_bytes(self, data: bytes, *, dropout: float = 0.0, rng: random.Random | None = None) -> list[int]:
-        """Merge ``data`` into ids; with ``dropout`` > 0 each merge candidate may be skipped."""
+        """Merge ``data`` into ids; with ``dropout`` > 0 each merge candidate may be skipped.
+
+        This is the slow, obviously-correct reference; ``tokenize`` uses :meth:`merge_fast`.
+        """
         byte_ids = self._byte_ids
         ids = [byte_ids[b] for b in data]
         ranks = self._ranks

@@ -1,0 +1,99 @@
+"""A faster pre-tokenizer split for the named patterns: the standard ``re`` on ASCII text.
+
+The stdlib ``re`` runs the GPT-2/GPT-4/o200k patterns about twice as fast as ``regex`` but has
+no ``\\p{L}``. On ASCII text the Unicode classes reduce to plain ranges, so each named pattern
+has an ASCII twin written with explicit classes. ``\\s`` is spelled ``[\\t-\\r ]`` because
+``re``'s ``\\s`` also matches the separators ``\\x1c``-``\\x1f`` and ``regex``'s does not.
+tests/engine/test_tokenizer.py proves the twins equal on every short string over a
+representative alphabet and on random ASCII.
+
+Mixed text is cut at safe points (a newline between two non-space characters, the second not ``/``, where none of
+the named patterns joins text across the cut, as ``Tokenizer.encode_iterable`` also relies on):
+the stretches around non-ASCII characters go to ``regex``, the rest to ``re``. Custom patterns
+are left to ``regex``; this module only speeds up, it never changes a split.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import regex
+
+from engine.pretokenizers import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
+
+_S = r"[\t-\r ]"  # regex's \s on ASCII
+_NS = r"[^\t-\r ]"  # regex's \S on ASCII
+_OTHER = r"[^\t-\r A-Za-z0-9]"  # [^\s\p{L}\p{N}] on ASCII
+_CONTRACTIONS = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+
+ASCII_TWINS: dict[str, str] = {
+    GPT2_PATTERN: (
+        rf"""'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]++| ?[0-9]++| ?{_OTHER}++|{_S}++$|{_S}+(?!{_NS})|{_S}"""
+    ),
+    GPT4_PATTERN: (
+        rf"""'(?i:[sdmt]|ll|ve|re)|[^\r\nA-Za-z0-9]?+[A-Za-z]++|[0-9]{{1,3}}+| ?{_OTHER}++[\r\n]*+"""
+        rf"""|{_S}++$|{_S}*[\r\n]|{_S}+(?!{_NS})|{_S}"""
+    ),
+    O200K_PATTERN: "|".join(
+        [
+            rf"""[^\r\nA-Za-z0-9]?[A-Z]*[a-z]+{_CONTRACTIONS}""",
+            rf"""[^\r\nA-Za-z0-9]?[A-Z]+[a-z]*{_CONTRACTIONS}""",
+            r"""[0-9]{1,3}""",
+            rf""" ?{_OTHER}+[\r\n/]*""",
+            rf"""{_S}*[\r\n]+""",
+            rf"""{_S}+(?!{_NS})""",
+            rf"""{_S}+""",
+        ]
+    ),
+}
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+# Same safe cut as Tokenizer.encode_iterable: o200k joins "/" after a newline ("{\n//"), so not there.
+_CUT_BEFORE = regex.compile(r"(?r)(?<=\S\n)(?=[^\s/])")
+_CUT_AFTER = regex.compile(r"(?<=\S\n)(?=[^\s/])")
+_GAP = 2048  # ASCII stretches shorter than this between non-ASCII ones stay with regex
+_DENSE = 64  # text whose UTF-8 has over 1/64 extra bytes goes to regex whole
+_SPLITTERS: dict[str, Callable[[str], list[str]]] = {}
+
+
+def _make_splitter(pattern: str) -> Callable[[str], list[str]]:
+    fast = re.compile(ASCII_TWINS[pattern]).findall
+    slow = regex.compile(pattern).findall
+
+    def split(text: str) -> list[str]:
+        if text.isascii():
+            return fast(text)
+        if len(text) < _GAP or (len(text.encode("utf-8")) - len(text)) * _DENSE > len(text):
+            return slow(text)  # short or largely non-ASCII: cutting would cost more than it saves
+        pieces: list[str] = []
+        position, end = 0, len(text)
+        while (found := _NON_ASCII.search(text, position)) is not None:
+            before = _CUT_BEFORE.search(text, position, found.start())
+            start = before.start() if before is not None else position
+            stop = found.end()
+            while True:  # grow the stretch while more non-ASCII follows closely: fewer slow calls
+                after = _CUT_AFTER.search(text, stop)
+                stop = after.start() if after is not None else end
+                found = _NON_ASCII.search(text, stop, stop + _GAP)
+                if found is None:
+                    break
+                stop = found.end()
+            if start > position:
+                pieces += fast(text[position:start])
+            pieces += slow(text[start:stop])
+            position = stop
+        if position < end:
+            pieces += fast(text[position:])
+        return pieces
+
+    return split
+
+
+def splitter_for(pattern: object) -> Callable[[str], list[str]] | None:
+    """The fast split for a named pattern, or None for any other pattern."""
+    if not isinstance(pattern, str) or pattern not in ASCII_TWINS:
+        return None
+    if pattern not in _SPLITTERS:
+        _SPLITTERS[pattern] = _make_splitter(pattern)
+    return _SPLITTERS[pattern]

@@ -1,0 +1,251 @@
+"""The Tokenizer API on a tiny hand-made byte-level BPE: exact ids, special tokens, offsets,
+streaming, batches, decoding, the LRU cache, the fast BPE and ASCII split against their
+references, and Hypothesis round trips."""
+
+from __future__ import annotations
+
+import itertools
+import pickle
+import random
+import re
+import tracemalloc
+
+import pytest
+import regex
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engine.ascii_split import ASCII_TWINS, splitter_for
+from engine.errors import SpecialTokenError, UnknownTokenIdError
+from engine.offsets import TokenSpan
+from engine.presets import byte_level_bpe
+from engine.pretokenizers import PATTERNS
+from engine.tokenizer import CACHE_SIZE, Tokenizer
+
+EOT = "<|endoftext|>"
+# ids: 0 and 1 are special, 2..257 are the bytes (byte b has id b + 2), then the merges.
+MERGES = [(b"t", b"h"), (b"th", b"e"), (b" ", b"the"), (b"c", b"a"), (b" ", b"ca"), (b" ca", b"t"), (b"\n", b"/")]
+
+
+def tiny(pretokenizer: str = "gpt2") -> Tokenizer:
+    vocab = {b + 2: bytes([b]) for b in range(256)}
+    for index, (left, right) in enumerate(MERGES):
+        vocab[258 + index] = left + right
+    return byte_level_bpe(vocab, MERGES, pretokenizer=pretokenizer, special_tokens={EOT: 0, EOT * 2: 1})
+
+
+@pytest.fixture(scope="module")
+def tok() -> Tokenizer:
+    return tiny()
+
+
+def ids_of(text: str) -> list[int]:
+    return [b + 2 for b in text.encode("utf-8")]
+
+
+# ----------------------------------------------------------------------------- encode
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param("", [], id="empty"),
+        pytest.param("the", [259], id="word"),
+        pytest.param(" the cat", [260, 263], id="merged-words"),
+        pytest.param("the cathe", [259, 262, 259], id="no-merge-across-pretokens"),
+        pytest.param("é", [0xC3 + 2, 0xA9 + 2], id="two-bytes"),
+    ],
+)
+def test_encode_exact_ids(tok: Tokenizer, text: str, expected: list[int]) -> None:
+    assert tok.encode(text) == expected
+    assert tok.encode_ordinary(text) == expected
+
+
+def test_encode_ordinary_treats_special_tokens_as_text(tok: Tokenizer) -> None:
+    assert tok.encode_ordinary(f"a{EOT}") == ids_of(f"a{EOT}")
+
+
+def test_disallowed_special_token_error_names_token_and_fix(tok: Tokenizer) -> None:
+    with pytest.raises(SpecialTokenError) as error:
+        tok.encode(f"the {EOT}")
+    assert str(error.value) == (
+        "The text contains the special token '<|endoftext|>' (at character 4), which is not allowed. "
+        "Pass allowed_special={'<|endoftext|>'} (or allowed_special=\"all\") to encode it as a special "
+        "token, or disallowed_special=() to encode it as plain text."
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        pytest.param({"allowed_special": "all"}, [259, 0, 259], id="all"),
+        pytest.param({"allowed_special": {EOT}}, [259, 0, 259], id="set"),
+        pytest.param({"disallowed_special": ()}, [259] + ids_of(EOT) + [259], id="as-text"),
+    ],
+)
+def test_allowed_special(tok: Tokenizer, kwargs: dict[str, object], expected: list[int]) -> None:
+    assert tok.encode(f"the{EOT}the", **kwargs) == expected  # type: ignore[arg-type]
+
+
+def test_unknown_allowed_special_is_rejected(tok: Tokenizer) -> None:
+    with pytest.raises(SpecialTokenError, match="'<bos>' is not a special token of this tokenizer"):
+        tok.encode("x", allowed_special={"<bos>"})
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(EOT * 2, [1], id="double-wins"),
+        pytest.param(EOT * 3, [1, 0], id="double-then-single"),
+        pytest.param(EOT + "x" + EOT, [0, 122, 0], id="separate"),
+    ],
+)
+def test_overlapping_special_tokens_longest_wins(tok: Tokenizer, text: str, expected: list[int]) -> None:
+    assert tok.encode(text, allowed_special="all") == expected
+
+
+def test_allowing_only_the_short_special_token(tok: Tokenizer) -> None:
+    assert tok.encode(EOT * 2, allowed_special={EOT}, disallowed_special=()) == [0, 0]
+
+
+# ----------------------------------------------------------------------------- decode
+def test_decode_family(tok: Tokenizer) -> None:
+    ids = [260, 0, 0xC3 + 2]
+    assert tok.decode_tokens_bytes(ids) == [b" the", EOT.encode(), b"\xc3"]
+    assert tok.decode_bytes(ids) == b" the" + EOT.encode() + b"\xc3"
+    assert tok.decode(ids) == f" the{EOT}\ufffd"
+    assert tok.decode(ids, skip_special_tokens=True) == " the\ufffd"
+    with pytest.raises(UnicodeDecodeError):
+        tok.decode(ids, errors="strict")
+
+
+def test_decode_unknown_id(tok: Tokenizer) -> None:
+    with pytest.raises(UnknownTokenIdError, match="Token id 9999 is not in this tokenizer's vocabulary"):
+        tok.decode([9999])
+
+
+# ----------------------------------------------------------------------------- offsets
+def test_encode_with_offsets(tok: Tokenizer) -> None:
+    spans = tok.encode_with_offsets(f"the é{EOT}", allowed_special="all")
+    assert spans == [
+        TokenSpan(259, 0, 3, 0, 3),
+        TokenSpan(34, 3, 4, 3, 4),
+        TokenSpan(0xC3 + 2, 4, 5, 4, 5),
+        TokenSpan(0xA9 + 2, 5, 6, 4, 5),
+        TokenSpan(0, 6, 19, 5, 18, True),
+    ]
+
+
+# ----------------------------------------------------------------------------- streaming, batches
+@pytest.mark.parametrize("pattern", sorted(PATTERNS))
+def test_encode_iterable_equals_encode(pattern: str) -> None:
+    tokenizer = tiny(pattern)
+    text = "the cat\n// the  cat\n{\n//x\nthe\n\n  cat é\n" * 20
+    chunks = [text[i : i + 7] for i in range(0, len(text), 7)]
+    assert list(tokenizer.encode_iterable(chunks)) == tokenizer.encode(text)
+
+
+def test_encode_iterable_does_not_cut_before_a_slash_after_newline_o200k() -> None:
+    # o200k joins "{\n//" into one pre-token, so a cut after the newline would split "\n/".
+    tokenizer = tiny("o200k")
+    assert list(tokenizer.encode_iterable(["a {\n", "//b\n"])) == tokenizer.encode("a {\n//b\n") == [
+        99, 34, 125, 264, 49, 100, 12,
+    ]
+
+
+@pytest.mark.slow
+def test_encode_iterable_streams_5mb_in_little_memory() -> None:
+    tokenizer = tiny()
+    rng = random.Random(0)
+    words = ["the", "cat", "sat", "on", "a", "mat", "with", "é", "cathe", "42"]
+    line = " ".join(rng.choice(words) for _ in range(200)) + "\n"
+    repeats = 5_000_000 // len(line)
+    sum(1 for _ in tokenizer.encode_iterable(itertools.repeat(line, 10)))  # warm the cache
+    tracemalloc.start()
+    try:
+        count = sum(1 for _ in tokenizer.encode_iterable(itertools.repeat(line, repeats)))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert count == repeats * len(tokenizer.encode(line))
+    assert peak < 3_000_000
+
+
+def test_encode_batch_matches_encode(tok: Tokenizer) -> None:
+    texts = [f"the cat {i} é" for i in range(80)]
+    expected = [tok.encode(t) for t in texts]
+    assert tok.encode_batch(texts[:3]) == expected[:3]
+    assert tok.encode_batch(texts, num_workers=2) == expected
+
+
+# ----------------------------------------------------------------------------- cache
+def test_lru_cache_holds_pre_tokens() -> None:
+    tokenizer = tiny()
+    tokenizer.encode("the the the cat")
+    info = tokenizer._tokenize_cached.cache_info()
+    assert (info.hits, info.misses, info.maxsize) == (1, 3, CACHE_SIZE)
+
+
+def test_pickle_drops_the_cache_and_still_encodes(tok: Tokenizer) -> None:
+    tok.encode("the cat")
+    clone = pickle.loads(pickle.dumps(tok))
+    assert clone._tokenize_cached.cache_info().currsize == 0
+    assert clone.encode(" the cat") == [260, 263]
+
+
+# ----------------------------------------------------------------------------- fast vs reference
+@given(st.binary(max_size=40))
+def test_merge_fast_equals_reference(data: bytes) -> None:
+    model = tiny().model
+    assert model.merge_fast(data) == model.encode_bytes(data)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("data", [b"", b"t", b"the", b"tthe the", b"cacat", b"\n//"], ids=repr)
+def test_merge_fast_equals_reference_examples(tok: Tokenizer, data: bytes) -> None:
+    assert tok.model.merge_fast(data) == tok.model.encode_bytes(data)  # type: ignore[attr-defined]
+
+
+ASCII_ALPHABET = "aBsl'1 \n\r\t\x0b\x1c/!"  # each character behaves differently in some pattern
+
+
+@pytest.mark.parametrize("name", sorted(PATTERNS))
+def test_ascii_twin_equals_pattern_on_every_short_string(name: str) -> None:
+    twin, original = re.compile(ASCII_TWINS[PATTERNS[name]]), regex.compile(PATTERNS[name])
+    for length in range(1, 5):
+        for chars in itertools.product(ASCII_ALPHABET, repeat=length):
+            text = "".join(chars)
+            assert twin.findall(text) == original.findall(text), text
+
+
+@pytest.mark.parametrize("name", sorted(PATTERNS))
+@given(text=st.text(st.characters(max_codepoint=127), max_size=60))
+def test_ascii_twin_equals_pattern_on_random_ascii(name: str, text: str) -> None:
+    assert re.findall(ASCII_TWINS[PATTERNS[name]], text) == regex.findall(PATTERNS[name], text)
+
+
+LINE = st.text(st.sampled_from(list("ab 'Z1/{\n\x1c\t") + ["é", "🙃", "中", "\u00a0", "\u2028"]), max_size=30)
+
+
+@pytest.mark.parametrize("name", sorted(PATTERNS))
+@given(lines=st.lists(LINE, min_size=1, max_size=300))
+def test_fast_split_equals_regex_on_mixed_text(name: str, lines: list[str]) -> None:
+    text = "x\n".join(lines) * 4  # long enough (> 2048 characters, often) to take the cutting path
+    assert splitter_for(PATTERNS[name])(text) == regex.findall(PATTERNS[name], text)  # type: ignore[misc]
+
+
+def test_fast_split_only_for_named_patterns() -> None:
+    assert splitter_for(r"\S+") is None
+    assert splitter_for(None) is None
+
+
+# ----------------------------------------------------------------------------- round trips
+@pytest.mark.parametrize("name", sorted(PATTERNS))
+@given(text=st.text(max_size=80))
+def test_decode_encode_round_trip(name: str, text: str) -> None:
+    tokenizer = tiny(name)
+    assert tokenizer.decode(tokenizer.encode_ordinary(text)) == text
+    assert tokenizer.decode(tokenizer.encode(text, disallowed_special=())) == text
+
+
+@given(parts=st.lists(st.sampled_from(["the", " cat", EOT, EOT * 2, "é", "\n"]), max_size=12))
+def test_round_trip_with_special_tokens(tok: Tokenizer, parts: list[str]) -> None:
+    text = "".join(parts)
+    assert tok.decode(tok.encode(text, allowed_special="all")) == text
