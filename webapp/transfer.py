@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from flask import Blueprint, abort, redirect, request, url_for
+from flask import Blueprint, abort, redirect, render_template, request, url_for
 from werkzeug.datastructures import FileStorage
 from werkzeug.wrappers import Response
 
@@ -43,7 +43,7 @@ def download(tokenizer_id: int, key: str, filename: str) -> Response:
     try:
         files = downloads.build(loaded.tokenizer, key)
     except downloads.ExportError as exc:
-        return render("errors/error.html", status=422, message=str(exc))
+        return Response(render_template("errors/error.html", status=422, message=str(exc)), 422)
     if filename not in files:
         abort(404)
     response = Response(files[filename], mimetype="application/json" if filename.endswith(".json") else "text/plain")

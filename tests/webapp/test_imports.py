@@ -1,0 +1,105 @@
+"""Imports through the web form: each kind works, and every bad file is a 422 naming the problem."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from engine.formats import gpt2 as gpt2_format
+from engine.formats import tiktoken as tiktoken_format
+from tests.webapp.playground_samples import EOT, byte_bpe, gpt2_files
+
+
+def upload(data: bytes | str, name: str) -> tuple[io.BytesIO, str]:
+    return io.BytesIO(data.encode() if isinstance(data, str) else data), name
+
+
+def encode(client: FlaskClient, ref: int, text: str) -> list[int]:
+    return client.post("/api/v1/encode", json={"tokenizer": ref, "text": text, "allowed_special": "all"}).json["ids"]
+
+
+def imported_id(response) -> int:
+    assert response.status_code == 303, response.get_data(as_text=True)[:2000]
+    return int(response.headers["Location"].split("/")[2])
+
+
+def test_import_tokenizer_json(client: FlaskClient) -> None:
+    response = client.post("/import", data={"kind": "tokenizer_json", "name": "mine",
+                                            "file": upload(byte_bpe().to_json(), "tokenizer.json")})
+    ref = imported_id(response)
+    assert encode(client, ref, f"the wé{EOT}") == [257, 258, 260, 261]
+    listed = client.get("/api/v1/tokenizers").json["tokenizers"][0]
+    assert listed == {"id": ref, "name": "mine", "algorithm": "bpe", "vocab_size": 262, "source": "imported"}
+
+
+def test_import_gpt2_vocab_and_merges(client: FlaskClient) -> None:
+    tok = byte_bpe()
+    response = client.post("/import", data={
+        "kind": "gpt2", "pattern": "gpt2", "special_tokens": EOT,
+        "vocab": upload(gpt2_format.dumps_vocab(tok), "vocab.json"),
+        "merges": upload(gpt2_format.dumps_merges(tok), "merges.txt")})
+    ref = imported_id(response)
+    assert encode(client, ref, f"the wé{EOT}") == [257, 258, 260, 261]
+
+
+def test_import_real_gpt2_matches_tiktoken(client: FlaskClient) -> None:
+    tiktoken = pytest.importorskip("tiktoken")
+    vocab_path, merges_path = gpt2_files()
+    response = client.post("/import", data={
+        "kind": "gpt2", "pattern": "gpt2", "special_tokens": EOT,
+        "vocab": upload(vocab_path.read_bytes(), "vocab.json"), "merges": upload(merges_path.read_bytes(), "merges.txt")})
+    ref = imported_id(response)
+    from engine.byte_unicode import symbols_to_bytes
+    from engine.pretokenizers import PATTERNS
+
+    vocab = json.loads(vocab_path.read_text(encoding="utf-8"))
+    enc = tiktoken.Encoding("gpt2-local", pat_str=PATTERNS["gpt2"], special_tokens={EOT: 50256},
+                            mergeable_ranks={symbols_to_bytes(t): i for t, i in vocab.items() if t != EOT})
+    text = "The playground's tokens: naïve café, 日本語, 🇫🇷 and   spaces\n\n"
+    assert encode(client, ref, text) == enc.encode(text)
+
+
+def test_import_tiktoken_with_sidecar_and_vocab_txt(client: FlaskClient) -> None:
+    tok = byte_bpe()
+    response = client.post("/import", data={
+        "kind": "tiktoken", "pattern": "",
+        "file": upload(tiktoken_format.dumps_ranks(tok), "tiny.tiktoken"),
+        "sidecar": upload(tiktoken_format.dumps_sidecar(tok), "tiny.tiktoken.json")})
+    assert encode(client, imported_id(response), "the wé") == [257, 258, 260]
+    vocab = "[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\nworld\n##s\n"
+    response = client.post("/import", data={"kind": "vocab_txt", "lowercase": "on", "file": upload(vocab, "vocab.txt")})
+    assert encode(client, imported_id(response), "Hello worlds") == [2, 4, 5, 6, 3]
+
+
+@pytest.mark.parametrize("data, message", [
+    pytest.param({"kind": "tokenizer_json"}, "Choose the tokenizer.json file", id="no-file"),
+    pytest.param({"kind": "tokenizer_json", "file": ("{oops", "t.json")}, "The file is not valid JSON", id="bad-json"),
+    pytest.param({"kind": "tokenizer_json", "file": (b"\xff\xfe", "t.json")}, "t.json is not UTF-8 text: byte 0 is 0xFF", id="not-utf8"),
+    pytest.param({"kind": "tokenizer_json", "file": ('{"model": {"type": "Magic"}}', "t.json")}, "The model type &#39;Magic&#39; is not supported", id="unknown-model"),
+    pytest.param({"kind": "gpt2", "pattern": "gpt2", "vocab": ('{"a": 0}', "vocab.json"), "merges": ("a b\n", "merges.txt")}, "vocab.json: The vocabulary lacks the single byte 0x00", id="bad-vocab"),
+    pytest.param({"kind": "gpt2", "pattern": "klingon", "vocab": ("{}", "v.json"), "merges": ("", "m.txt")}, "Choose the merges.txt file", id="empty-merges"),
+    pytest.param({"kind": "vocab_txt", "file": ("hello\nhello\n", "vocab.txt")}, "line 2: the token &#39;hello&#39; already appeared on line 1", id="duplicate-line"),
+    pytest.param({"kind": "vocab_txt", "file": ("hello\n", "vocab.txt")}, "vocab.txt has no [UNK] token", id="no-unk"),
+    pytest.param({"kind": "tiktoken", "pattern": "gpt2", "file": ("not base64 at all\n", "r.tiktoken")}, "r", id="bad-ranks"),
+    pytest.param({"kind": "magic"}, "Choose what kind of file to import", id="unknown-kind"),
+])
+def test_bad_imports_are_422_with_the_problem_named(client: FlaskClient, data: dict, message: str) -> None:
+    form = {k: upload(*v) if isinstance(v, tuple) else v for k, v in data.items()}
+    response = client.post("/import", data=form)
+    html = response.get_data(as_text=True)
+    assert response.status_code == 422
+    error = html.split('data-testid="import-error">', 1)[1].split("</p>", 1)[0]
+    assert message in error
+
+
+def test_import_form_and_escaped_token_names(client: FlaskClient, app: Flask) -> None:
+    assert "vocab.json + merges.txt" in client.get("/import").get_data(as_text=True)
+    vocab = '[UNK]\n<script>\n"><img onerror=x>\n\u202eevil\n'
+    ref = imported_id(client.post("/import", data={"kind": "vocab_txt", "name": "<b>x</b>", "file": upload(vocab, "vocab.txt")}))
+    html = client.get(f"/tokenizers/{ref}/vocab").get_data(as_text=True)
+    assert "<script>" not in html.split("<main>", 1)[1] and "<img" not in html and "<b>x</b>" not in html
+    assert "&lt;script&gt;" in html
