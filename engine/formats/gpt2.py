@@ -37,15 +37,28 @@ def _line_of(text: str, position: int) -> int:
 
 
 def parse_vocab_json(text: str, *, source: str = "vocab.json") -> dict[str, int]:
-    """Read a flat JSON object of token → id, remembering where each entry starts.
+    """Read a flat JSON object of token → id (see :func:`parse_vocab_lines` for line numbers)."""
+    return parse_vocab_lines(text, source=source)[0]
+
+
+def parse_vocab_lines(text: str, *, source: str = "vocab.json") -> tuple[dict[str, int], dict[str, int]]:
+    """Read a flat JSON object of token → id, and the line on which each entry starts.
 
     ``json.loads`` would silently keep the last of two equal keys and lose every position, so
     the object is walked entry by entry with the standard decoder's own scanners.
     """
     decoder = json.JSONDecoder()
     vocab: dict[str, int] = {}
+    lines: dict[str, int] = {}
     owners: dict[int, str] = {}
     end = len(text)
+    counted, line = 0, 1  # newlines are counted incrementally: a vocab.json may have 200k lines
+
+    def line_at(position: int) -> int:
+        nonlocal counted, line
+        line += text.count("\n", counted, position)
+        counted = position
+        return line
 
     def skip(i: int) -> int:
         while i < end and text[i] in _WHITESPACE:
@@ -60,19 +73,22 @@ def parse_vocab_json(text: str, *, source: str = "vocab.json") -> dict[str, int]
         raise fail("A vocab.json file must be one JSON object of token to id, starting with '{'.", i)
     i = skip(i + 1)
     if i < end and text[i] == "}":
-        return vocab
+        return vocab, lines
     while True:
         if i >= end or text[i] != '"':
             raise fail("Expected a token in double quotes.", i)
         start = i
         try:
             token, i = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
-            i = skip(i)
-            if i >= end or text[i] != ":":
-                raise fail(f"Expected ':' after the token {token!r}.", i)
+        except (ValueError, RecursionError):
+            raise fail("The file is not valid JSON here.", i) from None
+        i = skip(i)
+        if i >= end or text[i] != ":":
+            raise fail(f"Expected ':' after the token {token!r}.", i)
+        try:
             token_id, i = decoder.raw_decode(text, skip(i + 1))
         except (ValueError, RecursionError):  # JSONDecodeError, or an int of over 4300 digits
-            raise fail("The file is not valid JSON here.", i) from None
+            raise fail(f"The id of token {token!r} is not valid JSON.", i) from None
         if not isinstance(token_id, int) or isinstance(token_id, bool) or token_id < 0:
             raise fail(f"The id of token {token!r} must be a non-negative integer, not {token_id!r}.", start)
         if token in vocab:
@@ -80,6 +96,7 @@ def parse_vocab_json(text: str, *, source: str = "vocab.json") -> dict[str, int]
         if token_id in owners:
             raise fail(f"Id {token_id} is used twice: by {owners[token_id]!r} and by {token!r}.", start)
         vocab[token] = token_id
+        lines[token] = line_at(start)
         owners[token_id] = token
         i = skip(i)
         if i < end and text[i] == ",":
@@ -90,7 +107,7 @@ def parse_vocab_json(text: str, *, source: str = "vocab.json") -> dict[str, int]
         raise fail("Expected ',' or '}' after an entry.", i)
     if skip(i + 1) != end:
         raise fail("Unexpected text after the closing '}'.", skip(i + 1))
-    return vocab
+    return vocab, lines
 
 
 def parse_merges_txt(text: str, *, source: str = "merges.txt") -> list[tuple[str, str, int]]:
@@ -124,6 +141,7 @@ def build_gpt2(
     special_tokens: Iterable[str] = (),
     vocab_source: str = "vocab.json",
     merges_source: str = "merges.txt",
+    vocab_lines: Mapping[str, int] | None = None,
 ) -> Tokenizer:
     """Validate parsed files and assemble a byte-level BPE tokenizer.
 
@@ -148,10 +166,12 @@ def build_gpt2(
             raise FormatError(
                 f"The token {token!r} has characters outside GPT-2's byte alphabet; if it is a special "
                 f"token, pass it with --special-token / special_tokens.",
+                line=(vocab_lines or {}).get(token),
                 source=vocab_source,
             )
-        if data in by_bytes:
-            raise FormatError(f"The token {token!r} appears twice (ids {by_bytes[data]} and {token_id}).", source=vocab_source)
+        if data in by_bytes:  # unreachable from parse_vocab_json (its keys are distinct), but cheap
+            raise FormatError(f"The token {token!r} appears twice (ids {by_bytes[data]} and {token_id}).",
+                              line=(vocab_lines or {}).get(token), source=vocab_source)
         by_bytes[data] = token_id
         model_vocab[token_id] = data
     missing = [b for b in range(256) if bytes([b]) not in by_bytes]
@@ -185,7 +205,7 @@ def load_gpt2(
 ) -> Tokenizer:
     """Import a ``vocab.json`` + ``merges.txt`` pair (OSError if a file cannot be read)."""
     vocab_path, merges_path = Path(vocab_path), Path(merges_path)
-    vocab = parse_vocab_json(_read(vocab_path), source=vocab_path.name)
+    vocab, lines = parse_vocab_lines(_read(vocab_path), source=vocab_path.name)
     merges = parse_merges_txt(_read(merges_path), source=merges_path.name)
     return build_gpt2(
         vocab,
@@ -194,6 +214,7 @@ def load_gpt2(
         special_tokens=special_tokens,
         vocab_source=vocab_path.name,
         merges_source=merges_path.name,
+        vocab_lines=lines,
     )
 
 
