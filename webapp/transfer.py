@@ -76,7 +76,10 @@ def _upload(name: str) -> imports.Upload | None:
     storage: FileStorage | None = request.files.get(name)
     if storage is None or not storage.filename:
         return None
-    data = storage.stream.read(MAX_IMPORT_BYTES + 1)
+    try:
+        data = storage.stream.read(MAX_IMPORT_BYTES + 1)
+    finally:
+        storage.close()  # werkzeug spools big parts to a temp file; do not leave it to the GC
     if len(data) > MAX_IMPORT_BYTES:
         raise imports.ImportProblem(f"{storage.filename} is larger than {MAX_IMPORT_BYTES >> 20} MiB, "
                                     "the most an imported tokenizer file may be.")
