@@ -195,6 +195,7 @@ def learn(
         return -n / (sym_count[ord(pair[0])] * sym_count[ord(pair[1])]) if likelihood else -n
 
     heap = [(key(p, n), rev[ord(p[0])] + rev[ord(p[1])], p) for p, n in pair_count.items()]
+    symbol_entry: dict[str, float] = {}  # symbol -> key of its one valid symbol entry
     heapq.heapify(heap)
 
     # 4. Merge the best pair until the vocabulary is full. Heap entries are lazy: a pair entry
@@ -212,16 +213,30 @@ def learn(
     target = options.vocab_size
     while len(vocab) < target and heap:
         score, tie, pair = heapq.heappop(heap)
-        if len(pair) == 1:  # a symbol entry: push its live pairs with their current scores
+        if len(pair) == 1:  # a symbol entry: push its pairs that can compete now
             sym = pair
-            left_count = sym_count[ord(sym)]
-            if not left_count or score != -1 / left_count:
-                continue  # outdated: a newer entry for this symbol exists, or it is used up
-            live = {p for p in partners[sym] if pair_count.get(p, 0) > 0}
+            if symbol_entry.get(sym) != score:
+                continue  # outdated: a newer entry for this symbol exists
+            del symbol_entry[sym]
+            # Pairs that cannot beat the best remaining entry stay behind one residual entry
+            # holding their best score, so the heap does not fill with hopeless entries.
+            threshold = heap[0][0] if heap else 0.0
+            residual = 0.0
+            live = set()
+            for p in partners[sym]:
+                p_n = pair_count.get(p, 0)
+                if p_n > 0:
+                    live.add(p)
+                if p_n >= min_count:
+                    p_key = -p_n / (sym_count[ord(p[0])] * sym_count[ord(p[1])])  # as key() computes it
+                    if p_key <= threshold:
+                        heapq.heappush(heap, (p_key, rev[ord(p[0])] + rev[ord(p[1])], p))
+                    elif p_key < residual:
+                        residual = p_key
             partners[sym] = live
-            for p in live:
-                if pair_count[p] >= min_count:
-                    heapq.heappush(heap, (key(p, pair_count[p]), rev[ord(p[0])] + rev[ord(p[1])], p))
+            if residual:
+                symbol_entry[sym] = residual
+                heapq.heappush(heap, (residual, "", sym))
             continue
         n = pair_count.get(pair, 0)
         if n < min_count:
@@ -283,7 +298,8 @@ def learn(
         if likelihood:
             for sym in {pair[0], pair[1]}:
                 if sym_count[ord(sym)] > 0:
-                    heapq.heappush(heap, (-1 / sym_count[ord(sym)], "", sym))
+                    symbol_entry[sym] = -1 / sym_count[ord(sym)]
+                    heapq.heappush(heap, (symbol_entry[sym], "", sym))
         if len(merges) % max(1, target // 64) == 0:
             curve.append([len(vocab), round(total_bytes / max(total_symbols, 1), 4)])
         reporter.update("merges", len(vocab), target)
