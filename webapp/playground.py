@@ -123,8 +123,10 @@ def inspector(tokenizer_id: int, token_id: int) -> Response:
 
 def init_app(app: Flask) -> None:
     """Register the playground's blueprints (encode, compare, vocabulary, transfer, API)."""
-    from webapp import api, compare_views, transfer, vocab_views
+    from webapp import api, compare_views, spans_html, transfer, vocab_views
 
+    app.add_template_global(spans_html.spans_markup, "spans_markup")
+    app.add_template_global(spans_html.ids_markup, "ids_markup")
     app.register_blueprint(bp)
     app.register_blueprint(compare_views.bp)
     app.register_blueprint(vocab_views.bp)

@@ -71,13 +71,17 @@ def grapheme_boundaries(text: str) -> set[int]:
     return bounds
 
 
-def _part(tokenizer: Tokenizer, index: int, span: TokenSpan) -> TokenPart:
-    try:
-        data = tokenizer.token_bytes(span.id)
-    except ValueError:
-        data = b""
-    token = tokenizer.id_to_token(span.id)
-    return TokenPart(index, span.id, token if token is not None else "?", data.hex(" "), span.special)
+def _describe(tokenizer: Tokenizer, token_id: int, memo: dict[int, tuple[str, str]]) -> tuple[str, str]:
+    """(vocabulary string, bytes in hex) of an id, memoised: real text repeats its tokens."""
+    found = memo.get(token_id)
+    if found is None:
+        try:
+            data = tokenizer.token_bytes(token_id)
+        except ValueError:
+            data = b""
+        token = tokenizer.id_to_token(token_id)
+        found = memo[token_id] = (token if token is not None else "?", data.hex(" "))
+    return found
 
 
 def group_spans(text: str, token_spans: Sequence[TokenSpan], tokenizer: Tokenizer, *,
@@ -110,8 +114,10 @@ def group_spans(text: str, token_spans: Sequence[TokenSpan], tokenizer: Tokenize
             position = end
             current = None
 
+    memo: dict[int, tuple[str, str]] = {}
     for index, span in enumerate(shown):
-        part = _part(tokenizer, index, span)
+        token, hex_ = _describe(tokenizer, span.id, memo)
+        part = TokenPart(index, span.id, token, hex_, span.special)
         if span.special or span.char_start >= span.char_end:
             flush()
             if span.char_start > position:
