@@ -113,9 +113,7 @@ def _count_spans(
     return words
 
 
-def _count_range(
-    span: tuple[Path, int, int], *, normalizer: str | list[str], pre_tokenizer: str, drop: tuple[str, ...]
-) -> list[str]:
+def _decode_range(span: tuple[Path, int, int]) -> str:
     path, start, end = span
     with path.open("rb") as handle:
         handle.seek(start)
@@ -127,6 +125,13 @@ def _count_range(
             f"The corpus is not UTF-8 text (byte {start + exc.start} cannot be decoded); convert it to UTF-8.",
             source=str(path),
         ) from None
+    return text
+
+
+def _count_range(
+    span: tuple[Path, int, int], *, normalizer: str | list[str], pre_tokenizer: str, drop: tuple[str, ...]
+) -> list[str]:
+    text = _decode_range(span)
     for token in drop:
         if token in text:
             text = text.replace(token, " ")
@@ -166,5 +171,31 @@ def count_words(
         counts = parts[0]
         for part in parts[1:]:
             counts.update(part)
+    reporter.update("counting", len(spans), len(spans), force=True)
+    return counts
+
+
+def _count_chars_in(spans: list[tuple[Path, int, int]], *, normalizer: str | list[str], drop: tuple[str, ...]) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for span in spans:
+        text = _decode_range(span)
+        for token in drop:
+            text = text.replace(token, "")
+        counts.update(fast_normalize(get_normalizer(normalizer))(text))
+    return counts
+
+
+def count_chars(
+    files: Sequence[Path], *, normalizer: str | list[str] | None, drop: Sequence[str] = (), reporter: Reporter | None = None
+) -> Counter[str]:
+    """Count the characters of ``files`` after normalization (``drop`` strings removed)."""
+    reporter = reporter or Reporter()
+    spans = [span for path in files for span in byte_ranges(Path(path))]
+    reporter.update("counting", 0, len(spans), force=True)
+    counts = _count_chars_in(
+        spans,
+        normalizer=list(normalizer) if isinstance(normalizer, list | tuple) else (normalizer or "none"),
+        drop=tuple(sorted({*drop, DOCUMENT_SEPARATOR}, key=len, reverse=True)),
+    )
     reporter.update("counting", len(spans), len(spans), force=True)
     return counts

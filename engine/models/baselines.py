@@ -1,0 +1,214 @@
+"""The textbook tokenizers the playground compares subword models with.
+
+- ``WordLevel``: one id per known word (a frequency vocabulary), ``[UNK]`` for the rest.
+- ``CharLevel``: one id per character; unknown characters are ``[UNK]``.
+- ``ByteLevel``: one id per UTF-8 byte, ids 0..255; nothing is ever unknown.
+- ``MaxMatch``: dictionary maximum matching, forward (FMM: from the left, the longest word
+  that matches) or backward (BMM: from the right). A position no word matches becomes a
+  one-character ``[UNK]``. The classic case: 研究生命科学 is 研究生/命/科学 forward and
+  研究/生命/科学 backward.
+
+Each is a real :class:`~engine.models.base.Model`, so encode/decode/offsets come from the
+pipeline. Hugging Face has WordLevel and BPE (a byte vocabulary without merges is our
+``ByteLevel``), so those export losslessly; ``CharLevel`` is written as ``WordLevel`` behind a
+one-character ``Split``; ``MaxMatch`` has no HF equivalent and is written as a Tokenforge
+``{"type": "MaxMatch"}`` model that only Tokenforge reads. Training lives in
+``trainers/baselines.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from engine.byte_unicode import BYTE_TO_UNICODE, UNICODE_TO_BYTE
+from engine.errors import ConfigError, FormatError
+
+DIRECTIONS = ("forward", "backward")
+
+
+def _read_vocab(data: Mapping[str, Any], kind: str) -> dict[str, int]:
+    vocab = data.get("vocab")
+    if not isinstance(vocab, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0 for k, v in vocab.items()
+    ):
+        raise FormatError(f"The {kind} model needs a \"vocab\" object mapping tokens to non-negative integer ids.")
+    return dict(vocab)
+
+
+class _Vocabulary:
+    """Shared vocabulary bookkeeping: strings to ids and back, and the unknown token."""
+
+    kind = ""
+
+    def __init__(self, vocab: Mapping[str, int], *, unk_token: str | None = "[UNK]") -> None:
+        self._ids = dict(vocab)
+        self._tokens = {i: t for t, i in self._ids.items()}
+        if len(self._tokens) != len(self._ids):
+            raise FormatError(f"Two tokens of the {self.kind} vocabulary share one id; every token needs its own id.")
+        self.unk_token = unk_token
+        self.unk_id: int | None = self._ids.get(unk_token) if unk_token is not None else None
+
+    @property
+    def vocab_size(self) -> int:
+        return max(self._tokens) + 1 if self._tokens else 0
+
+    def vocab(self) -> dict[str, int]:
+        return dict(self._ids)
+
+    def id_to_token(self, token_id: int) -> str | None:
+        return self._tokens.get(token_id)
+
+    def token_to_id(self, token: str) -> int | None:
+        return self._ids.get(token)
+
+    def token_bytes(self, token_id: int) -> bytes:
+        return self._tokens[token_id].encode("utf-8")
+
+    def _unknown(self, text: str) -> int:
+        if self.unk_id is None:
+            raise ConfigError(
+                f"{text[:40]!r} is not in the {self.kind} vocabulary and there is no unknown token; "
+                f"add {self.unk_token or '[UNK]'!r} to the vocabulary."
+            )
+        return self.unk_id
+
+    def _sorted_vocab(self) -> dict[str, int]:
+        return dict(sorted(self._ids.items(), key=lambda item: item[1]))
+
+
+class WordLevel(_Vocabulary):
+    """A word vocabulary: each pre-token is one id, or the unknown token."""
+
+    kind = "wordlevel"
+
+    def tokenize(self, piece: str) -> list[int]:
+        if not piece:
+            return []
+        found = self._ids.get(piece)
+        return [found if found is not None else self._unknown(piece)]
+
+    def to_hf(self) -> dict[str, Any]:
+        return {"type": "WordLevel", "vocab": self._sorted_vocab(), "unk_token": self.unk_token}
+
+    @classmethod
+    def from_hf(cls, data: Mapping[str, Any], *, special_tokens: Mapping[str, int] | None = None) -> WordLevel:
+        unk = data.get("unk_token")
+        if unk is not None and not isinstance(unk, str):
+            raise FormatError(f"The WordLevel unk_token must be a string, not {unk!r}.")
+        return cls(_read_vocab(data, "WordLevel"), unk_token=unk)
+
+
+class CharLevel(WordLevel):
+    """A character vocabulary: every character of a pre-token is one id."""
+
+    kind = "char"
+
+    def tokenize(self, piece: str) -> list[int]:
+        ids = self._ids
+        return [ids[c] if c in ids else self._unknown(c) for c in piece]
+
+
+class ByteLevel:
+    """Raw UTF-8 bytes: the id of a byte is its value; vocabulary strings use GPT-2's alphabet."""
+
+    kind = "byte"
+    unk_id: int | None = None
+    vocab_size = 256
+
+    def tokenize(self, piece: str) -> list[int]:
+        return list(piece.encode("utf-8"))
+
+    def token_bytes(self, token_id: int) -> bytes:
+        if not 0 <= token_id < 256:
+            raise KeyError(token_id)
+        return bytes((token_id,))
+
+    def id_to_token(self, token_id: int) -> str | None:
+        return BYTE_TO_UNICODE.get(token_id)
+
+    def token_to_id(self, token: str) -> int | None:
+        return UNICODE_TO_BYTE.get(token)
+
+    def vocab(self) -> dict[str, int]:
+        return {BYTE_TO_UNICODE[b]: b for b in range(256)}
+
+    def to_hf(self) -> dict[str, Any]:
+        # The same object as a byte-level BPE with no merges, which is what Hugging Face loads.
+        return {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": False,
+            "vocab": self.vocab(),
+            "merges": [],
+        }
+
+
+class MaxMatch(_Vocabulary):
+    """Dictionary maximum matching over a word list, forward (FMM) or backward (BMM)."""
+
+    kind = "maxmatch"
+
+    def __init__(
+        self, vocab: Mapping[str, int], *, direction: str = "forward", unk_token: str | None = "[UNK]"
+    ) -> None:
+        if direction not in DIRECTIONS:
+            raise ConfigError(f"Unknown matching direction {direction!r}; use direction='forward' or 'backward'.")
+        super().__init__(vocab, unk_token=unk_token)
+        self.direction = direction
+        self._longest = max((len(t) for t in self._ids if t != unk_token), default=1)
+
+    def tokenize(self, piece: str) -> list[int]:
+        return self._forward(piece) if self.direction == "forward" else self._backward(piece)
+
+    def _forward(self, piece: str) -> list[int]:
+        ids, vocab, n, start = [], self._ids, len(piece), 0
+        while start < n:
+            for end in range(min(n, start + self._longest), start, -1):
+                found = vocab.get(piece[start:end])
+                if found is not None and found != self.unk_id:
+                    ids.append(found)
+                    start = end
+                    break
+            else:
+                ids.append(self._unknown(piece[start]))
+                start += 1
+        return ids
+
+    def _backward(self, piece: str) -> list[int]:
+        ids, vocab, end = [], self._ids, len(piece)
+        while end > 0:
+            for start in range(max(0, end - self._longest), end):
+                found = vocab.get(piece[start:end])
+                if found is not None and found != self.unk_id:
+                    ids.append(found)
+                    end = start
+                    break
+            else:
+                ids.append(self._unknown(piece[end - 1]))
+                end -= 1
+        ids.reverse()
+        return ids
+
+    def to_hf(self) -> dict[str, Any]:
+        return {
+            "type": "MaxMatch",
+            "direction": self.direction,
+            "unk_token": self.unk_token,
+            "vocab": self._sorted_vocab(),
+        }
+
+    @classmethod
+    def from_hf(cls, data: Mapping[str, Any], *, special_tokens: Mapping[str, int] | None = None) -> MaxMatch:
+        direction = data.get("direction", "forward")
+        if direction not in DIRECTIONS:
+            raise FormatError(f"The MaxMatch direction must be 'forward' or 'backward', not {direction!r}.")
+        unk = data.get("unk_token")
+        if unk is not None and not isinstance(unk, str):
+            raise FormatError(f"The MaxMatch unk_token must be a string, not {unk!r}.")
+        return cls(_read_vocab(data, "MaxMatch"), direction=direction, unk_token=unk)
