@@ -174,8 +174,9 @@ def _write_model_files(tokenizer: Tokenizer, outdir: Path) -> list[Path]:
         save_gpt2(tokenizer, outdir / "vocab.json", outdir / "merges.txt")
         return [outdir / "vocab.json", outdir / "merges.txt"]
     if kind == "wordpiece":
-        tokens = [tokenizer.id_to_token(i) for i in range(tokenizer.vocab_size)]
-        (outdir / "vocab.txt").write_text("".join(f"{t or ''}\n" for t in tokens), encoding="utf-8")
+        from engine.formats.vocab_txt import write_vocab_txt
+
+        write_vocab_txt(tokenizer.model.vocab(), outdir / "vocab.txt")
         return [outdir / "vocab.txt"]
     if kind == "unigram":
         from engine.formats.spm import save_vocab
@@ -263,11 +264,12 @@ def cmd_import(args: argparse.Namespace) -> int:
         tokenizer = load_tiktoken(args.tiktoken, args.sidecar, pretokenizer=args.pretokenizer,
                                   special_tokens=specials)
     else:
-        try:
-            vocab_txt = importlib.import_module("engine.formats.vocab_txt")
-        except ImportError:
-            return _fail("import", "--vocab-txt is not available in this version (engine.formats.vocab_txt is missing).")
-        tokenizer = vocab_txt.load_vocab_txt(args.vocab_txt, special_tokens=specials)
+        from engine.formats.vocab_txt import load_bert_tokenizer
+
+        if specials:
+            return _fail("import", "--special-token does not apply to --vocab-txt: BERT's special tokens "
+                                   "([PAD], [UNK], [CLS], [SEP], [MASK]) are taken from the file.")
+        tokenizer = load_bert_tokenizer(args.vocab_txt, lowercase=not args.cased)
     tokenizer.save(args.output)
     print(f"Imported {tokenizer.vocab_size} tokens; wrote {args.output}.")
     return 0
@@ -303,7 +305,8 @@ def register(subparsers: Any) -> None:
     imp.add_argument("--merges", metavar="merges.txt", help="GPT-2 merges.txt, with or without #version")
     imp.add_argument("--tiktoken", metavar="FILE", help="a tiktoken rank file")
     imp.add_argument("--sidecar", metavar="FILE.json", help="its sidecar (default: FILE.json if it exists)")
-    imp.add_argument("--vocab-txt", metavar="FILE", help="a WordPiece vocab.txt")
+    imp.add_argument("--vocab-txt", metavar="FILE", help="a BERT WordPiece vocab.txt")
+    imp.add_argument("--cased", action="store_true", help="with --vocab-txt: do not lowercase (cased BERT)")
     imp.add_argument("--pretokenizer", metavar="NAME|REGEX",
                      help="gpt2, gpt4, o200k, whitespace or a regex (default: gpt2; tiktoken: its sidecar)")
     imp.add_argument("--special-token", action="append", metavar="TOKEN", help="a special token (repeatable)")

@@ -71,6 +71,13 @@ def test_import_gpt2_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert Tokenizer.from_file(tmp_path / "t.json").encode(f"the{EOT}", allowed_special="all") == [257, 258]
 
 
+def test_import_vocab_txt(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\ncat\n##s\n", encoding="utf-8")
+    code, out, err = run(capsys, "import", "--vocab-txt", str(tmp_path / "vocab.txt"), "-o", str(tmp_path / "t.json"))
+    assert (code, err) == (0, "")
+    assert Tokenizer.from_file(tmp_path / "t.json").encode("The cats") == [2, 4, 5, 6, 3]
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
