@@ -15,8 +15,7 @@ Normalization (lowercasing etc.) is ``normalizers.py``'s job, not this module's.
 from __future__ import annotations
 
 import unicodedata
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import regex
 
@@ -44,8 +43,7 @@ PATTERNS: dict[str, str] = {"gpt2": GPT2_PATTERN, "gpt4": GPT4_PATTERN, "o200k":
 HF_BYTELEVEL_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
 
-@dataclass(frozen=True, slots=True)
-class Piece:
+class Piece(NamedTuple):
     """One pre-token: its text, and the span ``[start, end)`` of input characters it covers.
 
     ``offsets`` is ``None`` when ``text == input[start:end]``; otherwise it has
@@ -194,7 +192,7 @@ class Metaspace:
         return {
             "type": "Metaspace",
             "replacement": self.replacement,
-            "prepend_scheme": "first" if self.add_dummy_prefix else "never",
+            "prepend_scheme": "always" if self.add_dummy_prefix else "never",
             "split": self.split_by_whitespace,
         }
 

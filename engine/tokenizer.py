@@ -126,7 +126,10 @@ class Tokenizer:
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Encode ``text`` with special tokens treated as plain text."""
-        return list(chain.from_iterable(map(self._tokenize_cached, self._pieces(text))))
+        try:
+            return list(chain.from_iterable(map(self._tokenize_cached, self._pieces(text))))
+        except UnicodeEncodeError:
+            return self.encode_ordinary(replace_surrogates(text))
 
     def encode(
         self,
@@ -168,7 +171,11 @@ class Tokenizer:
         allowed, disallowed = self.specials.resolve(allowed_special, disallowed_special)
         if disallowed:
             self.specials.check_disallowed(text, disallowed)
-        byte_at = char_byte_offsets(text)
+        try:
+            byte_at = char_byte_offsets(text)
+        except UnicodeEncodeError:
+            text = replace_surrogates(text)
+            byte_at = char_byte_offsets(text)
         spans: list[TokenSpan] = []
         for start, end, special_id in self.specials.split(text, allowed):
             if special_id is not None:
@@ -193,9 +200,20 @@ class Tokenizer:
             normalized, align = segment, None
         pieces = self.pre_tokenizer.split(normalized) if self.pre_tokenizer else [Piece(normalized, 0, len(normalized))]
         surface = getattr(self.model, "surface_bytes", self.model.token_bytes)
+        unaligned = align is None
         for piece in pieces:
             ids = self._tokenize_cached(piece.text)
-            bounds = token_char_bounds(piece.text, [len(surface(i)) for i in ids])
+            lengths = [len(surface(i)) for i in ids]
+            if unaligned and piece.offsets is None and piece.text.isascii() and sum(lengths) == len(piece.text):
+                # The common case, kept cheap: one byte per character inside this piece.
+                char_pos = start + piece.start
+                byte_pos = byte_at[char_pos]
+                for token_id, length in zip(ids, lengths):
+                    yield TokenSpan(token_id, byte_pos, byte_pos + length, char_pos, char_pos + length)
+                    char_pos += length
+                    byte_pos += length
+                continue
+            bounds = token_char_bounds(piece.text, lengths)
             exact_bytes = align is None and piece.offsets is None
             piece_bytes = char_byte_offsets(piece.text) if exact_bytes else None
             position = 0
@@ -207,7 +225,7 @@ class Tokenizer:
                 lo, hi = start + lo, start + max(hi, lo)
                 if piece_bytes is not None and bounds is not None:
                     base = byte_at[start + piece.start]
-                    length = len(surface(token_id))
+                    length = lengths[index]
                     yield TokenSpan(token_id, base + position, base + position + length, lo, hi)
                     position += length
                 else:
@@ -273,6 +291,11 @@ class Tokenizer:
     @classmethod
     def from_file(cls, path: str | Path) -> Tokenizer:
         return cls.from_json(Path(path).read_text(encoding="utf-8"))
+
+
+def replace_surrogates(text: str) -> str:
+    """Replace lone surrogates (which UTF-8 cannot encode) with U+FFFD, as tiktoken does."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 _worker_tokenizer: Tokenizer | None = None
