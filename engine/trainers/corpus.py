@@ -26,6 +26,7 @@ import functools
 import multiprocessing
 import os
 import queue
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -172,8 +173,8 @@ def count_pretokens(
     ``split`` is a pre-tokenizer spec for :func:`engine.pretokenizers.get_pretokenizer` (a name
     or a regex) or a picklable callable ``str -> list[str]``. ``normalizer`` (picklable) runs
     on each stretch between special tokens before splitting. Special tokens are never counted.
-    ``num_workers`` defaults to the CPUs available; corpora under a few MB are counted in this
-    process. ``safe_cuts`` (default: on for the built-in pre-tokenizers without a normalizer)
+    ``num_workers`` defaults to the CPUs available (corpora under a few MB are then counted in
+    this process); 1 means no worker processes. ``safe_cuts`` (default: on for the built-in pre-tokenizers without a normalizer)
     allows cutting over-long documents as the module docstring explains. Progress is reported as
     stage ``"count"`` in bytes; a cancel request raises ``TrainingCancelled`` within ~0.2 s.
     """
@@ -185,9 +186,12 @@ def count_pretokens(
     reporter = reporter or Reporter()
     total = sum(os.path.getsize(f) for f in files)
     chunks = iter_documents(files, specials_list, max_chunk_chars=max_chunk_chars, safe_cuts=safe_cuts)
-    workers = num_workers if num_workers is not None else len(os.sched_getaffinity(0))
+    if num_workers is None:  # auto: all CPUs, but small corpora are not worth starting workers
+        workers = len(os.sched_getaffinity(0)) if total >= _IN_PROCESS_BYTES else 1
+    else:
+        workers = num_workers
     reporter.update("count", 0, total, force=True)
-    if workers <= 1 or total < _IN_PROCESS_BYTES:
+    if workers <= 1:
         specials = special_pattern(specials_list)
         counter: Counter[str] = Counter()
         for text, done in chunks:
@@ -201,8 +205,10 @@ def count_pretokens(
 def _count_in_workers(chunks: Iterator[tuple[str, int]], total: int, workers: int,
                       split: str | Splitter, special_tokens: tuple[str, ...],
                       normalizer: Normalizer | None, reporter: Reporter) -> dict[str, int]:
-    # 1. Start the workers ("spawn": safe whatever threads the parent runs).
-    ctx = multiprocessing.get_context("spawn")
+    # 1. Start the workers. Forking is fast and needs no importable __main__, but is only
+    #    safe in a single-threaded parent; otherwise spawn fresh interpreters.
+    single = threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if single else "spawn")
     tasks: multiprocessing.Queue = ctx.Queue(maxsize=2 * workers)  # bounds memory in flight
     results: multiprocessing.Queue = ctx.Queue()
     procs = [ctx.Process(target=_worker, args=(tasks, results, split, special_tokens, normalizer),
@@ -217,6 +223,9 @@ def _count_in_workers(chunks: Iterator[tuple[str, int]], total: int, workers: in
         try:
             kind, value = results.get(timeout=0.1) if block else results.get_nowait()
         except queue.Empty:
+            dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+            if dead:
+                raise RuntimeError(f"A pre-token counting worker died (exit code {dead[0]}).")
             return
         if kind == "error":
             raise value
