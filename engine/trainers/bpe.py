@@ -89,11 +89,12 @@ OPTIONS = BpeOptions
 
 def learn(
     word_counts: dict[str, int], options: BpeOptions, *, reporter: Reporter | None = None
-) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]], list[tuple[int, int, int]]]:
+) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]], list[tuple[int, int, int, int]]]:
     """Learn merges from pre-token counts: ``(vocab, merges, merge_stats)`` in final ids.
 
     ``vocab`` maps every id (special tokens included, as their UTF-8) to its bytes;
-    ``merge_stats[r] = (left_id, right_id, count)`` is merge ``r`` with its count when made.
+    ``merge_stats[r] = (left_id, right_id, count, removed)`` is merge ``r`` with its count when
+    made and the number of tokens it removed from the corpus (see ``merge_words``).
     """
     reporter = reporter or Reporter()
     k = len(options.special_tokens)
@@ -122,18 +123,18 @@ def learn(
     for internal, token in enumerate(token_bytes):
         vocab[final[internal]] = token
     vocab = dict(sorted(vocab.items()))
-    pairs = [(token_bytes[a], token_bytes[b]) for a, b, _ in merges]
-    stats = [(final[a], final[b], count) for a, b, count in merges]
+    pairs = [(token_bytes[a], token_bytes[b]) for a, b, _, _ in merges]
+    stats = [(final[a], final[b], count, removed) for a, b, count, removed in merges]
     return vocab, pairs, stats
 
 
 def compression_curve(
-    word_counts: dict[str, int], merge_stats: list[tuple[int, int, int]], base_vocab: int
+    word_counts: dict[str, int], merge_stats: list[tuple[int, int, int, int]], base_vocab: int
 ) -> list[list[float]]:
-    """``[vocab_size, bytes_per_token]`` points over training, exact and nearly free.
+    """``[vocab_size, bytes_per_token]`` points over training (at most ~256), exact and free.
 
-    The corpus starts as one token per byte, and merge ``r`` with count ``c`` removes exactly
-    ``c`` tokens, so the token count after each merge is a running subtraction.
+    The corpus starts as one token per byte and each merge removes a known number of tokens
+    (its count, except for overlapping pairs), so the token count is a running subtraction.
     """
     total_bytes = sum(len(w.encode("utf-8")) * n for w, n in word_counts.items())
     if not total_bytes:
@@ -141,8 +142,8 @@ def compression_curve(
     step = max(1, len(merge_stats) // CURVE_POINTS)
     tokens = total_bytes
     curve = [[base_vocab, 1.0]]
-    for rank, (_, _, count) in enumerate(merge_stats, start=1):
-        tokens -= count
+    for rank, (_, _, _, removed) in enumerate(merge_stats, start=1):
+        tokens -= removed
         if rank % step == 0 or rank == len(merge_stats):
             curve.append([base_vocab + rank, round(total_bytes / tokens, 4)])
     return curve
@@ -166,7 +167,7 @@ def train(files: list[Path], options: BpeOptions, *, reporter: Reporter) -> Trai
     specials = {token: i for i, token in enumerate(options.special_tokens)}
     tokenizer = byte_level_bpe(vocab, merges, pretokenizer=options.pretokenizer, special_tokens=specials)
     stats: dict[str, Any] = {
-        "merges": [list(m) for m in merge_stats],
+        "merges": [[left, right, count] for left, right, count, _ in merge_stats],
         "curve": compression_curve(counts, merge_stats, len(specials) + 256),
         "distinct_pretokens": len(counts),
         "stopped_early": len(merges) < options.vocab_size - len(specials) - 256,

@@ -56,13 +56,15 @@ def merge_words(
     min_frequency: int = 0,
     max_token_length: int | None = None,
     tick: Callable[[int], None] | None = None,
-) -> tuple[list[tuple[int, int, int]], list[bytes]]:
+) -> tuple[list[tuple[int, int, int, int]], list[bytes]]:
     """Learn up to ``num_merges`` merges over ``words`` (token strings, rewritten in place).
 
     ``words[i]`` spells a distinct pre-token with one character per token (``chr(id)``, see the
     module docstring) and ``freqs[i]`` is how often it occurs. Returns ``(merges, token_bytes)``
-    where ``merges[r] = (left, right, count)`` in internal ids (token ``256 + r`` is merge ``r``)
-    and ``token_bytes[t]`` is the byte string of internal token ``t``. ``tick(merges_done)`` is
+    where ``merges[r] = (left, right, count, removed)`` in internal ids (token ``256 + r`` is
+    merge ``r``): ``count`` is the pair's count when merged and ``removed`` how many tokens the
+    merge took out of the corpus (less than ``count`` only for overlapping pairs like ``a a a``).
+    ``token_bytes[t]`` is the byte string of internal token ``t``. ``tick(merges_done)`` is
     called after each merge (and every few thousand words while indexing) so the caller can
     report progress and raise to cancel.
     """
@@ -86,7 +88,7 @@ def merge_words(
     heap = [(-c, inv[ord(p[0])] + inv[ord(p[1])], p) for p, c in counts.items()] if max_len >= 2 else []
     heapq.heapify(heap)
 
-    merges: list[tuple[int, int, int]] = []
+    merges: list[tuple[int, int, int, int]] = []
     heappush, heappop, heapreplace = heapq.heappush, heapq.heappop, heapq.heapreplace
     floor = max(min_frequency, 1)
     while len(merges) < num_merges:
@@ -109,7 +111,7 @@ def merge_words(
         merged = token_bytes[ord(a)] + token_bytes[ord(b)]
         token_bytes.append(merged)
         inv.append(_invert(merged))
-        merges.append((ord(a), ord(b), -neg))
+        removed = -neg
 
         # 4. Rewrite every word holding the pair; take the count of each pair around an
         #    occurrence away and index the word under the pair it forms with the new token.
@@ -117,6 +119,8 @@ def merge_words(
         #    occurrences touch ("abab" -> "tt") the pair between them becomes (t, t), not (t, a).
         new_where: defaultdict[str, list[int]] = defaultdict(list)
         tt = t + t
+        if a == b:  # occurrences overlap: "aaa" holds the pair twice but merges once
+            removed = sum(freqs[w] * words[w].count(p) for w in set(where[p]))
         for w in where.pop(p, ()):
             s = words[w]
             i = s.find(p)
@@ -140,6 +144,7 @@ def merge_words(
                 i = j
             words[w] = s.replace(p, t)
         del counts[p]
+        merges.append((ord(a), ord(b), -neg, removed))
         new_counts = {q: sum(map(freq_of, ws)) for q, ws in new_where.items()}
         counts.update(new_counts)
         where.update(new_where)
