@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from flask import Flask, redirect, url_for
+from flask_login import current_user
 from flask_wtf.csrf import CSRFProtect
 from werkzeug.wrappers import Response
 
-from webapp import db, errors, filters, requests
+from webapp import auth, db, errors, filters, requests, security
 from webapp.config import finish_settings, load_settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,9 +46,14 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     errors.init_app(app)
     requests.init_app(app)
     filters.init_app(app)
+    auth.init_app(app)  # login sessions, API keys, and the gate in front of every view
+    security.init_app(app)  # CSP and security headers, API rate limits, busy-database answers
 
-    from webapp import corpora, tokenizers
+    from webapp import accounts, corpora, sharing, teams, tokenizers
 
+    app.register_blueprint(accounts.bp)
+    app.register_blueprint(teams.bp)
+    app.register_blueprint(sharing.bp)
     app.register_blueprint(corpora.bp)
     app.register_blueprint(tokenizers.bp)
     from webapp import playground
@@ -56,8 +62,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
     @app.get("/")
     def index() -> Response:
-        """The home page is the tokenizer list until the playground lands."""
-        return redirect(url_for("tokenizers.index"))
+        """The home page is the tokenizer list (the gate sends visitors to the login page)."""
+        return redirect(url_for("tokenizers.index" if current_user.is_authenticated else "accounts.login"))
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:

@@ -28,6 +28,12 @@ ENV_DEFAULTS: dict[str, tuple[str, str]] = {
     "TOKENFORGE_MAX_ATTEMPTS": ("2", "Attempts before a job whose worker keeps dying is marked failed."),
     "TOKENFORGE_CANCEL_GRACE_SECONDS": ("5", "How long a cancelled run may take to stop before it is killed."),
     "TOKENFORGE_WORKER_NICE": ("10", "How much to lower the CPU priority of training processes."),
+    "TOKENFORGE_SECURE_COOKIES": ("0", "1 marks session cookies Secure (serve over HTTPS)."),
+    "TOKENFORGE_OPEN_SIGNUP": ("0", "1 lets anyone sign up; otherwise only the first user and invitees."),
+    "TOKENFORGE_LOGIN_RATE_LIMIT": ("10/300", "Login attempts allowed per IP address and per e-mail: N/SECONDS."),
+    "TOKENFORGE_API_RATE_LIMIT": ("600/60", "JSON API encode/decode calls allowed per user (or IP): N/SECONDS."),
+    "TOKENFORGE_MAX_ENCODE_CHARS": ("200000", "Longest text the playground and the API encode, in characters."),
+    "TOKENFORGE_INVITE_DAYS": ("7", "How many days an invite link stays valid."),
 }
 
 
@@ -75,6 +81,26 @@ def secret_key_for(data_dir: Path) -> str:
     return path.read_text(encoding="ascii").strip()
 
 
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    raw = (env.get(name) or ENV_DEFAULTS[name][0]).strip().lower()
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise SettingsError(f"{name} must be 1 or 0, not {raw!r}.")
+
+
+def _rate(env: Mapping[str, str], name: str) -> str:
+    from webapp.ratelimit import parse_limit
+
+    raw = env.get(name) or ENV_DEFAULTS[name][0]
+    try:
+        parse_limit(raw)
+    except SettingsError as exc:
+        raise SettingsError(f"{name}: {exc}") from None
+    return raw
+
+
 def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Return Flask config values built from ``env`` (default: ``os.environ``)."""
     env = os.environ if env is None else env
@@ -92,6 +118,13 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
         "MAX_ATTEMPTS": max(1, _number(env, "TOKENFORGE_MAX_ATTEMPTS", int)),
         "CANCEL_GRACE_SECONDS": _number(env, "TOKENFORGE_CANCEL_GRACE_SECONDS", float),
         "WORKER_NICE": _number(env, "TOKENFORGE_WORKER_NICE", int),
+        "SESSION_COOKIE_SECURE": _flag(env, "TOKENFORGE_SECURE_COOKIES"),
+        "REMEMBER_COOKIE_SECURE": _flag(env, "TOKENFORGE_SECURE_COOKIES"),
+        "OPEN_SIGNUP": _flag(env, "TOKENFORGE_OPEN_SIGNUP"),
+        "LOGIN_RATE_LIMIT": _rate(env, "TOKENFORGE_LOGIN_RATE_LIMIT"),
+        "API_RATE_LIMIT": _rate(env, "TOKENFORGE_API_RATE_LIMIT"),
+        "PLAYGROUND_MAX_CHARS": max(1, _number(env, "TOKENFORGE_MAX_ENCODE_CHARS", int)),
+        "INVITE_DAYS": _number(env, "TOKENFORGE_INVITE_DAYS", float),
     }
 
 

@@ -2,11 +2,14 @@
 
 Uploads are streamed into the content-addressed store by ``storage.py``; this module turns
 the outcome into database rows and pages. An upload whose content is already stored is
-reused instead of stored twice. Ownership by teams arrives with issue 6.
+reused instead of stored twice (within the same team: another team's corpora are never
+revealed). Every row is fetched through ``auth.owned_or_404``/``auth.scoped``; deleting asks for
+confirmation on a page of its own, and removes the stored file when no corpus uses it any more.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import PurePosixPath, PureWindowsPath
 
 from flask import Blueprint, abort, current_app, flash, redirect, request, url_for
@@ -14,6 +17,7 @@ from sqlalchemy import func, select
 from werkzeug.exceptions import ClientDisconnected
 from werkzeug.wrappers import Response
 
+from webapp.auth import current_team, owned_or_404, scoped
 from webapp.db import get_session
 from webapp.htmx import is_htmx, render
 from webapp.models import Corpus, Job
@@ -30,20 +34,25 @@ def store() -> CorpusStore:
 
 
 def clean_filename(raw: str) -> str:
-    """The last path component of a browser-supplied name (never a path), at most 200 chars."""
-    name = PureWindowsPath(PurePosixPath(raw or "").name).name.strip()
-    return name[:MAX_NAME] or "upload"
+    """The last path component of a browser-supplied name (never a path), at most 200 chars.
+
+    Control and format characters (NUL, newlines, bidi overrides, zero-width) are dropped, so a
+    name can neither break out of a header nor disguise its extension; ``.`` and ``..`` are not
+    names. The name is only ever displayed: files are stored under their hash.
+    """
+    base = PureWindowsPath(PurePosixPath((raw or "").replace("\x00", "")).name).name
+    name = "".join(c for c in base if unicodedata.category(c) not in ("Cc", "Cf")).strip()
+    if name in ("", ".", ".."):
+        return "upload"
+    return name[:MAX_NAME]
 
 
 def _all_corpora() -> list[Corpus]:
-    return list(get_session().scalars(select(Corpus).order_by(Corpus.created_at.desc(), Corpus.id.desc())))
+    return list(get_session().scalars(scoped(Corpus).order_by(Corpus.created_at.desc(), Corpus.id.desc())))
 
 
 def _get_or_404(corpus_id: int) -> Corpus:
-    corpus = get_session().get(Corpus, corpus_id)
-    if corpus is None:
-        abort(404)
-    return corpus
+    return owned_or_404(Corpus, corpus_id)
 
 
 @bp.get("/")
@@ -73,6 +82,7 @@ def upload() -> Response:
     if not files:
         errors.append("Choose at least one file to upload.")
     session = get_session()
+    team_id = current_team().id
     for upload_file in files:
         filename = clean_filename(upload_file.filename or "")
         try:
@@ -84,14 +94,15 @@ def upload() -> Response:
             errors.append(str(exc))
             offer_replace = offer_replace or exc.kind == "utf8"
             continue
-        existing = session.scalars(select(Corpus).where(Corpus.sha256 == result.sha256)).first()
+        existing = session.scalars(select(Corpus).where(Corpus.sha256 == result.sha256,
+                                                        Corpus.team_id == team_id)).first()
         if existing is not None:
             flash(f"{filename!r} has the same content as the corpus {existing.name!r}, "
                   "so that corpus is reused.")
             stored.append(existing)
             continue
         corpus = Corpus(
-            name=filename, sha256=result.sha256, format=result.format,
+            team_id=team_id, name=filename, sha256=result.sha256, format=result.format,
             original_filename=filename, upload_bytes=result.upload_bytes,
             size_bytes=result.size_bytes, stats=result.stats,
         )
@@ -132,12 +143,25 @@ def rename(corpus_id: int) -> Response:
                   status=422 if error else 200)
 
 
+@bp.get("/<int:corpus_id>/delete")
+def confirm_delete(corpus_id: int) -> Response:
+    """Ask before deleting a corpus."""
+    corpus = _get_or_404(corpus_id)
+    return render("auth/confirm.html", what=f"the corpus {corpus.name!r}",
+                  detail="Its stored file is removed too, unless another corpus has the same content.",
+                  action=url_for("corpora.delete", corpus_id=corpus.id),
+                  back=url_for("corpora.show", corpus_id=corpus.id))
+
+
 @bp.post("/<int:corpus_id>/delete")
 def delete(corpus_id: int) -> Response:
     """Delete a corpus and, if no other corpus shares its content, its stored file."""
     session = get_session()
     corpus = _get_or_404(corpus_id)
-    active = session.scalars(select(Job).where(Job.status.in_(("queued", "running")))).all()
+    if request.form.get("confirmed") != "yes":
+        return redirect(url_for("corpora.confirm_delete", corpus_id=corpus_id), 303)
+    active = session.scalars(select(Job).where(Job.status.in_(("queued", "running")),
+                                               Job.team_id == corpus.team_id)).all()
     if any(corpus_id in job.corpus_ids for job in active):
         flash(f"{corpus.name!r} is used by a job that has not finished; cancel it first.")
         return redirect(url_for("corpora.show", corpus_id=corpus_id), 303)

@@ -28,13 +28,15 @@ from webapp.models import Job, Tokenizer, utcnow
 def enqueue(
     session: Session,
     *,
+    team_id: int,
     name: str,
     algorithm: str,
     options: dict[str, Any],
     corpus_ids: Sequence[int],
 ) -> Job:
-    """Add a queued job and commit it."""
-    job = Job(name=name, algorithm=algorithm, options=options, corpus_ids=list(corpus_ids))
+    """Add a queued job of ``team_id`` and commit it."""
+    job = Job(team_id=team_id, name=name, algorithm=algorithm, options=options,
+              corpus_ids=list(corpus_ids))
     session.add(job)
     session.commit()
     return job
@@ -143,6 +145,7 @@ def complete(
         return None
     seconds = stats.get("seconds")
     tokenizer = Tokenizer(
+        team_id=job.team_id,  # the tokenizer belongs to the team that trained it
         name=job.name,
         algorithm=job.algorithm,
         source="trained",

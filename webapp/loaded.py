@@ -6,7 +6,8 @@ tokenizer is cached under (row id, creation time): a deleted row whose id SQLite
 different creation time and misses the cache. The row's metadata is read without the large
 ``tokenizer_json`` column, which is loaded only on a cache miss.
 
-Left out: access control (issue 6 adds a team filter to :func:`rows_query`).
+Access: :func:`rows_query` is ``auth.scoped`` over the user's teams plus the tokenizers shared
+with this visitor through share links, so every view that loads a tokenizer here is scoped.
 """
 
 from __future__ import annotations
@@ -43,7 +44,11 @@ class Loaded:
 
 def rows_query() -> Select[tuple[TokenizerRow]]:
     """Every tokenizer the current user may see, newest first, without the JSON column."""
-    return select(TokenizerRow).options(defer(TokenizerRow.tokenizer_json)).order_by(TokenizerRow.id.desc())
+    from webapp.auth import scoped
+    from webapp.sharing import shared_tokenizer_ids
+
+    return (scoped(TokenizerRow, shared_ids=shared_tokenizer_ids())
+            .options(defer(TokenizerRow.tokenizer_json)).order_by(TokenizerRow.id.desc()))
 
 
 def all_rows() -> list[TokenizerRow]:
@@ -92,6 +97,6 @@ def find(ref: object) -> Loaded | None:
     elif isinstance(ref, str) and ref.strip():
         row = session.scalar(rows_query().where(TokenizerRow.name == ref.strip()).limit(1))
         row_id = row.id if row is not None else None
-    if row_id is None or session.scalar(select(TokenizerRow.id).where(TokenizerRow.id == row_id)) is None:
+    if row_id is None or session.scalar(rows_query().where(TokenizerRow.id == row_id)) is None:
         return None
     return load(row_id)

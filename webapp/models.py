@@ -2,8 +2,8 @@
 
 Column shapes that repeat are ``Annotated`` aliases; every constraint has a name from the
 metadata's naming convention, so Alembic migrations can alter them on SQLite (batch mode) and
-PostgreSQL alike. Timestamps are stored UTC-aware. Teams and users (issue 6) will add a
-``team_id`` to each owned table; nothing here assumes a single owner beyond its absence.
+PostgreSQL alike. Timestamps are stored UTC-aware. Every corpus, job and tokenizer belongs to a
+team (``team_id``); the accounts, teams and sharing tables are in ``models_auth.py``.
 Queue operations live in ``jobs.py``; this module only declares the tables.
 """
 
@@ -79,12 +79,16 @@ JSONList = Annotated[list[Any], mapped_column(JSON, default=list)]
 Count = Annotated[int, mapped_column(BigInteger, default=0)]
 
 
+TeamFK = Annotated[int, mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)]
+
+
 class Corpus(Base):
     """An uploaded text corpus; its bytes live in the content-addressed store under ``sha256``."""
 
     __tablename__ = "corpora"
 
     id: Mapped[IntPK]
+    team_id: Mapped[TeamFK]
     name: Mapped[Name]
     sha256: Mapped[str] = mapped_column(String(64), index=True)
     format: Mapped[str] = mapped_column(String(20))  # "txt" | "jsonl", after any gzip
@@ -107,6 +111,7 @@ class Job(Base):
     )
 
     id: Mapped[IntPK]
+    team_id: Mapped[TeamFK]
     name: Mapped[Name]
     status: Mapped[str] = mapped_column(String(20), default="queued")
     algorithm: Mapped[str] = mapped_column(String(40))
@@ -138,6 +143,7 @@ class Tokenizer(Base):
     __table_args__ = (CheckConstraint("source IN ('trained', 'imported')", name="source"),)
 
     id: Mapped[IntPK]
+    team_id: Mapped[TeamFK]
     name: Mapped[Name]
     algorithm: Mapped[str] = mapped_column(String(40))
     source: Mapped[str] = mapped_column(String(20), default="trained")
@@ -150,3 +156,17 @@ class Tokenizer(Base):
         ForeignKey("jobs.id", ondelete="SET NULL"), index=True
     )
     created_at: Mapped[Created]
+
+
+from webapp.models_auth import (  # noqa: E402  (the tables must join the same metadata)
+    ApiKey,
+    Invite,
+    Membership,
+    SharedText,
+    ShareLink,
+    Team,
+    User,
+)
+
+__all__ = ["ApiKey", "Base", "Corpus", "Invite", "Job", "Membership", "SharedText", "ShareLink",
+           "Team", "Tokenizer", "User", "utcnow"]

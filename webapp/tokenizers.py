@@ -3,17 +3,20 @@
 A valid training form becomes a queued job (``jobs.enqueue``) and the browser is sent to the
 job page, whose progress block polls itself through htmx until the job ends. The playground
 (encode, compare, inspector, downloads) belongs to ``playground.py`` (issue 5), not here.
+Every row is fetched through ``auth.owned_or_404``/``auth.scoped``: other teams' jobs,
+corpora and tokenizers are 404s. Deleting a tokenizer asks for confirmation first.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, abort, redirect, request, url_for
+from flask import Blueprint, flash, redirect, request, url_for
 from sqlalchemy import select
 from werkzeug.wrappers import Response
 
 from webapp import jobs, training_form
+from webapp.auth import owned_or_404, scoped
 from webapp.db import get_session
 from webapp.htmx import is_htmx, render
 from webapp.models import Corpus, Job, Tokenizer
@@ -22,7 +25,7 @@ bp = Blueprint("tokenizers", __name__)
 
 
 def _corpora() -> list[Corpus]:
-    return list(get_session().scalars(select(Corpus).order_by(Corpus.name, Corpus.id)))
+    return list(get_session().scalars(scoped(Corpus).order_by(Corpus.name, Corpus.id)))
 
 
 def _train_page(algorithm: str, *, form: dict[str, Any] | None = None,
@@ -58,7 +61,7 @@ def train() -> Response:
                            errors={"": f"Choose an algorithm; {algorithm!r} is not available."})
     options, errors = training_form.parse(algorithm, form)
     ids = [int(i) for i in form["corpus_ids"] if str(i).isdigit()]
-    corpora = list(get_session().scalars(select(Corpus).where(Corpus.id.in_(ids)))) if ids else []
+    corpora = list(get_session().scalars(scoped(Corpus).where(Corpus.id.in_(ids)))) if ids else []
     if not ids:
         errors["corpus_ids"] = "Choose at least one corpus to train on."
     elif len(corpora) != len(set(ids)):
@@ -71,29 +74,30 @@ def train() -> Response:
     if not name:
         vocab = options.get("vocab_size")
         name = f"{algorithm}{f'-{vocab}' if vocab else ''} on {', '.join(c.name for c in corpora)}"
-    job = jobs.enqueue(get_session(), name=name[:200], algorithm=algorithm, options=options,
+    team_id = corpora[0].team_id  # all chosen corpora are the user's; train in the first's team
+    if any(c.team_id != team_id for c in corpora):
+        return _train_page(algorithm, form=form, status=422, errors={
+            "corpus_ids": "The chosen corpora belong to different teams; train on one team's corpora."})
+    job = jobs.enqueue(get_session(), team_id=team_id, name=name[:200], algorithm=algorithm, options=options,
                        corpus_ids=[c.id for c in corpora])
     return redirect(url_for("tokenizers.job", job_id=job.id), 303)
 
 
 def _job_or_404(job_id: int) -> Job:
-    job = get_session().get(Job, job_id)
-    if job is None:
-        abort(404)
-    return job
+    return owned_or_404(Job, job_id)
 
 
 def _job_context(job: Job) -> dict[str, Any]:
     session = get_session()
     tokenizer = session.scalars(select(Tokenizer).where(Tokenizer.job_id == job.id)).first()
-    corpora = session.scalars(select(Corpus).where(Corpus.id.in_(job.corpus_ids))).all()
+    corpora = session.scalars(scoped(Corpus).where(Corpus.id.in_(job.corpus_ids))).all()
     return {"job": job, "tokenizer": tokenizer, "corpora": corpora}
 
 
 @bp.get("/jobs")
 def job_list() -> Response:
     """All training jobs, newest first."""
-    rows = get_session().scalars(select(Job).order_by(Job.id.desc()).limit(500)).all()
+    rows = get_session().scalars(scoped(Job).order_by(Job.id.desc()).limit(500)).all()
     return render("tokenizers/jobs.html", jobs=rows)
 
 
@@ -117,9 +121,9 @@ def cancel(job_id: int) -> Response:
 @bp.get("/tokenizers")
 def index() -> Response:
     """All tokenizers, newest first."""
-    rows = get_session().scalars(select(Tokenizer).order_by(Tokenizer.id.desc())).all()
+    rows = get_session().scalars(scoped(Tokenizer).order_by(Tokenizer.id.desc())).all()
     active = get_session().scalars(
-        select(Job).where(Job.status.in_(("queued", "running"))).order_by(Job.id)
+        scoped(Job).where(Job.status.in_(("queued", "running"))).order_by(Job.id)
     ).all()
     return render("tokenizers/index.html", tokenizers=rows, active=active)
 
@@ -127,12 +131,33 @@ def index() -> Response:
 @bp.get("/tokenizers/<int:tokenizer_id>")
 def show(tokenizer_id: int) -> Response:
     """A tokenizer's summary: how it was trained, its size and its first merges."""
-    tokenizer = get_session().get(Tokenizer, tokenizer_id)
-    if tokenizer is None:
-        abort(404)
-    job = get_session().get(Job, tokenizer.job_id) if tokenizer.job_id else None
+    tokenizer = owned_or_404(Tokenizer, tokenizer_id)
+    job = get_session().scalar(scoped(Job).where(Job.id == tokenizer.job_id)) if tokenizer.job_id else None
     corpus_ids = tokenizer.config.get("corpus_ids", [])
-    corpora = get_session().scalars(select(Corpus).where(Corpus.id.in_(corpus_ids))).all()
+    corpora = get_session().scalars(scoped(Corpus).where(Corpus.id.in_(corpus_ids))).all()
     merges = tokenizer.stats.get("merges") or []
     return render("tokenizers/show.html", tokenizer=tokenizer, job=job, corpora=corpora,
                   merges=merges[:50], merge_count=len(merges))
+
+
+@bp.get("/tokenizers/<int:tokenizer_id>/delete")
+def confirm_delete(tokenizer_id: int) -> Response:
+    """Ask before deleting a tokenizer."""
+    tokenizer = owned_or_404(Tokenizer, tokenizer_id)
+    return render("auth/confirm.html", what=f"the tokenizer {tokenizer.name!r}",
+                  detail="Its share links and shared texts stop working.",
+                  action=url_for("tokenizers.delete", tokenizer_id=tokenizer.id),
+                  back=url_for("tokenizers.show", tokenizer_id=tokenizer.id))
+
+
+@bp.post("/tokenizers/<int:tokenizer_id>/delete")
+def delete(tokenizer_id: int) -> Response:
+    """Delete a tokenizer (its JSON lives in its row) with its share links."""
+    tokenizer = owned_or_404(Tokenizer, tokenizer_id)
+    if request.form.get("confirmed") != "yes":
+        return redirect(url_for("tokenizers.confirm_delete", tokenizer_id=tokenizer_id), 303)
+    name = tokenizer.name
+    get_session().delete(tokenizer)
+    get_session().commit()
+    flash(f"Deleted the tokenizer {name!r}.")
+    return redirect(url_for("tokenizers.index"), 303)

@@ -16,6 +16,7 @@ from werkzeug.datastructures import FileStorage
 from werkzeug.wrappers import Response
 
 from webapp import downloads, imports
+from webapp.auth import current_team
 from webapp.db import get_session
 from webapp.htmx import render
 from webapp.loaded import load
@@ -103,7 +104,7 @@ def import_upload() -> Response:
         return render("playground/import.html", status=422, **_form_context(kind=kind, error=str(exc)))
     first = next((f for f in files.values() if f is not None), None)
     name = name or (first.filename if first else "imported tokenizer")
-    row = TokenizerRow(name=name[:200], algorithm=tokenizer.model.kind, source="imported",
+    row = TokenizerRow(team_id=current_team().id, name=name[:200], algorithm=tokenizer.model.kind, source="imported",
                        tokenizer_json=tokenizer.to_json(), vocab_size=tokenizer.vocab_size, stats={},
                        config={"import": {"kind": kind, "files": [f.filename for f in files.values() if f],
                                           "pattern": form.get("pattern", "")}})

@@ -12,15 +12,16 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, request
-from sqlalchemy import select
 from werkzeug.wrappers import Response
 
 from webapp import charts, heldout, vocab_browser
+from webapp.auth import owned_or_404, scoped
 from webapp.corpora import store
 from webapp.db import get_session
 from webapp.htmx import render
 from webapp.loaded import Loaded, load
 from webapp.models import Corpus
+from webapp.models import Tokenizer as TokenizerRow
 
 bp = Blueprint("vocab", __name__)
 
@@ -49,12 +50,12 @@ def _histogram(lengths: list[tuple[int, int]]) -> Any:
 def _insights_context(loaded: Loaded) -> dict[str, Any]:
     curve = loaded.stats.get("curve") or []
     points = [(p[0], p[1]) for p in curve if isinstance(p, (list, tuple)) and len(p) >= 2]
-    corpora = list(get_session().scalars(select(Corpus).order_by(Corpus.name)))
+    corpora = list(get_session().scalars(scoped(Corpus).order_by(Corpus.name)))
     trained_on = set(loaded.row.config.get("corpus_ids", []) or [])
     if loaded.row.job_id:
         from webapp.models import Job
 
-        job = get_session().get(Job, loaded.row.job_id)
+        job = get_session().scalar(scoped(Job).where(Job.id == loaded.row.job_id))
         trained_on.update(job.corpus_ids if job else [])
     return {
         "loaded": loaded,
@@ -69,17 +70,19 @@ def _insights_context(loaded: Loaded) -> dict[str, Any]:
 @bp.get("/tokenizers/<int:tokenizer_id>/insights")
 def insights(tokenizer_id: int) -> Response:
     """Training insights: the compression curve, token lengths and a held-out evaluation form."""
+    owned_or_404(TokenizerRow, tokenizer_id)  # insights show training data: team members only
     return render("playground/insights.html", **_insights_context(load(tokenizer_id)))
 
 
 @bp.post("/tokenizers/<int:tokenizer_id>/insights/evaluate")
 def evaluate(tokenizer_id: int) -> Response:
     """Evaluate the tokenizer on the chosen held-out split; htmx gets only the result block."""
+    owned_or_404(TokenizerRow, tokenizer_id)
     context = _insights_context(load(tokenizer_id))
     form = request.form
     context["form"] = form
     raw_corpus, raw_percent = form.get("corpus_id", ""), form.get("percent", "")
-    corpus = get_session().get(Corpus, int(raw_corpus)) if raw_corpus.isdigit() else None
+    corpus = get_session().scalar(scoped(Corpus).where(Corpus.id == int(raw_corpus))) if raw_corpus.isdigit() else None
     status = 200
     if corpus is None:
         context["eval_error"] = "Choose a corpus to take the held-out split from."

@@ -6,13 +6,18 @@ Reusable by every browser test (the playground's too):
   ``/usr/bin/chromium`` (never ``playwright install``, which downloads and fails offline);
 - ``live_server`` runs the real ``tokenforge serve`` (migrations, gunicorn, one job worker) on a
   free port with its data in a temp folder, and stops it with SIGTERM afterwards;
+- ``live_server`` signs up one account (the admin, ``LIVE_EMAIL``/``LIVE_PASSWORD``) through the
+  real sign-up form, and ``page`` (pytest-playwright's, overridden here) starts logged in as it;
+  ``anon_page`` is a browser that has not logged in;
 - ``artifacts_dir`` is where screenshots go: ``$TOKENFORGE_TEST_ARTIFACTS`` if set, else
   ``<tmp>/tokenforge-test-artifacts`` (never the working directory).
 """
 
 from __future__ import annotations
 
+import http.cookiejar
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -20,6 +25,7 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,6 +36,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
+LIVE_EMAIL = "admin@example.com"
+LIVE_PASSWORD = "correct horse battery staple"
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--disable-sync",
@@ -93,6 +101,7 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
             process.kill()
             raise RuntimeError(f"tokenforge serve did not start:\n{log.read_text()}")
         time.sleep(0.1)
+    signup(url, LIVE_EMAIL, LIVE_PASSWORD)
     yield LiveServer(url, data_dir, log)
     process.send_signal(signal.SIGTERM)
     try:
@@ -102,3 +111,38 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
         process.wait()
         raise
     assert code == 0, log.read_text()
+
+
+def signup(url: str, email: str, password: str, name: str = "Admin") -> urllib.request.OpenerDirector:
+    """Sign up through the real form (CSRF token and all); return an opener holding the session."""
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+    with opener.open(url + "signup", timeout=10) as response:
+        form = response.read().decode("utf-8")
+    token = re.search(r'name="csrf_token" value="([^"]+)"', form)
+    if token is None:
+        raise RuntimeError("the sign-up form has no CSRF token")
+    body = urllib.parse.urlencode({"csrf_token": token.group(1), "email": email, "name": name,
+                                   "password": password, "confirm": password}).encode()
+    with opener.open(url + "signup", data=body, timeout=30) as response:
+        if "/tokenizers" not in response.geturl():
+            raise RuntimeError(f"sign-up did not log in: ended at {response.geturl()}")
+    return opener
+
+
+@pytest.fixture
+def page(page: Any, live_server: LiveServer) -> Any:
+    """pytest-playwright's page, logged in as the live server's admin through the login form."""
+    page.goto(live_server.url + "login")
+    page.fill('input[name="email"]', LIVE_EMAIL)
+    page.fill('input[name="password"]', LIVE_PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(re.compile(r"/tokenizers/?$"))
+    return page
+
+
+@pytest.fixture
+def anon_page(browser: Any) -> Iterator[Any]:
+    """A page in a fresh browser context that has never logged in."""
+    context = browser.new_context()
+    yield context.new_page()
+    context.close()

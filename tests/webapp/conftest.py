@@ -1,6 +1,9 @@
 """Fixtures for the web app tests: flaskr-style ``app`` and ``client`` on a ``tmp_path`` database.
 
-``app``/``client`` use SQLite. ``db_app`` (and ``database_url``) are parametrized over SQLite
+Every app starts with one account, Alice (the admin, user 1), owner of team 1; ``client`` is
+logged in as her, ``anon_client`` is a visitor. :func:`add_user` makes more accounts (each with
+a team of its own) and :func:`login_as` puts a client in someone's session without the cost of
+a real password check. ``app``/``client`` use SQLite. ``db_app`` (and ``database_url``) are parametrized over SQLite
 and PostgreSQL; the PostgreSQL case runs only when ``TOKENFORGE_TEST_POSTGRES_URL`` points at a
 server (a fresh database is created and dropped per test) and is skipped otherwise.
 """
@@ -20,9 +23,49 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from webapp import create_app, db
+from webapp.auth import hash_password
 from webapp.config import normalize_database_url
+from webapp.models import Membership, Team, User
 
 POSTGRES_ENV = "TOKENFORGE_TEST_POSTGRES_URL"
+PASSWORD = "correct horse battery staple"
+_HASH: list[str] = []  # scrypt is deliberately slow: hash the test password once per run
+
+
+def password_hash() -> str:
+    if not _HASH:
+        _HASH.append(hash_password(PASSWORD))
+    return _HASH[0]
+
+
+def add_user(app: Flask, email: str, name: str | None = None, *, team_id: int | None = None,
+             role: str = "owner", admin: bool = False) -> tuple[int, int]:
+    """Create an account with the test password; return (user id, team id).
+
+    Without ``team_id`` the user gets a new team of their own; with it, they join that team.
+    """
+    with app.app_context():
+        session = db.get_session()
+        user = User(email=email, name=name or email.split("@")[0].title(), password_hash=password_hash(),
+                    is_admin=admin)
+        session.add(user)
+        if team_id is None:
+            team = Team(name=f"{user.name}'s team")
+            session.add(team)
+            session.flush()
+            team_id = team.id
+        session.flush()
+        session.add(Membership(team_id=team_id, user_id=user.id, role=role))
+        session.commit()
+        return user.id, team_id
+
+
+def login_as(client: FlaskClient, user_id: int) -> FlaskClient:
+    """Put ``client`` in a logged-in session of ``user_id`` (as flask-login stores it)."""
+    with client.session_transaction() as session:
+        session["_user_id"] = str(user_id)
+        session["_fresh"] = True
+    return client
 
 
 def _postgres_database(server_url: str) -> Iterator[str]:
@@ -52,8 +95,8 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
     yield from _postgres_database(server_url)
 
 
-def make_app(tmp_path: Path, database_url: str, **overrides: Any) -> Flask:
-    """A migrated app whose files all live under ``tmp_path``."""
+def make_app(tmp_path: Path, database_url: str, *, seed: bool = True, **overrides: Any) -> Flask:
+    """A migrated app whose files all live under ``tmp_path``, with Alice unless ``seed=False``."""
     config = {
         "TESTING": True,
         "DATA_DIR": str(tmp_path / "data"),
@@ -68,6 +111,8 @@ def make_app(tmp_path: Path, database_url: str, **overrides: Any) -> Flask:
     }
     app = create_app(config)
     db.upgrade(app.config["DATABASE_URL"])
+    if seed:
+        add_user(app, "alice@example.com", "Alice", admin=True)
     return app
 
 
@@ -89,4 +134,11 @@ def db_app(tmp_path: Path, database_url: str) -> Iterator[Flask]:
 
 @pytest.fixture
 def client(app: Flask) -> FlaskClient:
+    """A browser logged in as Alice (user 1, owner of team 1)."""
+    return login_as(app.test_client(), 1)
+
+
+@pytest.fixture
+def anon_client(app: Flask) -> FlaskClient:
+    """A browser that has not logged in."""
     return app.test_client()

@@ -80,14 +80,15 @@ def gpt2() -> Tokenizer:
     return _gpt2()
 
 
-def store(app: object, tokenizer: Tokenizer, *, stats: dict | None = None, name: str | None = None) -> int:
+def store(app: object, tokenizer: Tokenizer, *, stats: dict | None = None, name: str | None = None,
+          team_id: int = 1) -> int:
     """Save ``tokenizer`` as a database row of ``app`` and return its id."""
     from webapp.db import get_session
     from webapp.models import Tokenizer as Row
 
     with app.app_context():  # type: ignore[attr-defined]
         session = get_session()
-        row = Row(name=name or tokenizer.name, algorithm=tokenizer.model.kind, tokenizer_json=tokenizer.to_json(),
+        row = Row(team_id=team_id, name=name or tokenizer.name, algorithm=tokenizer.model.kind, tokenizer_json=tokenizer.to_json(),
                   vocab_size=tokenizer.vocab_size, stats=stats or {}, config={})
         session.add(row)
         session.commit()

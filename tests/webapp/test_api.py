@@ -83,10 +83,10 @@ def test_tokenizer_list_and_docs(client: FlaskClient, bpe: int) -> None:
 
 
 def test_api_is_exempt_from_csrf_but_forms_are_not(tmp_path, bpe: int) -> None:
-    from tests.webapp.conftest import make_app
+    from tests.webapp.conftest import login_as, make_app
 
     app = make_app(tmp_path / "csrf", f"sqlite:///{tmp_path / 'csrf.sqlite3'}", WTF_CSRF_ENABLED=True)
     ref = store(app, byte_bpe())
-    client = app.test_client()
+    client = login_as(app.test_client(), 1)
     assert client.post("/api/v1/encode", json={"tokenizer": ref, "text": "the"}).status_code == 200
     assert client.post(f"/tokenizers/{ref}/encode", data={"text": "the"}).status_code == 400

@@ -95,10 +95,10 @@ BAD_UPLOADS = [
 def test_bad_uploads_explain_and_store_nothing(
     tmp_path: Path, body: bytes, name: str, message: str
 ) -> None:
-    from tests.webapp.conftest import make_app
+    from tests.webapp.conftest import login_as, make_app
 
     app = make_app(tmp_path, f"sqlite:///{tmp_path / 'a.sqlite3'}", MAX_UPLOAD_BYTES=4096)
-    status, _, page = upload(app.test_client(), (body, name))
+    status, _, page = upload(login_as(app.test_client(), 1), (body, name))
     db.get_engine(app).dispose()
     assert status == 422
     assert message in page
@@ -186,7 +186,11 @@ def test_rename_swaps_the_title_and_escapes(client: FlaskClient, app: Flask) -> 
 
 def test_delete_removes_the_row_and_the_file(client: FlaskClient, app: Flask) -> None:
     upload(client, (b"text", "a.txt"))
-    response = client.post("/corpora/1/delete")
+    unconfirmed = client.post("/corpora/1/delete")  # deleting asks first, on a page of its own
+    assert (unconfirmed.status_code, unconfirmed.headers["Location"]) == (303, "/corpora/1/delete")
+    assert len(corpora(app)) == 1 and stored_files(app) != []
+    assert "Delete the corpus &#39;a.txt&#39;?" in client.get("/corpora/1/delete").get_data(as_text=True)
+    response = client.post("/corpora/1/delete", data={"confirmed": "yes"})
     assert (response.status_code, response.headers["Location"]) == (303, "/corpora/")
     assert corpora(app) == []
     assert stored_files(app) == []

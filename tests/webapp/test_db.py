@@ -41,7 +41,7 @@ def test_sqlite_connections_use_wal_busy_timeout_and_foreign_keys(app: Flask) ->
 def test_timestamps_come_back_utc_aware(db_app: Flask) -> None:
     with db_app.app_context():
         session = db.get_session()
-        corpus = Corpus(name="c", sha256="0" * 64, format="txt", stats={"chars": 1})
+        corpus = Corpus(team_id=1, name="c", sha256="0" * 64, format="txt", stats={"chars": 1})
         session.add(corpus)
         session.commit()
         session.expire_all()

@@ -20,7 +20,7 @@ def new_session(app: Flask) -> Session:
 
 def add_jobs(session: Session, count: int) -> list[int]:
     return [
-        jobs.enqueue(session, name=f"job {i}", algorithm="bpe", options={"vocab_size": 300},
+        jobs.enqueue(session, team_id=1, name=f"job {i}", algorithm="bpe", options={"vocab_size": 300},
                      corpus_ids=[1]).id
         for i in range(count)
     ]

@@ -91,11 +91,11 @@ def test_unknown_pages_get_a_friendly_404(client: FlaskClient) -> None:
 
 
 def test_unexpected_errors_show_no_traceback(tmp_path: Path) -> None:
-    from tests.webapp.conftest import make_app
+    from tests.webapp.conftest import login_as, make_app
 
     app = make_app(tmp_path, f"sqlite:///{tmp_path / 'e.sqlite3'}", TESTING=False)
     app.view_functions["tokenizers.job_list"] = lambda: 1 / 0
-    response = app.test_client().get("/jobs")
+    response = login_as(app.test_client(), 1).get("/jobs")
     html = response.get_data(as_text=True)
     db.get_engine(app).dispose()
     assert response.status_code == 500
@@ -104,10 +104,10 @@ def test_unexpected_errors_show_no_traceback(tmp_path: Path) -> None:
 
 
 def test_csrf_is_enforced_and_htmx_sends_the_token_header(tmp_path: Path) -> None:
-    from tests.webapp.conftest import make_app
+    from tests.webapp.conftest import login_as, make_app
 
     app = make_app(tmp_path, f"sqlite:///{tmp_path / 'c.sqlite3'}", WTF_CSRF_ENABLED=True)
-    client = app.test_client()
+    client = login_as(app.test_client(), 1)
     refused = client.post("/jobs/1/cancel")
     assert refused.status_code == 400
     assert "This form has expired or did not come from this site." in refused.get_data(as_text=True)

@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from webapp import db, jobs
 from webapp.models import Corpus, Job, Tokenizer, utcnow
+from tests.webapp.conftest import login_as
 from webapp.storage import CorpusStore
 from webapp.worker import Worker
 
@@ -57,11 +58,11 @@ def add_job(app: Flask, algorithm: str, corpus_text: str = CORPUS) -> int:
     stored = CorpusStore(app.config["CORPUS_DIR"]).ingest(
         io.BytesIO(corpus_text.encode()), "tiny.txt", max_bytes=10**8)
     with session_for(app) as session:
-        corpus = Corpus(name="tiny.txt", sha256=stored.sha256, format="txt",
+        corpus = Corpus(team_id=1, name="tiny.txt", sha256=stored.sha256, format="txt",
                         size_bytes=stored.size_bytes, stats=stored.stats)
         session.add(corpus)
         session.commit()
-        return jobs.enqueue(session, name="tiny", algorithm=algorithm,
+        return jobs.enqueue(session, team_id=1, name="tiny", algorithm=algorithm,
                             options=small_options(algorithm), corpus_ids=[corpus.id]).id
 
 
@@ -100,7 +101,7 @@ def test_worker_trains_and_stores_the_tokenizer(db_app: Flask, worker: Worker, a
     assert tokenizer.training_seconds is not None and tokenizer.training_seconds >= 0
     assert tokenizer.config["options"]["vocab_size"] == tokenizer.vocab_size
     assert '"model"' in tokenizer.tokenizer_json
-    client = db_app.test_client()
+    client = login_as(db_app.test_client(), 1)
     page = client.get(f"/tokenizers/{tokenizer.id}").get_data(as_text=True)
     assert f'<dd data-testid="vocab-size">{tokenizer.vocab_size:,}</dd>' in page
     assert 'data-testid="training-time"' in page

@@ -1,0 +1,189 @@
+"""Who is asking, and what they may see: login sessions, API keys, and the one scoping helper.
+
+Every corpus, job and tokenizer belongs to a team. A request may read a row when the user is a
+member of its team; tokenizers can also be read through a share link the visitor has opened
+(``sharing.py`` records those in the session). There is exactly one way to fetch a row by id
+in a view, :func:`owned_or_404` (or :func:`scoped` for lists), and both answer 404, never 403,
+for rows of other teams, so guessing ids reveals nothing, not even that the row exists.
+
+:func:`gate` runs before every request: pages need a login (the read-only playground pages are
+open to visitors holding a share link), and the JSON API answers 401 in JSON without a session
+or a valid ``Authorization: Bearer`` key. Left out: the pages (``accounts.py``, ``teams.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+from flask import Flask, abort, g, jsonify, redirect, request, session, url_for
+from flask_login import LoginManager, current_user
+from sqlalchemy import Select, or_, select
+from werkzeug.security import check_password_hash, generate_password_hash
+from werkzeug.wrappers import Response
+
+from webapp.db import get_session
+from webapp.models import ApiKey, Membership, Team, User, utcnow
+
+login_manager = LoginManager()
+login_manager.login_view = "accounts.login"
+login_manager.login_message = "Log in to see that page."
+
+Row = TypeVar("Row")
+API_KEY_PREFIX = "tf_"
+API_KEY_TOUCH_SECONDS = 60  # how stale last_used_at may get; writing it on every call would
+                            # turn every API read into a database write
+PUBLIC_ENDPOINTS = frozenset({"static", "healthz", "accounts.login", "accounts.signup", "accounts.logout",
+                              "sharing.open_link", "sharing.open_text", "teams.join"})
+#: Read-only tokenizer pages a share-link visitor may open; ``loaded.load`` checks the row.
+SHAREABLE_ENDPOINTS = frozenset({
+    "playground.play", "playground.encode", "playground.decode", "playground.inspector",
+    "vocab.browse", "transfer.downloads", "transfer.download", "transfer.download_zip",
+    "compare.page", "compare.run",
+})
+
+
+def hash_password(password: str) -> str:
+    """A memory-hard scrypt hash (werkzeug's defaults: n=2**15, r=8, p=1)."""
+    return generate_password_hash(password, method="scrypt")
+
+
+def check_password(user: User | None, password: str) -> bool:
+    """Whether ``password`` is the user's; hashes anyway when there is no user (no timing hint)."""
+    if user is None:
+        check_password_hash(_DUMMY_HASH, password)
+        return False
+    return check_password_hash(user.password_hash, password)
+
+
+_DUMMY_HASH = generate_password_hash(secrets.token_hex(16), method="scrypt")
+
+
+def new_token() -> str:
+    """An unguessable URL-safe token: 32 random bytes, 256 bits."""
+    return secrets.token_urlsafe(32)
+
+
+def digest(secret: str) -> str:
+    """The SHA-256 hex digest under which API keys are stored."""
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def new_api_key(user: User, name: str) -> tuple[ApiKey, str]:
+    """Create a key row for ``user``; return it and the key itself (shown once, never stored)."""
+    secret = API_KEY_PREFIX + new_token()
+    row = ApiKey(user_id=user.id, name=name, prefix=secret[:11], key_hash=digest(secret))
+    return row, secret
+
+
+@login_manager.user_loader
+def _load_user(user_id: str) -> User | None:
+    return get_session().get(User, int(user_id)) if user_id.isdigit() else None
+
+
+@login_manager.request_loader
+def _load_user_from_key(req: Any) -> User | None:
+    """``Authorization: Bearer tf_…`` on the JSON API; anything else is ignored here."""
+    if not req.path.startswith("/api/"):
+        return None
+    header = req.headers.get("Authorization", "")
+    scheme, _, secret = header.partition(" ")
+    if scheme.lower() != "bearer" or not secret.strip().startswith(API_KEY_PREFIX):
+        return None
+    db = get_session()
+    key = db.scalar(select(ApiKey).where(ApiKey.key_hash == digest(secret.strip())))
+    if key is None:
+        return None
+    now = utcnow()
+    if key.last_used_at is None or (now - key.last_used_at).total_seconds() > API_KEY_TOUCH_SECONDS:
+        key.last_used_at = now
+        db.commit()
+    g.api_key_id = key.id
+    return db.get(User, key.user_id)
+
+
+def team_ids() -> list[int]:
+    """The ids of the teams the current user belongs to (none for visitors)."""
+    if "team_ids" not in g:
+        if not current_user.is_authenticated:
+            g.team_ids = []
+        else:
+            g.team_ids = list(get_session().scalars(
+                select(Membership.team_id).where(Membership.user_id == current_user.id)))
+    return list(g.team_ids)
+
+
+def role_in(team_id: int) -> str | None:
+    """The current user's role in a team, or None when not a member."""
+    if not current_user.is_authenticated:
+        return None
+    return get_session().scalar(select(Membership.role).where(
+        Membership.team_id == team_id, Membership.user_id == current_user.id))
+
+
+def scoped(model: type[Row], *, shared_ids: list[int] | None = None) -> Select[tuple[Row]]:
+    """``select(model)`` limited to the current user's teams (plus ``shared_ids`` by id)."""
+    column = model.team_id  # type: ignore[attr-defined]
+    condition = column.in_(team_ids())
+    if shared_ids:
+        condition = or_(condition, model.id.in_(shared_ids))  # type: ignore[attr-defined]
+    return select(model).where(condition)
+
+
+def owned_or_404(model: type[Row], row_id: int) -> Row:
+    """The ``model`` row with ``row_id`` if it belongs to one of the user's teams, else a 404."""
+    row = get_session().scalar(scoped(model).where(model.id == row_id))  # type: ignore[attr-defined]
+    if row is None:
+        abort(404)
+    return row
+
+
+def current_team() -> Team:
+    """The team new corpora, jobs and tokenizers go to: the one chosen, else the first."""
+    ids = team_ids()
+    if not ids:
+        abort(403)  # every account has a team; losing all of them is a state we refuse to act in
+    chosen = session.get("team_id")
+    team_id = chosen if chosen in ids else min(ids)
+    team = get_session().get(Team, team_id)
+    if team is None:
+        abort(404)
+    return team
+
+
+def safe_next(target: str | None) -> str:
+    """A local path to return to after login; anything pointing elsewhere becomes the home page."""
+    if not target:
+        return url_for("index")
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc or not target.startswith("/") or target.startswith(("//", "/\\")):
+        return url_for("index")
+    return target
+
+
+def gate() -> Response | None:
+    """Before every request: require a login, except for public and share-link pages."""
+    endpoint = request.endpoint
+    if endpoint is None or current_user.is_authenticated or endpoint in PUBLIC_ENDPOINTS:
+        return None
+    if endpoint in SHAREABLE_ENDPOINTS:
+        from webapp.sharing import shared_tokenizer_ids
+
+        if shared_tokenizer_ids():
+            return None
+    if request.path.startswith("/api/"):
+        response = jsonify({"error": "Log in, or send an API key in the header "
+                                     "Authorization: Bearer <key> (create one on your account page)."})
+        response.status_code = 401
+        response.headers["WWW-Authenticate"] = 'Bearer realm="tokenforge"'
+        return response
+    return redirect(url_for("accounts.login", next=request.full_path.rstrip("?")), 303)
+
+
+def init_app(app: Flask) -> None:
+    """Attach flask-login and the gate; give templates ``current_user`` and ``role_in``."""
+    login_manager.init_app(app)
+    app.before_request(gate)
+    app.jinja_env.globals.update(role_in=role_in, team_ids=team_ids)

@@ -1,0 +1,156 @@
+"""Share links: read-only access to one tokenizer for anyone holding an unguessable URL.
+
+A link's token is ``secrets.token_urlsafe(32)`` (256 bits). Opening ``/s/<token>`` records it in
+the visitor's session and sends them to the tokenizer's encode page; from then on the read-only
+playground pages (encode, compare, inspector, vocabulary, downloads) accept that tokenizer, and
+compare offers every tokenizer shared with this visitor. Each request re-checks the links, so
+revoking or expiring one takes effect at once. "Share this text too" stores a (tokenizer, text)
+pair on the server under its own token, so long texts never travel in URLs.
+
+Left out: the playground views themselves (``playground.py`` and friends) and scoping
+(``auth.py``, whose gate lets visitors with a share reach the pages listed there).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from flask import Blueprint, abort, current_app, g, redirect, request, session, url_for
+from flask_login import current_user
+from sqlalchemy import select
+from werkzeug.wrappers import Response
+
+from webapp import auth, ratelimit
+from webapp.db import get_session
+from webapp.htmx import render
+from webapp.models import SharedText, ShareLink, Tokenizer, utcnow
+
+bp = Blueprint("sharing", __name__)
+MAX_SHARES_IN_SESSION = 20
+MAX_EXPIRY_DAYS = 3650
+TEXT_LIMIT = "30/60"  # stored texts per user per minute: enough for people, not for a flood
+
+
+def shared_tokenizer_ids() -> list[int]:
+    """Ids of tokenizers this visitor may read through active share links in their session."""
+    if "shared_ids" not in g:
+        tokens = [t for t in session.get("shares", []) if isinstance(t, str)]
+        ids: list[int] = []
+        if tokens:
+            now = utcnow()
+            for link in get_session().scalars(select(ShareLink).where(ShareLink.token.in_(tokens))):
+                if link.active(now) and link.tokenizer_id not in ids:
+                    ids.append(link.tokenizer_id)
+        g.shared_ids = ids
+    return list(g.shared_ids)
+
+
+def _remember(token: str) -> None:
+    tokens = [t for t in session.get("shares", []) if isinstance(t, str) and t != token]
+    session["shares"] = ([token] + tokens)[:MAX_SHARES_IN_SESSION]
+    g.pop("shared_ids", None)
+
+
+def _active_link(token: str) -> ShareLink:
+    link = get_session().scalar(select(ShareLink).where(ShareLink.token == token[:64]))
+    if link is None or not link.active():
+        abort(404)
+    return link
+
+
+def _manage_context(tokenizer: Tokenizer, **extra: object) -> dict[str, object]:
+    links = get_session().scalars(select(ShareLink).where(ShareLink.tokenizer_id == tokenizer.id)
+                                  .order_by(ShareLink.id.desc())).all()
+    return {"tokenizer": tokenizer, "links": links, "error": None, "text_url": None, "now": utcnow(), **extra}
+
+
+@bp.get("/tokenizers/<int:tokenizer_id>/share")
+def manage(tokenizer_id: int) -> Response:
+    """The share links of a tokenizer, and forms to create, revoke and share a text."""
+    return render("share/manage.html", **_manage_context(auth.owned_or_404(Tokenizer, tokenizer_id)))
+
+
+@bp.post("/tokenizers/<int:tokenizer_id>/share")
+def create(tokenizer_id: int) -> Response:
+    """Create a share link, optionally expiring after a number of days."""
+    tokenizer = auth.owned_or_404(Tokenizer, tokenizer_id)
+    raw = request.form.get("days", "").strip()
+    expires = None
+    if raw:
+        if not raw.isdigit() or not 1 <= int(raw) <= MAX_EXPIRY_DAYS:
+            return render("share/manage.html", status=422, **_manage_context(
+                tokenizer, error=f"The expiry must be a whole number of days from 1 to {MAX_EXPIRY_DAYS}, "
+                                 f"or empty for a link that never expires; got {raw[:20]!r}."))
+        expires = utcnow() + dt.timedelta(days=int(raw))
+    get_session().add(ShareLink(tokenizer_id=tokenizer.id, token=auth.new_token(),
+                                created_by=current_user.id, expires_at=expires))
+    get_session().commit()
+    return redirect(url_for("sharing.manage", tokenizer_id=tokenizer.id), 303)
+
+
+def _owned_link(tokenizer_id: int, link_id: int) -> tuple[Tokenizer, ShareLink]:
+    tokenizer = auth.owned_or_404(Tokenizer, tokenizer_id)
+    link = get_session().scalar(select(ShareLink).where(ShareLink.id == link_id,
+                                                        ShareLink.tokenizer_id == tokenizer.id))
+    if link is None:
+        abort(404)
+    return tokenizer, link
+
+
+@bp.post("/tokenizers/<int:tokenizer_id>/share/<int:link_id>/revoke")
+def revoke(tokenizer_id: int, link_id: int) -> Response:
+    """Revoke a link: it, and every text shared through it, stops opening at once."""
+    _tokenizer, link = _owned_link(tokenizer_id, link_id)
+    if link.revoked_at is None:
+        link.revoked_at = utcnow()
+        get_session().commit()
+    return redirect(url_for("sharing.manage", tokenizer_id=tokenizer_id), 303)
+
+
+@bp.post("/tokenizers/<int:tokenizer_id>/share/<int:link_id>/texts")
+def share_text(tokenizer_id: int, link_id: int) -> Response:
+    """"Share this text too": store the text and show its permalink."""
+    tokenizer, link = _owned_link(tokenizer_id, link_id)
+    text = request.form.get("text", "")
+    max_chars = int(current_app.config.get("PLAYGROUND_MAX_CHARS", 200_000))
+    error = None
+    if not link.active():
+        error = "This link is revoked or expired; create a new link to share a text."
+    elif not text.strip():
+        error = "Type or paste the text to share."
+    elif len(text) > max_chars:
+        error = f"The text has {len(text):,} characters; share at most {max_chars:,}."
+    if error:
+        return render("share/manage.html", status=422, **_manage_context(tokenizer, error=error))
+    wait = ratelimit.limiter().hit(f"share-text:{current_user.id}", ratelimit.parse_limit(TEXT_LIMIT))
+    if wait is not None:
+        return ratelimit.too_many(wait, "shared texts")
+    row = SharedText(share_link_id=link.id, token=auth.new_token(), text=text)
+    get_session().add(row)
+    get_session().commit()
+    url = url_for("sharing.open_text", token=link.token, text_token=row.token, _external=True)
+    return render("share/manage.html", **_manage_context(tokenizer, text_url=url))
+
+
+@bp.get("/s/<token>")
+def open_link(token: str) -> Response:
+    """Open a share link: remember it in this browser's session and show the tokenizer."""
+    link = _active_link(token)
+    _remember(link.token)
+    return redirect(url_for("playground.play", tokenizer_id=link.tokenizer_id), 303)
+
+
+@bp.get("/s/<token>/t/<text_token>")
+def open_text(token: str, text_token: str) -> Response:
+    """A shared text: the tokenizer's encode page with the stored text already encoded."""
+    link = _active_link(token)
+    shared = get_session().scalar(select(SharedText).where(SharedText.token == text_token[:64],
+                                                           SharedText.share_link_id == link.id))
+    if shared is None:
+        abort(404)
+    _remember(link.token)
+    from webapp.loaded import load
+    from webapp.playground import encode_context
+
+    context, status = encode_context(load(link.tokenizer_id), shared.text)
+    return render("playground/play.html", status=status, **context)
