@@ -1,0 +1,130 @@
+"""Share links: what a visitor with a link can open, what they cannot, revocation, expiry, texts."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import select
+
+from tests.webapp.playground_samples import byte_bpe, store, wordpiece
+from webapp import db
+from webapp.models import Corpus, ShareLink, SharedText, utcnow
+
+
+@pytest.fixture
+def shared(app: Flask, client: FlaskClient) -> dict[str, object]:
+    """Alice's team has a corpus and two tokenizers; the first gets a share link."""
+    with app.app_context():
+        db.get_session().add(Corpus(team_id=1, name="private-corpus.txt", sha256="cd" * 32, format="txt", stats={}))
+        db.get_session().commit()
+    public = store(app, byte_bpe("public-bpe"))
+    private = store(app, wordpiece())
+    response = client.post(f"/tokenizers/{public}/share", data={"days": ""})
+    assert response.status_code == 303
+    page = client.get(f"/tokenizers/{public}/share").get_data(as_text=True)
+    url = re.search(r'data-testid="share-url">([^<]+)<', page).group(1)
+    return {"public": public, "private": private, "path": url.replace("http://localhost", "")}
+
+
+def test_token_is_unguessable(app: Flask, shared: dict[str, object]) -> None:
+    with app.app_context():
+        link = db.get_session().scalar(select(ShareLink))
+    assert len(link.token) == 43 and re.fullmatch(r"[A-Za-z0-9_-]{43}", link.token)  # 32 random bytes
+    assert shared["path"] == f"/s/{link.token}"
+
+
+def test_a_visitor_gets_the_read_only_pages_and_nothing_else(anon_client: FlaskClient,
+                                                             shared: dict[str, object]) -> None:
+    public, private = shared["public"], shared["private"]
+    opened = anon_client.get(str(shared["path"]))
+    assert (opened.status_code, opened.headers["Location"]) == (303, f"/tokenizers/{public}/play")
+    play = anon_client.get(f"/tokenizers/{public}/play").get_data(as_text=True)
+    assert "public-bpe" in play and "private-corpus" not in play and "tiny-wordpiece" not in play
+    assert "/insights" not in play and f"/tokenizers/{public}/share" not in play  # members' links hidden
+    for url in (f"/tokenizers/{public}/vocab", f"/tokenizers/{public}/tokens/257", f"/tokenizers/{public}/downloads",
+                f"/tokenizers/{public}/download/tokenizer.json/tokenizer.json", f"/tokenizers/{public}/download.zip"):
+        assert anon_client.get(url).status_code == 200, url
+    encoded = anon_client.post(f"/tokenizers/{public}/encode", data={"text": "the"})
+    assert encoded.status_code == 200 and 'data-testid="count-tokens">1<' in encoded.get_data(as_text=True)
+    for url in (f"/tokenizers/{private}/play", f"/tokenizers/{private}/vocab", f"/tokenizers/{public}/insights",
+                f"/tokenizers/{public}", f"/tokenizers/{public}/share"):
+        assert anon_client.get(url).status_code in (303, 404), url  # login page or not found
+    assert anon_client.get(f"/tokenizers/{private}/play").status_code == 404
+    for url in ("/corpora/", "/corpora/1", "/jobs", "/tokenizers", "/train", "/teams"):
+        response = anon_client.get(url)
+        assert response.status_code == 303 and "/login" in response.headers["Location"], url
+    assert anon_client.post(f"/tokenizers/{public}/delete", data={"confirmed": "yes"}).status_code == 303
+    assert anon_client.get(f"/tokenizers/{public}/play").status_code == 200  # still there
+
+
+def test_compare_offers_only_what_was_shared_with_you(app: Flask, client: FlaskClient, anon_client: FlaskClient,
+                                                      shared: dict[str, object]) -> None:
+    public, private = shared["public"], shared["private"]
+    other = store(app, byte_bpe("second-public", merges=[]))
+    client.post(f"/tokenizers/{other}/share", data={})
+    with app.app_context():
+        second = db.get_session().scalar(select(ShareLink).where(ShareLink.tokenizer_id == other))
+    anon_client.get(str(shared["path"]))
+    anon_client.get(f"/s/{second.token}")
+    page = anon_client.get(f"/compare?ids={public}&ids={other}&text=the")
+    assert page.status_code == 200
+    html = page.get_data(as_text=True)
+    assert "second-public" in html and "tiny-wordpiece" not in html
+    assert anon_client.get(f"/compare?ids={public}&ids={private}").status_code == 404
+
+
+def test_revoked_and_expired_links_stop_at_once(app: Flask, client: FlaskClient, anon_client: FlaskClient,
+                                                shared: dict[str, object]) -> None:
+    public = shared["public"]
+    assert anon_client.get(str(shared["path"])).status_code == 303
+    with app.app_context():
+        link = db.get_session().scalar(select(ShareLink))
+    client.post(f"/tokenizers/{public}/share/{link.id}/revoke")
+    assert anon_client.get(f"/tokenizers/{public}/play").status_code == 303  # back to the login page
+    assert anon_client.get(str(shared["path"])).status_code == 404
+    client.post(f"/tokenizers/{public}/share", data={"days": "1"})
+    with app.app_context():
+        session = db.get_session()
+        fresh = session.scalar(select(ShareLink).where(ShareLink.revoked_at.is_(None)))
+        assert fresh.expires_at - utcnow() > dt.timedelta(hours=23)
+        fresh.expires_at = utcnow() - dt.timedelta(seconds=1)
+        session.commit()
+    assert anon_client.get(f"/s/{fresh.token}").status_code == 404
+    bad = client.post(f"/tokenizers/{public}/share", data={"days": "-3"})
+    assert bad.status_code == 422 and "whole number of days" in bad.get_data(as_text=True)
+
+
+def test_share_this_text_too(app: Flask, client: FlaskClient, anon_client: FlaskClient,
+                             shared: dict[str, object]) -> None:
+    public = shared["public"]
+    with app.app_context():
+        link = db.get_session().scalar(select(ShareLink))
+    text = "the <b>long</b> text " * 500
+    page = client.post(f"/tokenizers/{public}/share/{link.id}/texts", data={"text": text}).get_data(as_text=True)
+    url = re.search(r'data-testid="text-url">([^<]+)<', page).group(1).replace("http://localhost", "")
+    assert len(url) < 120  # the text is on the server, not in the URL
+    with app.app_context():
+        stored = db.get_session().scalar(select(SharedText))
+    assert stored.text == text and url == f"/s/{link.token}/t/{stored.token}"
+    shown = anon_client.get(url)
+    assert shown.status_code == 200
+    body = shown.get_data(as_text=True)
+    assert "the &lt;b&gt;long&lt;/b&gt; text" in body and "<b>long</b>" not in body
+    assert anon_client.get(f"/s/{link.token}/t/{'x' * 43}").status_code == 404
+    client.post(f"/tokenizers/{public}/share/{link.id}/revoke")
+    assert anon_client.get(url).status_code == 404
+    empty = client.post(f"/tokenizers/{public}/share/{link.id}/texts", data={"text": "hi"})
+    assert empty.status_code == 422 and "revoked or expired" in empty.get_data(as_text=True)
+
+
+def test_deleting_the_tokenizer_kills_its_links(app: Flask, client: FlaskClient, anon_client: FlaskClient,
+                                                shared: dict[str, object]) -> None:
+    public = shared["public"]
+    client.post(f"/tokenizers/{public}/delete", data={"confirmed": "yes"})
+    assert anon_client.get(str(shared["path"])).status_code == 404
+    with app.app_context():
+        assert db.get_session().scalar(select(ShareLink)) is None
