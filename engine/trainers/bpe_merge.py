@@ -85,12 +85,15 @@ def merge_words(
     get = counts.get
 
     # 2. A heap of (-count, reversed-bytes key, pair); see the module docstring.
-    heap = [(-c, inv[ord(p[0])] + inv[ord(p[1])], p) for p, c in counts.items()] if max_len >= 2 else []
+    #    Pairs below min_frequency can never be merged (counts only fall), so they stay out.
+    floor = max(min_frequency, 1)
+    heap = [(-c, inv[ord(p[0])] + inv[ord(p[1])], p) for p, c in counts.items() if c >= floor]
+    if max_len < 2:
+        heap = []
     heapq.heapify(heap)
 
     merges: list[tuple[int, int, int, int]] = []
     heappush, heappop, heapreplace = heapq.heappush, heapq.heappop, heapq.heapreplace
-    floor = max(min_frequency, 1)
     while len(merges) < num_merges:
         # 3. Pop the best pair whose heap count is current; re-push stale entries lazily.
         while heap:
@@ -98,7 +101,7 @@ def merge_words(
             c = get(p, 0)
             if c == -neg:
                 break
-            if c > 0:
+            if c >= floor:
                 heapreplace(heap, (-c, key, p))
             else:
                 heappop(heap)
@@ -152,6 +155,8 @@ def merge_words(
         # 5. Push each new pair once, with its final count for this step.
         key_new = inv[new]
         for q, c in new_counts.items():
+            if c < floor:
+                continue
             x, y = ord(q[0]), ord(q[1])
             if len(token_bytes[x]) + len(token_bytes[y]) > max_len:
                 continue

@@ -35,7 +35,7 @@ import regex
 
 from engine.errors import FormatError
 from engine.normalizers import Normalizer
-from engine.pretokenizers import get_pretokenizer
+from engine.pretokenizers import HF_BYTELEVEL_PATTERN, get_pretokenizer
 from engine.trainers.base import Reporter
 
 Splitter = Callable[[str], list[str]]
@@ -125,6 +125,9 @@ def split_specials(text: str, specials: regex.Pattern[str] | None) -> list[str]:
 
 @functools.cache
 def _splitter(spec: str) -> Splitter:
+    if spec == "gpt2":
+        # The same pieces as PATTERNS["gpt2"] (tests check it), about 12% faster in `regex`.
+        return regex.compile(HF_BYTELEVEL_PATTERN).findall
     return get_pretokenizer(spec).pieces
 
 
