@@ -94,9 +94,13 @@ def learn(
         for pair in map(add, word, word[1:]):
             pair_count[pair] += count
             where[pair].append(index)
-    partners: dict[str, set[str]] = defaultdict(set)  # symbol -> pairs it has been part of
+    # symbol -> its pairs that were eligible (count >= min_count) when last seen; a pair only
+    # becomes eligible by gaining occurrences, and then it is added again.
+    partners: dict[str, set[str]] = defaultdict(set)
     if likelihood:
-        for pair in pair_count:
+        for pair, n in pair_count.items():
+            if n < min_count:
+                continue
             partners[pair[0]].add(pair)
             partners[pair[1]].add(pair)
     rev = [_tie_key(t) for t in tokens]
@@ -135,9 +139,8 @@ def learn(
             live = set()
             for p in partners[sym]:
                 p_n = pair_count.get(p, 0)
-                if p_n > 0:
-                    live.add(p)
                 if p_n >= min_count:
+                    live.add(p)
                     p_key = -p_n / (sym_count[ord(p[0])] * sym_count[ord(p[1])])  # as key() computes it
                     if p_key <= threshold:
                         heapq.heappush(heap, (p_key, rev[ord(p[0])] + rev[ord(p[1])], p))
@@ -202,9 +205,9 @@ def learn(
             fresh_n = pair_count.get(fresh, 0)
             if fresh_n >= min_count:
                 heapq.heappush(heap, (key(fresh, fresh_n), rev[ord(fresh[0])] + rev[ord(fresh[1])], fresh))
-            if likelihood:
-                partners[fresh[0]].add(fresh)
-                partners[fresh[1]].add(fresh)
+                if likelihood:
+                    partners[fresh[0]].add(fresh)
+                    partners[fresh[1]].add(fresh)
         if likelihood:
             for sym in {pair[0], pair[1]}:
                 if sym_count[ord(sym)] > 0:
