@@ -1,0 +1,149 @@
+"""Attacks on the web app: CSRF, script injection through corpora and vocabularies, the CSP,
+path traversal in upload names, API floods and oversized input, and a locked database."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy.exc import OperationalError
+
+from tests.webapp.conftest import login_as, make_app
+from tests.webapp.playground_samples import byte_bpe, store
+from webapp import db
+from webapp.corpora import clean_filename
+
+REPO = Path(__file__).resolve().parents[2]
+EVIL = ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>', "\u202eevil\u200b\u200d"]
+
+
+def test_templates_have_no_inline_script_handler_or_style() -> None:
+    """What the CSP would block must not be in the templates in the first place."""
+    for path in sorted((REPO / "templates").rglob("*.html")):
+        text = path.read_text(encoding="utf-8")
+        for tag in re.findall(r"<script\b[^>]*>", text):
+            assert "src=" in tag, f"{path.name}: inline script {tag}"
+        assert not re.search(r"\son[a-z]+\s*=", text), f"{path.name}: an on*= handler"
+        assert not re.search(r"\sstyle\s*=", text), f"{path.name}: a style= attribute"
+
+
+def test_every_page_sends_the_csp_and_security_headers(client: FlaskClient, anon_client: FlaskClient) -> None:
+    for response in (client.get("/tokenizers"), anon_client.get("/login"), client.get("/nope")):
+        csp = response.headers["Content-Security-Policy"]
+        assert "script-src 'self'" in csp and "style-src 'self'" in csp and "unsafe" not in csp
+        assert "frame-ancestors 'none'" in csp and "object-src 'none'" in csp
+        assert response.headers["X-Content-Type-Options"] == "nosniff"
+        assert response.headers["Referrer-Policy"] == "no-referrer"  # share tokens never leak
+
+
+def test_every_form_post_needs_the_csrf_token(tmp_path: Path) -> None:
+    app = make_app(tmp_path, f"sqlite:///{tmp_path / 'csrf.sqlite3'}", WTF_CSRF_ENABLED=True)
+    client = login_as(app.test_client(), 1)
+    posts = [r for r in app.url_map.iter_rules() if "POST" in r.methods and not r.endpoint.startswith("api.")]
+    assert len(posts) >= 25
+    for rule in posts:
+        url = rule.build({a: 1 for a in rule.arguments} | {"token": "x" * 43, "text_token": "y" * 43})[1]
+        response = client.post(url, data={"name": "x", "confirmed": "yes"})
+        assert response.status_code == 400, f"POST {url} answered {response.status_code} without a token"
+    anonymous = app.test_client().post("/login", data={"email": "alice@example.com", "password": "x"})
+    assert anonymous.status_code == 400  # login forms too (login CSRF)
+    page = client.get("/teams").get_data(as_text=True)
+    header = re.search(r'hx-headers=\'\{"X-CSRFToken": "([^"]+)"\}\'', page).group(1)
+    ok = client.post("/teams", data={"name": "Red team"}, headers={"X-CSRFToken": header})
+    assert ok.status_code == 303
+    db.get_engine(app).dispose()
+
+
+def assert_escaped(html: str) -> None:
+    assert "<script>alert" not in html
+    assert "<img src=x" not in html and '"><img' not in html
+    assert "onerror=alert(1)>" not in html.replace("onerror=alert(1)&gt;", "")
+
+
+def test_corpus_text_and_name_are_escaped(client: FlaskClient) -> None:
+    body = "\n".join(EVIL).encode("utf-8")
+    name = "<img src=x onerror=alert(1)>.txt"  # (a '"' in a multipart filename is lost in transit)
+    response = client.post("/corpora/", data={"files": [(io.BytesIO(body), name)]})
+    assert response.status_code == 303
+    for url in (response.headers["Location"], "/corpora/", "/train"):
+        html = client.get(url).get_data(as_text=True)
+        assert_escaped(html)
+    html = client.get(response.headers["Location"]).get_data(as_text=True)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "\u202eevil\u200b\u200d" in html  # shown as text, inside the escaped preview
+    assert "&lt;img src=x onerror=alert(1)&gt;.txt" in html
+
+
+def test_imported_vocabulary_tokens_are_escaped(client: FlaskClient) -> None:
+    vocab = "\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "<script>", '"><img', "onerror>", "\u202e", "\u200b", "a"])
+    response = client.post("/import", data={"kind": "vocab_txt", "name": "<script>evil</script>",
+                                            "file": (io.BytesIO(vocab.encode("utf-8")), "vocab.txt")})
+    assert response.status_code == 303, response.get_data(as_text=True)
+    tokenizer_id = int(response.headers["Location"].split("/")[2])
+    pages = [client.get(f"/tokenizers/{tokenizer_id}/vocab"),
+             client.get(f"/tokenizers/{tokenizer_id}/vocab?q=%3Cscript%3E"),
+             client.post(f"/tokenizers/{tokenizer_id}/encode", data={"text": '<script> "><img onerror> \u202e'}),
+             client.get(f"/tokenizers/{tokenizer_id}/tokens/4"), client.get("/tokenizers")]
+    for page in pages:
+        assert page.status_code == 200
+        html = page.get_data(as_text=True)
+        assert "<script>" not in html.split("</head>", 1)[-1].replace('<script src=', ''), page.request.path
+        assert '"><img' not in html
+    assert "&lt;script&gt;" in pages[0].get_data(as_text=True)
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ("../../etc/passwd", "passwd"), ("..\\..\\windows\\win.ini", "win.ini"), ("/abs/path/x.txt", "x.txt"),
+    ("a\x00b.txt", "ab.txt"), ("..", "upload"), ("", "upload"), ("report\u202etxt.exe", "reporttxt.exe"),
+    ("line\nbreak.txt", "linebreak.txt"), ("x" * 300 + ".txt", "x" * 200),
+], ids=["dotdot", "windows", "absolute", "nul", "only-dots", "empty", "rtl-override", "newline", "long"])
+def test_upload_names_are_sanitised(raw: str, expected: str) -> None:
+    assert clean_filename(raw) == expected
+
+
+def test_a_traversal_name_stores_only_inside_the_store(app: Flask, client: FlaskClient, tmp_path: Path) -> None:
+    response = client.post("/corpora/", data={"files": [(io.BytesIO(b"payload"), "../../../../escape.txt")]})
+    assert response.status_code == 303
+    assert "escape.txt" in client.get(response.headers["Location"]).get_data(as_text=True)
+    outside = [p for p in tmp_path.rglob("*") if p.is_file() and Path(app.config["CORPUS_DIR"]) not in p.parents]
+    assert all(p.read_bytes() != b"payload" for p in outside)
+    assert not any(p.name == "escape.txt" for p in tmp_path.parent.rglob("escape.txt"))
+
+
+def test_the_encode_api_is_rate_limited(app: Flask, client: FlaskClient) -> None:
+    app.config["API_RATE_LIMIT"] = "3/60"
+    ref = store(app, byte_bpe())
+    codes = [client.post("/api/v1/encode", json={"tokenizer": ref, "text": "the"}).status_code for _ in range(4)]
+    assert codes == [200, 200, 200, 429]
+    refused = client.post("/api/v1/decode", json={"tokenizer": ref, "ids": [1]})
+    assert refused.status_code == 429 and refused.get_json()["error"].startswith("Too many API calls.")
+    assert refused.headers["Retry-After"].isdigit()
+    assert client.get("/api/v1/tokenizers").status_code == 200  # listing is not limited
+
+
+def test_encode_input_size_is_capped(app: Flask, client: FlaskClient) -> None:
+    app.config["PLAYGROUND_MAX_CHARS"] = 100
+    ref = store(app, byte_bpe())
+    api = client.post("/api/v1/encode", json={"tokenizer": ref, "text": "a" * 101})
+    assert api.status_code == 413 and "at most 100" in api.get_json()["error"]
+    page = client.post(f"/tokenizers/{ref}/encode", data={"text": "a" * 101})
+    assert page.status_code == 422 and "at most 100" in page.get_data(as_text=True)
+    assert client.post("/api/v1/encode", json={"tokenizer": ref, "text": "a" * 100}).status_code == 200
+
+
+def test_a_locked_database_is_a_503_with_a_sentence(app: Flask, client: FlaskClient) -> None:
+    def locked() -> None:
+        raise OperationalError("UPDATE jobs", {}, Exception("database is locked"))
+
+    app.view_functions["tokenizers.job_list"] = locked
+    app.view_functions["api.tokenizers"] = locked
+    page = client.get("/jobs")
+    assert page.status_code == 503
+    assert "Nothing was lost; please try again" in page.get_data(as_text=True)
+    assert "locked" not in page.get_data(as_text=True)
+    api = client.get("/api/v1/tokenizers")
+    assert api.status_code == 503 and "locked" not in api.get_json()["error"]
