@@ -18,7 +18,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from engine import ConfigError, Tokenizer, TokenforgeError
+from engine import ConfigError, FormatError, Tokenizer, TokenforgeError
 from engine.serialization import dumps, loads
 
 VERIFY_TEXT = ("Hello, world! The quick brown fox jumps over 13 lazy dogs.\n"
@@ -83,16 +83,16 @@ def _tiktoken(tok: Tokenizer) -> dict[str, bytes]:
 
 
 def _vocab_txt(tok: Tokenizer) -> dict[str, bytes]:
+    from engine.formats.vocab_txt import dumps_vocab_txt, parse_vocab_txt
+
     if tok.model.kind != "wordpiece":
         raise ConfigError(f"vocab.txt holds WordPiece vocabularies; this tokenizer is {tok.model.kind}.")
     vocab = tok.model.vocab()
-    by_id = {i: t for t, i in vocab.items()}
-    if sorted(by_id) != list(range(len(by_id))):
-        raise ConfigError("vocab.txt gives ids by line number, but this vocabulary's ids have gaps.")
-    if any("\n" in t or "\r" in t for t in vocab):
-        raise ConfigError("A token contains a line break, which vocab.txt (one token a line) cannot hold.")
-    text = "".join(by_id[i] + "\n" for i in range(len(by_id)))
-    if {t: i for i, t in enumerate(text.splitlines())} != vocab:
+    try:
+        text = dumps_vocab_txt(vocab)
+    except FormatError as exc:
+        raise ConfigError(str(exc)) from None
+    if parse_vocab_txt(text) != vocab:
         raise ExportError("The exported vocab.txt does not read back to the same vocabulary.")
     return {"vocab.txt": text.encode("utf-8")}
 

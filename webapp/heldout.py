@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import Tokenizer
+from engine.metrics import evaluate as engine_evaluate
 from webapp.corpus_stats import DOCUMENT_SEPARATOR
 
 MAX_EVAL_BYTES = 1 << 20
@@ -60,15 +61,4 @@ def read_split(path: Path, fraction: float, part: str, *, cap: int = MAX_EVAL_BY
 
 def evaluate(tokenizer: Tokenizer, split: Split) -> dict[str, Any]:
     """The engine's metrics on the split's text."""
-    from engine.metrics import evaluate as engine_evaluate
-
     return dict(engine_evaluate(tokenizer, split.text))
-
-
-def metrics_available() -> bool:
-    """Whether the engine's metrics module is installed (it lands separately)."""
-    try:
-        import engine.metrics  # noqa: F401
-    except ImportError:
-        return False
-    return True

@@ -58,28 +58,9 @@ def _specials(raw: str) -> list[str]:
 
 
 def _vocab_txt(text: str, lowercase: bool) -> Tokenizer:
-    from engine.decoders import WordPieceDecoder
-    from engine.models.wordpiece import WordPiece
-    from engine.normalizers import get_normalizer
-    from engine.post_processors import TemplateProcessing
-    from engine.pretokenizers import BertPreTokenizer
+    from engine.formats.vocab_txt import bert_tokenizer, parse_vocab_txt
 
-    lines = text.splitlines()
-    vocab: dict[str, int] = {}
-    for number, token in enumerate(lines, start=1):
-        token = token.rstrip("\r")
-        if not token:
-            raise ImportProblem(f"vocab.txt, line {number}: the line is empty; every line must hold one token.")
-        if token in vocab:
-            raise ImportProblem(f"vocab.txt, line {number}: the token {token!r} already appeared on line {vocab[token] + 1}.")
-        vocab[token] = len(vocab)
-    if "[UNK]" not in vocab:
-        raise ImportProblem("vocab.txt has no [UNK] token; WordPiece needs one for words it cannot spell.")
-    specials = {t: vocab[t] for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]") if t in vocab}
-    post = TemplateProcessing("[CLS] $A [SEP]", specials) if "[CLS]" in specials and "[SEP]" in specials else None
-    return Tokenizer(WordPiece(vocab), normalizer=get_normalizer("lowercase") if lowercase else None,
-                     pre_tokenizer=BertPreTokenizer(), special_tokens=specials, post_processor=post,
-                     decoder=WordPieceDecoder())
+    return bert_tokenizer(parse_vocab_txt(text), lowercase=lowercase)
 
 
 def read(kind: str, files: dict[str, Upload | None], *, pattern: str = "gpt2", specials: str = "",

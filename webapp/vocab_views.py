@@ -62,7 +62,7 @@ def _insights_context(loaded: Loaded) -> dict[str, Any]:
         "curve": charts.line_chart(points, label_x="vocabulary size", label_y="bytes per token",
                                    title="Compression over the course of training") if points else None,
         "histogram": _histogram(vocab_browser.length_histogram(loaded.tokenizer)),
-        "corpora": corpora, "trained_on": trained_on, "metrics_available": heldout.metrics_available(),
+        "corpora": corpora, "trained_on": trained_on,
         "evaluation": None, "eval_error": None, "split": None, "form": {},
     }
 
@@ -88,8 +88,6 @@ def evaluate(tokenizer_id: int) -> Response:
         context["eval_error"] = "Choose a corpus to take the held-out split from."
     elif not raw_percent.isdigit() or not 1 <= int(raw_percent) <= 50:
         context["eval_error"] = f"The held-out share must be a whole percentage from 1 to 50, not {raw_percent!r}."
-    elif not context["metrics_available"]:
-        context["eval_error"] = "Held-out evaluation needs the engine's metrics module, which is not installed."
     else:
         try:
             split = heldout.read_split(store().path(corpus.sha256), int(raw_percent) / 100, form.get("part", "last"))

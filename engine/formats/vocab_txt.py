@@ -1,7 +1,7 @@
 """BERT's ``vocab.txt``: one WordPiece token per line, the line number (from 0) is its id.
 
-``read_vocab_txt`` and ``write_vocab_txt`` convert between the file and a ``{token: id}``
-mapping; ``load_bert_tokenizer`` wraps a vocab.txt in the BERT pipeline (BERT's text cleanup,
+``read_vocab_txt``/``parse_vocab_txt`` and ``write_vocab_txt``/``dumps_vocab_txt`` convert between the file and a ``{token: id}``
+mapping; ``load_bert_tokenizer`` (or ``bert_tokenizer`` for a parsed vocabulary) wraps a vocab.txt in the BERT pipeline (BERT's text cleanup,
 optional lowercasing and accent stripping, BERT's pre-tokenizer, the ``##`` decoder and the
 ``[CLS] $A [SEP]`` template when those tokens exist), as Hugging Face's ``BertWordPieceTokenizer``
 does. As in Google's reader, only the line end is removed, so a token may contain inner spaces.
@@ -31,6 +31,11 @@ def read_vocab_txt(path: str | Path) -> dict[str, int]:
         raise FormatError(f"The file is not UTF-8 (byte {exc.start} cannot be decoded).", source=source) from None
     except OSError as exc:
         raise FormatError(f"The file cannot be read ({exc.strerror}).", source=source) from None
+    return parse_vocab_txt(text, source=source)
+
+
+def parse_vocab_txt(text: str, *, source: str = "vocab.txt") -> dict[str, int]:
+    """Parse vocab.txt text into ``{token: id}`` (see :func:`read_vocab_txt`)."""
     vocab: dict[str, int] = {}
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -51,8 +56,8 @@ def read_vocab_txt(path: str | Path) -> dict[str, int]:
     return vocab
 
 
-def write_vocab_txt(vocab: Mapping[str, int], path: str | Path) -> None:
-    """Write ``{token: id}`` as a vocab.txt; ids must run 0, 1, 2, ... without gaps."""
+def dumps_vocab_txt(vocab: Mapping[str, int]) -> str:
+    """``{token: id}`` as vocab.txt text; ids must run 0, 1, 2, ... without gaps."""
     ordered = sorted(vocab.items(), key=lambda item: item[1])
     for expected, (token, token_id) in enumerate(ordered):
         if token_id != expected:
@@ -62,13 +67,34 @@ def write_vocab_txt(vocab: Mapping[str, int], path: str | Path) -> None:
             )
         if token == "" or "\n" in token or "\r" in token:
             raise FormatError(f"The token {token!r} (id {token_id}) cannot be written on one vocab.txt line.")
-    Path(path).write_text("".join(f"{token}\n" for token, _ in ordered), encoding="utf-8")
+    return "".join(f"{token}\n" for token, _ in ordered)
+
+
+def write_vocab_txt(vocab: Mapping[str, int], path: str | Path) -> None:
+    """Write ``{token: id}`` as a vocab.txt file (see :func:`dumps_vocab_txt`)."""
+    Path(path).write_text(dumps_vocab_txt(vocab), encoding="utf-8")
 
 
 def load_bert_tokenizer(
     path: str | Path, *, lowercase: bool = True, strip_accents: bool | None = None, unk_token: str = "[UNK]"
 ) -> Tokenizer:
-    """A BERT tokenizer from a vocab.txt; ``strip_accents`` follows ``lowercase`` when None (as in BERT)."""
+    """A BERT tokenizer from a vocab.txt file (see :func:`bert_tokenizer`)."""
+    return bert_tokenizer(
+        read_vocab_txt(path), lowercase=lowercase, strip_accents=strip_accents, unk_token=unk_token,
+        name=Path(path).stem, source=str(path),
+    )
+
+
+def bert_tokenizer(
+    vocab: Mapping[str, int],
+    *,
+    lowercase: bool = True,
+    strip_accents: bool | None = None,
+    unk_token: str = "[UNK]",
+    name: str = "",
+    source: str = "vocab.txt",
+) -> Tokenizer:
+    """Wrap a WordPiece vocabulary in BERT's pipeline; ``strip_accents`` follows ``lowercase`` when None."""
     from engine.decoders import WordPieceDecoder
     from engine.models.wordpiece import WordPiece
     from engine.normalizers import BertCleanup, Lowercase, Normalizer, Sequence, StripAccents
@@ -76,9 +102,8 @@ def load_bert_tokenizer(
     from engine.pretokenizers import BertPreTokenizer
     from engine.tokenizer import Tokenizer
 
-    vocab = read_vocab_txt(path)
     if unk_token not in vocab:
-        raise FormatError(f"The vocabulary has no {unk_token!r} token; pass unk_token= with the one it uses.", source=str(path))
+        raise FormatError(f"The vocabulary has no {unk_token!r} token; pass unk_token= with the one it uses.", source=source)
     steps: list[Normalizer] = [BertCleanup()]
     if strip_accents if strip_accents is not None else lowercase:
         steps.append(StripAccents())
@@ -87,11 +112,11 @@ def load_bert_tokenizer(
     specials = {t: vocab[t] for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", unk_token) if t in vocab}
     template = "[CLS] $A [SEP]" if "[CLS]" in specials and "[SEP]" in specials else None
     return Tokenizer(
-        WordPiece(vocab, unk_token=unk_token),
+        WordPiece(dict(vocab), unk_token=unk_token),
         normalizer=Sequence(steps),
         pre_tokenizer=BertPreTokenizer(),
         special_tokens=specials,
         post_processor=TemplateProcessing(template, specials) if template else None,
         decoder=WordPieceDecoder(),
-        name=Path(path).stem,
+        name=name,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import re
 
 import pytest
@@ -155,3 +156,15 @@ def test_insights_draw_the_curve_and_histogram(client: FlaskClient, ids: dict[st
 def test_evaluation_needs_a_corpus_and_a_percentage(client: FlaskClient, ids: dict[str, int]) -> None:
     response = client.post(f"/tokenizers/{ids['bpe']}/insights/evaluate", headers=HX, data={"corpus_id": "", "percent": "10"})
     assert response.status_code == 422 and "Choose a corpus" in response.get_data(as_text=True)
+
+
+def test_evaluation_on_a_held_out_split_shows_the_engine_metrics(client: FlaskClient, ids: dict[str, int]) -> None:
+    body = "".join(f"the cat number {i} sat on the mat\n" for i in range(40)).encode()
+    client.post("/corpora/", data={"files": [(io.BytesIO(body), "cats.txt")]}, content_type="multipart/form-data")
+    page = client.get(f"/tokenizers/{ids['bpe']}/insights").get_data(as_text=True)
+    corpus_id = re.search(r'<option value="(\d+)"', page).group(1)  # type: ignore[union-attr]
+    response = client.post(f"/tokenizers/{ids['bpe']}/insights/evaluate", headers=HX,
+                           data={"corpus_id": corpus_id, "percent": "10", "part": "last"})
+    html = response.get_data(as_text=True)
+    assert response.status_code == 200, html
+    assert "bytes per token" in html and "fertility" in html and "lossless" in html
