@@ -17,7 +17,7 @@ import os
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, wait
 from functools import partial
 from pathlib import Path
 
@@ -166,8 +166,16 @@ def count_words(
     else:
         # Each worker counts every `workers`-th range and returns one Counter: merging
         # Counters is a Python loop, so it is done once per worker, not once per range.
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            parts = list(pool.map(work, [spans[i::workers] for i in range(workers)]))
+        pool = ProcessPoolExecutor(max_workers=workers)
+        try:
+            futures = [pool.submit(work, spans[i::workers]) for i in range(workers)]
+            while not all(f.done() for f in futures):
+                wait(futures, timeout=0.2)
+                reporter.update("counting", 0, len(spans))  # polls the cancel check
+            parts = [f.result() for f in futures]
+        finally:
+            # On cancel, do not wait for the workers: they finish their share and exit.
+            pool.shutdown(wait=False, cancel_futures=True)
         counts = parts[0]
         for part in parts[1:]:
             counts.update(part)

@@ -285,3 +285,22 @@ def test_hf_json_model_object() -> None:
     assert data["model"]["continuing_subword_prefix"] == "##"
     assert data["pre_tokenizer"] == {"type": "BertPreTokenizer"}
     assert data["decoder"] == {"type": "WordPiece", "prefix": "##", "cleanup": True}
+
+
+def test_offsets_cover_the_original_text() -> None:
+    tokenizer = _hug_tokenizer()
+    text = "Pun  HUGS!"  # lowercased before matching; "!" is not in the vocabulary
+    spans = tokenizer.encode_with_offsets(text)
+    assert [(tokenizer.id_to_token(s.id), text[s.char_start : s.char_end]) for s in spans] == [
+        ("pu", "Pu"), ("##n", "n"), ("hugs", "HUGS"), ("[UNK]", "!"),
+    ]
+
+
+def test_training_can_be_cancelled(tmp_path: Path) -> None:
+    from engine.errors import TrainingCancelled
+
+    path = write(tmp_path, "corpus.txt", CORPUS)
+    seen: list[str] = []
+    with pytest.raises(TrainingCancelled):
+        train("wordpiece", [path], {"vocab_size": 120}, progress=lambda stage, *_: seen.append(stage), should_cancel=lambda: True)
+    assert seen == []
