@@ -1,4 +1,5 @@
-"""The ``tokenforge`` command: ``serve``, ``worker`` and ``migrate``, plus the engine's commands.
+"""The ``tokenforge`` command: ``serve``, ``worker``, ``migrate``, ``backup`` and ``restore``, plus
+the engine's commands.
 
 ``serve`` applies the migrations once, starts one job-worker process (unless ``--no-worker``)
 and then runs gunicorn in the foreground; SIGTERM or Ctrl-C stops gunicorn gracefully and the
@@ -56,6 +57,35 @@ def cmd_worker(args: argparse.Namespace) -> int:
     print(f"Tokenforge worker {worker.worker_id} is waiting for jobs "
           f"({_safe_url(settings['DATABASE_URL'])}).", flush=True)
     worker.run(once=args.once)
+    return 0
+
+
+def cmd_backup(args: argparse.Namespace) -> int:
+    """Write the database and the corpus store to one .tar.gz file."""
+    from pathlib import Path
+
+    from webapp.backup import backup
+
+    settings = _settings()
+    counts = backup(settings, Path(args.file))
+    print(f"Backed up {counts.get('corpora', 0)} corpora, {counts.get('tokenizers', 0)} tokenizers, "
+          f"{counts.get('jobs', 0)} jobs and {counts.get('users', 0)} accounts to {args.file}.")
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    """Restore a backup into an empty instance."""
+    from pathlib import Path
+
+    from webapp.backup import BackupError, restore
+
+    settings = _settings()
+    try:
+        counts = restore(settings, Path(args.file))
+    except BackupError as exc:
+        raise SystemExit(f"tokenforge: {exc}") from None
+    print(f"Restored {counts.get('corpora', 0)} corpora, {counts.get('tokenizers', 0)} tokenizers, "
+          f"{counts.get('jobs', 0)} jobs and {counts.get('users', 0)} accounts from {args.file}.")
     return 0
 
 
@@ -140,6 +170,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     migrate = sub.add_parser("migrate", help="apply database migrations and exit")
     migrate.set_defaults(func=cmd_migrate)
+
+    backup = sub.add_parser("backup", help="write the database and corpus store to a .tar.gz file")
+    backup.add_argument("file", help="the backup file to write, e.g. tokenforge-2025-01-31.tar.gz")
+    backup.set_defaults(func=cmd_backup)
+    restore = sub.add_parser("restore", help="restore a backup into an empty instance")
+    restore.add_argument("file", help="a file written by `tokenforge backup`")
+    restore.set_defaults(func=cmd_restore)
 
     from engine.cli import register
 
