@@ -8,9 +8,12 @@ where it is absent.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import werkzeug.test
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -29,3 +32,17 @@ def cs336() -> Path:
     if not (CS336 / "corpus.en").is_file():
         pytest.skip(f"real test data not found at {CS336}")
     return CS336
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _test_client_bodies_in_memory() -> Iterator[None]:
+    """Keep the Flask test client's multipart bodies in memory.
+
+    Werkzeug's test client spools request bodies over 500 KB into a temporary file that it never
+    closes; with ``filterwarnings = error`` the resulting ResourceWarning fails whichever test the
+    garbage collector happens to run in. The server side (our upload handling) is unaffected.
+    """
+    original = werkzeug.test.stream_encode_multipart
+    werkzeug.test.stream_encode_multipart = functools.partial(original, use_tempfile=False)  # type: ignore[assignment]
+    yield
+    werkzeug.test.stream_encode_multipart = original

@@ -103,7 +103,7 @@ def bert_tokenizer(
     from engine.tokenizer import Tokenizer
 
     if unk_token not in vocab:
-        raise FormatError(f"The vocabulary has no {unk_token!r} token; pass unk_token= with the one it uses.", source=source)
+        raise FormatError(f"The vocabulary has no {unk_token} token, which WordPiece needs for words it cannot spell.", source=source)
     steps: list[Normalizer] = [BertCleanup()]
     if strip_accents if strip_accents is not None else lowercase:
         steps.append(StripAccents())

@@ -70,5 +70,5 @@ def test_bert_tokenizer_matches_hugging_face(tmp_path: Path, lowercase: bool) ->
 def test_a_vocabulary_without_unk_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "vocab.txt"
     path.write_text("a\nb\n", encoding="utf-8")
-    with pytest.raises(FormatError, match=r"has no '\[UNK\]' token; pass unk_token="):
+    with pytest.raises(FormatError, match=r"has no \[UNK\] token, which WordPiece needs"):
         load_bert_tokenizer(path)

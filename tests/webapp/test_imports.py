@@ -82,8 +82,8 @@ def test_import_tiktoken_with_sidecar_and_vocab_txt(client: FlaskClient) -> None
     pytest.param({"kind": "tokenizer_json", "file": ('{"model": {"type": "Magic"}}', "t.json")}, "The model type &#39;Magic&#39; is not supported", id="unknown-model"),
     pytest.param({"kind": "gpt2", "pattern": "gpt2", "vocab": ('{"a": 0}', "vocab.json"), "merges": ("a b\n", "merges.txt")}, "vocab.json: The vocabulary lacks the single byte 0x00", id="bad-vocab"),
     pytest.param({"kind": "gpt2", "pattern": "klingon", "vocab": ("{}", "v.json"), "merges": ("", "m.txt")}, "Choose the merges.txt file", id="empty-merges"),
-    pytest.param({"kind": "vocab_txt", "file": ("hello\nhello\n", "vocab.txt")}, "line 2: the token &#39;hello&#39; already appeared on line 1", id="duplicate-line"),
-    pytest.param({"kind": "vocab_txt", "file": ("hello\n", "vocab.txt")}, "vocab.txt has no [UNK] token", id="no-unk"),
+    pytest.param({"kind": "vocab_txt", "file": ("hello\nhello\n", "vocab.txt")}, "line 2: The token &#39;hello&#39; already appeared on line 1", id="duplicate-line"),
+    pytest.param({"kind": "vocab_txt", "file": ("hello\n", "vocab.txt")}, "has no [UNK] token", id="no-unk"),
     pytest.param({"kind": "tiktoken", "pattern": "gpt2", "file": ("not base64 at all\n", "r.tiktoken")}, "r", id="bad-ranks"),
     pytest.param({"kind": "magic"}, "Choose what kind of file to import", id="unknown-kind"),
 ])
