@@ -99,7 +99,10 @@ class Worker:
             args=(child_conn, os.getpid(), algorithm, paths, options,
                   int(self.settings["WORKER_NICE"])),
             name=f"tokenforge-train-{job_id}",
-            daemon=True,
+            # Not a daemon: the engine's trainers count words on a process pool, and daemonic
+            # processes may not have children. The child still dies with this worker (prctl
+            # PDEATHSIG in train_child) and is killed in ``finally`` below.
+            daemon=False,
         )
         child.start()
         child_conn.close()
