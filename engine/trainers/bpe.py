@@ -54,10 +54,7 @@ class BpeOptions:
     )
     pretokenizer: str = field(
         default="gpt2",
-        metadata={
-            "help": "How text is cut before merging: gpt2, gpt4, o200k, whitespace, or a regex.",
-            "choices": ("gpt2", "gpt4", "o200k", "whitespace"),
-        },
+        metadata={"help": "How text is cut before merging: gpt2, gpt4, o200k, whitespace, or a regex."},
     )
     max_token_length: int | None = field(
         default=None, metadata={"help": "Never create a token longer than this many bytes (empty: no limit)."}
