@@ -12,19 +12,22 @@ first, then right; a proper prefix is smaller, as with Python ``bytes``). Traini
 
 Data layout (why it is fast):
 
-* Tokens are small ints: byte ``b`` is ``b`` and the ``r``-th merge creates ``256 + r``. A
-  pair is one int ``left << 32 | right``, so the count table and the index are dicts keyed by
-  ints, and no tuple or bytes object is made per occurrence.
-* Each distinct pre-token is a list of ints with a count; a merge rewrites the lists in place.
-* ``where[pair]`` lists the words that may contain the pair. Entries are never removed: a
-  stale or duplicate entry costs one scan of a short word that finds nothing, which is far
-  cheaper than keeping sets exact.
-* The heap holds ``(-count, tiebreak_key, pair)``. Merging ``(a, b)`` into ``c`` only lowers the
-  counts of existing pairs and creates pairs that contain ``c``, so a merge pushes each new
-  pair once and never pushes a lowered one: a popped entry whose count is stale is pushed back
-  with its current count (lazy invalidation). ``tiebreak_key`` orders bytes in reverse, so the
-  min-heap pops the greatest pair among equal counts without comparing anything but ints
-  until counts tie.
+* A token is one character: byte ``b`` is ``chr(b)`` and the ``r``-th merge creates
+  ``chr(256 + r)``. Each distinct pre-token is a ``str`` of its tokens with a count, and a
+  pair is a 2-character ``str``. Finding occurrences and rewriting a word are then
+  ``str.find`` and ``str.replace``, which run in C and go left to right without overlaps,
+  exactly as a BPE merge does; no tuple, list or bytes object is made per occurrence. (An
+  int-list layout of the same algorithm was about 2x slower.)
+* ``where[pair]`` lists the words that may contain the pair, once per occurrence. Entries are
+  never removed: a stale or duplicate entry costs one failed ``str.find``, far cheaper than
+  keeping sets exact. Pair counts are sums of word counts over those lists, taken in C.
+* The heap holds ``(-count, tiebreak_key, pair)``. Merging ``(a, b)`` into ``t`` only lowers
+  the counts of existing pairs and creates pairs that contain ``t``, so a merge pushes each new
+  pair once, with its final count, and never pushes a lowered one: a popped entry whose count
+  is stale is pushed back with its current count (lazy invalidation). Pairs below
+  ``min_frequency`` never enter the heap. ``tiebreak_key`` orders bytes in reverse (see
+  :func:`_invert`), so the min-heap pops the greatest pair among equal counts and compares
+  nothing but ints until counts tie.
 """
 
 from __future__ import annotations
