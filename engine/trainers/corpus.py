@@ -53,21 +53,22 @@ def special_pattern(special_tokens: Iterable[str]) -> regex.Pattern[str] | None:
     return regex.compile("|".join(map(regex.escape, tokens))) if tokens else None
 
 
-def _cut(buf: str, specials: regex.Pattern[str] | None, longest: int, safe_cuts: bool, want: int) -> int:
-    """Where to end the next chunk of ``buf`` (0: read more first)."""
+def _cut(buf: str, start: int, specials: regex.Pattern[str] | None, longest: int, safe_cuts: bool,
+         want: int) -> int:
+    """Where to end the next chunk of ``buf`` (0: read more first); ``buf[:start]`` holds no cut."""
     # A special token match only counts if the longest special could have matched at its start,
     # else "<|a|>" might be the start of a longer special cut off by the end of the buffer.
     usable = len(buf) - longest
     if specials is not None:
         end = 0
-        for match in specials.finditer(buf, 0, len(buf)):
+        for match in specials.finditer(buf, start, len(buf)):
             if match.start() > usable:
                 break
             end = match.end()
         if end:
             return end
     if safe_cuts and len(buf) >= want:
-        match = _SAFE_CUT.search(buf, want // 2, max(usable, 0))
+        match = _SAFE_CUT.search(buf, max(want // 2, start), max(usable, 0))
         if match is not None:
             return match.start()
     return 0
@@ -87,12 +88,14 @@ def iter_documents(
     ``max_chunk_chars`` long. ``bytes_read`` counts the bytes of all files read so far (for
     progress). Raises :class:`FormatError` on a file that is not UTF-8.
     """
+    special_tokens = tuple(special_tokens)
     specials = special_pattern(special_tokens)
     longest = max((len(t) for t in special_tokens), default=1)
+    done = 0
     for path in files:
         decoder = codecs.getincrementaldecoder("utf-8")()
         buf = ""
-        done = 0
+        start = 0  # buf[:start] was searched for a cut in vain (keeps a long document linear)
         with open(path, "rb") as stream:
             while True:
                 block = stream.read(max_chunk_chars)
@@ -100,16 +103,19 @@ def iter_documents(
                     buf += decoder.decode(block, final=not block)
                 except UnicodeDecodeError as exc:
                     raise FormatError(
-                        f"The corpus is not UTF-8 near byte {done + exc.start}; convert it to UTF-8 first.",
+                        f"The corpus is not UTF-8 near byte {stream.tell() - len(block) + exc.start}; "
+                        "convert it to UTF-8 first.",
                         source=str(path),
                     ) from None
                 done += len(block)
                 while len(buf) >= max_chunk_chars:
-                    end = _cut(buf, specials, longest, safe_cuts, max_chunk_chars)
+                    end = _cut(buf, start, specials, longest, safe_cuts, max_chunk_chars)
                     if not end:
+                        start = max(len(buf) - longest, 0)
                         break
                     yield buf[:end], done
                     buf = buf[end:]
+                    start = 0
                 if not block:
                     break
         if buf:
