@@ -78,6 +78,12 @@ async def user(port: int, key: str, tokenizer: int, deadline: float, think: floa
             writer.write(head + body)
             await writer.drain()
             status_line = await reader.readline()
+            if not status_line:  # the server closed the idle keep-alive connection first: the
+                writer.close()   # request never reached it, so send it again on a new one
+                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.write(head + body)
+                await writer.drain()
+                status_line = await reader.readline()
             length, close = 0, False
             while (line := await reader.readline()) not in (b"\r\n", b""):
                 name, _, value = line.decode("latin-1").partition(":")
