@@ -36,7 +36,7 @@ from engine.pretokenizers import Metaspace
 from engine.tokenizer import Tokenizer
 from engine.trainers.base import Reporter, TrainResult
 from engine.trainers.unigram_em import e_step, m_step, prune
-from engine.trainers.unigram_lattice import Lattices
+from engine.trainers.unigram_trie import TrieLattice
 from engine.trainers.unigram_seed import required_chars, seed_pieces
 
 SPACE = "\u2581"
@@ -143,7 +143,7 @@ def train_on_counts(word_counts: Counter[str] | dict[str, int], options: Unigram
     required_ids = [sid_of[c] for c in required] + [unk]
     alive = [True] * (unk + 1)
     words = list(word_counts)
-    lattices = Lattices(words, [word_counts[w] for w in words], sid_of, options.max_piece_length, unk)
+    lattices = TrieLattice(words, [word_counts[w] for w in words], sid_of, options.max_piece_length, unk)
     desired = int(options.vocab_size * 1.1)
     stats: dict[str, object] = {"seed_size": len(pieces), "required_chars": len(required), "rounds": []}
     # 4. EM rounds with pruning.
@@ -154,6 +154,7 @@ def train_on_counts(word_counts: Counter[str] | dict[str, int], options: Unigram
             prob = [math.exp(v) if alive[s] else 0.0 for s, v in enumerate(logp)]
             expected, loglik = e_step(lattices, prob, sid_of, options.max_piece_length, unk)
             logp = m_step(expected, alive, required_ids)
+            lattices.filter(alive)  # pieces the M-step dropped cost nothing from here on
         size = sum(alive) - 1
         stats["rounds"].append([size, round(loglik, 3)])  # type: ignore[union-attr]
         if size <= desired:

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from operator import add, mul
 
 from engine.trainers.unigram_lattice import Lattices, Slot, _scatter
+from engine.trainers.unigram_trie import TrieLattice
 
 EXPECTED_FREQUENCY_THRESHOLD = 0.5  # sentencepiece's kExpectedFrequencyThreshold
 
@@ -69,7 +70,7 @@ def word_marginals(
     return z
 
 
-def e_step(lattices: Lattices, prob: Sequence[float], sid_of: Mapping[str, int], max_len: int, unk_sid: int) -> tuple[list[float], float]:
+def e_step(lattices: TrieLattice, prob: Sequence[float], sid_of: Mapping[str, int], max_len: int, unk_sid: int) -> tuple[list[float], float]:
     """Expected counts per piece id and the corpus log-likelihood."""
     expected = [0.0] * len(prob)
     z, bad = lattices.forward_backward(prob, expected)

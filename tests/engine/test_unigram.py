@@ -21,6 +21,7 @@ from engine.trainers import train
 from engine.trainers.unigram import UnigramOptions, build_tokenizer, train_on_counts
 from engine.trainers.unigram_em import digamma, word_marginals
 from engine.trainers.unigram_lattice import Lattices
+from engine.trainers.unigram_trie import TrieLattice
 from engine.trainers.unigram_seed import required_chars, seed_pieces
 
 ABRA = [("<unk>", 0.0), ("abra", -3.0), ("cad", -3.0), ("ab", -2.5), ("ra", -2.5)] + [
@@ -147,6 +148,28 @@ def test_batched_lattices_match_the_per_word_reference() -> None:
         for i in ref.tokenize(w):
             expected[i - 1 if i else unk] += c
     assert freq == expected
+
+
+@pytest.mark.parametrize("dead", [(), (6, 10), (6, 7, 8, 9, 10, 11, 12)], ids=["all-alive", "two-dead", "chars-only"])
+def test_trie_lattice_matches_the_per_word_reference(dead: tuple[int, ...]) -> None:
+    words = ["▁abracadabra", "▁abra", "▁cadabra", "▁bar", "▁x", "▁abr", "ab", "▁abracad", "b"]
+    counts = [3, 2, 1, 5, 1, 4, 2, 7, 1]
+    pieces = ["▁", "a", "b", "r", "c", "d", "abra", "▁abra", "cad", "ab", "ra", "▁cad", "ar"]
+    sid_of = {p: i for i, p in enumerate(pieces)}
+    unk = len(pieces)
+    rng = random.Random(11)
+    prob = [0.0 if i in dead else rng.uniform(0.01, 0.3) for i in range(len(pieces))] + [1e-6]
+    lat = TrieLattice(words, counts, sid_of, 16, unk)
+    assert lat.n_nodes < sum(map(len, words)) + 1  # prefixes are shared
+    lat.filter([p > 0 for p in prob], min_share=0.0)
+    fast = [0.0] * len(prob)
+    z, bad = lat.forward_backward(prob, fast)
+    slow = [0.0] * len(prob)
+    logp = [math.log(p) if p > 0 else -math.inf for p in prob]
+    zs = [word_marginals(w, c, sid_of, logp, 16, unk, slow) for w, c in zip(words, counts)]
+    assert bad == []
+    assert fast == pytest.approx(slow, rel=1e-12)
+    assert [math.log(v) for v in z] == pytest.approx(zs, rel=1e-12)
 
 
 def test_training_the_hug_corpus() -> None:
