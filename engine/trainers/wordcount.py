@@ -13,7 +13,9 @@ the same; it knows nothing of models.
 from __future__ import annotations
 
 import functools
+import multiprocessing
 import os
+import threading
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
@@ -166,7 +168,9 @@ def count_words(
     else:
         # Each worker counts every `workers`-th range and returns one Counter: merging
         # Counters is a Python loop, so it is done once per worker, not once per range.
-        pool = ProcessPoolExecutor(max_workers=workers)
+        # Fork is fast but only safe in a single-threaded parent (the web worker may not be).
+        fork = threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork" if fork else "spawn"))
         try:
             futures = [pool.submit(work, spans[i::workers]) for i in range(workers)]
             while not all(f.done() for f in futures):
