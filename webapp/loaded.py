@@ -97,6 +97,8 @@ def find(ref: object) -> Loaded | None:
     elif isinstance(ref, str) and ref.strip():
         row = session.scalar(rows_query().where(TokenizerRow.name == ref.strip()).limit(1))
         row_id = row.id if row is not None else None
-    if row_id is None or session.scalar(rows_query().where(TokenizerRow.id == row_id)) is None:
+    if row_id is None or not 0 < row_id < 2**63:  # databases cannot even compare bigger ids
+        return None
+    if session.scalar(rows_query().where(TokenizerRow.id == row_id)) is None:
         return None
     return load(row_id)
