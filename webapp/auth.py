@@ -134,6 +134,8 @@ def scoped(model: type[Row], *, shared_ids: list[int] | None = None) -> Select[t
 
 def owned_or_404(model: type[Row], row_id: int) -> Row:
     """The ``model`` row with ``row_id`` if it belongs to one of the user's teams, else a 404."""
+    if not 0 < row_id < 2**63:  # a URL can carry any integer; the database cannot compare it
+        abort(404)
     row = get_session().scalar(scoped(model).where(model.id == row_id))  # type: ignore[attr-defined]
     if row is None:
         abort(404)

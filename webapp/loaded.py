@@ -68,6 +68,8 @@ def _parse(row_id: int) -> Tokenizer:
 
 def load(row_id: int) -> Loaded:
     """The tokenizer with id ``row_id``, or a 404 page."""
+    if not 0 < row_id < 2**63:
+        abort(404)
     row = get_session().scalar(rows_query().where(TokenizerRow.id == row_id))
     if row is None:
         abort(404)
