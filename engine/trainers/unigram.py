@@ -36,7 +36,7 @@ from engine.pretokenizers import Metaspace
 from engine.tokenizer import Tokenizer
 from engine.trainers.base import Reporter, TrainResult
 from engine.trainers.unigram_em import e_step, m_step, prune
-from engine.trainers.unigram_trie import TrieLattice
+from engine.trainers.unigram_shards import ShardedLattice
 from engine.trainers.unigram_seed import required_chars, seed_pieces
 
 SPACE = "\u2581"
@@ -142,29 +142,13 @@ def train_on_counts(word_counts: Counter[str] | dict[str, int], options: Unigram
     logp = [math.log(s) - math.log(total) for _, s in seed] + [0.0]
     required_ids = [sid_of[c] for c in required] + [unk]
     alive = [True] * (unk + 1)
-    words = list(word_counts)
-    lattices = TrieLattice(words, [word_counts[w] for w in words], sid_of, options.max_piece_length, unk)
-    desired = int(options.vocab_size * 1.1)
     stats: dict[str, object] = {"seed_size": len(pieces), "required_chars": len(required), "rounds": []}
-    # 4. EM rounds with pruning.
-    for round_no in range(1000):
-        for _ in range(options.n_sub_iterations):
-            reporter.update("EM", round_no, force=True)
-            logp[unk] = min(v for s, v in enumerate(logp[:unk]) if alive[s]) - 10.0
-            prob = [math.exp(v) if alive[s] else 0.0 for s, v in enumerate(logp)]
-            expected, loglik = e_step(lattices, prob, sid_of, options.max_piece_length, unk)
-            logp = m_step(expected, alive, required_ids)
-            lattices.filter(alive)  # pieces the M-step dropped cost nothing from here on
-        size = sum(alive) - 1
-        stats["rounds"].append([size, round(loglik, 3)])  # type: ignore[union-attr]
-        if size <= desired:
-            break
-        logp[unk] = min(v for s, v in enumerate(logp[:unk]) if alive[s]) - 10.0
-        prune(
-            pieces, expected, logp, alive, set(required_ids), target=desired,
-            shrinking_factor=options.shrinking_factor, max_len=options.max_piece_length, unk_sid=unk,
-        )
-        lattices.filter(alive)
+    # 4. EM rounds with pruning, the lattices in worker processes.
+    lattices = ShardedLattice(word_counts, sid_of, options.max_piece_length, unk)
+    try:
+        _em_rounds(lattices, pieces, sid_of, logp, alive, required_ids, options, reporter, stats)
+    finally:
+        lattices.close()
     # 5. Finalize: required characters (missing ones just below the lowest score), then the best.
     final: dict[str, float] = {}
     live_scores = [logp[s] for s in range(unk) if alive[s]]
@@ -191,6 +175,34 @@ def train_on_counts(word_counts: Counter[str] | dict[str, int], options: Unigram
     specials = {t: i for i, t in enumerate(options.special_tokens)}
     model = Unigram(vocab, unk_id=0, byte_fallback=options.byte_fallback, special_tokens=specials)
     return model, stats
+
+
+
+def _em_rounds(
+    lattices: ShardedLattice, pieces: list[str], sid_of: dict[str, int], logp: list[float], alive: list[bool],
+    required_ids: list[int], options: UnigramOptions, reporter: Reporter, stats: dict[str, object],
+) -> None:
+    """Stage 4: EM and pruning until the vocabulary is small enough; updates ``logp`` and ``alive``."""
+    unk = len(pieces)
+    desired = int(options.vocab_size * 1.1)
+    for round_no in range(1000):
+        for _ in range(options.n_sub_iterations):
+            reporter.update("EM", round_no, force=True)
+            logp[unk] = min(v for s, v in enumerate(logp[:unk]) if alive[s]) - 10.0
+            prob = [math.exp(v) if alive[s] else 0.0 for s, v in enumerate(logp)]
+            expected, loglik = e_step(lattices, prob, sid_of, options.max_piece_length, unk)
+            logp[:] = m_step(expected, alive, required_ids)
+            lattices.filter(alive)  # pieces the M-step dropped cost nothing from here on
+        size = sum(alive) - 1
+        stats["rounds"].append([size, round(loglik, 3)])  # type: ignore[attr-defined]
+        if size <= desired:
+            return
+        logp[unk] = min(v for s, v in enumerate(logp[:unk]) if alive[s]) - 10.0
+        prune(
+            pieces, expected, logp, alive, set(required_ids), target=desired,
+            shrinking_factor=options.shrinking_factor, max_len=options.max_piece_length, unk_sid=unk,
+        )
+        lattices.filter(alive)
 
 
 def build_tokenizer(model: Unigram, options: UnigramOptions) -> Tokenizer:

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from operator import add, mul
 
 from engine.trainers.unigram_lattice import Lattices, Slot, _scatter
+from engine.trainers.unigram_shards import ShardedLattice
 from engine.trainers.unigram_trie import TrieLattice
 
 EXPECTED_FREQUENCY_THRESHOLD = 0.5  # sentencepiece's kExpectedFrequencyThreshold
@@ -70,17 +71,13 @@ def word_marginals(
     return z
 
 
-def e_step(lattices: TrieLattice, prob: Sequence[float], sid_of: Mapping[str, int], max_len: int, unk_sid: int) -> tuple[list[float], float]:
+def e_step(lattices: TrieLattice | ShardedLattice, prob: Sequence[float], sid_of: Mapping[str, int], max_len: int, unk_sid: int) -> tuple[list[float], float]:
     """Expected counts per piece id and the corpus log-likelihood."""
-    expected = [0.0] * len(prob)
-    z, bad = lattices.forward_backward(prob, expected)
-    loglik = sum(c * math.log(v) for c, v in zip(lattices.counts, z) if v > 0)
+    expected, loglik, bad = lattices.e_step(prob)
     if bad:
         logp = [math.log(p) if p > 0 else -math.inf for p in prob]
-        for w in bad:
-            loglik += lattices.counts[w] * word_marginals(
-                lattices.words[w], lattices.counts[w], sid_of, logp, max_len, unk_sid, expected
-            )
+        for word, count in bad:
+            loglik += count * word_marginals(word, count, sid_of, logp, max_len, unk_sid, expected)
     return expected, loglik
 
 

@@ -26,6 +26,7 @@ from bisect import bisect_left
 from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from itertools import accumulate, chain, compress, repeat
+from math import log
 from operator import add, is_not, itemgetter, mul
 from typing import Any
 
@@ -189,3 +190,12 @@ class TrieLattice:
         deque(map(expected.__setitem__, sids, map(add, map(expected.__getitem__, sids), sums)), maxlen=0)
         bad = [w for w, v in enumerate(z) if v <= TINY]
         return z, bad
+
+    def e_step(self, prob: Sequence[float]) -> tuple[list[float], float, list[tuple[str, float]]]:
+        """Expected counts, the log-likelihood of the words that did not underflow, and the
+        words that did (with their counts), for the caller's log-space reference to finish."""
+        expected = [0.0] * len(prob)
+        z, bad = self.forward_backward(prob, expected)
+        good = [v > TINY for v in z]
+        loglik = sum(map(mul, compress(self.counts, good), map(log, compress(z, good))))
+        return expected, loglik, [(self.words[w], self.counts[w]) for w in bad]

@@ -21,6 +21,7 @@ from engine.trainers import train
 from engine.trainers.unigram import UnigramOptions, build_tokenizer, train_on_counts
 from engine.trainers.unigram_em import digamma, word_marginals
 from engine.trainers.unigram_lattice import Lattices
+from engine.trainers.unigram_shards import ShardedLattice, split_words
 from engine.trainers.unigram_trie import TrieLattice
 from engine.trainers.unigram_seed import required_chars, seed_pieces
 
@@ -170,6 +171,29 @@ def test_trie_lattice_matches_the_per_word_reference(dead: tuple[int, ...]) -> N
     assert bad == []
     assert fast == pytest.approx(slow, rel=1e-12)
     assert [math.log(v) for v in z] == pytest.approx(zs, rel=1e-12)
+
+
+def test_shards_in_workers_match_shards_in_process() -> None:
+    words = Counter({"▁abracadabra": 3, "▁abra": 2, "▁cadabra": 1, "▁bar": 5, "▁x": 1, "▁abr": 4, "ab": 2, "▁zz": 1})
+    assert sorted(sum(split_words(list(words), 2), [])) == sorted(words)
+    pieces = ["▁", "a", "b", "r", "c", "d", "abra", "▁abra", "cad", "ab", "ra", "▁cad", "ar"]
+    sid_of = {p: i for i, p in enumerate(pieces)}
+    prob = [0.05 + 0.01 * i for i in range(len(pieces))] + [1e-6]
+    results = []
+    for workers in (1, 2):
+        lat = ShardedLattice(words, sid_of, 16, len(pieces), workers=workers)
+        try:
+            first = lat.e_step(prob)
+            lat.filter([i not in (6, 8) for i in range(len(prob))])
+            results.append((first, lat.e_step([0.0 if i in (6, 8) else p for i, p in enumerate(prob)])))
+        finally:
+            lat.close()
+    assert results[0] == results[1]
+    (expected, loglik, bad), _ = results[0]
+    slow = [0.0] * len(prob)
+    logp = [math.log(p) for p in prob]
+    ref = sum(c * word_marginals(w, c, sid_of, logp, 16, len(pieces), slow) for w, c in words.items())
+    assert bad == [] and loglik == pytest.approx(ref, rel=1e-12) and expected == pytest.approx(slow, rel=1e-12)
 
 
 def test_training_the_hug_corpus() -> None:

@@ -1,0 +1,155 @@
+"""E-steps on two cores: the words cut into two shards, each a prefix-trie lattice of its own.
+
+The words are sorted and cut where the two halves have about the same number of characters, so
+each shard is a sub-trie (only the prefixes along the cut are built twice). The number of
+shards is fixed (``SHARDS``), not taken from the machine, so that results do not depend on the
+number of cores: per E-step, each shard's expected counts are added in shard order.
+
+When forking is possible (a POSIX system and a single-threaded caller), each shard lives in a
+forked worker that builds its lattice once and keeps it between E-steps; per E-step the parent
+sends the piece probabilities (an array of doubles) and gets back the expected counts, the
+log-likelihood and the underflowed words. Otherwise the shards are run one after the other in
+this process, with identical results. The lattice arithmetic is ``unigram_trie``'s.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+from array import array
+from collections.abc import Mapping, Sequence
+from multiprocessing.connection import Connection
+from operator import add
+from typing import Any
+
+from engine.trainers.unigram_trie import TrieLattice
+
+SHARDS = 2
+MIN_WORDS_FOR_WORKERS = 20_000  # below this, forking costs more than it saves
+
+Part = tuple[list[float], float, list[tuple[str, float]]]
+
+
+def split_words(words: Sequence[str], shards: int) -> list[list[str]]:
+    """Sorted ``words`` cut into ``shards`` runs of about equal total length."""
+    ordered = sorted(words)
+    total = sum(map(len, ordered))
+    out: list[list[str]] = [[] for _ in range(shards)]
+    done = 0
+    for word in ordered:
+        out[min(shards - 1, done * shards // max(total, 1))].append(word)
+        done += len(word)
+    return out
+
+
+def _serve(conn: Connection, words: list[str], counts: list[float], sid_of: Mapping[str, int], max_len: int, unk: int) -> None:
+    """A worker: build one shard's lattice, then answer E-step and filter requests."""
+    try:
+        lattice = TrieLattice(words, counts, sid_of, max_len, unk)
+        del words, counts
+        conn.send(("ready", lattice.edges()))
+        while True:
+            command, payload = conn.recv()
+            if command == "e_step":
+                expected, loglik, bad = lattice.e_step(array("d", payload).tolist())
+                conn.send(("done", (array("d", expected).tobytes(), loglik, bad)))
+            elif command == "filter":
+                lattice.filter(payload)
+                conn.send(("done", None))
+            else:
+                break
+    except BaseException as exc:  # noqa: BLE001 - handed to the parent, which re-raises it
+        conn.send(("error", exc))
+    finally:
+        conn.close()
+
+
+class ShardedLattice:
+    """The corpus lattice as ``SHARDS`` tries, in worker processes when possible."""
+
+    def __init__(
+        self, word_counts: Mapping[str, float], sid_of: Mapping[str, int], max_piece_length: int, unk_sid: int,
+        *, workers: int | None = None,
+    ) -> None:
+        shards = split_words(list(word_counts), SHARDS)
+        if workers is None:
+            workers = min(SHARDS, len(os.sched_getaffinity(0))) if len(word_counts) >= MIN_WORDS_FOR_WORKERS else 1
+        forkable = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+        self.local: list[TrieLattice] = []
+        self.conns: list[Connection] = []
+        self.procs: list[Any] = []
+        if workers > 1 and forkable:
+            ctx = multiprocessing.get_context("fork")
+            for words in shards:
+                parent, child = ctx.Pipe()
+                counts = [float(word_counts[w]) for w in words]
+                proc = ctx.Process(target=_serve, args=(child, words, counts, sid_of, max_piece_length, unk_sid), daemon=True)
+                proc.start()
+                child.close()
+                self.conns.append(parent)
+                self.procs.append(proc)
+            self.n_edges = sum(self._receive(conn) for conn in self.conns)
+        else:
+            for words in shards:
+                self.local.append(TrieLattice(words, [word_counts[w] for w in words], sid_of, max_piece_length, unk_sid))
+            self.n_edges = sum(lat.edges() for lat in self.local)
+
+    def _receive(self, conn: Connection) -> Any:
+        try:
+            kind, value = conn.recv()
+        except EOFError:
+            self.close()
+            raise RuntimeError("A Unigram E-step worker died (out of memory?); retry with a smaller corpus.") from None
+        if kind == "error":
+            self.close()
+            raise value
+        return value
+
+    def edges(self) -> int:
+        return self.n_edges
+
+    def e_step(self, prob: Sequence[float]) -> Part:
+        """Expected counts, log-likelihood and underflowed words, summed over the shards in order."""
+        if self.local:
+            parts = [lat.e_step(prob) for lat in self.local]
+        else:
+            payload = array("d", prob).tobytes()
+            for conn in self.conns:
+                conn.send(("e_step", payload))
+            parts = []
+            for conn in self.conns:
+                data, loglik, bad = self._receive(conn)
+                parts.append((array("d", data).tolist(), loglik, bad))
+        expected, loglik, bad = parts[0]
+        for more, ll, b in parts[1:]:
+            expected = list(map(add, expected, more))
+            loglik += ll
+            bad = bad + b
+        return expected, loglik, bad
+
+    def filter(self, alive: Sequence[bool]) -> None:
+        """Drop the edges of dead pieces (each shard decides by its own share of dead edges)."""
+        if self.local:
+            for lat in self.local:
+                lat.filter(alive)
+            return
+        mask = bytes(bytearray(map(bool, alive)))
+        for conn in self.conns:
+            conn.send(("filter", mask))
+        for conn in self.conns:
+            self._receive(conn)
+
+    def close(self) -> None:
+        """Stop the workers (idempotent)."""
+        for conn in self.conns:
+            try:
+                conn.send(("close", None))
+            except (OSError, ValueError):
+                pass
+            conn.close()
+        for proc in self.procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.terminate()
+        self.conns, self.procs = [], []
