@@ -15,7 +15,7 @@ from flask_login import current_user
 from flask_wtf.csrf import CSRFProtect
 from werkzeug.wrappers import Response
 
-from webapp import auth, db, errors, filters, requests, security
+from webapp import auth, converters, db, errors, filters, requests, security
 from webapp.config import finish_settings, load_settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,6 +41,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.config.setdefault("UPLOAD_TMP_DIR", str(Path(app.config["CORPUS_DIR"]) / "tmp"))
     Path(app.config["UPLOAD_TMP_DIR"]).mkdir(parents=True, exist_ok=True)
 
+    converters.init_app(app)  # before any route: ids beyond 64 bits are a 404, not a 500
     db.init_app(app)
     csrf.init_app(app)
     errors.init_app(app)

@@ -90,9 +90,9 @@ def decode(tokenizer_id: int) -> Response:
     """Decode pasted ids to text, listing each id's token."""
     loaded = load(tokenizer_id)
     raw = request.form.get("ids", "")
-    context: dict[str, Any] = {"loaded": loaded, "ids_raw": raw, "decoded": None, "decode_error": None,
-                               "rows": [], "id_count": 0}
-    status = 200
+    # Without htmx the whole page is rendered, so start from the encode page's context.
+    context, status = encode_context(loaded, request.form.get("text", ""))
+    context["ids_raw"] = raw
     try:
         if len(raw) > limits()[0]:
             raise ValueError(f"That is {len(raw):,} characters of ids; paste at most {limits()[0]:,}.")

@@ -168,3 +168,14 @@ def test_evaluation_on_a_held_out_split_shows_the_engine_metrics(client: FlaskCl
     html = response.get_data(as_text=True)
     assert response.status_code == 200, html
     assert "bytes per token" in html and "fertility" in html and "lossless" in html
+
+
+def test_decode_without_htmx_renders_the_whole_page(client: FlaskClient, ids: dict[str, int]) -> None:
+    response = client.post(f"/tokenizers/{ids['bpe']}/decode", data={"ids": "257, 261"})
+    html = response.get_data(as_text=True)
+    assert response.status_code == 200 and "<html" in html and "<textarea" in html
+
+
+@pytest.mark.parametrize("url", ["/tokenizers/{}/play", "/corpora/{}", "/jobs/{}", "/tokenizers/{}/tokens/1"])
+def test_ids_beyond_64_bits_are_not_found(client: FlaskClient, url: str) -> None:
+    assert client.get(url.format(10**30)).status_code == 404
