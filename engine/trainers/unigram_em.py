@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from operator import add, mul
 
-from engine.trainers.unigram_lattice import Lattices, Slot, _scatter
+from engine.trainers.unigram_prune import alternatives
 from engine.trainers.unigram_shards import ShardedLattice
 from engine.trainers.unigram_trie import TrieLattice
 
@@ -110,28 +109,16 @@ def prune(
             alive[s] = False  # never used: removable at no cost
     sid_of = {pieces[s]: s for s in live}
     prob = [math.exp(v) if v > -math.inf else 0.0 for v in logp]
-    lat = Lattices([pieces[s] for s in owners], [1.0] * len(owners), sid_of, max_len, unk_sid, self_sid=owners)
-    own = [owners[i] for i in lat.order]
-    own_freq = [freq[s] for s in own]
-    n_alt = [0] * len(own)
-    sum_alt = [0.0] * len(own)
-
-    def visit(slot: Slot, take: list[int]) -> None:
-        logs = map(mul, take, map(math.log, map(add, map(freq.__getitem__, slot.sid), slot.gi(own_freq))))
-        _scatter(sum_alt, slot.idx, map(add, slot.gi(sum_alt), logs))
-        _scatter(n_alt, slot.idx, map(add, slot.gi(n_alt), take))
-
-    best = lat.viterbi(prob)
-    lat.backtrack(best, visit)
-    alt_best = lat._by_word(best)
+    alts = alternatives(owners, [pieces[s] for s in owners], sid_of, prob, max_len, unk_sid)
     candidates: list[tuple[float, int]] = []
-    for w, sid in enumerate(own):
-        if alt_best[w] > prob[sid]:
+    for sid, (alt_best, path) in zip(owners, alts):
+        if alt_best > prob[sid]:
             alive[sid] = False  # its own best segmentation is not itself
             continue
         f = freq[sid]
-        logsum_alt = math.log(total + f * (n_alt[w] - 1))
-        loss = (f / total) * ((math.log(f) - logsum) - (sum_alt[w] - n_alt[w] * logsum_alt))
+        sum_alt = sum(math.log(freq[a] + f) for a in path)
+        logsum_alt = math.log(total + f * (len(path) - 1))
+        loss = (f / total) * ((math.log(f) - logsum) - (sum_alt - len(path) * logsum_alt))
         candidates.append((-loss, sid))
     keep = max(target, int(len(live) * shrinking_factor))
     n_fixed = sum(1 for s in live if alive[s] and (s in required))

@@ -53,9 +53,13 @@ def required_chars(word_counts: Mapping[str, int], coverage: float) -> dict[str,
     Characters are taken by descending count (ties: smaller code point first) until the covered
     share exceeds ``coverage``; sentencepiece's rule.
     """
-    chars: Counter[str] = Counter()
+    # Words grouped by count, so that each group's characters are counted by one C-level call.
+    groups: dict[int, list[str]] = {}
     for word, count in word_counts.items():
-        for char, n in Counter(word).items():
+        groups.setdefault(count, []).append(word)
+    chars: Counter[str] = Counter()
+    for count, words in groups.items():
+        for char, n in Counter("".join(words)).items():
             chars[char] += n * count
     total = sum(chars.values())
     threshold = total * coverage

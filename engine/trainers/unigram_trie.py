@@ -60,6 +60,7 @@ class TrieLattice:
 
     def __init__(
         self, words: Sequence[str], counts: Sequence[float], sid_of: Mapping[str, int], max_piece_length: int, unk_sid: int,
+        *, compile: bool = True,
     ) -> None:
         self.words = list(words)
         self.counts = [float(c) for c in counts]
@@ -117,7 +118,8 @@ class TrieLattice:
         self.out_dst = array("i", map(dst.__getitem__, by_src))
         self.out_sid = array("i", map(sid.__getitem__, by_src))
         del by_src, src, dst, sid
-        self._compile()
+        if compile:  # Viterbi users (pruning) read the edge arrays directly
+            self._compile()
 
     def edges(self) -> int:
         return len(self.in_sid)

@@ -21,6 +21,7 @@ from engine.trainers import train
 from engine.trainers.unigram import UnigramOptions, build_tokenizer, train_on_counts
 from engine.trainers.unigram_em import digamma, word_marginals
 from engine.trainers.unigram_lattice import Lattices
+from engine.trainers.unigram_prune import alternatives, alternatives_reference
 from engine.trainers.unigram_shards import ShardedLattice, split_words
 from engine.trainers.unigram_trie import TrieLattice
 from engine.trainers.unigram_seed import required_chars, seed_pieces
@@ -194,6 +195,22 @@ def test_shards_in_workers_match_shards_in_process() -> None:
     logp = [math.log(p) for p in prob]
     ref = sum(c * word_marginals(w, c, sid_of, logp, 16, len(pieces), slow) for w, c in words.items())
     assert bad == [] and loglik == pytest.approx(ref, rel=1e-12) and expected == pytest.approx(slow, rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_pruning_alternatives_match_the_per_piece_reference(seed: int) -> None:
+    rng = random.Random(seed)
+    chars = ["a", "b", "r", "c", "▁"]
+    pieces = chars + sorted({"".join(rng.choice("abrc") for _ in range(rng.randint(2, 6))) for _ in range(40)})
+    pieces += ["ab", "ra", "abra"]  # equal-probability ties: "abra" = "ab"+"ra" when p(abra) = p(ab)·p(ra)
+    pieces = list(dict.fromkeys(pieces))
+    sid_of = {p: i for i, p in enumerate(pieces)}
+    prob = [rng.choice([0.5, 0.25, 0.125, 0.0625]) for _ in pieces] + [1e-9]
+    owners = [i for i, p in enumerate(pieces) if len(p) > 1]
+    strings = [pieces[i] for i in owners]
+    fast = alternatives(owners, strings, sid_of, prob, 16, len(pieces))
+    slow = alternatives_reference(owners, strings, sid_of, prob, 16, len(pieces))
+    assert fast == slow
 
 
 def test_training_the_hug_corpus() -> None:
