@@ -13,13 +13,28 @@ from engine.errors import (
     TrainingCancelled,
     UnknownTokenIdError,
 )
+from engine.metrics import evaluate
+from engine.models.baselines import ByteLevel, CharLevel, MaxMatch, WordLevel
+from engine.models.bpe import BPE
+from engine.models.unigram import Unigram
+from engine.models.wordpiece import WordPiece
+from engine.normalizers import get_normalizer
 from engine.offsets import TokenSpan
 from engine.presets import byte_level_bpe
 from engine.pretokenizers import PATTERNS, get_pretokenizer
 from engine.tokenizer import Tokenizer
+from engine.trainers import TrainResult, option_specs, train
 
 __all__ = [
+    "BPE",
     "PATTERNS",
+    "ByteLevel",
+    "CharLevel",
+    "MaxMatch",
+    "TrainResult",
+    "Unigram",
+    "WordLevel",
+    "WordPiece",
     "ConfigError",
     "FormatError",
     "SpecialTokenError",
@@ -29,5 +44,9 @@ __all__ = [
     "TrainingCancelled",
     "UnknownTokenIdError",
     "byte_level_bpe",
+    "evaluate",
+    "get_normalizer",
     "get_pretokenizer",
+    "option_specs",
+    "train",
 ]

@@ -8,7 +8,10 @@ so a new algorithm only has to implement this protocol.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
+
+from engine.errors import ConfigError, FormatError
 
 
 @runtime_checkable
@@ -40,3 +43,48 @@ class Model(Protocol):
     def to_hf(self) -> dict[str, Any]:
         """The Hugging Face ``tokenizer.json`` ``model`` object."""
         ...
+
+
+class StringVocabulary:
+    """Vocabulary bookkeeping for models whose tokens are strings: ids both ways and the unknown token.
+
+    WordPiece and the word-level, character and maximum-matching baselines share it; byte-level
+    models keep bytes instead.
+    """
+
+    kind = ""
+
+    def __init__(self, vocab: Mapping[str, int], *, unk_token: str | None = "[UNK]") -> None:
+        self._ids = dict(vocab)
+        self._tokens = {i: t for t, i in self._ids.items()}
+        if len(self._tokens) != len(self._ids):
+            raise FormatError(f"Two tokens of the {self.kind} vocabulary share one id; every token needs its own id.")
+        self.unk_token = unk_token
+        self.unk_id: int | None = self._ids.get(unk_token) if unk_token is not None else None
+
+    @property
+    def vocab_size(self) -> int:
+        return max(self._tokens) + 1 if self._tokens else 0
+
+    def vocab(self) -> dict[str, int]:
+        return dict(self._ids)
+
+    def id_to_token(self, token_id: int) -> str | None:
+        return self._tokens.get(token_id)
+
+    def token_to_id(self, token: str) -> int | None:
+        return self._ids.get(token)
+
+    def token_bytes(self, token_id: int) -> bytes:
+        return self._tokens[token_id].encode("utf-8")
+
+    def _unknown(self, text: str) -> int:
+        if self.unk_id is None:
+            raise ConfigError(
+                f"{text[:40]!r} is not in the {self.kind} vocabulary and there is no unknown token; "
+                f"add {self.unk_token or '[UNK]'!r} to the vocabulary."
+            )
+        return self.unk_id
+
+    def _sorted_vocab(self) -> dict[str, int]:
+        return dict(sorted(self._ids.items(), key=lambda item: item[1]))

@@ -23,6 +23,8 @@ from typing import Any
 
 from engine.byte_unicode import BYTE_TO_UNICODE, UNICODE_TO_BYTE
 from engine.errors import ConfigError, FormatError
+from engine.models.base import StringVocabulary
+from engine.models.bpe import hf_byte_level_model
 
 DIRECTIONS = ("forward", "backward")
 
@@ -36,48 +38,7 @@ def _read_vocab(data: Mapping[str, Any], kind: str) -> dict[str, int]:
     return dict(vocab)
 
 
-class _Vocabulary:
-    """Shared vocabulary bookkeeping: strings to ids and back, and the unknown token."""
-
-    kind = ""
-
-    def __init__(self, vocab: Mapping[str, int], *, unk_token: str | None = "[UNK]") -> None:
-        self._ids = dict(vocab)
-        self._tokens = {i: t for t, i in self._ids.items()}
-        if len(self._tokens) != len(self._ids):
-            raise FormatError(f"Two tokens of the {self.kind} vocabulary share one id; every token needs its own id.")
-        self.unk_token = unk_token
-        self.unk_id: int | None = self._ids.get(unk_token) if unk_token is not None else None
-
-    @property
-    def vocab_size(self) -> int:
-        return max(self._tokens) + 1 if self._tokens else 0
-
-    def vocab(self) -> dict[str, int]:
-        return dict(self._ids)
-
-    def id_to_token(self, token_id: int) -> str | None:
-        return self._tokens.get(token_id)
-
-    def token_to_id(self, token: str) -> int | None:
-        return self._ids.get(token)
-
-    def token_bytes(self, token_id: int) -> bytes:
-        return self._tokens[token_id].encode("utf-8")
-
-    def _unknown(self, text: str) -> int:
-        if self.unk_id is None:
-            raise ConfigError(
-                f"{text[:40]!r} is not in the {self.kind} vocabulary and there is no unknown token; "
-                f"add {self.unk_token or '[UNK]'!r} to the vocabulary."
-            )
-        return self.unk_id
-
-    def _sorted_vocab(self) -> dict[str, int]:
-        return dict(sorted(self._ids.items(), key=lambda item: item[1]))
-
-
-class WordLevel(_Vocabulary):
+class WordLevel(StringVocabulary):
     """A word vocabulary: each pre-token is one id, or the unknown token."""
 
     kind = "wordlevel"
@@ -135,21 +96,10 @@ class ByteLevel:
 
     def to_hf(self) -> dict[str, Any]:
         # The same object as a byte-level BPE with no merges, which is what Hugging Face loads.
-        return {
-            "type": "BPE",
-            "dropout": None,
-            "unk_token": None,
-            "continuing_subword_prefix": None,
-            "end_of_word_suffix": None,
-            "fuse_unk": False,
-            "byte_fallback": False,
-            "ignore_merges": False,
-            "vocab": self.vocab(),
-            "merges": [],
-        }
+        return hf_byte_level_model(self.vocab(), [])
 
 
-class MaxMatch(_Vocabulary):
+class MaxMatch(StringVocabulary):
     """Dictionary maximum matching over a word list, forward (FMM) or backward (BMM)."""
 
     kind = "maxmatch"

@@ -168,18 +168,7 @@ class BPE:
         return sorted(self._bytes.items())
 
     def to_hf(self) -> dict[str, Any]:
-        return {
-            "type": "BPE",
-            "dropout": None,
-            "unk_token": None,
-            "continuing_subword_prefix": None,
-            "end_of_word_suffix": None,
-            "fuse_unk": False,
-            "byte_fallback": False,
-            "ignore_merges": False,
-            "vocab": dict(sorted(self.vocab().items(), key=lambda kv: kv[1])),
-            "merges": [f"{bytes_to_symbols(a)} {bytes_to_symbols(b)}" for a, b in self.merges],
-        }
+        return hf_byte_level_model(self.vocab(), [f"{bytes_to_symbols(a)} {bytes_to_symbols(b)}" for a, b in self.merges])
 
     @classmethod
     def from_hf(cls, data: Mapping[str, Any], *, special_tokens: Mapping[str, int]) -> BPE:
@@ -205,6 +194,22 @@ class BPE:
             vocab[token_id] = data_bytes
         merges = [parse_merge(entry, index + 1) for index, entry in enumerate(data.get("merges") or [])]
         return cls(vocab, merges)
+
+
+def hf_byte_level_model(vocab: Mapping[str, int], merges: list[str]) -> dict[str, Any]:
+    """The HF ``model`` object of a byte-level BPE (vocabulary in the byte alphabet, merges "a b")."""
+    return {
+        "type": "BPE",
+        "dropout": None,
+        "unk_token": None,
+        "continuing_subword_prefix": None,
+        "end_of_word_suffix": None,
+        "fuse_unk": False,
+        "byte_fallback": False,
+        "ignore_merges": False,
+        "vocab": dict(sorted(vocab.items(), key=lambda kv: kv[1])),
+        "merges": merges,
+    }
 
 
 def parse_merge(entry: object, line: int) -> tuple[bytes, bytes]:

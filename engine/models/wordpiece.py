@@ -17,13 +17,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.errors import ConfigError, FormatError
+from engine.models.base import StringVocabulary
 
 DEFAULT_UNK = "[UNK]"
 DEFAULT_PREFIX = "##"
 DEFAULT_MAX_INPUT_CHARS = 100
 
 
-class WordPiece:
+class WordPiece(StringVocabulary):
     """A WordPiece vocabulary (strings to ids, ``##`` marking pieces that continue a word)."""
 
     kind = "wordpiece"
@@ -40,17 +41,7 @@ class WordPiece:
             raise ConfigError(
                 f"max_input_chars_per_word must be at least 1, not {max_input_chars_per_word}."
             )
-        self._ids: dict[str, int] = dict(vocab)
-        self._tokens: dict[int, str] = {}
-        for token, token_id in self._ids.items():
-            if token_id in self._tokens:
-                raise FormatError(
-                    f"Tokens {self._tokens[token_id]!r} and {token!r} share the id {token_id}; "
-                    "every WordPiece token needs its own id."
-                )
-            self._tokens[token_id] = token
-        self.unk_token = unk_token
-        self.unk_id: int | None = self._ids.get(unk_token)
+        super().__init__(vocab, unk_token=unk_token)
         self.prefix = continuing_subword_prefix
         self.max_input_chars_per_word = max_input_chars_per_word
         # Word-initial pieces and continuing pieces (keyed without their prefix) are looked up in
@@ -68,22 +59,8 @@ class WordPiece:
         self._surface: dict[int, bytes] = {}
 
     # ------------------------------------------------------------------ vocabulary
-    @property
-    def vocab_size(self) -> int:
-        return max(self._tokens) + 1 if self._tokens else 0
-
-    def vocab(self) -> dict[str, int]:
-        return dict(self._ids)
-
-    def id_to_token(self, token_id: int) -> str | None:
-        return self._tokens.get(token_id)
-
-    def token_to_id(self, token: str) -> int | None:
-        return self._ids.get(token)
-
-    def token_bytes(self, token_id: int) -> bytes:
-        """The piece as stored ("##ing" keeps its prefix: the decoder uses it to glue words)."""
-        return self._tokens[token_id].encode("utf-8")
+    # token_bytes (from StringVocabulary) is the piece as stored: "##ing" keeps its prefix,
+    # which the decoder uses to glue words.
 
     def surface_bytes(self, token_id: int) -> bytes:
         """The bytes of the word this piece covers ("##ing" covers "ing"); used for offsets."""
