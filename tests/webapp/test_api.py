@@ -80,6 +80,7 @@ def test_tokenizer_list_and_docs(client: FlaskClient, bpe: int) -> None:
         {"id": bpe, "name": "tiny-bpe", "algorithm": "bpe", "vocab_size": 262, "source": "trained"}]}
     docs = client.get("/api").get_data(as_text=True)
     assert "curl -X POST http://localhost/api/v1/encode" in docs and "/api/v1/decode" in docs
+    assert "Authorization: Bearer" in docs and "/account" in docs
 
 
 def test_api_is_exempt_from_csrf_but_forms_are_not(tmp_path, bpe: int) -> None:
