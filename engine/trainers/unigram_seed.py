@@ -16,6 +16,8 @@ so the seed is deterministic. EM and pruning live in ``unigram.py``/``unigram_em
 from __future__ import annotations
 
 import heapq
+import multiprocessing
+import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
@@ -106,33 +108,59 @@ def seed_pieces(
     split_by_unicode_script: bool = True,
     split_by_number: bool = True,
     space: str = "\u2581",
+    workers: int | None = None,
 ) -> list[tuple[str, float]]:
-    """Required characters (scored by count) then the top substrings (scored by count × length)."""
+    """Required characters (scored by count) then the top substrings (scored by count × length).
+
+    The substrings are counted in two length bands (2-5 and 6-max), in two forked workers when
+    possible: a band's right-branching test only needs the counts of its own lengths plus one,
+    so the bands never need each other's tables, and the two top lists merge exactly.
+    """
     classes = {
         c: char_class(c, split_by_unicode_script=split_by_unicode_script, split_by_number=split_by_number)
         for c in required
     }
-    slices = [
-        [slice(i, i + L) for L in range(2, max_piece_length + 2) for i in range(m - L + 1)]
-        for m in range(max_piece_length + 2)
-    ]
+    want = max(0, seed_size - len(required))
+    cut = min(5, max_piece_length)
+    bands = [(2, cut)] + ([(cut + 1, max_piece_length)] if max_piece_length > cut else [])
+    args = [(word_counts, classes, space, lo, hi, want) for lo, hi in bands]
+    if workers is None:
+        workers = 2 if len(word_counts) >= 20_000 else 1
+    if workers > 1 and len(args) > 1 and "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(len(args)) as pool:
+            tops = pool.starmap(_top_substrings, args)
+    else:
+        tops = [_top_substrings(*a) for a in args]
+    top = heapq.nsmallest(want, heapq.merge(*tops))
+    pieces = [(c, float(n)) for c, n in sorted(required.items(), key=lambda kv: (-kv[1], kv[0]))]
+    pieces.extend((s, float(-neg)) for neg, s in top)
+    return pieces
+
+
+def _top_substrings(
+    word_counts: Mapping[str, int], classes: Mapping[str, str], space: str, lo: int, hi: int, want: int,
+) -> list[tuple[int, str]]:
+    """The best ``want`` right-branching substrings of length ``lo..hi``, as sorted (-count × length, s)."""
+    longest = hi + 1  # counted only to test whether the length-hi pieces branch
+    def cuts_for(m: int) -> list[slice]:
+        return [slice(i, i + L) for L in range(lo, longest + 1) for i in range(m - L + 1)]
+    slices = [cuts_for(m) for m in range(longest + 1)]
     long_slices: dict[int, list[slice]] = {}
-    # 1. Count every substring of length 2..max+1 inside a valid segment (max+1 only to test
-    #    branching of the longest pieces). Count-1 words go through Counter's C loop.
+    # 1. Count every substring of length lo..hi+1 inside a valid segment. Count-1 words go
+    #    through Counter's C loop.
     once: Counter[str] = Counter()
     weighted: dict[str, int] = {}
     get = weighted.get
     for word, count in word_counts.items():
         for seg in segments(word, classes, space):
             m = len(seg)
-            if m < 2:
+            if m < lo:
                 continue
             if m < len(slices):
                 cuts = slices[m]
             else:
-                cuts = long_slices.get(m) or long_slices.setdefault(
-                    m, [slice(i, i + L) for L in range(2, max_piece_length + 2) for i in range(m - L + 1)]
-                )
+                cuts = long_slices.get(m) or long_slices.setdefault(m, cuts_for(m))
             subs = map(seg.__getitem__, cuts)
             if count == 1:
                 once.update(subs)
@@ -147,17 +175,10 @@ def seed_pieces(
     # 2. Right-branching: the count must exceed that of the most frequent extension.
     extension: dict[str, int] = {}
     for s, n in frequent.items():
-        if len(s) > 2:
+        if len(s) > lo:
             parent = s[:-1]
             if n > extension.get(parent, 0):
                 extension[parent] = n
-    candidates = (
-        (n * len(s), s)
-        for s, n in frequent.items()
-        if len(s) <= max_piece_length and n > extension.get(s, 0)
-    )
+    candidates = ((-n * len(s), s) for s, n in frequent.items() if len(s) <= hi and n > extension.get(s, 0))
     # 3. Rank by count × length; ties to the smaller string.
-    top = heapq.nsmallest(max(0, seed_size - len(required)), candidates, key=lambda c: (-c[0], c[1]))
-    pieces = [(c, float(n)) for c, n in sorted(required.items(), key=lambda kv: (-kv[1], kv[0]))]
-    pieces.extend((s, float(score)) for score, s in top)
-    return pieces
+    return heapq.nsmallest(want, candidates)
