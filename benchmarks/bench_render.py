@@ -19,13 +19,19 @@ import tempfile
 import time
 from pathlib import Path
 
+from flask_login import login_user
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.webapp.conftest import make_app  # noqa: E402
+from tests.webapp.conftest import login_as, make_app  # noqa: E402
 from tests.webapp.playground_samples import CS336, _gpt2, store  # noqa: E402
+from webapp import db  # noqa: E402
 from webapp.encode_view import encode_for_display  # noqa: E402
 from webapp.htmx import render_block  # noqa: E402
+from webapp.loaded import load  # noqa: E402
+from webapp.models import User  # noqa: E402
+from webapp.playground import encode_context  # noqa: E402
 from webapp.spans import group_spans  # noqa: E402
 
 
@@ -50,26 +56,24 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         app = make_app(Path(tmp), f"sqlite:///{tmp}/bench.sqlite3")
         ref = store(app, tok)
-        client = app.test_client()
+        client = login_as(app.test_client(), 1)  # Alice, the owner: the encode route needs a login
         post = lambda: client.post(f"/tokenizers/{ref}/encode", data={"text": text, "allowed_special": "on"},  # noqa: E731
                                    headers={"HX-Request": "true"})
         assert post().status_code == 200  # warm-up: parse the tokenizer once, fill the caches
-        spans = tok.encode_with_offsets(text, allowed_special="all")
-        with app.test_request_context():
-            result = encode_for_display(tok, text)
-            from webapp.loaded import load
-
-            loaded = load(ref)
-            context = {"loaded": loaded, "result": result, "error": None, "text": text, "inspect_base": "/x/",
-                       "options": {"show_ws": False}}
+        form = {"text": text, "allowed_special": "on"}
+        with app.test_request_context(f"/tokenizers/{ref}/encode", method="POST", data=form):
+            login_user(db.get_session().get(User, 1))
+            loaded = load(ref)  # the tokenizer the request uses: parsed from the row, cached
+            served = loaded.tokenizer
+            spans = served.encode_with_offsets(text, allowed_special="all")
+            context, _ = encode_context(loaded, text)  # the same context the view renders
             stages = {
-                "encode": median_ms(lambda: tok.encode_with_offsets(text, allowed_special="all"), args.runs),
-                "spans": median_ms(lambda: group_spans(text, spans, tok), args.runs),
+                "encode": median_ms(lambda: served.encode_with_offsets(text, allowed_special="all"), args.runs),
+                "spans": median_ms(lambda: group_spans(text, spans, served), args.runs),
+                "display": median_ms(lambda: encode_for_display(served, text), args.runs),
                 "render": median_ms(lambda: render_block("playground/play.html", "result", **context), args.runs),
             }
         stages["request"] = median_ms(post, args.runs)
-        from webapp import db
-
         db.get_engine(app).dispose()
     print(f"input: {len(raw):,} bytes, {len(text):,} chars, {len(spans):,} tokens (GPT-2), {args.runs} runs, medians")
     for name, ms in stages.items():
