@@ -7,33 +7,49 @@ neighbours, as Tiktokenizer does, so the page never shows ``\uFFFD``. Text no to
 (whitespace a WordPiece pre-tokenizer drops) becomes a gap. :func:`show_whitespace` adds the
 ``·`` ``→`` ``↵`` markers, :func:`counts` computes the numbers above the spans.
 
-Left out: HTML (the templates escape everything) and the comparison of tokenizations
+This is the encode view's hot path (a few thousand tokens per keystroke), so it is written for
+the common case: a token that starts where the last one ended, on a grapheme boundary, and
+whose description (vocabulary string, hex bytes, hover line) is already memoised for its
+tokenizer. Only the rare positions inside a grapheme are computed (``graphemes.py``).
+
+Left out: HTML (``spans_html.py`` escapes everything) and the comparison of tokenizations
 (``compare.py``).
 """
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-
-import regex
+from typing import NamedTuple
 
 from engine import TokenSpan, Tokenizer
+from webapp.graphemes import inside_graphemes
 
 PALETTE_SIZE = 12
-_GRAPHEME = regex.compile(r"\X")
 _WHITESPACE = str.maketrans({" ": "·", "\t": "→", "\n": "↵\n", "\r": "␍"})
+# Slack after the last shown token in which a truncated view still completes its last grapheme.
+_TAIL = 256
 
 
-@dataclass(frozen=True, slots=True)
-class TokenPart:
-    """One token inside a display span: its index in the encoding, id, vocabulary string, bytes."""
+class TokenPart(NamedTuple):
+    """One token inside a display span: its index in the encoding, id, vocabulary string, bytes.
+
+    A named tuple, not a dataclass: one is built per token on every keystroke. ``line`` is the
+    token's hover line, memoised with its description; empty means "build it from the fields".
+    """
 
     index: int
     id: int
     token: str
     hex: str
     special: bool
+    line: str = ""
+
+    @property
+    def title_line(self) -> str:
+        return self.line or f"{self.id}  {self.token}  [{self.hex}]"
 
 
 @dataclass(slots=True)
@@ -54,33 +70,55 @@ class DisplaySpan:
     @property
     def indices(self) -> str:
         """The token indices as a space-separated list (what the hover linking matches)."""
-        return " ".join(str(p.index) for p in self.parts)
+        parts = self.parts
+        if len(parts) == 1:
+            return str(parts[0].index)
+        return " ".join(str(p.index) for p in parts)
+
+    @property
+    def ids(self) -> str:
+        """The token ids as a space-separated list."""
+        parts = self.parts
+        if len(parts) == 1:
+            return str(parts[0].id)
+        return " ".join(str(p.id) for p in parts)
 
     @property
     def title(self) -> str:
         """The hover text: each token's id, vocabulary string and bytes in hex."""
-        return "\n".join(f"{p.id}  {p.token}  [{p.hex}]" for p in self.parts)
+        parts = self.parts
+        if len(parts) == 1:
+            return parts[0].title_line
+        return "\n".join(p.title_line for p in parts)
 
 
-def grapheme_boundaries(text: str) -> set[int]:
-    """Every character index where a grapheme cluster starts or the text ends."""
-    if text.isascii() and "\r\n" not in text:
-        return set(range(len(text) + 1))
-    bounds = {m.start() for m in _GRAPHEME.finditer(text)}
-    bounds.add(len(text))
-    return bounds
+# id -> (vocabulary string, hex bytes, hover line), one memo per tokenizer, dropped with it.
+# Real text repeats its tokens and a cached tokenizer serves many keystrokes, so after the first
+# few requests nearly every id is found here. Bounded by the vocabulary; threads that race to
+# fill an id compute the same tuple, and one dict assignment is atomic.
+_Description = tuple[str, str, str]
+_memos: weakref.WeakKeyDictionary[Tokenizer, dict[int, _Description]] = weakref.WeakKeyDictionary()
+_memos_lock = threading.Lock()
 
 
-def _describe(tokenizer: Tokenizer, token_id: int, memo: dict[int, tuple[str, str]]) -> tuple[str, str]:
-    """(vocabulary string, bytes in hex) of an id, memoised: real text repeats its tokens."""
-    found = memo.get(token_id)
-    if found is None:
-        try:
-            data = tokenizer.token_bytes(token_id)
-        except ValueError:
-            data = b""
-        token = tokenizer.id_to_token(token_id)
-        found = memo[token_id] = (token if token is not None else "?", data.hex(" "))
+def _memo_for(tokenizer: Tokenizer) -> dict[int, _Description]:
+    memo = _memos.get(tokenizer)
+    if memo is None:
+        with _memos_lock:
+            memo = _memos.setdefault(tokenizer, {})
+    return memo
+
+
+def _describe(tokenizer: Tokenizer, token_id: int, memo: dict[int, _Description]) -> _Description:
+    """(vocabulary string, bytes in hex, hover line) of an id, stored in ``memo``."""
+    try:
+        data = tokenizer.token_bytes(token_id)
+    except ValueError:
+        data = b""
+    token = tokenizer.id_to_token(token_id)
+    token = token if token is not None else "?"
+    hex_ = data.hex(" ")
+    found = memo[token_id] = (token, hex_, f"{token_id}  {token}  [{hex_}]")
     return found
 
 
@@ -94,57 +132,64 @@ def group_spans(text: str, token_spans: Sequence[TokenSpan], tokenizer: Tokenize
     """
     truncated = limit is not None and len(token_spans) > limit
     shown = token_spans[:limit] if truncated else token_spans
-    # Graphemes are found only in the text that is shown (plus slack for the last cluster).
-    window = text[: shown[-1].char_end + 256] if truncated and shown else text
-    bounds = grapheme_boundaries(window)
-    stop = len(window)
+    # Graphemes are looked at only in the text that is shown (plus slack for the last cluster).
+    stop = min(len(text), shown[-1].char_end + _TAIL) if truncated and shown else len(text)
+    inside = inside_graphemes(text, stop)
+    memo = _memo_for(tokenizer)
     out: list[DisplaySpan] = []
-    current: DisplaySpan | None = None
+    append = out.append
+    parts: list[TokenPart] | None = None  # the open span: its parts, start and (token) end
+    open_start = open_end = 0
     position = 0  # end of what has been emitted so far
+    colour = 0  # spans with tokens so far, for the palette
 
-    def flush() -> None:
-        nonlocal current, position
-        if current is not None:
-            end = current.end
-            while end < stop and end not in bounds:
-                end += 1
-            current.end = end
-            current.text = text[current.start:end]
-            out.append(current)
-            position = end
-            current = None
-
-    memo: dict[int, tuple[str, str]] = {}
-    for index, span in enumerate(shown):
-        token, hex_ = _describe(tokenizer, span.id, memo)
-        part = TokenPart(index, span.id, token, hex_, span.special)
-        if span.special or span.char_start >= span.char_end:
-            flush()
-            if span.char_start > position:
-                out.append(DisplaySpan(position, span.char_start, text[position:span.char_start]))
-            label = text[span.char_start:span.char_end] or part.token
-            out.append(DisplaySpan(span.char_start, span.char_end, label, [part], special=True))
-            position = max(position, span.char_end)
+    for index, (token_id, _, _, char_start, char_end, special) in enumerate(shown):
+        described = memo.get(token_id) or _describe(tokenizer, token_id, memo)
+        part = TokenPart(index, token_id, described[0], described[1], special, described[2])
+        if not special and char_start < char_end:
+            if parts is not None:
+                if char_start < open_end or open_end in inside:
+                    parts.append(part)
+                    if char_end > open_end:
+                        open_end = char_end
+                    continue
+                # Close the open span (its end is a boundary: it was just checked).
+                append(DisplaySpan(open_start, open_end, text[open_start:open_end], parts,
+                                   False, (parts[0].id if colour_by_id else colour) % PALETTE_SIZE))
+                colour += 1
+                position = open_end
+            if char_start > position:
+                append(DisplaySpan(position, char_start, text[position:char_start]))
+                position = char_start
+            parts, open_start, open_end = [part], position, max(char_end, position)
             continue
-        if current is not None and (span.char_start < current.end or current.end not in bounds):
-            current.parts.append(part)
-            current.end = max(current.end, span.char_end)
-            continue
-        flush()
-        start = max(span.char_start, position)
-        if start > position:
-            out.append(DisplaySpan(position, start, text[position:start]))
-        current = DisplaySpan(start, max(span.char_end, start), "", [part])
-    flush()
-    if not truncated:
-        if position < len(text):
-            out.append(DisplaySpan(position, len(text), text[position:]))
-    n = 0
-    for item in out:
-        if item.parts:
-            item.colour = (item.parts[0].id if colour_by_id else n) % PALETTE_SIZE
-            n += 1
+        if parts is not None:
+            position = _close(text, out, parts, open_start, open_end, inside, stop,
+                              (parts[0].id if colour_by_id else colour) % PALETTE_SIZE)
+            colour += 1
+            parts = None
+        if char_start > position:
+            append(DisplaySpan(position, char_start, text[position:char_start]))
+        label = text[char_start:char_end] or part.token
+        append(DisplaySpan(char_start, char_end, label, [part], True,
+                           (token_id if colour_by_id else colour) % PALETTE_SIZE))
+        colour += 1
+        position = max(position, char_end)
+    if parts is not None:
+        position = _close(text, out, parts, open_start, open_end, inside, stop,
+                          (parts[0].id if colour_by_id else colour) % PALETTE_SIZE)
+    if not truncated and position < len(text):
+        append(DisplaySpan(position, len(text), text[position:]))
     return out
+
+
+def _close(text: str, out: list[DisplaySpan], parts: list[TokenPart], start: int, end: int,
+           inside: set[int], stop: int, colour: int) -> int:
+    """Emit the open span, extended to the next grapheme boundary; return its end."""
+    while end < stop and end in inside:
+        end += 1
+    out.append(DisplaySpan(start, end, text[start:end], parts, False, colour))
+    return end
 
 
 def show_whitespace(text: str) -> str:
