@@ -166,7 +166,11 @@ def test_a_megabyte_word_gets_a_warning(client: FlaskClient, app: Flask) -> None
 def test_file_names_are_reduced_to_their_last_component(client: FlaskClient, app: Flask) -> None:
     upload(client, (b"text", "../../etc/evil.txt"))
     upload(client, (b"other", "C:\\Users\\me\\win.txt"))
-    assert [c.name for c in corpora(app)] == ["evil.txt", "win.txt"]
+    evil, windows = (c.name for c in corpora(app))
+    assert evil == "evil.txt"
+    # Werkzeug 3.1.9+ reads backslashes in the multipart header as quoted-string escapes, so the
+    # server may receive "C:Usersmewin.txt"; either way no drive or folder survives.
+    assert windows in ("win.txt", "Usersmewin.txt")
 
 
 def test_rename_swaps_the_title_and_escapes(client: FlaskClient, app: Flask) -> None:
