@@ -27,7 +27,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from itertools import accumulate, chain, compress, repeat
 from math import log
-from operator import add, is_not, itemgetter, mul
+from operator import add, is_not, itemgetter, mul, ne, sub
 from typing import Any
 
 TINY = 1e-280  # below this a word's probability is recomputed in log space
@@ -73,6 +73,11 @@ class TrieLattice:
         for j in range(depth - 1, -1, -1):
             active[j] += active[j + 1]
         get = sid_of.get
+        # One small table per piece length: lookups stay in cache (the seed table is ~10 MB).
+        by_length: list[dict[str, int]] = [{} for _ in range(max_piece_length + 1)]
+        for piece, s in sid_of.items():
+            if len(piece) <= max_piece_length:
+                by_length[len(piece)][piece] = s
         src, dst, sid = array("i"), array("i"), array("i")
         terminal = [0] * len(self.words)
         levels: list[dict[str, int]] = [{"": 0}]
@@ -92,7 +97,7 @@ class TrieLattice:
                 if L == 1:
                     found, kept, ends = list(map(get, spelled, repeat(unk_sid))), nodes, range(first, first + len(nodes))
                 else:
-                    found = list(map(get, spelled))
+                    found = list(map(by_length[L].get, spelled))
                     keep = list(map(is_not, found, repeat(None)))
                     found, kept = list(compress(found, keep)), list(compress(nodes, keep))
                     ends = compress(range(first, first + len(nodes)), keep)
@@ -165,8 +170,11 @@ class TrieLattice:
         by_sid = sorted(range(len(post_sids)), key=post_sids.__getitem__)
         self.post_by_sid = gather(ints, by_sid)
         sorted_sids = array("i", map(post_sids.__getitem__, by_sid))
-        self.post_sids = sorted(set(sorted_sids))
-        self.post_runs = [r for r in runs(sorted_sids, 0, self.n_sids) if r.start != r.stop]
+        del by_sid, post_sids
+        n = len(sorted_sids)
+        last = list(compress(range(n), map(ne, sorted_sids, chain(sorted_sids[1:], (-1,)))))  # each run's last entry
+        self.post_sids = list(map(sorted_sids.__getitem__, last))
+        self.post_ends = gather(ints, last)
 
     def forward_backward(self, prob: Sequence[float], expected: list[float]) -> tuple[list[float], list[int]]:
         """Add each piece's expected count to ``expected``; return per-word Z and underflowed words.
@@ -185,10 +193,13 @@ class TrieLattice:
             vals = list(map(mul, g_dst(gamma), g_sid(prob)))
             gamma[b0:b1] = map(add, gamma[b0:b1], map(sum, map(vals.__getitem__, node_runs)))
             posts.append(list(map(mul, g_src(alpha), vals)))
-        grouped = self.post_by_sid(list(chain.from_iterable(posts)))
+        # Per-piece sums as differences of one running sum (values are >= 0, and the total is
+        # about the corpus size, so the rounding error is far below the M-step's 0.5 cut-off).
+        running = list(accumulate(self.post_by_sid(list(chain.from_iterable(posts)))))
         del posts
-        sums = map(sum, map(grouped.__getitem__, self.post_runs))
+        ends = self.post_ends(running)
         sids = self.post_sids
+        sums = map(sub, ends, chain((0.0,), ends))
         deque(map(expected.__setitem__, sids, map(add, map(expected.__getitem__, sids), sums)), maxlen=0)
         bad = [w for w, v in enumerate(z) if v <= TINY]
         return z, bad
