@@ -18,6 +18,7 @@ Left out: HTML (``spans_html.py`` escapes everything) and the comparison of toke
 
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 from collections.abc import Sequence
@@ -50,6 +51,10 @@ class TokenPart(NamedTuple):
     @property
     def title_line(self) -> str:
         return self.line or f"{self.id}  {self.token}  [{self.hex}]"
+
+
+# Builds a TokenPart from one tuple without the Python-level ``__new__`` (a frame per token).
+_new_part = functools.partial(tuple.__new__, TokenPart)
 
 
 @dataclass(slots=True)
@@ -145,7 +150,7 @@ def group_spans(text: str, token_spans: Sequence[TokenSpan], tokenizer: Tokenize
 
     for index, (token_id, _, _, char_start, char_end, special) in enumerate(shown):
         described = memo.get(token_id) or _describe(tokenizer, token_id, memo)
-        part = TokenPart(index, token_id, described[0], described[1], special, described[2])
+        part = _new_part((index, token_id, described[0], described[1], special, described[2]))
         if not special and char_start < char_end:
             if parts is not None:
                 if char_start < open_end or open_end in inside:
@@ -161,7 +166,8 @@ def group_spans(text: str, token_spans: Sequence[TokenSpan], tokenizer: Tokenize
             if char_start > position:
                 append(DisplaySpan(position, char_start, text[position:char_start]))
                 position = char_start
-            parts, open_start, open_end = [part], position, max(char_end, position)
+            parts, open_start = [part], position
+            open_end = char_end if char_end > position else position
             continue
         if parts is not None:
             position = _close(text, out, parts, open_start, open_end, inside, stop,
