@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from engine.trainers.unigram_prune import alternatives
+from engine.trainers.unigram_prune import alternatives_parallel
 from engine.trainers.unigram_shards import ShardedLattice
 from engine.trainers.unigram_trie import TrieLattice
 
@@ -109,7 +109,7 @@ def prune(
             alive[s] = False  # never used: removable at no cost
     sid_of = {pieces[s]: s for s in live}
     prob = [math.exp(v) if v > -math.inf else 0.0 for v in logp]
-    alts = alternatives(owners, [pieces[s] for s in owners], sid_of, prob, max_len, unk_sid)
+    alts = alternatives_parallel(owners, [pieces[s] for s in owners], sid_of, prob, max_len, unk_sid)
     candidates: list[tuple[float, int]] = []
     for sid, (alt_best, path) in zip(owners, alts):
         if alt_best > prob[sid]:

@@ -12,6 +12,8 @@ is ``unigram_em.prune``'s.
 
 from __future__ import annotations
 
+import multiprocessing
+import threading
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from itertools import compress, repeat
@@ -62,6 +64,27 @@ def alternatives(
             _, _, prev, last = incl[prev]
             path.append(last)
         out.append((value, path))
+    return out
+
+
+def alternatives_parallel(
+    owners: Sequence[int], strings: Sequence[str], sid_of: Mapping[str, int], prob: Sequence[float], max_len: int, unk_sid: int,
+    *, workers: int = 2,
+) -> list[tuple[float, list[int]]]:
+    """:func:`alternatives` with the strings cut in two sorted halves (sub-tries) on forked
+    workers when possible; the result is the same (each piece's answer is independent)."""
+    if workers < 2 or len(strings) < 20_000 or threading.active_count() != 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return alternatives(owners, strings, sid_of, prob, max_len, unk_sid)
+    order = sorted(range(len(strings)), key=strings.__getitem__)
+    half = len(order) // 2
+    parts = [order[:half], order[half:]]
+    args = [([owners[i] for i in part], [strings[i] for i in part], sid_of, prob, max_len, unk_sid) for part in parts]
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        results = pool.starmap(alternatives, args)
+    out: list[tuple[float, list[int]]] = [(0.0, [])] * len(strings)
+    for part, result in zip(parts, results):
+        for i, value in zip(part, result):
+            out[i] = value
     return out
 
 

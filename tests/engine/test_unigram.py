@@ -21,7 +21,7 @@ from engine.trainers import train
 from engine.trainers.unigram import UnigramOptions, build_tokenizer, train_on_counts
 from engine.trainers.unigram_em import digamma, word_marginals
 from engine.trainers.unigram_lattice import Lattices
-from engine.trainers.unigram_prune import alternatives, alternatives_reference
+from engine.trainers.unigram_prune import alternatives, alternatives_parallel, alternatives_reference
 from engine.trainers.unigram_shards import ShardedLattice, split_words
 from engine.trainers.unigram_trie import TrieLattice
 from engine.trainers.unigram_seed import required_chars, seed_pieces
@@ -211,6 +211,19 @@ def test_pruning_alternatives_match_the_per_piece_reference(seed: int) -> None:
     fast = alternatives(owners, strings, sid_of, prob, 16, len(pieces))
     slow = alternatives_reference(owners, strings, sid_of, prob, 16, len(pieces))
     assert fast == slow
+
+
+def test_pruning_alternatives_in_two_workers_match() -> None:
+    words = [a + b + c for a in "abcde" for b in "abcde" for c in "abcdef"]
+    pieces = list("abcdef") + words[::3] + [w[:2] for w in words[::5]]
+    pieces = list(dict.fromkeys(pieces))
+    sid_of = {p: i for i, p in enumerate(pieces)}
+    prob = [1.0 / (1 + i % 7) / len(pieces) for i in range(len(pieces))] + [1e-9]
+    owners = [i for i, p in enumerate(pieces) if len(p) > 1]
+    strings = [pieces[i] for i in owners]
+    serial = alternatives(owners, strings, sid_of, prob, 16, len(pieces))
+    assert len(strings) * 300 >= 20_000  # big enough for the workers
+    assert alternatives_parallel(owners * 300, strings * 300, sid_of, prob, 16, len(pieces)) == serial * 300
 
 
 def test_training_the_hug_corpus() -> None:
