@@ -1,11 +1,11 @@
 """The ``tokenforge`` command: ``serve``, ``worker``, ``migrate``, ``backup`` and ``restore``, plus
 the engine's commands.
 
-``serve`` applies the migrations once, starts one job-worker process (unless ``--no-worker``)
-and then runs gunicorn in the foreground; SIGTERM or Ctrl-C stops gunicorn gracefully and the
-worker with it (its running job goes back to the queue). ``worker`` runs the job loop alone,
-for more training capacity on other machines. ``train``, ``encode``, ``import`` and ``eval``
-come from ``engine/cli.py``.
+``serve`` applies the migrations once, deletes upload temp files left by a crash, starts one
+job-worker process (unless ``--no-worker``) and then runs gunicorn in the foreground; SIGTERM or
+Ctrl-C stops gunicorn gracefully and the worker with it (its running job goes back to the
+queue). ``worker`` runs the job loop alone, for more training capacity on other machines.
+``train``, ``encode``, ``import`` and ``eval`` come from ``engine/cli.py``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,13 @@ from typing import Any
 from webapp.config import SettingsError, finish_settings, load_settings
 
 WORKER_STOP_SECONDS = 15
+#: How long gunicorn keeps an idle keep-alive connection open. Its default (2 s) is shorter
+#: than the pauses of people typing or of scripts between calls, so clients kept reusing
+#: connections the server was closing at that very moment, and a request sent into that race
+#: was reset. The server should be the side that waits longest: 75 s outlasts the idle timeouts
+#: of common proxies (nginx and cloud load balancers use 60 s), so they close first. gthread
+#: parks idle connections in its poller, so waiting clients hold no thread.
+KEEPALIVE_SECONDS = 75
 
 
 def _settings() -> dict[str, Any]:
@@ -101,12 +108,23 @@ def _stop(process: subprocess.Popen[bytes] | None) -> None:
         process.wait()
 
 
+def _clean_uploads(settings: dict[str, Any]) -> None:
+    """Delete the temp files of uploads cut off by a crash (their writers are gone)."""
+    from webapp.storage import CorpusStore
+
+    removed = CorpusStore(settings["CORPUS_DIR"]).clean_tmp()
+    if removed:
+        print(f"Removed {removed} unfinished upload file{'s' if removed != 1 else ''} "
+              "left by a previous run.", flush=True)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """Migrate, start the job worker, then serve the app with gunicorn."""
     from gunicorn.app.base import BaseApplication
 
     settings = _settings()
     _migrate(settings)  # once, here, before gunicorn forks: migrating in every worker races
+    _clean_uploads(settings)
     worker: subprocess.Popen[bytes] | None = None
     if not args.no_worker:
         worker = subprocess.Popen([sys.executable, "-m", "webapp.cli", "worker"])
@@ -120,6 +138,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 "threads": args.threads,
                 "worker_class": "gthread",
                 "timeout": 120,
+                "keepalive": KEEPALIVE_SECONDS,
                 "graceful_timeout": 10,
                 "when_ready": lambda _arbiter: print(f"Tokenforge is running at {url}", flush=True),
                 "on_exit": lambda _arbiter: _stop(worker),

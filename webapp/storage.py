@@ -6,14 +6,22 @@ renames it to ``objects/<sha[:2]>/<sha>.txt`` only when everything succeeded, so
 any point leaves nothing behind. Identical content maps to the same object, which is how
 duplicates are recognised. Errors are :class:`UploadError` with a plain-sentence message.
 Database rows are the caller's business (``corpora.py``).
+
+A process killed while ingesting (SIGKILL, power loss) cannot remove its temp file, so every
+temp file is ``flock``-ed by its writer for as long as it is being written; :meth:`clean_tmp`,
+which ``tokenforge serve`` runs at start-up, deletes the ones nobody holds a lock on. Locks die
+with their process, so this needs no guess about how old "stale" is, and it is safe while other
+web hosts sharing the store are uploading.
 """
 
 from __future__ import annotations
 
 import codecs
+import fcntl
 import hashlib
 import json
 import os
+import stat
 import tempfile
 import zlib
 from collections.abc import Iterator
@@ -96,16 +104,14 @@ class CorpusStore:
     ) -> StoredCorpus:
         """Stream an upload into the store; raise UploadError and keep nothing if it is bad."""
         fmt, gzipped = detect_format(filename)
-        tmp_dir = self.root / "tmp"
-        tmp_dir.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(dir=tmp_dir, suffix=".part")
-        tmp = Path(tmp_name)
+        fd, tmp = self._locked_tmp()
         reader = _RawReader(stream, filename, max_bytes)
         try:
             digest = hashlib.sha256()
             stats = StatsAccumulator()
             size = 0
-            with os.fdopen(fd, "wb") as out:
+            # closefd=False: the lock (on ``fd``) must last until the file has its final name.
+            with os.fdopen(fd, "wb", closefd=False) as out:
                 raw: Iterator[bytes] = iter(reader)
                 if gzipped:
                     raw = _gunzip(raw, filename, max_bytes)
@@ -135,6 +141,57 @@ class CorpusStore:
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
+        finally:
+            os.close(fd)
+
+    @property
+    def tmp_dir(self) -> Path:
+        """Where uploads are written before they are complete (and where werkzeug spools them)."""
+        return self.root / "tmp"
+
+    def _locked_tmp(self) -> tuple[int, Path]:
+        """A new temp file, ``flock``-ed so :meth:`clean_tmp` knows a live process owns it."""
+        self.tmp_dir.mkdir(parents=True, exist_ok=True)
+        while True:
+            fd, name = tempfile.mkstemp(dir=self.tmp_dir, suffix=".part")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                # A cleaner may have unlinked the file between mkstemp and flock; then the
+                # name no longer leads to our file and we start over with a new one.
+                if os.stat(name).st_ino == os.fstat(fd).st_ino:
+                    return fd, Path(name)
+            except FileNotFoundError:
+                pass
+            os.close(fd)
+
+    def clean_tmp(self) -> int:
+        """Delete ``.part`` files that no live process is writing; return how many were deleted.
+
+        Only ingest's ``.part`` files: werkzeug's spool files in the same folder are unlinked
+        by their creator as soon as they are made, and that must not race with us.
+        """
+        removed = 0
+        if not self.tmp_dir.is_dir():
+            return 0
+        for path in self.tmp_dir.glob("*.part"):
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            except OSError:  # gone already, or not a regular file we may open
+                continue
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    os.close(fd)
+                    continue
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)  # its writer is alive
+                continue
+            try:
+                path.unlink(missing_ok=True)
+                removed += 1
+            finally:
+                os.close(fd)
+        return removed
 
 
 class _RawReader:
