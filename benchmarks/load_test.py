@@ -6,7 +6,8 @@ an API key, imports a small BPE tokenizer, uploads a corpus and queues a trainin
 runs ``--users`` asyncio clients for ``--seconds``. Each user sends one encode request, waits
 for the answer, thinks for ``--think`` seconds (people type; the playground debounces) and
 repeats. It prints the request count, errors and latency percentiles, and exits 1 on any
-error. The API rate limit is raised for the run: this measures capacity, not the limiter.
+error. Requests are never resent: a reset or a closed connection counts as an error. The API
+rate limit is raised for the run: this measures capacity, not the limiter.
 
     python benchmarks/load_test.py --users 50 --seconds 60
 """
@@ -77,13 +78,12 @@ async def user(port: int, key: str, tokenizer: int, deadline: float, think: floa
             started = time.monotonic()
             writer.write(head + body)
             await writer.drain()
+            # No resending: a request lost on a reused connection is an error we count. The
+            # server keeps idle connections far longer than any pause here (``KEEPALIVE_SECONDS``
+            # in webapp/cli.py) and says ``Connection: close`` before it closes one itself.
             status_line = await reader.readline()
-            if not status_line:  # the server closed the idle keep-alive connection first: the
-                writer.close()   # request never reached it, so send it again on a new one
-                reader, writer = await asyncio.open_connection("127.0.0.1", port)
-                writer.write(head + body)
-                await writer.drain()
-                status_line = await reader.readline()
+            if not status_line:
+                raise ConnectionError("the server closed the connection without answering")
             length, close = 0, False
             while (line := await reader.readline()) not in (b"\r\n", b""):
                 name, _, value = line.decode("latin-1").partition(":")

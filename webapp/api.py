@@ -72,11 +72,11 @@ def encode() -> Response:
         spans = loaded.tokenizer.encode_with_offsets(text, allowed_special="all" if allowed == "all" else frozenset(allowed))
     except TokenforgeError as exc:
         return _error(str(exc), 422)
-    tokenizer = loaded.tokenizer
+    ids = [s.id for s in spans]
     return jsonify({
         "tokenizer": {"id": loaded.row.id, "name": loaded.row.name},
-        "ids": [s.id for s in spans],
-        "tokens": [tokenizer.id_to_token(s.id) for s in spans],
+        "ids": ids,
+        "tokens": loaded.tokens(ids),
         "offsets": [[s.char_start, s.char_end] for s in spans],
         "count": len(spans),
     })

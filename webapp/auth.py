@@ -93,15 +93,18 @@ def _load_user_from_key(req: Any) -> User | None:
     if scheme.lower() != "bearer" or not secret.strip().startswith(API_KEY_PREFIX):
         return None
     db = get_session()
-    key = db.scalar(select(ApiKey).where(ApiKey.key_hash == digest(secret.strip())))
-    if key is None:
+    # The key and its user in one query: the API pays for this on every call.
+    found = db.execute(select(ApiKey, User).join(User, User.id == ApiKey.user_id)
+                       .where(ApiKey.key_hash == digest(secret.strip()))).first()
+    if found is None:
         return None
+    key, user = found
     now = utcnow()
     if key.last_used_at is None or (now - key.last_used_at).total_seconds() > API_KEY_TOUCH_SECONDS:
         key.last_used_at = now
         db.commit()
     g.api_key_id = key.id
-    return db.get(User, key.user_id)
+    return user
 
 
 def team_ids() -> list[int]:

@@ -4,7 +4,10 @@ Parsing a ``tokenizer.json`` of GPT-2's size takes a few hundred milliseconds, f
 repeat for every keystroke of the encode view. Rows are immutable once written, so a parsed
 tokenizer is cached under (row id, creation time): a deleted row whose id SQLite reuses has a
 different creation time and misses the cache. The row's metadata is read without the large
-``tokenizer_json`` column, which is loaded only on a cache miss.
+``tokenizer_json`` column, which is loaded only on a cache miss. The JSON API names every token
+it returns, so each cached tokenizer also memoises its ids' strings (byte-level models build
+them anew on every call otherwise); the memo fills with the ids actually used, not the whole
+vocabulary.
 
 Access: :func:`rows_query` is ``auth.scoped`` over the user's teams plus the tokenizers shared
 with this visitor through share links, so every view that loads a tokenizer here is scoped.
@@ -26,7 +29,7 @@ from webapp.db import get_session
 from webapp.models import Tokenizer as TokenizerRow
 
 CACHE_SIZE = 8
-_cache: OrderedDict[tuple[int, str], Tokenizer] = OrderedDict()
+_cache: OrderedDict[tuple[int, str], tuple[Tokenizer, dict[int, str | None]]] = OrderedDict()
 _lock = threading.Lock()
 
 
@@ -36,10 +39,27 @@ class Loaded:
 
     row: TokenizerRow
     tokenizer: Tokenizer
+    token_strings: dict[int, str | None]  # shared by every request for this tokenizer
 
     @property
     def stats(self) -> dict[str, Any]:
         return self.row.stats or {}
+
+    def tokens(self, ids: list[int]) -> list[str | None]:
+        """The vocabulary string of each id, memoised per cached tokenizer.
+
+        Threads may race to fill the same id; they compute the same string, and a single
+        dict assignment is atomic, so no lock is needed.
+        """
+        memo, id_to_token = self.token_strings, self.tokenizer.id_to_token
+        out: list[str | None] = []
+        for token_id in ids:
+            try:
+                out.append(memo[token_id])
+            except KeyError:
+                memo[token_id] = token = id_to_token(token_id)
+                out.append(token)
+        return out
 
 
 def rows_query() -> Select[tuple[TokenizerRow]]:
@@ -73,34 +93,45 @@ def load(row_id: int) -> Loaded:
     row = get_session().scalar(rows_query().where(TokenizerRow.id == row_id))
     if row is None:
         abort(404)
+    return _loaded(row)
+
+
+def _loaded(row: TokenizerRow) -> Loaded:
+    """Pair a row the caller may read with its parsed tokenizer, from the cache if possible."""
     key = (row.id, row.created_at.isoformat() if row.created_at else "")
     with _lock:
-        tokenizer = _cache.get(key)
-        if tokenizer is not None:
+        entry = _cache.get(key)
+        if entry is not None:
             _cache.move_to_end(key)
-    if tokenizer is None:
+    if entry is None:
         tokenizer = _parse(row.id)
         tokenizer.name = row.name
+        entry = (tokenizer, {})
         with _lock:
-            _cache[key] = tokenizer
+            entry = _cache.setdefault(key, entry)  # a racing thread's parse wins; same content
             while len(_cache) > CACHE_SIZE:
                 _cache.popitem(last=False)
-    return Loaded(row, tokenizer)
+    return Loaded(row, *entry)
 
 
 def find(ref: object) -> Loaded | None:
-    """A tokenizer by id (int or digit string) or exact name, for the JSON API; None if absent."""
-    session = get_session()
-    row_id: int | None = None
+    """A tokenizer by id (int or digit string) or exact name, for the JSON API; None if absent.
+
+    One scoped query finds the row; the API calls this on every request, so it is not
+    looked up twice.
+    """
+    query = rows_query()
     if isinstance(ref, int) and not isinstance(ref, bool):
-        row_id = ref
+        row_id: int | None = ref
     elif isinstance(ref, str) and ref.strip().isdigit():
         row_id = int(ref.strip())
     elif isinstance(ref, str) and ref.strip():
-        row = session.scalar(rows_query().where(TokenizerRow.name == ref.strip()).limit(1))
-        row_id = row.id if row is not None else None
-    if row_id is None or not 0 < row_id < 2**63:  # databases cannot even compare bigger ids
+        row_id, query = None, query.where(TokenizerRow.name == ref.strip())
+    else:
         return None
-    if session.scalar(rows_query().where(TokenizerRow.id == row_id)) is None:
-        return None
-    return load(row_id)
+    if row_id is not None:
+        if not 0 < row_id < 2**63:  # databases cannot even compare bigger ids
+            return None
+        query = query.where(TokenizerRow.id == row_id)
+    row = get_session().scalar(query.limit(1))
+    return _loaded(row) if row is not None else None
