@@ -67,7 +67,11 @@ def main() -> None:
         tokenizer = result.tokenizer
         ours_tokens = sum(len(tokenizer.encode_ordinary(line)) for line in held)
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-        print(f"tokenforge:    {ours_seconds:.1f} s, held-out tokens {ours_tokens}, peak RSS {rss:.2f} GiB")
+        # Worker processes (E-step shards, seed bands, pruning halves): the largest child's peak.
+        # sentencepiece runs in threads, so every child is ours.
+        child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
+        print(f"tokenforge:    {ours_seconds:.1f} s, held-out tokens {ours_tokens}, peak RSS {rss:.2f} GiB"
+              f" (largest worker {child:.2f} GiB)")
         print(f"time ratio {ours_seconds / sp_seconds:.2f}x; token ratio {ours_tokens / sp_tokens:.4f}")
         print(f"rounds [size, loglik]: {result.stats['rounds']}")
 

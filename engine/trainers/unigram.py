@@ -192,7 +192,6 @@ def _em_rounds(
             prob = [math.exp(v) if alive[s] else 0.0 for s, v in enumerate(logp)]
             expected, loglik = e_step(lattices, prob, sid_of, options.max_piece_length, unk)
             logp[:] = m_step(expected, alive, required_ids)
-            lattices.filter(alive)  # pieces the M-step dropped cost nothing from here on
         size = sum(alive) - 1
         stats["rounds"].append([size, round(loglik, 3)])  # type: ignore[attr-defined]
         if size <= desired:
@@ -202,7 +201,7 @@ def _em_rounds(
             pieces, expected, logp, alive, set(required_ids), target=desired,
             shrinking_factor=options.shrinking_factor, max_len=options.max_piece_length, unk_sid=unk,
         )
-        lattices.filter(alive)
+        lattices.filter(alive)  # once a round: a recompile costs about one E-step
 
 
 def build_tokenizer(model: Unigram, options: UnigramOptions) -> Tokenizer:
