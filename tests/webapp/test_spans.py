@@ -128,3 +128,11 @@ def test_spans_tile_the_text_and_never_show_replacement_characters(text: str) ->
     assert [p.index for s in spans for p in s.parts] == list(range(len(tok.encode(text))))
     for s in spans:
         assert "\ufffd" not in s.text or "\ufffd" in text
+
+
+def test_token_descriptions_are_memoised_per_tokenizer() -> None:
+    merged, other = byte_bpe("merged"), byte_bpe("other", merges=[(b"a", b"b")])
+    first = group_spans("th", merged.encode_with_offsets("th"), merged)
+    second = group_spans("ab", other.encode_with_offsets("ab"), other)
+    assert first[0].parts[0].id == second[0].parts[0].id == 256
+    assert first[0].title == "256  th  [74 68]" and second[0].title == "256  ab  [61 62]"
