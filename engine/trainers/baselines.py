@@ -15,20 +15,18 @@ tokenizer's vocabulary. The models are in ``models/baselines.py``.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.errors import ConfigError
 from engine.trainers.base import Reporter, TrainResult
+from engine.trainers.counting import CHAR_PATTERN
 from engine.trainers.wordpiece import BERT_SPECIALS, NORMALIZER_CHOICES
 
 if TYPE_CHECKING:
     from engine.tokenizer import Tokenizer
-
-CHAR_PATTERN = r"[\s\S]"  # one piece per character (Oniguruma and regex agree on it)
 
 
 def _check_common(vocab_size: int | None, min_frequency: int, specials: tuple[str, ...], unk: str, normalizer: str) -> None:
@@ -95,7 +93,7 @@ def _normalizer_names(options: WordLevelOptions | CharOptions) -> list[str]:
     return ([] if options.normalizer == "none" else [options.normalizer]) + (["lowercase"] if options.lowercase else [])
 
 
-def _vocabulary(counts: Counter[str], specials: Sequence[str], size: int | None, min_frequency: int) -> dict[str, int]:
+def _vocabulary(counts: Mapping[str, int], specials: Sequence[str], size: int | None, min_frequency: int) -> dict[str, int]:
     vocab = {token: index for index, token in enumerate(specials)}
     ranked = sorted((item for item in counts.items() if item[1] >= min_frequency), key=lambda kv: (-kv[1], kv[0]))
     for token, _ in ranked:
@@ -112,21 +110,26 @@ def train(files: Sequence[Path], options: WordLevelOptions | CharOptions | ByteO
     from engine.normalizers import get_normalizer
     from engine.pretokenizers import BertPreTokenizer, RegexSplit
     from engine.tokenizer import Tokenizer
-    from engine.trainers.wordcount import count_chars, count_words
+    from engine.trainers.corpus import DOCUMENT_SEPARATOR
+    from engine.trainers.counting import count_pretokens
 
     if isinstance(options, ByteOptions):
         specials = {token: 256 + index for index, token in enumerate(options.special_tokens)}
         tokenizer = Tokenizer(ByteLevel(), special_tokens=specials, decoder=ByteLevelDecoder(), name="byte")
         return TrainResult(tokenizer, {})
     names = _normalizer_names(options)
+    # Words are BERT's pre-tokens, characters are the char split's; the document separator is never text.
+    split = "bert" if isinstance(options, WordLevelOptions) else CHAR_PATTERN
+    counts = count_pretokens(
+        files, special_tokens=(*options.special_tokens, DOCUMENT_SEPARATOR), split=split,
+        normalizer=get_normalizer(names), reporter=reporter,
+    )
     if isinstance(options, WordLevelOptions):
-        counts = count_words(files, normalizer=names, pre_tokenizer="bert", drop=options.special_tokens, reporter=reporter)
         vocab = _vocabulary(counts, options.special_tokens, options.vocab_size, options.min_frequency)
         model: WordLevel = WordLevel(vocab, unk_token=options.unk_token)
         # HF joins word-level tokens with spaces; WordPiece's decoder without cleanup does the same.
         pre, decoder, name = BertPreTokenizer(), WordPieceDecoder(cleanup=False), "wordlevel"
     else:
-        counts = count_chars(files, normalizer=names, drop=options.special_tokens, reporter=reporter)
         vocab = _vocabulary(counts, options.special_tokens, options.vocab_size, options.min_frequency)
         model = CharLevel(vocab, unk_token=options.unk_token)
         pre, decoder, name = RegexSplit(CHAR_PATTERN, name="char"), ConcatDecoder(), "char"

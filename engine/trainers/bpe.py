@@ -1,6 +1,6 @@
 """Train a byte-level BPE tokenizer (GPT-2 / GPT-4 style) from corpus files.
 
-The stages: count pre-tokens (``trainers/corpus.py``, on all cores), learn merges over the
+The stages: count pre-tokens (``trainers/counting.py``, on all cores), learn merges over the
 distinct pre-tokens (``trainers/bpe_merge.py``), then number the vocabulary and assemble the
 tokenizer with ``engine.presets.byte_level_bpe``.
 
@@ -30,7 +30,7 @@ from engine.errors import ConfigError
 from engine.pretokenizers import get_pretokenizer
 from engine.trainers.base import Reporter, TrainResult
 from engine.trainers.bpe_merge import merge_words, words_from_counts
-from engine.trainers.corpus import count_pretokens
+from engine.trainers.counting import count_pretokens
 
 # Byte values in GPT-2's vocabulary order (ordered by the code point of their symbol).
 GPT2_BYTE_ORDER: tuple[int, ...] = tuple(sorted(range(256), key=lambda b: ord(BYTE_TO_UNICODE[b])))

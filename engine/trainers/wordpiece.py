@@ -19,7 +19,7 @@ then merges in the order they were made. ``limit_alphabet`` keeps the most frequ
 since WordPiece encodes it as ``[UNK]`` anyway.
 
 The merge loop is ``trainers/wordpiece_merge.py``. Left out: counting words
-(``trainers/wordcount.py``), the encoder (``models/wordpiece.py``).
+(``trainers/counting.py``), the encoder (``models/wordpiece.py``).
 """
 
 from __future__ import annotations
@@ -143,15 +143,19 @@ def build_tokenizer(vocab: Sequence[str], options: WordPieceOptions) -> Tokenize
 
 def train(files: Sequence[Path], options: WordPieceOptions, *, reporter: Reporter) -> TrainResult:
     """Count the words of ``files`` and learn a WordPiece vocabulary from them."""
-    from engine.trainers.wordcount import count_words
+    from engine.normalizers import get_normalizer
+    from engine.trainers.corpus import DOCUMENT_SEPARATOR
+    from engine.trainers.counting import count_pretokens
 
-    counts = count_words(
+    # 1. Count BERT's pre-tokens on all cores; the document separator is never text.
+    counts = count_pretokens(
         files,
-        normalizer=options.normalizer_names(),
-        pre_tokenizer="bert",
-        drop=options.special_tokens,
+        special_tokens=(*options.special_tokens, DOCUMENT_SEPARATOR),
+        split="bert",
+        normalizer=get_normalizer(options.normalizer_names()),
         reporter=reporter,
     )
+    # 2. Learn the vocabulary, then 3. assemble the BERT pipeline around it.
     vocab, merges, curve = learn(counts, options, reporter)
     stats = {"merges": [list(m) for m in merges], "curve": curve, "words": len(counts)}
     return TrainResult(build_tokenizer(vocab, options), stats)

@@ -16,7 +16,7 @@ from engine.errors import ConfigError, FormatError
 from engine.models.wordpiece import WordPiece
 from engine.tokenizer import Tokenizer
 from engine.trainers import train
-from engine.trainers.wordcount import count_words
+from engine.trainers.counting import count_pretokens
 from engine.trainers.wordpiece import WordPieceOptions, learn
 
 HUG = {"hug": 10, "pug": 5, "pun": 12, "bun": 4, "hugs": 5}
@@ -246,7 +246,7 @@ def test_word_counts_equal_pretokenizing_the_whole_text(tmp_path: Path) -> None:
     text = CORPUS + "Ça va? ÉCOLE\x1cx 中文字 (a+b)=c ΟΔΟΣ" * 3
     path = write(tmp_path, "corpus.txt", text)
     names = ["nfkc", "strip_accents", "lowercase"]
-    counts = count_words([path], normalizer=names, pre_tokenizer="bert", workers=1)
+    counts = count_pretokens([path], special_tokens=["<|endoftext|>"], split="bert", normalizer=get_normalizer(names))
     expected = Counter(BertPreTokenizer().pieces(get_normalizer(names).normalize(text.replace("<|endoftext|>", " "))))
     assert counts == expected
 
