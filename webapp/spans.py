@@ -97,10 +97,12 @@ class DisplaySpan:
         return "\n".join(p.title_line for p in parts)
 
 
-# id -> (vocabulary string, hex bytes, hover line), one memo per tokenizer, dropped with it.
-# Real text repeats its tokens and a cached tokenizer serves many keystrokes, so after the first
-# few requests nearly every id is found here. Bounded by the vocabulary; threads that race to
-# fill an id compute the same tuple, and one dict assignment is atomic.
+# id -> (vocabulary string, hex bytes, hover line), one memo per tokenizer, dropped with it
+# (``loaded.py`` keeps at most a few tokenizers). Real text repeats its tokens and a cached
+# tokenizer serves many keystrokes, so after the first few requests nearly every id is found
+# here. It fills only with the ids shown, about 400 bytes each: ~1 MB for a few thousand ids,
+# 20 MB if every one of GPT-2's 50k ids were shown. Threads that race to fill an id compute the
+# same tuple, and one dict assignment is atomic.
 _Description = tuple[str, str, str]
 _memos: weakref.WeakKeyDictionary[Tokenizer, dict[int, _Description]] = weakref.WeakKeyDictionary()
 _memos_lock = threading.Lock()
