@@ -34,14 +34,15 @@ TINY = 1e-280  # below this a word's probability is recomputed in log space
 Getter = Callable[[Sequence[Any]], Sequence[Any]]
 
 
-def gather(ints: list[int], indices: Sequence[int]) -> Getter:
+def gather(indices: Sequence[int], shared: list[int] | None = None) -> Getter:
     """``itemgetter`` over ``indices`` that always returns a sequence.
 
-    The indices are taken from ``ints`` (a shared ``list(range(n))``) so that the getter's
-    argument tuple holds references to shared int objects: 8 bytes an entry, not 36.
+    With ``shared`` (a ``list(range(n))``), the getter's argument tuple refers to its int
+    objects: 8 bytes an entry instead of 36. Worth it for piece ids (a small, cache-resident
+    table); node and edge indices are spread over too much memory, so they get fresh ints.
     """
     if len(indices) > 1:
-        return itemgetter(*indices)
+        return itemgetter(*(map(shared.__getitem__, indices) if shared is not None else indices))
     if len(indices) == 1:
         only = indices[0]
         return lambda seq: (seq[only],)
@@ -147,20 +148,20 @@ class TrieLattice:
     def _compile(self) -> None:
         """Per-depth getters and per-node runs for the current edges."""
         base = self.base
-        ints = list(range(max(self.n_nodes, self.n_sids, len(self.out_sid)) + 1))
+        sids = list(range(self.n_sids))
         self.forward: list[tuple[Getter, Getter, list[slice]]] = []
         self.backward: list[tuple[int, int, Getter, Getter, Getter, list[slice]]] = []
         for j in range(1, len(base) - 1):
             e0, e1 = bisect_left(self.in_dst, base[j]), bisect_left(self.in_dst, base[j + 1])
             self.forward.append((
-                gather(ints, self.in_src[e0:e1]), gather(ints, self.in_sid[e0:e1]),
+                gather(self.in_src[e0:e1]), gather(self.in_sid[e0:e1], sids),
                 runs(self.in_dst[e0:e1], base[j], base[j + 1]),
             ))
         for i in range(len(base) - 2):
             e0, e1 = bisect_left(self.out_src, base[i]), bisect_left(self.out_src, base[i + 1])
             self.backward.append((
-                base[i], base[i + 1], gather(ints, self.out_dst[e0:e1]), gather(ints, self.out_sid[e0:e1]),
-                gather(ints, self.out_src[e0:e1]), runs(self.out_src[e0:e1], base[i], base[i + 1]),
+                base[i], base[i + 1], gather(self.out_dst[e0:e1]), gather(self.out_sid[e0:e1], sids),
+                gather(self.out_src[e0:e1]), runs(self.out_src[e0:e1], base[i], base[i + 1]),
             ))
         # Posteriors come out deepest start depth first; regroup them by piece id.
         post_sids = array("i", chain.from_iterable(
@@ -168,13 +169,13 @@ class TrieLattice:
             for i in range(len(base) - 3, -1, -1)
         ))
         by_sid = sorted(range(len(post_sids)), key=post_sids.__getitem__)
-        self.post_by_sid = gather(ints, by_sid)
+        self.post_by_sid = gather(by_sid)
         sorted_sids = array("i", map(post_sids.__getitem__, by_sid))
         del by_sid, post_sids
         n = len(sorted_sids)
         last = list(compress(range(n), map(ne, sorted_sids, chain(sorted_sids[1:], (-1,)))))  # each run's last entry
         self.post_sids = list(map(sorted_sids.__getitem__, last))
-        self.post_ends = gather(ints, last)
+        self.post_ends = gather(last)
 
     def forward_backward(self, prob: Sequence[float], expected: list[float]) -> tuple[list[float], list[int]]:
         """Add each piece's expected count to ``expected``; return per-word Z and underflowed words.
