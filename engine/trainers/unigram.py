@@ -15,7 +15,8 @@ seeding, equal ``count × length`` goes to the smaller string; in pruning, equal
 piece with the better seed rank. Required characters are never pruned.
 
 Left out: sentencepiece's ``.model`` protobuf, user-defined symbols, TSV input. The lattice
-arithmetic is ``unigram_lattice``; EM and pruning are ``unigram_em``.
+arithmetic is ``unigram_trie`` (one prefix trie per shard of the words, ``unigram_shards``);
+EM and pruning are ``unigram_em`` and ``unigram_prune``.
 """
 
 from __future__ import annotations

@@ -1,12 +1,14 @@
-"""EM and pruning for the Unigram trainer, over the batched lattices of ``unigram_lattice``.
+"""EM and pruning for the Unigram trainer, over the prefix-trie lattices of ``unigram_trie``.
 
 * :func:`e_step`: expected piece counts (forward-backward on every distinct word, weighted by
-  its count); words whose probability underflows go through :func:`word_marginals`, a slow,
-  obviously-correct log-space version that the tests also compare the fast path against.
+  its count, sharded over two workers by ``unigram_shards``); words whose probability
+  underflows go through :func:`word_marginals`, a slow, obviously-correct log-space version
+  that the tests also compare the fast path against.
 * :func:`m_step`: sentencepiece's Bayesian M-step: pieces expected fewer than 0.5 times are
   dropped (required characters excepted), scores are ``digamma(count) - digamma(total)``.
 * :func:`prune`: sentencepiece's loss of removing each piece, computed from the piece's
-  alternative segmentation (the best path through the piece's own string without itself).
+  alternative segmentation (the best path through the piece's own string without itself,
+  from ``unigram_prune``).
   Deviation: a piece's frequency is its *expected* count from the last E-step, not its count in
   Viterbi paths; this saves a full Viterbi pass over the corpus per round.
 

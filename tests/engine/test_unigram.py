@@ -1,5 +1,6 @@
-"""Unigram: Viterbi on hand-made vocabularies, sampling, the seed, the batched lattices against
-the per-word reference, training determinism, .vocab files, and the Hugging Face round trip."""
+"""Unigram: Viterbi on hand-made vocabularies, sampling, the seed, the trie lattices and pruning
+against their per-word and per-piece references, workers against in-process runs, training
+determinism, .vocab files, and the Hugging Face round trip."""
 
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ from engine.models.unigram_sampling import nbest
 from engine.trainers import train
 from engine.trainers.unigram import UnigramOptions, build_tokenizer, train_on_counts
 from engine.trainers.unigram_em import digamma, word_marginals
-from engine.trainers.unigram_lattice import Lattices
 from engine.trainers.unigram_prune import alternatives, alternatives_parallel, alternatives_reference
 from engine.trainers.unigram_shards import ShardedLattice, split_words
 from engine.trainers.unigram_trie import TrieLattice
@@ -122,34 +122,6 @@ def test_seed_by_hand() -> None:
 def test_digamma_matches_known_values() -> None:
     assert digamma(1.0) == pytest.approx(-0.5772156649, abs=1e-9)
     assert digamma(10.0) == pytest.approx(2.2517525891, abs=1e-9)
-
-
-def test_batched_lattices_match_the_per_word_reference() -> None:
-    words = ["▁abracadabra", "▁abra", "▁cadabra", "▁bar", "▁x"]
-    counts = [3, 2, 1, 5, 1]
-    pieces = ["▁", "a", "b", "r", "c", "d", "abra", "▁abra", "cad", "ab", "ra", "▁cad", "ar"]
-    sid_of = {p: i for i, p in enumerate(pieces)}
-    unk = len(pieces)
-    rng = random.Random(7)
-    prob = [rng.uniform(0.01, 0.3) for _ in pieces] + [1e-6]
-    lat = Lattices(words, counts, sid_of, 16, unk)
-    fast = [0.0] * len(prob)
-    z, bad = lat.forward_backward(prob, fast)
-    slow = [0.0] * len(prob)
-    logp = [math.log(p) for p in prob]
-    zs = [word_marginals(w, c, sid_of, logp, 16, unk, slow) for w, c in zip(words, counts)]
-    assert bad == []
-    assert fast == pytest.approx(slow, rel=1e-12)
-    assert sorted(math.log(v) for v in z) == pytest.approx(sorted(zs), rel=1e-12)
-    freq = [0.0] * len(prob)
-    lat.viterbi_counts(prob, freq)
-    ref = Unigram([("<unk>", 0.0)] + [(p, math.log(x)) for p, x in zip(pieces, prob)])
-    ref.unk_score = math.log(prob[unk])
-    expected = [0.0] * len(prob)
-    for w, c in zip(words, counts):
-        for i in ref.tokenize(w):
-            expected[i - 1 if i else unk] += c
-    assert freq == expected
 
 
 @pytest.mark.parametrize("dead", [(), (6, 10), (6, 7, 8, 9, 10, 11, 12)], ids=["all-alive", "two-dead", "chars-only"])
