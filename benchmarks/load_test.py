@@ -176,6 +176,26 @@ def start_server(data_dir: Path, port: int, workers: int, threads: int) -> subpr
     raise SystemExit("the server did not start; see " + str(data_dir / "serve.log"))
 
 
+def web_cpu_seconds(serve_pid: int) -> float:
+    """CPU time used so far by the gunicorn web processes (serve's children but the job worker).
+
+    Unlike latency, this hardly depends on what else the machine is running, so it shows what
+    one request costs the server even on a busy, shared machine. Linux only (``/proc``).
+    """
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    children = Path(f"/proc/{serve_pid}/task/{serve_pid}/children")
+    for pid in children.read_text().split() if children.exists() else []:
+        try:
+            if b"worker" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"):
+                continue  # the job worker (``python -m webapp.cli worker``) trains; not web work
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+    return total
+
+
 def prepare(base: str, train_vocab: int) -> tuple[str, int, Browser]:
     """Sign up, create an API key, import a small tokenizer, queue a training job."""
     from engine.trainers import train
@@ -235,11 +255,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         try:
             key, tokenizer_id, browser = prepare(f"http://127.0.0.1:{port}/", args.train_vocab)
             before = job_status(browser)
+            cpu_before, load_before = web_cpu_seconds(server.pid), os.getloadavg()[0]
             result = asyncio.run(run_users(port, key, tokenizer_id, args.users, args.seconds, args.think,
                                            args.text_bytes))
             summary = {**result.summary(args.seconds), "users": args.users, "seconds": args.seconds,
                        "think_s": args.think, "text_bytes": args.text_bytes, "cpus": os.cpu_count(),
-                       "training_job": f"{before} -> {job_status(browser)}"}
+                       "training_job": f"{before} -> {job_status(browser)}",
+                       "web_cpu_ms_per_request": round(1000 * (web_cpu_seconds(server.pid) - cpu_before)
+                                                       / max(1, len(result.latencies) + len(result.errors)), 2),
+                       "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
         finally:
             server.send_signal(signal.SIGTERM)
             try:

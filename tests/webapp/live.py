@@ -12,7 +12,6 @@ Left out: the browser fixtures (``tests/browser/conftest.py``) and the in-proces
 from __future__ import annotations
 
 import html
-import http.client
 import http.cookiejar
 import os
 import re
@@ -220,7 +219,3 @@ def train_fields(client: Client, vocab_size: int) -> dict[str, str]:
         fields[name] = chosen.group(1) if chosen else ""
     fields[PREFIX + "vocab_size"] = str(vocab_size)
     return {"algorithm": "bpe", **{name: html.unescape(value) for name, value in fields.items()}}
-
-
-def raw_connection(app: LiveApp) -> http.client.HTTPConnection:
-    return http.client.HTTPConnection("127.0.0.1", app.port, timeout=30)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime as dt
 import fcntl
-import os
 import socket
 import threading
 import time
