@@ -118,6 +118,29 @@ def _clean_uploads(settings: dict[str, Any]) -> None:
               "left by a previous run.", flush=True)
 
 
+def _stop_with_parent(parent_pid: int) -> Any:
+    """A ``preexec_fn`` asking Linux to SIGTERM the job worker when ``serve`` dies.
+
+    ``serve`` stops its worker itself on a clean exit; this covers ``kill -9`` of ``serve``
+    alone, which would otherwise leave the worker running unsupervised (gunicorn's own
+    workers notice their parent is gone and exit). SIGTERM lets the worker put its running job
+    back in the queue. ``serve`` is single-threaded when it starts the worker, so a
+    ``preexec_fn`` is safe here.
+    """
+
+    def arrange() -> None:
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            return  # not Linux: the worker outlives a killed serve, as before
+        if os.getppid() != parent_pid:  # serve died before the request took effect
+            os._exit(0)
+
+    return arrange
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """Migrate, start the job worker, then serve the app with gunicorn."""
     from gunicorn.app.base import BaseApplication
@@ -127,7 +150,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     _clean_uploads(settings)
     worker: subprocess.Popen[bytes] | None = None
     if not args.no_worker:
-        worker = subprocess.Popen([sys.executable, "-m", "webapp.cli", "worker"])
+        worker = subprocess.Popen([sys.executable, "-m", "webapp.cli", "worker"],
+                                  preexec_fn=_stop_with_parent(os.getpid()))
     url = f"http://{args.host}:{args.port}/"
 
     class Gunicorn(BaseApplication):  # type: ignore[misc]

@@ -99,7 +99,7 @@ class LiveApp:
             pass
         self.process.wait()
         deadline = time.monotonic() + 30
-        while _group_alive(self.process.pid) and time.monotonic() < deadline:
+        while group_alive(self.process.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         self.process = None
 
@@ -129,7 +129,7 @@ class LiveApp:
         return sorted(tmp.iterdir()) if tmp.is_dir() else []
 
 
-def _group_alive(pgid: int) -> bool:
+def group_alive(pgid: int) -> bool:
     """Whether any non-zombie process is left in the process group."""
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:

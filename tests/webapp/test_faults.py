@@ -6,7 +6,8 @@
 - ``tokenforge serve`` SIGKILLed while a large upload streams in, and while it is being stored:
   after a restart there is no corpus row, no stored object, and no temp file.
 - The whole app (serve, job worker, trainer) crashed with one job running and one queued: after
-  a restart both finish, the running one on its second attempt.
+  a restart both finish, the running one on its second attempt. ``serve`` killed alone takes
+  its job worker with it (no unsupervised worker survives).
 - Many clients uploading, renaming and queueing jobs at once against SQLite, while the job
   worker writes heartbeats: every answer is a 2xx/3xx or a 4xx with a message, never a 5xx.
 
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 import datetime as dt
 import fcntl
+import os
+import signal
 import socket
 import threading
 import time
@@ -26,7 +29,7 @@ from pathlib import Path
 import pytest
 from flask import Flask
 
-from tests.webapp.live import Client, LiveApp, multipart, train_fields
+from tests.webapp.live import Client, LiveApp, group_alive, multipart, train_fields
 from tests.webapp.test_worker import (  # noqa: F401 - ``algorithm`` is a fixture
     CORPUS, _kill_worker_mid_job, _start_worker_process, add_job, algorithm, job_row, session_for, wait_for,
 )
@@ -193,6 +196,20 @@ def test_crashed_app_restarts_with_the_queued_job_run_and_the_running_one_resume
         trained = app.rows("SELECT job_id, COUNT(*) FROM tokenizers GROUP BY job_id ORDER BY job_id")
         assert trained == [(jobs["first"], 1), (jobs["second"], 1)]
         assert app.stop() == 0
+    finally:
+        app.crash()
+
+
+def test_killing_serve_alone_stops_its_job_worker_too(tmp_path: Path) -> None:
+    app = LiveApp(tmp_path / "data")
+    app.start()
+    try:
+        assert app.process is not None
+        serve = app.process.pid
+        os.kill(serve, signal.SIGKILL)  # not the group: gunicorn and the job worker must notice
+        app.process.wait()
+        wait_for(lambda: not group_alive(serve), "serve's gunicorn workers and job worker to exit",
+                 limit=30)
     finally:
         app.crash()
 
