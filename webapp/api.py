@@ -52,15 +52,22 @@ def _tokenizer(body: dict[str, Any]) -> Loaded | Response:
     return loaded
 
 
-@bp.post("/api/v1/encode")
-def encode() -> Response:
-    """Encode text: ids, the vocabulary string of each, and [start, end] character offsets."""
+def _body_and_tokenizer() -> tuple[dict[str, Any], Loaded] | Response:
+    """The JSON body and the tokenizer it names, or the error response to send instead."""
     body = _body()
     if isinstance(body, Response):
         return body
     loaded = _tokenizer(body)
-    if isinstance(loaded, Response):
-        return loaded
+    return loaded if isinstance(loaded, Response) else (body, loaded)
+
+
+@bp.post("/api/v1/encode")
+def encode() -> Response:
+    """Encode text: ids, the vocabulary string of each, and [start, end] character offsets."""
+    found = _body_and_tokenizer()
+    if isinstance(found, Response):
+        return found
+    body, loaded = found
     text, allowed = body.get("text"), body.get("allowed_special", [])
     if not isinstance(text, str):
         return _error('Give "text" as a string.')
@@ -85,12 +92,10 @@ def encode() -> Response:
 @bp.post("/api/v1/decode")
 def decode() -> Response:
     """Decode ids to text (invalid UTF-8 becomes U+FFFD)."""
-    body = _body()
-    if isinstance(body, Response):
-        return body
-    loaded = _tokenizer(body)
-    if isinstance(loaded, Response):
-        return loaded
+    found = _body_and_tokenizer()
+    if isinstance(found, Response):
+        return found
+    body, loaded = found
     ids = body.get("ids")
     if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids):
         return _error('Give "ids" as a list of non-negative integers.')
