@@ -15,10 +15,13 @@ from flask import Blueprint, flash, redirect, request, url_for
 from sqlalchemy import select
 from werkzeug.wrappers import Response
 
+from engine import TokenforgeError
 from webapp import jobs, training_form
 from webapp.auth import owned_or_404, scoped
 from webapp.db import get_session
 from webapp.htmx import is_htmx, render
+from webapp.inspector import escape_text
+from webapp.loaded import load
 from webapp.models import Corpus, Job, Tokenizer
 
 bp = Blueprint("tokenizers", __name__)
@@ -137,7 +140,22 @@ def show(tokenizer_id: int) -> Response:
     corpora = get_session().scalars(scoped(Corpus).where(Corpus.id.in_(corpus_ids))).all()
     merges = tokenizer.stats.get("merges") or []
     return render("tokenizers/show.html", tokenizer=tokenizer, job=job, corpora=corpora,
-                  merges=merges[:50], merge_count=len(merges))
+                  merges=_readable_merges(tokenizer_id, merges[:50]), merge_count=len(merges))
+
+
+def _readable_merges(tokenizer_id: int, merges: list[list[int]]) -> list[tuple[str, str, int | None]]:
+    """The training stats' merges (token ids) as the text of their two parts, with the count."""
+    if not merges:
+        return []
+    engine_tokenizer = load(tokenizer_id).tokenizer
+
+    def text(token_id: int) -> str:
+        try:
+            return escape_text(engine_tokenizer.token_bytes(token_id))
+        except (TokenforgeError, TypeError):
+            return f"#{token_id}"
+
+    return [(text(m[0]), text(m[1]), m[2] if len(m) > 2 else None) for m in merges]
 
 
 @bp.get("/tokenizers/<int:tokenizer_id>/delete")

@@ -179,3 +179,9 @@ def test_decode_without_htmx_renders_the_whole_page(client: FlaskClient, ids: di
 @pytest.mark.parametrize("url", ["/tokenizers/{}/play", "/corpora/{}", "/jobs/{}", "/tokenizers/{}/tokens/1"])
 def test_ids_beyond_64_bits_are_not_found(client: FlaskClient, url: str) -> None:
     assert client.get(url.format(10**30)).status_code == 404
+
+
+def test_summary_page_shows_merges_as_text(client: FlaskClient, ids: dict[str, int]) -> None:
+    html = client.get(f"/tokenizers/{ids['bpe']}").get_data(as_text=True)
+    rows = re.findall(r"<tr><td>(\d+)</td><td><code>([^<]*)</code></td><td><code>([^<]*)</code></td><td>([\d,]*)</td></tr>", html)
+    assert rows[:2] == [("0", "t", "h", "900"), ("1", "th", "e", "700")]
