@@ -19,6 +19,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from engine.cli import one_line_errors, register
 from webapp.config import SettingsError, finish_settings, load_settings
 
 WORKER_STOP_SECONDS = 15
@@ -221,9 +222,9 @@ def build_parser() -> argparse.ArgumentParser:
     restore.add_argument("file", help="a file written by `tokenforge backup`")
     restore.set_defaults(func=cmd_restore)
 
-    from engine.cli import register
-
     register(sub)  # train, encode, import, eval
+    for command in (parser, serve, worker, migrate, backup, restore):
+        one_line_errors(command)  # a bad argument is one line on stderr, not the usage block
     return parser
 
 

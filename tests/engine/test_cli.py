@@ -134,3 +134,15 @@ def _env() -> dict[str, str]:
     import os
 
     return {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+@pytest.mark.parametrize("argv", [["nosuch"], ["train", "--model", "bpe", "--bogus", "3", "-o", "out", "f.txt"],
+                                  ["serve", "--port", "abc"]], ids=["unknown-command", "unknown-flag", "bad-port"])
+def test_the_console_script_reports_bad_arguments_in_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    from webapp.cli import main as console_main
+
+    with pytest.raises(SystemExit) as exit_info:
+        console_main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "error:" in err and "usage:" not in err
