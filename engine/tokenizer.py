@@ -4,8 +4,9 @@ A :class:`Tokenizer` chains special-token splitting → normalizer → pre-token
 post-processor on the way in, and model bytes → decoder on the way out. The API follows
 tiktoken: ``encode`` refuses special tokens that the caller did not allow (naming the token and
 the argument that allows it), ``encode_ordinary`` treats them as text, ``decode`` replaces
-invalid UTF-8 by default. Pre-tokens are cached (an LRU from pre-token to ids), which is what
-makes pure-Python encoding fast on real text: most words repeat.
+invalid UTF-8 by default. Pre-tokens are cached (an LRU from pre-token to ids, see
+``pretoken_cache.py``), which is what makes pure-Python encoding fast on real text: most words
+repeat.
 
 Offsets for highlighting are computed in ``encode_with_offsets`` with the helpers of
 ``offsets.py``; file formats and training live elsewhere.
@@ -16,7 +17,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
-from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from engine.models.base import Model
 from engine.normalizers import Normalizer, normalize_aligned
 from engine.offsets import TokenSpan, char_byte_offsets, token_char_bounds
 from engine.post_processors import TemplateProcessing
+from engine.pretoken_cache import PreTokenCache
 from engine.pretokenizers import Piece, PreTokenizer, RegexSplit
 from engine.special_tokens import AllowedSpecial, SpecialTokens
 
@@ -66,13 +67,12 @@ class Tokenizer:
         self._reset_cache()
 
     def _reset_cache(self) -> None:
-        tokenize = self.model.tokenize
-        self._tokenize_cached = functools.lru_cache(maxsize=CACHE_SIZE)(lambda piece: tuple(tokenize(piece)))
+        self._cache = PreTokenCache(self.model.tokenize, CACHE_SIZE)
 
-    # Pickling drops the cache (a closure), so tokenizers can be sent to worker processes.
+    # Pickling drops the cache (it holds a lock), so tokenizers can be sent to worker processes.
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        del state["_tokenize_cached"]
+        del state["_cache"]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -127,7 +127,7 @@ class Tokenizer:
     def encode_ordinary(self, text: str) -> list[int]:
         """Encode ``text`` with special tokens treated as plain text."""
         try:
-            return list(chain.from_iterable(map(self._tokenize_cached, self._pieces(text))))
+            return self._cache.encode(self._pieces(text))
         except UnicodeEncodeError:
             return self.encode_ordinary(replace_surrogates(text))
 
@@ -202,7 +202,7 @@ class Tokenizer:
         surface = getattr(self.model, "surface_bytes", self.model.token_bytes)
         unaligned = align is None
         for piece in pieces:
-            ids = self._tokenize_cached(piece.text)
+            ids = self._cache.lookup(piece.text)
             lengths = [len(surface(i)) for i in ids]
             if unaligned and piece.offsets is None and piece.text.isascii() and sum(lengths) == len(piece.text):
                 # The common case, kept cheap: one byte per character inside this piece.

@@ -21,9 +21,6 @@ from typing import Any
 from engine.byte_unicode import bytes_to_symbols, symbols_to_bytes
 from engine.errors import FormatError
 
-_NO_MERGE = 1 << 62  # the rank of a pair that has no merge: above every real rank
-
-
 class BPE:
     """A byte-level BPE model: ``vocab`` maps ids to bytes, ``merges`` are pairs in rank order."""
 
@@ -56,8 +53,16 @@ class BPE:
                     line=rank + 1,
                 )
             self._ranks.setdefault((pair_ids[0], pair_ids[1]), (rank, merged))
-        # The fast path's tables: (left id, right id) -> rank, and rank -> merged id.
-        self._rank_of: dict[tuple[int, int], int] = {pair: rank for pair, (rank, _) in self._ranks.items()}
+        # The fast path's tables. ``_right_ranks[left][right]`` is the rank of the pair: a row per
+        # left id makes a lookup one list index and one int-keyed dict get, with no tuple to build,
+        # hash and free per lookup (tuple keys cost ~16% more instructions per word on GPT-2).
+        # Ids that start no merge share one empty row, which is never written to.
+        empty: dict[int, int] = {}
+        self._right_ranks: list[dict[int, int]] = [empty] * self.vocab_size
+        for (left_id, right_id), (rank, _) in self._ranks.items():
+            if self._right_ranks[left_id] is empty:
+                self._right_ranks[left_id] = {}
+            self._right_ranks[left_id][right_id] = rank
         self._merged_at: list[int] = [0] * len(self.merges)
         for rank, merged in self._ranks.values():
             self._merged_at[rank] = merged
@@ -76,31 +81,33 @@ class BPE:
     def merge_fast(self, data: bytes) -> list[int]:
         """``encode_bytes(data)`` without dropout, about twice as fast (tests compare the two).
 
-        It keeps one rank per adjacent pair (``_NO_MERGE`` where there is none), so each step is
-        a C-level ``min`` and ``index`` plus two lookups for the new token's neighbours, instead
-        of a rescan of every pair. Merging the leftmost occurrence of the lowest rank, one at a
-        time, gives the same result as merging all of its occurrences left to right.
+        It keeps one rank per adjacent pair (``no_merge``, one past the last rank, where there is
+        none), so each step is a C-level ``min`` and ``index`` plus two lookups for the new
+        token's neighbours, instead of a rescan of every pair. Merging the leftmost occurrence
+        of the lowest rank, one at a time, gives the same result as merging all of its
+        occurrences left to right. ``last`` is the index of the last pair, so the loop needs no
+        ``len``; the sentinel is a small int so comparisons stay on CPython's fast path.
         """
         ids = list(map(self._byte_ids.__getitem__, data))
         if len(ids) < 2:
             return ids
-        get = self._rank_of.get
-        ranks = list(map(get, zip(ids, ids[1:]), repeat(_NO_MERGE)))
+        rows = self._right_ranks
         merged_at = self._merged_at
-        while True:
-            best = min(ranks)
-            if best == _NO_MERGE:
-                return ids
+        no_merge = len(merged_at)
+        ranks = list(map(dict.get, map(rows.__getitem__, ids), ids[1:], repeat(no_merge)))
+        last = len(ranks) - 1
+        while (best := min(ranks)) != no_merge:
             i = ranks.index(best)
-            new = merged_at[best]
-            ids[i : i + 2] = (new,)
-            del ranks[i]
-            if not ranks:
-                return ids
+            ids[i] = new = merged_at[best]
+            del ids[i + 1], ranks[i]
             if i:
-                ranks[i - 1] = get((ids[i - 1], new), _NO_MERGE)
-            if i < len(ranks):
-                ranks[i] = get((new, ids[i + 1]), _NO_MERGE)
+                ranks[i - 1] = rows[ids[i - 1]].get(new, no_merge)
+            if i < last:
+                ranks[i] = rows[new].get(ids[i + 1], no_merge)
+            elif not i:
+                return ids  # that was the only pair
+            last -= 1
+        return ids
 
     def encode_bytes(self, data: bytes, *, dropout: float = 0.0, rng: random.Random | None = None) -> list[int]:
         """Merge ``data`` into ids; with ``dropout`` > 0 each merge candidate may be skipped.

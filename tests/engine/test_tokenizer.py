@@ -9,6 +9,7 @@ import pickle
 import random
 import re
 import tracemalloc
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import regex
@@ -20,6 +21,7 @@ from engine.errors import SpecialTokenError, UnknownTokenIdError
 from engine.offsets import TokenSpan
 from engine.presets import byte_level_bpe
 from engine.pretokenizers import PATTERNS
+from engine.pretoken_cache import PreTokenCache
 from engine.tokenizer import CACHE_SIZE, Tokenizer
 
 EOT = "<|endoftext|>"
@@ -180,15 +182,45 @@ def test_encode_batch_matches_encode(tok: Tokenizer) -> None:
 def test_lru_cache_holds_pre_tokens() -> None:
     tokenizer = tiny()
     tokenizer.encode("the the the cat")
-    info = tokenizer._tokenize_cached.cache_info()
-    assert (info.hits, info.misses, info.maxsize) == (1, 3, CACHE_SIZE)
+    info = tokenizer._cache.info()
+    assert (info.hits, info.misses, info.maxsize, info.currsize) == (1, 3, CACHE_SIZE, 3)
 
 
 def test_pickle_drops_the_cache_and_still_encodes(tok: Tokenizer) -> None:
     tok.encode("the cat")
     clone = pickle.loads(pickle.dumps(tok))
-    assert clone._tokenize_cached.cache_info().currsize == 0
+    assert clone._cache.info().currsize == 0
     assert clone.encode(" the cat") == [260, 263]
+
+
+def test_cache_drops_the_generation_not_used_since_the_last_rotation() -> None:
+    computed: list[str] = []
+    cache = PreTokenCache(lambda piece: computed.append(piece) or [len(piece)], maxsize=3)
+    assert cache.encode(["a", "bb", "a"]) == [1, 2, 1]
+    assert cache.encode(["ccc"]) == [3]
+    assert cache.encode(["dddd"]) == [4]  # 4 > 3: rotate, keeping the 3 newest as the old generation
+    assert (list(cache._old), list(cache._young)) == (["bb", "ccc", "dddd"], [])
+    assert cache.lookup("bb") == (2,)  # found in old: promoted, not recomputed
+    assert cache.encode(["e"]) == [1]  # 4 > 3 again: "ccc" and "dddd" were not used since, so they go
+    assert (list(cache._old), list(cache._young)) == (["bb", "e"], [])
+    assert cache.encode(["ccc", "bb"]) == [3, 2]
+    assert computed == ["a", "bb", "ccc", "dddd", "e", "ccc"]
+    assert cache.info() == (3, 6, 3, 3)
+
+
+def test_cache_serves_a_call_larger_than_itself() -> None:
+    cache = PreTokenCache(lambda piece: [ord(piece)], maxsize=2)
+    assert cache.encode(list("abcab")) == [97, 98, 99, 97, 98]
+    assert list(cache._old) == ["b", "c"]
+
+
+def test_cache_is_exact_under_threads(tok: Tokenizer) -> None:
+    texts = [" ".join(f"w{(i * 7 + j) % 50}é" for j in range(40)) for i in range(40)]
+    expected = [tok.encode(text) for text in texts]
+    tokenizer = tiny()
+    tokenizer._cache = PreTokenCache(tokenizer.model.tokenize, maxsize=16)  # constant eviction
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        assert list(pool.map(tokenizer.encode, texts * 3)) == expected * 3
 
 
 # ----------------------------------------------------------------------------- fast vs reference
