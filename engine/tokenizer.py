@@ -4,9 +4,9 @@ A :class:`Tokenizer` chains special-token splitting → normalizer → pre-token
 post-processor on the way in, and model bytes → decoder on the way out. The API follows
 tiktoken: ``encode`` refuses special tokens that the caller did not allow (naming the token and
 the argument that allows it), ``encode_ordinary`` treats them as text, ``decode`` replaces
-invalid UTF-8 by default. Pre-tokens are cached (an LRU from pre-token to ids, see
-``pretoken_cache.py``), which is what makes pure-Python encoding fast on real text: most words
-repeat.
+invalid UTF-8 by default. Pre-tokens are cached (pre-token → ids, the least recently used
+evicted first; see ``pretoken_cache.py``), which is what makes pure-Python encoding fast on real
+text: most words repeat.
 
 Offsets for highlighting are computed in ``encode_with_offsets`` with the helpers of
 ``offsets.py``; file formats and training live elsewhere.
@@ -33,7 +33,7 @@ from engine.pretoken_cache import PreTokenCache
 from engine.pretokenizers import Piece, PreTokenizer, RegexSplit
 from engine.special_tokens import AllowedSpecial, SpecialTokens
 
-# Pre-token → ids LRU. en_5M has ~70k distinct pre-tokens: at 1 << 16 the LRU thrashed (a second
+# Pre-token → ids cache size. en_5M has ~70k distinct pre-tokens: at 1 << 16 an LRU thrashed (a second
 # pass still missed 48k times, 0.8 s instead of 0.3 s). Worst case ~250 bytes an entry, ~32 MB.
 CACHE_SIZE = 1 << 17
 # A safe place to cut streamed text: after a newline that sits between two non-space

@@ -9,6 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from engine.byte_unicode import symbols_to_bytes
 from engine.formats.gpt2 import load_gpt2
@@ -95,3 +97,18 @@ def test_disallowed_special_raises_like_tiktoken(ours: Tokenizer, reference: obj
         reference.encode(f"a{EOT}")  # type: ignore[attr-defined]
     with pytest.raises(ValueError, match=re.escape("special token '<|endoftext|>'")):
         ours.encode(f"a{EOT}")
+
+
+# The fast paths against their references on GPT-2's real vocabulary (50,000 merges), not only on
+# the tiny hand-made one of test_tokenizer.py: BPE.merge_fast against the slow BPE.encode_bytes,
+# and the whole pipeline (ASCII split, pre-token cache) against tiktoken.
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=40) | st.text(max_size=20).map(lambda text: text.encode("utf-8", "replace")))
+def test_merge_fast_equals_reference_on_gpt2(ours: Tokenizer, data: bytes) -> None:
+    assert ours.model.merge_fast(data) == ours.model.encode_bytes(data)  # type: ignore[attr-defined]
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(max_size=200) | st.text(st.sampled_from(list("abcdeABC 123.,'\n\té中")), max_size=300))
+def test_random_text_matches_tiktoken(ours: Tokenizer, reference: object, text: str) -> None:
+    assert ours.encode_ordinary(text) == reference.encode_ordinary(text)  # type: ignore[attr-defined]
