@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -192,13 +193,28 @@ class Tokenizer:
             )
         return spans
 
+    def _split_with_offsets(self, text: str, *, aligned: bool) -> list[Piece]:
+        """Pre-tokenize ``text`` into pieces with their spans.
+
+        With a plain regex split whose pieces cover the text (the named patterns do), the spans
+        are running sums of the piece lengths, so the fast split of ``_pieces`` serves; a regex
+        that skips text (whitespace splitting) or a rewriting pre-tokenizer gives its own spans.
+        """
+        if self.pre_tokenizer is None:
+            return [Piece(text, 0, len(text))]
+        if not aligned and type(self.pre_tokenizer) is RegexSplit:
+            texts = self._pieces(text)
+            if sum(map(len, texts)) == len(text):  # in order, no overlap, no gap: contiguous
+                return [Piece(t, p, p + len(t)) for t, p in zip(texts, accumulate(map(len, texts), initial=0))]
+        return self.pre_tokenizer.split(text)
+
     def _segment_spans(self, text: str, start: int, end: int, byte_at: list[int]) -> Iterator[TokenSpan]:
         segment = text[start:end]
         if self.normalizer is not None:
             normalized, align = normalize_aligned(self.normalizer, segment)
         else:
             normalized, align = segment, None
-        pieces = self.pre_tokenizer.split(normalized) if self.pre_tokenizer else [Piece(normalized, 0, len(normalized))]
+        pieces = self._split_with_offsets(normalized, aligned=align is not None)
         surface = getattr(self.model, "surface_bytes", self.model.token_bytes)
         unaligned = align is None
         for piece in pieces:

@@ -281,3 +281,10 @@ def test_decode_encode_round_trip(name: str, text: str) -> None:
 def test_round_trip_with_special_tokens(tok: Tokenizer, parts: list[str]) -> None:
     text = "".join(parts)
     assert tok.decode(tok.encode(text, allowed_special="all")) == text
+
+
+@pytest.mark.parametrize("pretokenizer", ["gpt2", "gpt4", "o200k", "whitespace", r"\d+|[a-z]+"])
+@given(text=st.text(alphabet=st.sampled_from(list("ab Z9é\n\t\r'/.🙃 ")), max_size=40))
+def test_offsets_from_the_fast_split_equal_the_regex_spans(pretokenizer: str, text: str) -> None:
+    tokenizer = tiny(pretokenizer)
+    assert tokenizer._split_with_offsets(text, aligned=False) == tokenizer.pre_tokenizer.split(text)
