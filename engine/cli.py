@@ -23,6 +23,7 @@ from typing import Any, NoReturn
 
 from engine.cli_train import add_train_arguments, cmd_train
 from engine.errors import SpecialTokenError, TokenforgeError
+from engine.formats import read_utf8
 from engine.tokenizer import Tokenizer
 
 Handler = Callable[[argparse.Namespace], int]
@@ -68,13 +69,7 @@ def _guarded(command: str, handler: Handler) -> Handler:
 def _read_text(path: str) -> str:
     if path == "-":
         return sys.stdin.read()
-    data = Path(path).read_bytes()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        from engine.errors import FormatError
-
-        raise FormatError(f"The file is not UTF-8 text (bad byte at offset {exc.start}).", source=path) from None
+    return read_utf8(path, source=path)
 
 
 def _load_tokenizer(path: str) -> Tokenizer:

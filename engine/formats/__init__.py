@@ -1,1 +1,22 @@
-"""Readers and writers of tokenizer file formats other than ``tokenizer.json``."""
+"""Readers and writers of tokenizer file formats other than ``tokenizer.json``.
+
+``read_utf8`` is the one way the format modules and the CLI read a whole file as text, so a file
+that is not UTF-8 gets the same message naming the byte offset everywhere.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.errors import FormatError
+
+
+def read_utf8(path: str | Path, *, source: str | None = None) -> str:
+    """The file's text; invalid UTF-8 raises FormatError naming ``source`` (default: the file name)."""
+    path = Path(path)
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(
+            f"The file is not UTF-8 text (bad byte at offset {exc.start}).", source=source or path.name
+        ) from None

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from engine.byte_unicode import UNICODE_TO_BYTE, bytes_to_symbols
 from engine.errors import ConfigError, FormatError
+from engine.formats import read_utf8
 from engine.models.bpe import BPE
 from engine.presets import byte_level_bpe
 from engine.pretokenizers import PreTokenizer
@@ -205,8 +206,8 @@ def load_gpt2(
 ) -> Tokenizer:
     """Import a ``vocab.json`` + ``merges.txt`` pair (OSError if a file cannot be read)."""
     vocab_path, merges_path = Path(vocab_path), Path(merges_path)
-    vocab, lines = parse_vocab_lines(_read(vocab_path), source=vocab_path.name)
-    merges = parse_merges_txt(_read(merges_path), source=merges_path.name)
+    vocab, lines = parse_vocab_lines(read_utf8(vocab_path), source=vocab_path.name)
+    merges = parse_merges_txt(read_utf8(merges_path), source=merges_path.name)
     return build_gpt2(
         vocab,
         merges,
@@ -216,13 +217,6 @@ def load_gpt2(
         merges_source=merges_path.name,
         vocab_lines=lines,
     )
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise FormatError(f"The file is not UTF-8 text (bad byte at offset {exc.start}).", source=path.name) from None
 
 
 def _bpe_model(tokenizer: Tokenizer) -> BPE:

@@ -25,6 +25,7 @@ from typing import Any
 
 from engine.byte_unicode import bytes_to_symbols
 from engine.errors import ConfigError, FormatError
+from engine.formats import read_utf8
 from engine.models.bpe import BPE
 from engine.presets import byte_level_bpe
 from engine.pretokenizers import PreTokenizer, RegexSplit, get_pretokenizer
@@ -207,16 +208,9 @@ def load_tiktoken(
     """Import a rank file; its sidecar is ``sidecar`` or, if it exists, ``FILE.json``."""
     path = Path(path)
     side = Path(sidecar) if sidecar is not None else sidecar_path(path)
-    side_text = _read(side) if sidecar is not None or side.is_file() else None
-    return loads_tiktoken(_read(path), side_text, pretokenizer=pretokenizer, special_tokens=special_tokens,
+    side_text = read_utf8(side) if sidecar is not None or side.is_file() else None
+    return loads_tiktoken(read_utf8(path), side_text, pretokenizer=pretokenizer, special_tokens=special_tokens,
                           source=path.name, sidecar_source=side.name)
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise FormatError(f"The file is not UTF-8 text (bad byte at offset {exc.start}).", source=path.name) from None
 
 
 def _checked_model(tokenizer: Tokenizer) -> BPE:
