@@ -220,7 +220,8 @@ class Tokenizer:
         for piece in pieces:
             ids = self._cache.lookup(piece.text)
             lengths = [len(surface(i)) for i in ids]
-            if unaligned and piece.offsets is None and piece.text.isascii() and sum(lengths) == len(piece.text):
+            exact_bytes = unaligned and piece.offsets is None  # piece text is the input's own text
+            if exact_bytes and piece.text.isascii() and sum(lengths) == len(piece.text):
                 # The common case, kept cheap: one byte per character inside this piece.
                 char_pos = start + piece.start
                 byte_pos = byte_at[char_pos]
@@ -230,7 +231,6 @@ class Tokenizer:
                     byte_pos += length
                 continue
             bounds = token_char_bounds(piece.text, lengths)
-            exact_bytes = align is None and piece.offsets is None
             piece_bytes = char_byte_offsets(piece.text) if exact_bytes else None
             position = 0
             for index, token_id in enumerate(ids):
