@@ -1,10 +1,16 @@
-"""Corpus statistics computed in one streaming pass while an upload is stored.
+"""Corpus statistics computed in one streaming pass over a corpus's text.
 
-:class:`StatsAccumulator` is fed decoded text in arbitrary chunks and reports characters,
-lines, documents (split on :data:`DOCUMENT_SEPARATOR`), the distinct pre-token count under the
-GPT-2 pattern, a preview, and the longest whitespace-free run (to warn about pathological
-input). It never holds more than a few MiB of text. It does not read files or touch the
-database; ``storage.py`` drives it.
+Two levels, because they cost very different amounts:
+
+- :class:`TextFacts`: characters, lines and a preview. A few C-level string operations per
+  chunk, so the upload request computes them while it stores the file (``storage.py``).
+- :class:`StatsAccumulator`: those plus documents (split on :data:`DOCUMENT_SEPARATOR`), the
+  distinct pre-token count under the GPT-2 pattern and the longest whitespace-free run (to warn
+  about pathological input). This pre-tokenizes every word, so it runs in the background
+  "analyse" job (``analyse_child.py``), never in a request.
+
+Both are fed decoded text in arbitrary chunks and never hold more than a few MiB of it. They do
+not read files or touch the database.
 """
 
 from __future__ import annotations
@@ -14,7 +20,8 @@ from typing import Any
 
 import regex
 
-from engine.pretokenizers import get_pretokenizer
+from engine.ascii_split import splitter_for
+from engine.pretokenizers import GPT2_PATTERN, get_pretokenizer
 
 DOCUMENT_SEPARATOR = "<|endoftext|>"
 PREVIEW_CHARS = 2000
@@ -22,32 +29,33 @@ MAX_DISTINCT_PRETOKENS = 1_000_000  # beyond this we report "more than" instead 
 LONG_WORD_WARNING_CHARS = 100_000
 _SEGMENT_CHARS = 1 << 20  # text is analysed in pieces of about this many characters
 _NON_SPACE = regex.compile(r"\S+")
+# str.isspace() is regex's \s plus these four separators; text containing one takes the slow path.
+_ISSPACE_ONLY = ("\x1c", "\x1d", "\x1e", "\x1f")
+#: The keys only the analysis adds; a corpus's stats without them have not been analysed yet.
+ANALYSIS_KEYS = ("documents", "distinct_pretokens", "longest_word", "warnings")
 
 
 def _gpt2_splitter() -> Callable[[str], list[str]]:
-    """The engine's GPT-2 pre-tokenizer, so the count matches what training will see."""
-    return get_pretokenizer("gpt2").pieces
+    """The engine's GPT-2 split (its ASCII fast path if any), so counts match what training sees."""
+    return splitter_for(GPT2_PATTERN) or get_pretokenizer("gpt2").pieces
 
 
-class StatsAccumulator:
-    """Accumulates corpus statistics over a stream of text chunks."""
+def is_analysed(stats: dict[str, Any]) -> bool:
+    """Whether ``stats`` holds the analysis figures (older corpora have them from the upload)."""
+    return all(key in stats for key in ANALYSIS_KEYS)
+
+
+class TextFacts:
+    """Characters, lines and the preview: what is cheap enough to count inside a request."""
 
     def __init__(self) -> None:
-        self._split = _gpt2_splitter()
-        self._pending = ""
         self.chars = 0
         self.newlines = 0
         self.last_char = ""
-        self.documents = 0
-        self._doc_has_text = False
-        self.pretokens: set[str] = set()
-        self.pretokens_capped = False
         self.preview = ""
-        self.longest_word = 0
-        self._run = 0  # length of the whitespace-free run that ends the text seen so far
 
     def feed(self, text: str) -> None:
-        """Add a chunk; complete lines are analysed, the unfinished tail is kept for later."""
+        """Count one chunk."""
         if not text:
             return
         self.chars += len(text)
@@ -55,6 +63,32 @@ class StatsAccumulator:
         self.last_char = text[-1]
         if len(self.preview) < PREVIEW_CHARS:
             self.preview += text[: PREVIEW_CHARS - len(self.preview)]
+
+    def finish(self) -> dict[str, Any]:
+        """The JSON-able facts (a final line without a newline still counts as a line)."""
+        lines = self.newlines + (1 if self.chars and self.last_char != "\n" else 0)
+        return {"chars": self.chars, "lines": lines, "preview": self.preview}
+
+
+class StatsAccumulator:
+    """Accumulates the full corpus statistics over a stream of text chunks."""
+
+    def __init__(self) -> None:
+        self._split = _gpt2_splitter()
+        self.facts = TextFacts()
+        self._pending = ""
+        self.documents = 0
+        self._doc_has_text = False
+        self.pretokens: set[str] = set()
+        self.pretokens_capped = False
+        self.longest_word = 0
+        self._run = 0  # length of the whitespace-free run that ends the text seen so far
+
+    def feed(self, text: str) -> None:
+        """Add a chunk; complete lines are analysed, the unfinished tail is kept for later."""
+        if not text:
+            return
+        self.facts.feed(text)
         self._pending += text
         if len(self._pending) < _SEGMENT_CHARS:
             return
@@ -75,7 +109,10 @@ class StatsAccumulator:
                 self._end_document()
             if part.strip():
                 self._doc_has_text = True
-            self._count_words(part)
+            if any(c in part for c in _ISSPACE_ONLY):
+                self._count_words_reference(part)
+            else:
+                self._count_words(part)
             if not self.pretokens_capped:
                 self.pretokens.update(self._split(part))
                 if len(self.pretokens) > MAX_DISTINCT_PRETOKENS:
@@ -83,6 +120,25 @@ class StatsAccumulator:
                     self.pretokens.clear()
 
     def _count_words(self, part: str) -> None:
+        """Longest whitespace-free run, via ``str.split()`` (C speed, no match objects).
+
+        Only valid when ``part`` has none of :data:`_ISSPACE_ONLY`: then ``str.split()``'s
+        whitespace is exactly ``regex``'s ``\\s``. A run at the start of ``part`` continues the
+        run that ended the previous part (a segment may be cut inside a very long word).
+        """
+        words = part.split()
+        if not words:
+            self._run = 0
+            return
+        joined = self._run if not part[0].isspace() else 0
+        self.longest_word = max(self.longest_word, max(map(len, words)), len(words[0]) + joined)
+        if part[-1].isspace():
+            self._run = 0
+        else:
+            self._run = len(words[-1]) + (joined if len(words) == 1 else 0)
+
+    def _count_words_reference(self, part: str) -> None:
+        """The same as :meth:`_count_words` with ``regex``'s ``\\S+``: slow and obviously right."""
         runs = [m.span() for m in _NON_SPACE.finditer(part)]
         if not runs:
             self._run = 0
@@ -106,7 +162,6 @@ class StatsAccumulator:
             self._analyse(self._pending)
             self._pending = ""
         self._end_document()
-        lines = self.newlines + (1 if self.chars and self.last_char != "\n" else 0)
         warnings = []
         if self.longest_word >= LONG_WORD_WARNING_CHARS:
             warnings.append(
@@ -114,15 +169,16 @@ class StatsAccumulator:
                 "Trainers treat it as a single word, which is slow and rarely what you want; "
                 "check that this is really natural-language text."
             )
+        facts = self.facts.finish()
         return {
-            "chars": self.chars,
-            "lines": lines,
+            "chars": facts["chars"],
+            "lines": facts["lines"],
             "documents": self.documents,
             "separator": DOCUMENT_SEPARATOR,
             "distinct_pretokens": None if self.pretokens_capped else len(self.pretokens),
             "distinct_pretokens_over": MAX_DISTINCT_PRETOKENS if self.pretokens_capped else None,
             "pretokenizer": "gpt2",
             "longest_word": self.longest_word,
-            "preview": self.preview,
+            "preview": facts["preview"],
             "warnings": warnings,
         }
