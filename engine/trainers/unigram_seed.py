@@ -7,9 +7,10 @@ of distinct words with counts, so the same set is counted directly: every substr
 ``max_piece_length`` characters of every word, weighted by the word's count. A substring is
 right-branching when its count exceeds that of its most frequent one-character extension.
 
-Valid pieces follow sentencepiece's rules: ``▁`` only at the start, no character outside the
-required set, and (with ``split_by_unicode_script``) no mixing of scripts; digits form their own
-class with ``split_by_number``. Ties in the ranking go to the smaller string (code point order),
+Valid pieces follow sentencepiece's rules (``unigram_scripts``): ``▁`` only at the start, no
+character outside the required set, and (with ``split_by_unicode_script``) no neighbouring
+characters of different scripts; decimal digits are Common, so "1." is a piece and "F1" is not.
+Ties in the ranking go to the smaller string (code point order),
 so the seed is deterministic. EM and pruning live in ``unigram.py``/``unigram_em.py``.
 """
 
@@ -19,34 +20,11 @@ import heapq
 import multiprocessing
 import threading
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
-import regex
+from engine.trainers.unigram_scripts import char_class, segments
 
-# Scripts tested in this order; anything else is classed by its first matching script name.
-_SCRIPTS = (
-    "Latin", "Common", "Han", "Hiragana", "Katakana", "Cyrillic", "Greek", "Hangul", "Arabic",
-    "Hebrew", "Thai", "Devanagari", "Inherited", "Armenian", "Georgian", "Bengali", "Tamil",
-    "Ethiopic", "Khmer", "Lao", "Myanmar", "Sinhala", "Telugu", "Kannada", "Malayalam",
-    "Gujarati", "Gurmukhi", "Oriya", "Tibetan", "Mongolian", "Bopomofo", "Yi", "Cherokee",
-)
-_SCRIPT_RES = [(name, regex.compile(rf"\p{{Script={name}}}")) for name in _SCRIPTS]
-_DIGIT = regex.compile(r"\p{N}")
-_MERGED_INTO_HAN = {"Hiragana", "Katakana"}
-
-
-def char_class(char: str, *, split_by_unicode_script: bool, split_by_number: bool) -> str:
-    """The class a character belongs to; a piece may not mix classes (``▁`` excepted)."""
-    if split_by_number and _DIGIT.match(char):
-        return "Number"
-    if not split_by_unicode_script:
-        return "Any"
-    if char == "\u30fc":  # the prolonged sound mark joins Han, as in sentencepiece
-        return "Han"
-    for name, pattern in _SCRIPT_RES:
-        if pattern.match(char):
-            return "Han" if name in _MERGED_INTO_HAN else name
-    return "Other"
+__all__ = ["char_class", "required_chars", "seed_pieces", "segments"]
 
 
 def required_chars(word_counts: Mapping[str, int], coverage: float) -> dict[str, int]:
@@ -73,30 +51,6 @@ def required_chars(word_counts: Mapping[str, int], coverage: float) -> dict[str,
         covered += n
         required[char] = n
     return required
-
-
-def segments(word: str, classes: Mapping[str, str], space: str) -> Iterable[str]:
-    """The maximal runs of ``word`` that a valid piece may lie in (``▁`` joins the next run)."""
-    start = 0
-    n = len(word)
-    while start < n:
-        first = word[start]
-        if first not in classes:  # not a required character: no piece may contain it
-            start += 1
-            continue
-        end = start + 1
-        if first == space:
-            if end < n and word[end] != space and word[end] in classes:
-                cls = classes[word[end]]
-                end += 1
-                while end < n and word[end] in classes and classes[word[end]] == cls and word[end] != space:
-                    end += 1
-        else:
-            cls = classes[first]
-            while end < n and word[end] in classes and classes[word[end]] == cls and word[end] != space:
-                end += 1
-        yield word[start:end]
-        start = end
 
 
 def seed_pieces(
