@@ -12,11 +12,15 @@ lattice per word, and the sums below are exact, not an approximation:
   ``+ Σ_{u→v} p·gamma(v)``, i.e. the sum over the words through ``u`` of ``count/Z × beta``;
 * an edge's expected count is ``alpha(u)·p·gamma(v)``.
 
-The loops run inside C, one depth at a time: an ``itemgetter`` gathers the values at the edges'
-other ends, ``map(mul, ...)`` applies the probabilities, and each node's sum is ``sum`` over its
-run of edges (edges are stored sorted by node, so runs are slices). Values are probabilities,
-not logs; words whose Z underflows are left to the log-space reference in ``unigram_em``.
-Pieces are plain ids here; this module knows nothing of the vocabulary beyond ``sid_of``.
+The loops run inside C, one depth at a time: ``map(values.__getitem__, ids)`` gathers the
+values at the edges' other ends, ``map(mul, ...)`` applies the probabilities, and each node's
+sum is ``sum`` over its run of edges (edges are stored sorted by node, so runs are slices).
+Edges are kept as ``array('i')`` columns (4 bytes a field), never as Python ints or
+precompiled getters: a getter's tuple of int objects costs ~40 bytes an edge, and gathering
+through it is *slower* than mapping over the array (its ints are spread over memory). Values
+are probabilities, not logs; words whose Z underflows are left to the log-space reference in
+``unigram_em``. Pieces are plain ids here; this module knows nothing of the vocabulary beyond
+``sid_of``.
 """
 
 from __future__ import annotations
@@ -24,40 +28,50 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections import Counter, deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from itertools import accumulate, chain, compress, repeat
 from math import log
-from operator import add, is_not, itemgetter, mul, ne, sub
-from typing import Any
+from operator import add, ge, is_not, itemgetter, mul, ne, sub
 
 TINY = 1e-280  # below this a word's probability is recomputed in log space
-Getter = Callable[[Sequence[Any]], Sequence[Any]]
 
 
-def gather(indices: Sequence[int], shared: list[int] | None = None) -> Getter:
-    """``itemgetter`` over ``indices`` that always returns a sequence.
+def suffix_table(sid_of: Mapping[str, int], max_len: int) -> dict[str, int]:
+    """Each piece of 2..``max_len`` characters (to its id), and each 2+ character suffix of one (to -1).
 
-    With ``shared`` (a ``list(range(n))``), the getter's argument tuple refers to its int
-    objects: 8 bytes an entry instead of 36. Worth it for piece ids (a small, cache-resident
-    table); node and edge indices are spread over too much memory, so they get fresh ints.
+    A node has an edge of length ``L`` only if its last ``L - 1`` characters are in this table,
+    so the build tries length ``L`` only on the nodes found at ``L - 1``: about a third of the
+    lookups of trying every length, and exact for any vocabulary (it does not assume that the
+    suffixes of pieces are pieces).
     """
-    if len(indices) > 1:
-        return itemgetter(*(map(shared.__getitem__, indices) if shared is not None else indices))
-    if len(indices) == 1:
-        only = indices[0]
-        return lambda seq: (seq[only],)
-    return lambda seq: ()
+    pieces = {p: s for p, s in sid_of.items() if 2 <= len(p) <= max_len}
+    table: dict[str, int] = {}
+    tails: set[str] = set(pieces)
+    while tails:
+        tails = {t[1:] for t in tails if len(t) > 2}
+        table.update(dict.fromkeys(tails, -1))
+    table.update(pieces)
+    return table
 
 
-def runs(keys: Sequence[int], first: int, stop: int) -> list[slice]:
-    """Slices of the runs of sorted ``keys`` for each key in ``first..stop-1`` (empty if absent)."""
+def run_ends(keys: Sequence[int], first: int, stop: int) -> array:
+    """End (exclusive) of each key's run in sorted ``keys``, for keys ``first..stop-1`` (absent: empty run)."""
     counts = Counter(keys)
-    ends = list(accumulate(map(counts.get, range(first, stop), repeat(0))))
-    return list(map(slice, chain((0,), ends), ends))
+    return array("i", accumulate(map(counts.get, range(first, stop), repeat(0))))
+
+
+def _node_sums(vals: list[float], ends: array) -> map:
+    """Each node's sum over its run of ``vals`` (``ends`` as from :func:`run_ends`)."""
+    return map(sum, map(vals.__getitem__, map(slice, chain((0,), ends), ends)))
 
 
 class TrieLattice:
-    """The lattices of ``words`` (each with a count) over the pieces of ``sid_of``, as one trie."""
+    """The lattices of ``words`` (each with a count) over the pieces of ``sid_of``, as one trie.
+
+    Edges are stored twice, as columns: ``in_*`` sorted by end node (for the forward pass and
+    for pruning's Viterbi), ``out_*`` sorted by start node (backward pass); inside a node, by
+    piece length.
+    """
 
     def __init__(
         self, words: Sequence[str], counts: Sequence[float], sid_of: Mapping[str, int], max_piece_length: int, unk_sid: int,
@@ -73,133 +87,149 @@ class TrieLattice:
             active[len(w)] += 1
         for j in range(depth - 1, -1, -1):
             active[j] += active[j + 1]
-        get = sid_of.get
-        # One small table per piece length: lookups stay in cache (the seed table is ~10 MB).
-        by_length: list[dict[str, int]] = [{} for _ in range(max_piece_length + 1)]
-        for piece, s in sid_of.items():
-            if len(piece) <= max_piece_length:
-                by_length[len(piece)][piece] = s
+        table = suffix_table(sid_of, max_piece_length)
+        char_sid = sid_of.get
+        parent = array("i", [0])  # parent[v]: the node one character shorter
         src, dst, sid = array("i"), array("i"), array("i")
+        blocks: list[list[range]] = [[]]  # blocks[j][L-1]: creation positions of the length-L edges ending at depth j
         terminal = [0] * len(self.words)
-        levels: list[dict[str, int]] = [{"": 0}]
+        previous: dict[str, int] = {"": 0}
         self.base = [0, 1]  # first node id of each depth (and one past the last)
         for j in range(1, depth + 1):
-            # 1. The distinct prefixes of length j, sorted (deterministic ids).
+            # 1. The distinct prefixes of length j, sorted (deterministic ids), and their parents.
             nodes = sorted(set(map(itemgetter(slice(0, j)), by_len[: active[j]])))
-            first = self.base[j]
-            ids = dict(zip(nodes, range(first, first + len(nodes))))
-            self.base.append(first + len(nodes))
+            first, stop = self.base[j], self.base[j] + len(nodes)
+            ids = dict(zip(nodes, range(first, stop)))
+            self.base.append(stop)
             for k in range(active[j + 1], active[j]):
                 terminal[order[k]] = ids[by_len[k]]
-            # 2. Edges ending at depth j, by piece length, then node.
-            for L in range(1, min(j, max_piece_length) + 1):
-                parent = levels[j - L]
-                spelled = map(itemgetter(slice(j - L, j)), nodes)
-                if L == 1:
-                    found, kept, ends = list(map(get, spelled, repeat(unk_sid))), nodes, range(first, first + len(nodes))
-                else:
-                    found = list(map(by_length[L].get, spelled))
-                    keep = list(map(is_not, found, repeat(None)))
-                    found, kept = list(compress(found, keep)), list(compress(nodes, keep))
-                    ends = compress(range(first, first + len(nodes)), keep)
-                src.extend(map(parent.__getitem__, map(itemgetter(slice(0, j - L)), kept)))
-                dst.extend(ends)
-                sid.extend(found)
-            levels.append(ids)
-            if j > max_piece_length:
-                levels[j - max_piece_length] = {}  # no edge reaches back this far any more
-        del levels, by_len
+            parent.extend(map(previous.__getitem__, map(itemgetter(slice(0, j - 1)), nodes)))
+            previous = ids
+            # 2. Edges ending at depth j, by piece length, then node. Length 1: every node (its
+            #    character or unknown). Longer: only nodes whose shorter suffix was in the table.
+            at = len(src)
+            ancestors = parent[first:stop]
+            src.extend(ancestors)
+            dst.extend(range(first, stop))
+            sid.extend(map(char_sid, map(itemgetter(slice(j - 1, j)), nodes), repeat(unk_sid)))
+            here = [range(at, len(src))]
+            cand, cand_ids = nodes, list(range(first, stop))
+            for L in range(2, min(j, max_piece_length) + 1):
+                found = list(map(table.get, map(itemgetter(slice(j - L, j)), cand)))
+                hit = list(map(is_not, found, repeat(None)))
+                cand = list(compress(cand, hit))
+                if not cand:
+                    break
+                found, cand_ids = list(compress(found, hit)), list(compress(cand_ids, hit))
+                ancestors = list(map(parent.__getitem__, compress(ancestors, hit)))
+                piece = list(map(ge, found, repeat(0)))  # -1: only a suffix of a piece
+                at = len(src)
+                src.extend(compress(ancestors, piece))
+                dst.extend(compress(cand_ids, piece))
+                sid.extend(compress(found, piece))
+                here.append(range(at, len(src)))
+            blocks.append(here)
+        del previous, table, by_len, parent
         self.terminal = terminal
         self.n_nodes = self.base[-1]
-        self.n_sids = max(unk_sid, max(sid_of.values(), default=0)) + 1
-        # 3. Two orders of the same edges: by end node (forward), by start node (backward).
-        #    Creation order is (depth, length, end); stable sorts keep length order inside a node.
-        by_dst = sorted(range(len(dst)), key=dst.__getitem__)
-        by_src = sorted(range(len(src)), key=src.__getitem__)
-        self.in_src = array("i", map(src.__getitem__, by_dst))
-        self.in_dst = array("i", map(dst.__getitem__, by_dst))
-        self.in_sid = array("i", map(sid.__getitem__, by_dst))
-        del by_dst
-        self.out_src = array("i", map(src.__getitem__, by_src))
-        self.out_dst = array("i", map(dst.__getitem__, by_src))
-        self.out_sid = array("i", map(sid.__getitem__, by_src))
-        del by_src, src, dst, sid
-        if compile:  # Viterbi users (pruning) read the edge arrays directly
-            self._compile()
+        # 3. The two orders, one depth at a time: stable sorts of creation order (depth, length,
+        #    node) keep length order inside a node. Edges ending at depth j were created
+        #    together; edges starting at depth i are the length-L blocks of depth i + L.
+        self.in_src, self.in_dst, self.in_sid = array("i"), array("i"), array("i")
+        self.out_src, self.out_dst, self.out_sid = array("i"), array("i"), array("i")
+        for j in range(1, depth + 1):
+            by_dst = sorted(range(blocks[j][0].start, blocks[j][-1].stop), key=dst.__getitem__)
+            for column, into in ((src, self.in_src), (dst, self.in_dst), (sid, self.in_sid)):
+                into.extend(map(column.__getitem__, by_dst))
+        for i in range(depth):
+            starting = [blocks[i + L][L - 1] for L in range(1, max_piece_length + 1) if i + L <= depth and len(blocks[i + L]) >= L]
+            by_src = sorted(chain.from_iterable(starting), key=src.__getitem__)
+            for column, into in ((src, self.out_src), (dst, self.out_dst), (sid, self.out_sid)):
+                into.extend(map(column.__getitem__, by_src))
+        del blocks, src, dst, sid
+        if compile:  # Viterbi users (pruning) read the in_* columns directly
+            self._index()
 
     def edges(self) -> int:
         return len(self.in_sid)
 
-    def filter(self, alive: Sequence[bool], *, min_share: float = 0.2) -> None:
+    def filter(self, alive: Sequence[bool], *, min_share: float = 0.02) -> None:
         """Drop the edges of pieces that are no longer in the vocabulary.
 
-        Recompiling costs about as much as two E-steps, and a dead piece's edges contribute
-        exactly zero (its probability is 0), so edges are only dropped once at least
-        ``min_share`` of them are dead.
+        A dead piece's edges contribute exactly zero (its probability is 0), so the result does
+        not change; filtering is a few passes over the columns, worth it once ``min_share`` of
+        the edges are dead. The per-piece order of the posteriors is filtered, not re-sorted.
         """
-        keep = list(map(alive.__getitem__, self.in_sid))
-        if len(keep) - sum(keep) < min_share * len(keep):
+        keep_in = bytes(map(alive.__getitem__, self.in_sid))
+        if len(keep_in) - sum(keep_in) <= min_share * len(keep_in):
             return
-        self.in_src, self.in_dst, self.in_sid = (array("i", compress(a, keep)) for a in (self.in_src, self.in_dst, self.in_sid))
-        keep = list(map(alive.__getitem__, self.out_sid))
-        self.out_src, self.out_dst, self.out_sid = (array("i", compress(a, keep)) for a in (self.out_src, self.out_dst, self.out_sid))
-        self._compile()
+        self.in_src, self.in_dst, self.in_sid = (array("i", compress(a, keep_in)) for a in (self.in_src, self.in_dst, self.in_sid))
+        del keep_in
+        post_keep = bytes(map(alive.__getitem__, self._post_sids()))
+        new_index = array("i", accumulate(post_keep, initial=-1))  # new_index[p + 1]: p's place after filtering
+        del new_index[0]
+        order = array("i", map(new_index.__getitem__, compress(self.post_order, map(post_keep.__getitem__, self.post_order))))
+        del new_index, post_keep
+        keep_out = bytes(map(alive.__getitem__, self.out_sid))
+        self.out_src, self.out_dst, self.out_sid = (array("i", compress(a, keep_out)) for a in (self.out_src, self.out_dst, self.out_sid))
+        del keep_out
+        self._index(order)
 
-    def _compile(self) -> None:
-        """Per-depth getters and per-node runs for the current edges."""
-        base = self.base
-        sids = list(range(self.n_sids))
-        self.forward: list[tuple[Getter, Getter, list[slice]]] = []
-        self.backward: list[tuple[int, int, Getter, Getter, Getter, list[slice]]] = []
-        for j in range(1, len(base) - 1):
-            e0, e1 = bisect_left(self.in_dst, base[j]), bisect_left(self.in_dst, base[j + 1])
-            self.forward.append((
-                gather(self.in_src[e0:e1]), gather(self.in_sid[e0:e1], sids),
-                runs(self.in_dst[e0:e1], base[j], base[j + 1]),
-            ))
-        for i in range(len(base) - 2):
-            e0, e1 = bisect_left(self.out_src, base[i]), bisect_left(self.out_src, base[i + 1])
-            self.backward.append((
-                base[i], base[i + 1], gather(self.out_dst[e0:e1]), gather(self.out_sid[e0:e1], sids),
-                gather(self.out_src[e0:e1]), runs(self.out_src[e0:e1], base[i], base[i + 1]),
-            ))
-        # Posteriors come out deepest start depth first; regroup them by piece id.
-        post_sids = array("i", chain.from_iterable(
-            self.out_sid[bisect_left(self.out_src, base[i]) : bisect_left(self.out_src, base[i + 1])]
-            for i in range(len(base) - 3, -1, -1)
+    def _post_sids(self) -> array:
+        """Piece ids of the posteriors in the order the backward pass makes them (deepest start depth first)."""
+        base, out_src, out_sid = self.base, self.out_src, self.out_sid
+        return array("i", chain.from_iterable(
+            out_sid[bisect_left(out_src, base[i]) : bisect_left(out_src, base[i + 1])] for i in range(len(base) - 3, -1, -1)
         ))
-        by_sid = sorted(range(len(post_sids)), key=post_sids.__getitem__)
-        self.post_by_sid = gather(by_sid)
-        sorted_sids = array("i", map(post_sids.__getitem__, by_sid))
-        del by_sid, post_sids
-        n = len(sorted_sids)
-        last = list(compress(range(n), map(ne, sorted_sids, chain(sorted_sids[1:], (-1,)))))  # each run's last entry
-        self.post_sids = list(map(sorted_sids.__getitem__, last))
-        self.post_ends = gather(last)
+
+    def _index(self, post_order: array | None = None) -> None:
+        """Per-depth edge offsets, per-node run ends, and the per-piece order of the posteriors."""
+        base = self.base
+        depths = range(len(base) - 1)
+        self.in_off = [bisect_left(self.in_dst, b) for b in base]
+        self.out_off = [bisect_left(self.out_src, b) for b in base]
+        self.in_end, self.out_end = array("i", [0]), array("i")
+        for j in depths:
+            if j:
+                self.in_end.extend(run_ends(self.in_dst[self.in_off[j] : self.in_off[j + 1]], base[j], base[j + 1]))
+            self.out_end.extend(run_ends(self.out_src[self.out_off[j] : self.out_off[j + 1]], base[j], base[j + 1]))
+        post_sids = self._post_sids()
+        if post_order is None:  # stable: inside a piece, posteriors keep their order
+            post_order = array("i", sorted(range(len(post_sids)), key=post_sids.__getitem__))
+        self.post_order = post_order
+        sorted_sids = array("i", map(post_sids.__getitem__, post_order))
+        del post_sids
+        self.post_last = array("i", compress(range(len(sorted_sids)), map(ne, sorted_sids, chain(sorted_sids[1:], (-1,)))))
+        self.post_piece = array("i", map(sorted_sids.__getitem__, self.post_last))
 
     def forward_backward(self, prob: Sequence[float], expected: list[float]) -> tuple[list[float], list[int]]:
         """Add each piece's expected count to ``expected``; return per-word Z and underflowed words.
 
         Z is in the order of ``words``; underflowed words (Z below ``TINY``) contribute nothing.
         """
+        base, get_p = self.base, prob.__getitem__
         alpha = [1.0]
-        for g_src, g_sid, node_runs in self.forward:
-            vals = list(map(mul, g_src(alpha), g_sid(prob)))
-            alpha.extend(map(sum, map(vals.__getitem__, node_runs)))
+        for j in range(1, len(base) - 1):
+            e0, e1 = self.in_off[j], self.in_off[j + 1]
+            vals = list(map(mul, map(alpha.__getitem__, self.in_src[e0:e1]), map(get_p, self.in_sid[e0:e1])))
+            alpha.extend(_node_sums(vals, self.in_end[base[j] : base[j + 1]]))
         z = list(map(alpha.__getitem__, self.terminal))
         gamma = [0.0] * self.n_nodes
         deque(map(gamma.__setitem__, self.terminal, [c / v if v > TINY else 0.0 for c, v in zip(self.counts, z)]), maxlen=0)
-        posts: list[list[float]] = []
-        for b0, b1, g_dst, g_sid, g_src, node_runs in reversed(self.backward):
-            vals = list(map(mul, g_dst(gamma), g_sid(prob)))
-            gamma[b0:b1] = map(add, gamma[b0:b1], map(sum, map(vals.__getitem__, node_runs)))
-            posts.append(list(map(mul, g_src(alpha), vals)))
+        posts: list[float] = []
+        for i in range(len(base) - 3, -1, -1):
+            e0, e1, b0, b1 = self.out_off[i], self.out_off[i + 1], base[i], base[i + 1]
+            vals = list(map(mul, map(gamma.__getitem__, self.out_dst[e0:e1]), map(get_p, self.out_sid[e0:e1])))
+            gamma[b0:b1] = map(add, gamma[b0:b1], _node_sums(vals, self.out_end[b0:b1]))
+            posts.extend(map(mul, map(alpha.__getitem__, self.out_src[e0:e1]), vals))
+        del alpha, gamma
         # Per-piece sums as differences of one running sum (values are >= 0, and the total is
         # about the corpus size, so the rounding error is far below the M-step's 0.5 cut-off).
-        running = list(accumulate(self.post_by_sid(list(chain.from_iterable(posts)))))
+        running = list(accumulate(map(posts.__getitem__, self.post_order)))
         del posts
-        ends = self.post_ends(running)
-        sids = self.post_sids
+        ends = list(map(running.__getitem__, self.post_last))
+        del running
+        sids = self.post_piece
         sums = map(sub, ends, chain((0.0,), ends))
         deque(map(expected.__setitem__, sids, map(add, map(expected.__getitem__, sids), sums)), maxlen=0)
         bad = [w for w, v in enumerate(z) if v <= TINY]
