@@ -232,8 +232,10 @@ def prepare(base: str, train_vocab: int) -> tuple[str, int, Browser]:
 
 
 def job_status(browser: Browser) -> str:
-    """The training job's status as its page shows it."""
-    page = browser.get("jobs/1")
+    """The training job's status as its page shows it (the only training job; uploads queue
+    analysis jobs too, so its id is not known in advance)."""
+    job_id = re.search(r'<tr><td>(\d+)</td>', browser.get("jobs")).group(1)
+    page = browser.get(f"jobs/{job_id}")
     found = re.search(r'status-(queued|running|succeeded|failed|cancelled)', page)
     error = re.search(r'<p class="errors">(.*?)</p>', page, re.S)
     return (found.group(1) if found else "unknown") + (f" ({error.group(1).strip()})" if error else "")

@@ -1,7 +1,9 @@
 """The corpora blueprint: upload, list, show, rename and delete text corpora.
 
 Uploads are streamed into the content-addressed store by ``storage.py``; this module turns
-the outcome into database rows and pages. An upload whose content is already stored is
+the outcome into database rows and pages. Each new corpus gets an "analyse" job for its full
+statistics; its page polls (htmx) until they arrive, or says why the analysis failed and offers
+to run it again (``corpus_analysis.py``). An upload whose content is already stored is
 reused instead of stored twice (within the same team: another team's corpora are never
 revealed). Every row is fetched through ``auth.owned_or_404``/``auth.scoped``; deleting asks for
 confirmation on a page of its own, and removes the stored file when no corpus uses it any more.
@@ -17,7 +19,9 @@ from sqlalchemy import func, select
 from werkzeug.exceptions import ClientDisconnected
 from werkzeug.wrappers import Response
 
+from webapp import jobs
 from webapp.auth import current_team, owned_or_404, scoped
+from webapp.corpus_analysis import analysis_states
 from webapp.db import get_session
 from webapp.htmx import is_htmx, render
 from webapp.models import Corpus, Job
@@ -58,7 +62,13 @@ def _get_or_404(corpus_id: int) -> Corpus:
 @bp.get("/")
 def index() -> Response:
     """List corpora, with the upload form."""
-    return render("corpora/index.html", corpora=_all_corpora(), errors=[], form={})
+    return _index_page([], {})
+
+
+def _index_page(errors: list[str], form: dict[str, object], status: int = 200) -> Response:
+    corpora = _all_corpora()
+    return render("corpora/index.html", corpora=corpora, errors=errors, form=form, status=status,
+                  states=analysis_states(get_session(), corpora))
 
 
 @bp.post("/")
@@ -72,8 +82,7 @@ def upload() -> Response:
     except ClientDisconnected:
         cut_short = True
     if cut_short:
-        return render("corpora/index.html", corpora=_all_corpora(), errors=[INTERRUPTED],
-                      form={}, status=400)
+        return _index_page([INTERRUPTED], {}, status=400)
     text_field = form.get("text_field", "").strip() or "text"
     replace = form.get("replace_errors") == "on"
     errors: list[str] = []
@@ -107,23 +116,40 @@ def upload() -> Response:
             size_bytes=result.size_bytes, stats=result.stats,
         )
         session.add(corpus)
-        session.commit()
+        session.flush()
+        jobs.enqueue_analysis(session, corpus)  # commits the corpus and its job together
         stored.append(corpus)
     if errors:
         form["offer_replace"] = offer_replace
-        return render("corpora/index.html", corpora=_all_corpora(), errors=errors, form=form,
-                      status=422)
+        return _index_page(errors, form, status=422)
     if len(stored) == 1:
         return redirect(url_for("corpora.show", corpus_id=stored[0].id), 303)
     flash(f"Stored {len(stored)} corpora.")
     return redirect(url_for("corpora.index"), 303)
 
 
+def _show_page(corpus: Corpus, *, block: str, rename_error: str | None = None,
+               status: int = 200) -> Response:
+    analysis = analysis_states(get_session(), [corpus])[corpus.id]
+    return render("corpora/show.html", block, corpus=corpus, analysis=analysis,
+                  rename_error=rename_error, status=status)
+
+
 @bp.get("/<int:corpus_id>")
 def show(corpus_id: int) -> Response:
-    """A corpus's statistics and preview."""
+    """A corpus's statistics and preview; htmx polls get the statistics block until analysed."""
+    return _show_page(_get_or_404(corpus_id), block="stats")
+
+
+@bp.post("/<int:corpus_id>/analyse")
+def analyse(corpus_id: int) -> Response:
+    """Queue the corpus's analysis again (after it failed); the page then polls for it."""
     corpus = _get_or_404(corpus_id)
-    return render("corpora/show.html", "title", corpus=corpus, rename_error=None)
+    if analysis_states(get_session(), [corpus])[corpus.id].status == "failed":  # not twice
+        jobs.enqueue_analysis(get_session(), corpus)
+    if is_htmx():
+        return _show_page(corpus, block="stats")
+    return redirect(url_for("corpora.show", corpus_id=corpus.id), 303)
 
 
 @bp.post("/<int:corpus_id>/rename")
@@ -139,8 +165,7 @@ def rename(corpus_id: int) -> Response:
     else:
         corpus.name = name
         get_session().commit()
-    return render("corpora/show.html", "title", corpus=corpus, rename_error=error,
-                  status=422 if error else 200)
+    return _show_page(corpus, block="title", rename_error=error, status=422 if error else 200)
 
 
 @bp.get("/<int:corpus_id>/delete")
@@ -160,11 +185,13 @@ def delete(corpus_id: int) -> Response:
     corpus = _get_or_404(corpus_id)
     if request.form.get("confirmed") != "yes":
         return redirect(url_for("corpora.confirm_delete", corpus_id=corpus_id), 303)
-    active = session.scalars(select(Job).where(Job.status.in_(("queued", "running")),
+    active = session.scalars(select(Job).where(Job.status.in_(("queued", "running")), Job.kind == "train",
                                                Job.team_id == corpus.team_id)).all()
     if any(corpus_id in job.corpus_ids for job in active):
         flash(f"{corpus.name!r} is used by a job that has not finished; cancel it first.")
         return redirect(url_for("corpora.show", corpus_id=corpus_id), 303)
+    if corpus.analysis_job_id is not None:  # an unfinished analysis of it is pointless now
+        jobs.request_cancel(session, corpus.analysis_job_id)
     sha, name = corpus.sha256, corpus.name
     session.delete(corpus)
     session.commit()

@@ -1,9 +1,14 @@
 """The job queue: the ``jobs`` table and the state changes that make it safe to share.
 
+Two kinds of job share the queue: "train" (a tokenizer from corpora) and "analyse" (a new
+corpus's statistics, ``analyse_child.py``). Analyses are claimed before queued training jobs:
+they take seconds to minutes where training takes minutes to hours, and they are what a user
+who just uploaded is waiting for. A training job already running is never interrupted.
+
 Every transition is one conditional UPDATE, so several workers (on several machines) and the
 web processes can act at once without losing or double-running a job:
 
-- :func:`claim` takes the oldest queued job atomically (``UPDATE … RETURNING``; on PostgreSQL
+- :func:`claim` takes the oldest queued job (analyses first) atomically (``UPDATE … RETURNING``; on PostgreSQL
   the candidate row is picked with ``FOR UPDATE SKIP LOCKED`` so claimers never wait on each
   other);
 - :func:`heartbeat`, :func:`complete` and :func:`finish` only touch a job its caller still owns;
@@ -19,10 +24,10 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import case, select, update
 from sqlalchemy.orm import Session
 
-from webapp.models import Job, Tokenizer, utcnow
+from webapp.models import Corpus, Job, Tokenizer, utcnow
 
 
 def enqueue(
@@ -42,13 +47,27 @@ def enqueue(
     return job
 
 
+def enqueue_analysis(session: Session, corpus: Corpus) -> Job:
+    """Queue the analysis of ``corpus`` (flushed, with an id), point the corpus at it, commit."""
+    job = Job(team_id=corpus.team_id, kind="analyse", name=f"Analyse {corpus.name}"[:200],
+              algorithm="", options={}, corpus_ids=[corpus.id])
+    session.add(job)
+    session.flush()
+    corpus.analysis_job_id = job.id
+    session.commit()
+    return job
+
+
 def claim(session: Session, worker_id: str) -> int | None:
-    """Atomically mark the oldest queued job as running for ``worker_id``; return its id."""
+    """Atomically mark the oldest queued job as running for ``worker_id``; return its id.
+
+    Analyses go first (see the module docstring), then jobs in the order they were queued.
+    """
     now = utcnow()
     candidate = (
         select(Job.id)
         .where(Job.status == "queued")
-        .order_by(Job.id)
+        .order_by(case((Job.kind == "analyse", 0), else_=1), Job.id)
         .limit(1)
         .with_for_update(skip_locked=True)  # PostgreSQL; SQLite serialises writers anyway
         .scalar_subquery()
@@ -162,6 +181,29 @@ def complete(
     return tokenizer
 
 
+def complete_analysis(session: Session, job_id: int, worker_id: str, *, stats: dict[str, Any]) -> bool:
+    """Store a corpus's statistics and mark its analysis job succeeded, in one transaction.
+
+    The statistics go only to a corpus that still points at this job: a deleted corpus, or one
+    whose analysis was queued again since, is left alone. Return whether the job was still ours.
+    """
+    job = session.get(Job, job_id)
+    stmt = _owned(job_id, worker_id).values(
+        status="succeeded", finished_at=utcnow(), error=None, progress_stage="done", eta_seconds=0.0
+    )
+    if job is None or session.execute(stmt).rowcount != 1:
+        session.rollback()
+        return False
+    session.execute(
+        update(Corpus)
+        .where(Corpus.id.in_(job.corpus_ids), Corpus.analysis_job_id == job_id)
+        .values(stats=stats)
+        .execution_options(synchronize_session=False)
+    )
+    session.commit()
+    return True
+
+
 def request_cancel(session: Session, job_id: int) -> str | None:
     """Cancel a queued job at once, or ask a running job's worker to stop; return the status."""
     now = utcnow()
@@ -207,8 +249,10 @@ def recover_stale(
             Job.attempts >= max_attempts,
             status="failed",
             finished_at=now,
-            error=f"Training failed after {max_attempts} attempts: each time, {silent} "
-            "(the worker process was killed or its machine stopped).",
+            error=case(
+                (Job.kind == "analyse", f"The analysis failed after {max_attempts} attempts: "),
+                else_=f"Training failed after {max_attempts} attempts: ",
+            ) + f"each time, {silent} (the worker process was killed or its machine stopped).",
         ),
         "requeued": run(
             Job.attempts < max_attempts,

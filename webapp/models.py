@@ -1,4 +1,4 @@
-"""The typed SQLAlchemy 2 models: corpora, training jobs (the queue) and tokenizers.
+"""The typed SQLAlchemy 2 models: corpora, jobs (the queue: training and analysis) and tokenizers.
 
 Column shapes that repeat are ``Annotated`` aliases; every constraint has a name from the
 metadata's naming convention, so Alembic migrations can alter them on SQLite (batch mode) and
@@ -37,6 +37,7 @@ NAMING_CONVENTION = {
 }
 
 JOB_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
+JOB_KINDS = ("train", "analyse")  # training a tokenizer; computing a new corpus's statistics
 FINISHED_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
 TOKENIZER_SOURCES = ("trained", "imported")
 
@@ -95,28 +96,33 @@ class Corpus(Base):
     original_filename: Mapped[str] = mapped_column(String(255), default="")
     upload_bytes: Mapped[Count]  # as sent (compressed for .gz)
     size_bytes: Mapped[Count]  # as stored: UTF-8 text, documents joined by the separator
-    stats: Mapped[JSONDict]
+    stats: Mapped[JSONDict]  # see corpus_stats.py; the analysis job completes them
+    analysis_job_id: Mapped[int | None] = mapped_column(
+        ForeignKey("jobs.id", ondelete="SET NULL"), index=True
+    )  # the latest "analyse" job for this corpus (its status is the page's "analysing…")
     created_at: Mapped[Created]
 
 
 class Job(Base):
-    """A training run; the table itself is the queue (see ``jobs.py``)."""
+    """A job in the queue (see ``jobs.py``): a training run, or the analysis of a new corpus."""
 
     __tablename__ = "jobs"
     __table_args__ = (
         CheckConstraint(
             "status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')", name="status"
         ),
+        CheckConstraint("kind IN ('train', 'analyse')", name="kind"),
         Index("ix_jobs_status_id", "status", "id"),
     )
 
     id: Mapped[IntPK]
     team_id: Mapped[TeamFK]
     name: Mapped[Name]
+    kind: Mapped[str] = mapped_column(String(20), default="train", server_default="train")
     status: Mapped[str] = mapped_column(String(20), default="queued")
-    algorithm: Mapped[str] = mapped_column(String(40))
+    algorithm: Mapped[str] = mapped_column(String(40))  # "" for analysis jobs
     options: Mapped[JSONDict]
-    corpus_ids: Mapped[JSONList]
+    corpus_ids: Mapped[JSONList]  # an analysis job has exactly one
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     worker_id: Mapped[str | None] = mapped_column(String(200))
     heartbeat_at: Mapped[Timestamp]

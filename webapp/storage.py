@@ -4,7 +4,9 @@
 extracting a JSONL field), writes the normalised UTF-8 text to a temp file while hashing it, and
 renames it to ``objects/<sha[:2]>/<sha>.txt`` only when everything succeeded, so a failure at
 any point leaves nothing behind. Identical content maps to the same object, which is how
-duplicates are recognised. Errors are :class:`UploadError` with a plain-sentence message; the decoding steps
+duplicates are recognised. Only the cheap facts (characters, lines, preview) are counted on the
+way; the per-word statistics would slow the upload down several times over, so they are left
+to the "analyse" job (``analyse_child.py``). Errors are :class:`UploadError` with a plain-sentence message; the decoding steps
 themselves (gzip, UTF-8, JSONL, size limits) are in ``upload_decoding.py``.
 Database rows are the caller's business (``corpora.py``).
 
@@ -27,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from webapp.corpus_stats import StatsAccumulator
+from webapp.corpus_stats import TextFacts
 from webapp.upload_decoding import (
     RawReader,
     UploadError,
@@ -45,7 +47,7 @@ class StoredCorpus:
     format: str
     upload_bytes: int
     size_bytes: int
-    stats: dict[str, Any] = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)  # corpus_stats.TextFacts: chars, lines, preview
 
 
 class CorpusStore:
@@ -79,7 +81,7 @@ class CorpusStore:
         reader = RawReader(stream, filename, max_bytes)
         try:
             digest = hashlib.sha256()
-            stats = StatsAccumulator()
+            facts = TextFacts()  # the expensive statistics are the "analyse" job's
             size = 0
             # closefd=False: the lock (on ``fd``) must last until the file has its final name.
             with os.fdopen(fd, "wb", closefd=False) as out:
@@ -94,7 +96,7 @@ class CorpusStore:
                     out.write(data)
                     digest.update(data)
                     size += len(data)
-                    stats.feed(chunk)
+                    facts.feed(chunk)
                 out.flush()
                 os.fsync(out.fileno())
             if size == 0:
@@ -108,7 +110,7 @@ class CorpusStore:
             final = self.path(sha)
             final.parent.mkdir(parents=True, exist_ok=True)
             os.replace(tmp, final)  # atomic: readers see the whole object or none
-            return StoredCorpus(sha, fmt, reader.count, size, stats.finish())
+            return StoredCorpus(sha, fmt, reader.count, size, facts.finish())
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise

@@ -153,7 +153,9 @@ def show(team_id: int) -> Response:
     invites = db.scalars(select(Invite).where(Invite.team_id == team_id, Invite.expires_at > utcnow())
                          .order_by(Invite.id)).all()
     counts = {name: db.scalar(select(func.count()).select_from(model).where(model.team_id == team_id))
-              for name, model in (("corpora", Corpus), ("jobs", Job), ("tokenizers", Tokenizer))}
+              for name, model in (("corpora", Corpus), ("tokenizers", Tokenizer))}
+    counts["jobs"] = db.scalar(select(func.count()).select_from(Job).where(  # training jobs
+        Job.team_id == team_id, Job.kind == "train"))
     return render("teams/show.html", team=team, members=members, invites=invites, counts=counts,
                   role=auth.role_in(team_id))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, flash, redirect, request, url_for
+from flask import Blueprint, abort, flash, redirect, request, url_for
 from sqlalchemy import select
 from werkzeug.wrappers import Response
 
@@ -87,7 +87,10 @@ def train() -> Response:
 
 
 def _job_or_404(job_id: int) -> Job:
-    return owned_or_404(Job, job_id)
+    job = owned_or_404(Job, job_id)
+    if job.kind != "train":  # analyses show on their corpus's page, not as jobs
+        abort(404)
+    return job
 
 
 def _job_context(job: Job) -> dict[str, Any]:
@@ -100,7 +103,7 @@ def _job_context(job: Job) -> dict[str, Any]:
 @bp.get("/jobs")
 def job_list() -> Response:
     """All training jobs, newest first."""
-    rows = get_session().scalars(scoped(Job).order_by(Job.id.desc()).limit(500)).all()
+    rows = get_session().scalars(scoped(Job).where(Job.kind == "train").order_by(Job.id.desc()).limit(500)).all()
     return render("tokenizers/jobs.html", jobs=rows)
 
 
@@ -126,7 +129,7 @@ def index() -> Response:
     """All tokenizers, newest first."""
     rows = get_session().scalars(scoped(Tokenizer).order_by(Tokenizer.id.desc())).all()
     active = get_session().scalars(
-        scoped(Job).where(Job.status.in_(("queued", "running"))).order_by(Job.id)
+        scoped(Job).where(Job.status.in_(("queued", "running")), Job.kind == "train").order_by(Job.id)
     ).all()
     return render("tokenizers/index.html", tokenizers=rows, active=active)
 

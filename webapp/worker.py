@@ -1,11 +1,13 @@
-"""The job worker: claims queued training jobs and runs each one in a child process.
+"""The job worker: claims queued jobs and runs each one in a child process.
 
 ``tokenforge worker`` (and ``tokenforge serve``, which starts one) runs :meth:`Worker.run`.
-Per job the worker spawns ``train_child.run`` at lower CPU priority, then every
+Per job the worker spawns ``train_child.run`` (a "train" job) or ``analyse_child.run`` (an
+"analyse" job: a new corpus's statistics) at lower CPU priority, then every
 ``HEARTBEAT_SECONDS`` writes a heartbeat and the latest progress (with an ETA) to the job row
 and checks for a cancel request. Outcomes:
 
-- the child reports a result: the tokenizer is stored and the job succeeds;
+- the child reports a result: the tokenizer (or the corpus statistics) is stored and the job
+  succeeds, in one transaction;
 - the child dies without a result (killed, out of memory): the job fails at once, saying so;
 - a cancel is requested: the child is told to stop, and killed if it has not within
   ``CANCEL_GRACE_SECONDS``;
@@ -28,7 +30,7 @@ from typing import Any
 
 from sqlalchemy.orm import sessionmaker
 
-from webapp import jobs, train_child
+from webapp import analyse_child, jobs, train_child
 from webapp.db import make_engine
 from webapp.models import Corpus, Job
 from webapp.storage import CorpusStore
@@ -87,28 +89,33 @@ class Worker:
             job = session.get(Job, job_id)
             if job is None:
                 return "missing"
-            paths, missing = self._corpus_paths(session, job.corpus_ids)
-            algorithm, options = job.algorithm, dict(job.options)
+            kind = job.kind
+            paths, missing = self._corpus_paths(session, job.corpus_ids, kind)
             if missing:
                 jobs.finish(session, job_id, self.worker_id, "failed", error=missing)
                 return "failed"
+            nice = int(self.settings["WORKER_NICE"])
+            if kind == "analyse":
+                target: Any = analyse_child.run
+                args: tuple[Any, ...] = (paths[0], nice)
+            else:
+                target, args = train_child.run, (job.algorithm, paths, dict(job.options), nice)
         ctx = multiprocessing.get_context("spawn")
         parent_conn, child_conn = ctx.Pipe()
         child = ctx.Process(
-            target=train_child.run,
-            args=(child_conn, os.getpid(), algorithm, paths, options,
-                  int(self.settings["WORKER_NICE"])),
-            name=f"tokenforge-train-{job_id}",
+            target=target,
+            args=(child_conn, os.getpid(), *args),
+            name=f"tokenforge-{kind}-{job_id}",
             # Not a daemon: the engine's trainers count words on a process pool, and daemonic
             # processes may not have children. The child still dies with this worker (prctl
-            # PDEATHSIG in train_child) and is killed in ``finally`` below.
+            # PDEATHSIG in job_child) and is killed in ``finally`` below.
             daemon=False,
         )
         child.start()
         child_conn.close()
         self.child_pid = child.pid
         try:
-            return self._supervise(job_id, child, parent_conn)
+            return self._supervise(job_id, kind, child, parent_conn)
         finally:
             self.child_pid = None
             parent_conn.close()
@@ -117,17 +124,18 @@ class Worker:
             child.join()
             child.close()
 
-    def _corpus_paths(self, session: Any, corpus_ids: list[int]) -> tuple[list[str], str | None]:
+    def _corpus_paths(self, session: Any, corpus_ids: list[int], kind: str) -> tuple[list[str], str | None]:
         paths = []
         for corpus_id in corpus_ids:
             corpus = session.get(Corpus, corpus_id)
             path = self.store.path(corpus.sha256) if corpus is not None else None
             if path is None or not path.is_file():
-                return [], f"Corpus #{corpus_id} was deleted before training started."
+                what = "its analysis" if kind == "analyse" else "training"
+                return [], f"Corpus #{corpus_id} was deleted before {what} started."
             paths.append(str(path))
         return paths, None
 
-    def _supervise(self, job_id: int, child: Any, conn: Any) -> str:
+    def _supervise(self, job_id: int, kind: str, child: Any, conn: Any) -> str:
         """Relay progress and heartbeats until the child ends; record the outcome."""
         interval = float(self.settings["HEARTBEAT_SECONDS"])
         grace = float(self.settings["CANCEL_GRACE_SECONDS"])
@@ -169,33 +177,36 @@ class Worker:
                 elif cancel_sent_at is not None and time.monotonic() - cancel_sent_at > grace:
                     child.kill()
                     outcome = ("cancelled",)
-        return self._record(job_id, outcome)
+        return self._record(job_id, kind, outcome)
 
-    def _record(self, job_id: int, outcome: tuple[Any, ...]) -> str:
+    def _record(self, job_id: int, kind: str, outcome: tuple[Any, ...]) -> str:
         with self.sessions() as session:
-            kind = outcome[0]
-            if kind == "done":
+            if outcome[0] == "done" and kind == "analyse":
+                ours = jobs.complete_analysis(session, job_id, self.worker_id, stats=outcome[1])
+                return "succeeded" if ours else "lost"
+            if outcome[0] == "done":
                 stored = jobs.complete(session, job_id, self.worker_id,
                                        tokenizer_json=outcome[1], stats=outcome[2])
                 return "succeeded" if stored is not None else "lost"
-            if kind == "cancelled":
+            if outcome[0] == "cancelled":
                 jobs.finish(session, job_id, self.worker_id, "cancelled")
                 return "cancelled"
-            if kind == "error":
+            if outcome[0] == "error":
                 error = outcome[1]
             else:
-                error = _death_reason(outcome[1])
+                error = _death_reason(outcome[1], kind)
             jobs.finish(session, job_id, self.worker_id, "failed", error=error)
             return "failed"
 
 
-def _death_reason(exitcode: int | None) -> str:
+def _death_reason(exitcode: int | None, kind: str) -> str:
     """A sentence for a child that ended without reporting a result."""
+    what = "analysis" if kind == "analyse" else "training"
     if exitcode is not None and exitcode < 0:
         signum = -exitcode
         why = " (SIGKILL: often the system running out of memory)" if signum == 9 else ""
-        return f"The training process was killed by signal {signum}{why}. Nothing was saved."
-    return f"The training process exited unexpectedly with code {exitcode}. Nothing was saved."
+        return f"The {what} process was killed by signal {signum}{why}. Nothing was saved."
+    return f"The {what} process exited unexpectedly with code {exitcode}. Nothing was saved."
 
 
 class _Progress:

@@ -142,3 +142,17 @@ def client(app: Flask) -> FlaskClient:
 def anon_client(app: Flask) -> FlaskClient:
     """A browser that has not logged in."""
     return app.test_client()
+
+
+def run_queued_jobs(app: Flask) -> None:
+    """Run every queued job (corpus analyses, training) to its end with an in-process worker.
+
+    The worker loop runs here; each job still runs in its real ``spawn`` child process.
+    """
+    from webapp.worker import Worker
+
+    worker = Worker(dict(app.config), worker_id="test-worker")
+    try:
+        worker.run(once=True)
+    finally:
+        worker.engine.dispose()

@@ -1,4 +1,9 @@
-"""Corpus uploads through the web app: good files, every kind of bad file, rename and delete."""
+"""Corpus uploads through the web app: good files, every kind of bad file, rename and delete.
+
+An upload stores the file with its cheap facts only; the full statistics come from the
+"analyse" job, run here by an in-process worker (``run_queued_jobs``). The analysis states of
+the corpus pages are in test_corpus_analysis.py.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
+from tests.webapp.conftest import run_queued_jobs
 from webapp import db
 from webapp.models import Corpus
 
@@ -40,6 +46,10 @@ def test_txt_upload_is_stored_by_hash_with_stats(client: FlaskClient, app: Flask
     assert corpus.size_bytes == len(text.encode())
     assert corpus.stats["chars"] == len(text)
     assert corpus.stats["lines"] == 2
+    assert "documents" not in corpus.stats  # the upload leaves the rest to the analysis job
+    run_queued_jobs(app)
+    [corpus] = corpora(app)
+    assert (corpus.stats["chars"], corpus.stats["lines"]) == (len(text), 2)
     assert corpus.stats["documents"] == 2
     # " the" is one GPT-2 pre-token; the separator itself is not counted
     assert corpus.stats["distinct_pretokens"] == len({"the", " cat", " sat", "\n", "on", " the", " mat", " dog"})
@@ -53,6 +63,7 @@ def test_jsonl_gz_uses_the_chosen_field(client: FlaskClient, app: Flask) -> None
     body = gzip.compress(b'{"body": "first doc", "id": 1}\n\n{"body": "second"}\n')
     status, _, _ = upload(client, (body, "docs.jsonl.gz"), text_field="body")
     assert status == 303
+    run_queued_jobs(app)
     [corpus] = corpora(app)
     assert (corpus.format, corpus.stats["documents"]) == ("jsonl", 2)
     stored = Path(app.config["CORPUS_DIR"], "objects", corpus.sha256[:2], f"{corpus.sha256}.txt")
@@ -157,6 +168,7 @@ def test_client_disconnect_mid_body_is_a_clear_error(client: FlaskClient, app: F
 
 def test_a_megabyte_word_gets_a_warning(client: FlaskClient, app: Flask) -> None:
     upload(client, (b"normal words then " + b"x" * 150_000 + b" end", "odd.txt"))
+    run_queued_jobs(app)
     [corpus] = corpora(app)
     assert corpus.stats["longest_word"] == 150_000
     page = client.get(f"/corpora/{corpus.id}").get_data(as_text=True)

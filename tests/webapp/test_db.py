@@ -9,7 +9,7 @@ from alembic.migration import MigrationContext
 from flask import Flask
 from sqlalchemy import inspect, text
 
-from webapp import db
+from webapp import db, jobs
 from webapp.models import Base, Corpus
 
 
@@ -50,3 +50,26 @@ def test_timestamps_come_back_utc_aware(db_app: Flask) -> None:
         assert loaded.created_at.tzinfo is not None
         assert loaded.created_at.utcoffset() == dt.timedelta(0)
         assert loaded.stats == {"chars": 1}
+
+
+def test_downgrading_0003_drops_analysis_jobs_and_keeps_training_jobs(db_app: Flask) -> None:
+    url = db_app.config["DATABASE_URL"]
+    with db_app.app_context():
+        session = db.get_session()
+        corpus = Corpus(team_id=1, name="c", sha256="0" * 64, format="txt", stats={"chars": 1})
+        session.add(corpus)
+        session.flush()
+        jobs.enqueue_analysis(session, corpus)
+        jobs.enqueue(session, team_id=1, name="t", algorithm="bpe", options={}, corpus_ids=[corpus.id])
+    db.get_engine(db_app).dispose()
+    db.downgrade(url, "0002")
+    engine = db.make_engine(url)
+    try:
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT name FROM jobs")).scalars().all() == ["t"]
+            assert "analysis_job_id" not in {c["name"] for c in inspect(conn).get_columns("corpora")}
+    finally:
+        engine.dispose()
+    db.upgrade(url)
+    with db.get_engine(db_app).connect() as conn:
+        assert conn.execute(text("SELECT kind FROM jobs")).scalars().all() == ["train"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import fcntl
+import gzip
 import os
 import signal
 import socket
@@ -75,9 +76,10 @@ def test_a_new_worker_recovers_a_killed_workers_job_and_finishes_it(
 # --- the web process killed mid-upload --------------------------------------------------------
 
 
-def _start_upload(app: LiveApp, client: Client, data: bytes) -> tuple[socket.socket, bytes]:
+def _start_upload(app: LiveApp, client: Client, data: bytes,
+                  filename: str = "big.txt") -> tuple[socket.socket, bytes]:
     """Open a raw connection and send the request head of a multipart upload of ``data``."""
-    body, content_type = multipart({"csrf_token": client.token()}, "big.txt", data)
+    body, content_type = multipart({"csrf_token": client.token()}, filename, data)
     sock = socket.create_connection(("127.0.0.1", app.port), timeout=30)
     sock.sendall((f"POST /corpora/ HTTP/1.1\r\nHost: 127.0.0.1:{app.port}\r\n"
                   f"Cookie: {client.cookie_header()}\r\nContent-Type: {content_type}\r\n"
@@ -126,7 +128,10 @@ def test_web_process_killed_while_an_upload_streams_in_stores_nothing(
 def test_web_process_killed_while_storing_an_upload_leaves_a_temp_file_that_start_up_removes(
         live: tuple[LiveApp, Client]) -> None:
     live, client = live
-    sock, body = _start_upload(live, client, _corpus_text(40_000))  # about 2.4 MB
+    # Storing runs at disk speed, so a plain file of a few MB is stored before we can look; a
+    # small .gz that expands to ~180 MB keeps the server writing its temp file for a while.
+    data = gzip.compress(b"the quick brown fox jumps over the lazy dog again\n" * 3_500_000, 9)
+    sock, body = _start_upload(live, client, data, "big.txt.gz")
     sock.sendall(body)  # all of it: the server parses the form, then stores the file
     wait_for(lambda: any(p.suffix == ".part" for p in live.tmp_files()), "the upload to be stored",
              limit=60)
@@ -265,7 +270,10 @@ def test_concurrent_uploads_renames_and_jobs_never_reach_users_as_errors(tmp_pat
         assert rows == uploaded
         shas = [sha for (sha,) in app.rows("SELECT sha256 FROM corpora")]
         assert sorted(p.stem for p in app.stored_objects()) == sorted(shas)
-        assert sorted(queued) == sorted(str(i) for (i,) in app.rows("SELECT id FROM jobs"))
+        assert sorted(queued) == sorted(str(i) for (i,) in app.rows("SELECT id FROM jobs WHERE kind = 'train'"))
+        analysed = app.rows("SELECT CAST(c.id AS TEXT) FROM corpora c JOIN jobs j ON j.id = c.analysis_job_id "
+                            "WHERE j.kind = 'analyse'")
+        assert sorted(i for (i,) in analysed) == sorted(uploaded)  # every upload queued its analysis
         assert app.stop() == 0
         # SIGTERM put the job that was training back in the queue: none is left "running".
         assert app.rows("SELECT id FROM jobs WHERE status = 'running'") == []

@@ -70,15 +70,15 @@ def test_a_valid_form_queues_a_job(client: FlaskClient, app: Flask, algorithm: s
             data[f"opt-{spec.name}"] = "" if spec.default is None else str(spec.default)
     data["opt-vocab_size"] = "300"
     response = client.post("/train", data=data)
-    assert (response.status_code, response.headers["Location"]) == (303, "/jobs/1")
+    assert (response.status_code, response.headers["Location"]) == (303, "/jobs/2")  # 1: the corpus's analysis
     with app.app_context():
-        job = db.get_session().scalars(select(Job)).one()
-        assert (job.status, job.algorithm, job.corpus_ids) == ("queued", algorithm, [1])
+        job = db.get_session().scalars(select(Job).where(Job.kind == "train")).one()
+        assert (job.id, job.status, job.algorithm, job.corpus_ids) == (2, "queued", algorithm, [1])
         assert job.options["vocab_size"] == 300
         assert job.name == f"{algorithm}-300 on c.txt"
-    fragment = client.get("/jobs/1", headers={"HX-Request": "true"}).get_data(as_text=True)
+    fragment = client.get("/jobs/2", headers={"HX-Request": "true"}).get_data(as_text=True)
     assert 'hx-trigger="every 1s"' in fragment  # polls while not finished
-    cancelled = client.post("/jobs/1/cancel", headers={"HX-Request": "true"}).get_data(as_text=True)
+    cancelled = client.post("/jobs/2/cancel", headers={"HX-Request": "true"}).get_data(as_text=True)
     assert 'data-status="cancelled"' in cancelled
     assert "hx-trigger" not in cancelled
 

@@ -1,0 +1,75 @@
+"""What every job child process does first, whatever it runs (``train_child``, ``analyse_child``).
+
+The worker starts each job in a fresh ``spawn`` process so a crash, an out-of-memory kill or a
+runaway job cannot take the worker down. Such a child must not outlive its worker (a SIGKILLed
+worker cannot kill it), must leave Ctrl-C to the worker, and runs at lower CPU priority than the
+web processes. Each child sends exactly one outcome message (:func:`send_outcome`); what the
+messages carry is each child's own business.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import traceback
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Ask Linux to kill us if the worker dies, so a SIGKILLed worker leaves no orphan child."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: the child's own parent checks stop it at its next poll
+    if os.getppid() != parent_pid:  # the worker died before prctl took effect
+        os._exit(1)
+
+
+def start_child(parent_pid: int, nice: int) -> None:
+    """Tie the child to its worker, ignore Ctrl-C (the worker decides), lower its priority."""
+    die_with_parent(parent_pid)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if nice:
+        try:
+            os.nice(nice)
+        except OSError:
+            pass
+
+
+class CancelCheck:
+    """Calling it says whether the worker sent "cancel" on ``conn`` or has died."""
+
+    def __init__(self, conn: Connection, parent_pid: int) -> None:
+        self.conn, self.parent_pid = conn, parent_pid
+        self.cancelled = False
+
+    def __call__(self) -> bool:
+        while self.conn.poll():
+            if self.conn.recv() == "cancel":
+                self.cancelled = True
+        return self.cancelled or os.getppid() != self.parent_pid
+
+
+def send_outcome(conn: Connection, work: Callable[[], tuple[Any, ...]], *, what: str,
+                 memory_hint: str = "") -> None:
+    """Run ``work`` and send the message it returns; failures it did not expect become errors.
+
+    ``what`` starts the sentences ("Training", "The analysis"). A bug's traceback goes to the
+    worker's log, not to the page.
+    """
+    try:
+        message = work()
+    except MemoryError:
+        message = ("error", f"{what} ran out of memory.{memory_hint}")
+    except Exception as exc:
+        traceback.print_exc(file=sys.stderr)
+        message = ("error", f"{what} failed unexpectedly ({type(exc).__name__}: {exc}).")
+    conn.send(message)
+    conn.close()
