@@ -12,6 +12,7 @@ Writes only into a temporary directory.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import sys
 import tempfile
@@ -42,25 +43,16 @@ def main() -> None:
     parser.add_argument("--vocab-size", type=int, default=32000)
     parser.add_argument("--holdout-every", type=int, default=100)
     parser.add_argument("--skip-ours", action="store_true")
+    parser.add_argument("--skip-sentencepiece", action="store_true", help="Only ours (e.g. for a memory figure).")
     args = parser.parse_args()
-    import sentencepiece as spm
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         train_path, held = split_corpus(args.corpus, out, args.holdout_every)
-        started = time.perf_counter()
-        spm.SentencePieceTrainer.train(
-            input=str(train_path), model_prefix=str(out / "sp"), model_type="unigram",
-            vocab_size=args.vocab_size, character_coverage=0.9995, normalization_rule_name="identity",
-            remove_extra_whitespaces=False, num_threads=2, input_sentence_size=0,
-            max_sentence_length=1 << 16, minloglevel=2,
-        )
-        sp_seconds = time.perf_counter() - started
-        sp = spm.SentencePieceProcessor(model_file=str(out / "sp.model"))
-        sp_tokens = sum(len(sp.encode(line)) for line in held)
-        print(f"sentencepiece: {sp_seconds:.1f} s, held-out tokens {sp_tokens}")
+        sp_seconds, sp_tokens = sentencepiece_run(train_path, out, held, args.vocab_size) if not args.skip_sentencepiece else (0.0, 0)
         if args.skip_ours:
             return
+        load = os.getloadavg()[0]
         started = time.perf_counter()
         result = train("unigram", [train_path], {"vocab_size": args.vocab_size})
         ours_seconds = time.perf_counter() - started
@@ -71,9 +63,29 @@ def main() -> None:
         # sentencepiece runs in threads, so every child is ours.
         child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
         print(f"tokenforge:    {ours_seconds:.1f} s, held-out tokens {ours_tokens}, peak RSS {rss:.2f} GiB"
-              f" (largest worker {child:.2f} GiB)")
-        print(f"time ratio {ours_seconds / sp_seconds:.2f}x; token ratio {ours_tokens / sp_tokens:.4f}")
+              f" (largest worker {child:.2f} GiB); load average {load:.1f} -> {os.getloadavg()[0]:.1f}")
+        if sp_seconds:
+            print(f"time ratio {ours_seconds / sp_seconds:.2f}x; token ratio {ours_tokens / sp_tokens:.4f}")
         print(f"rounds [size, loglik]: {result.stats['rounds']}")
+
+
+def sentencepiece_run(train_path: Path, out: Path, held: list[str], vocab_size: int) -> tuple[float, int]:
+    """Train sentencepiece with the settings ours defaults to; its seconds and held-out token count."""
+    import sentencepiece as spm
+
+    load = os.getloadavg()[0]
+    started = time.perf_counter()
+    spm.SentencePieceTrainer.train(
+        input=str(train_path), model_prefix=str(out / "sp"), model_type="unigram",
+        vocab_size=vocab_size, character_coverage=0.9995, normalization_rule_name="identity",
+        remove_extra_whitespaces=False, num_threads=2, input_sentence_size=0,
+        max_sentence_length=1 << 16, minloglevel=2,
+    )
+    sp_seconds = time.perf_counter() - started
+    sp = spm.SentencePieceProcessor(model_file=str(out / "sp.model"))
+    sp_tokens = sum(len(sp.encode(line)) for line in held)
+    print(f"sentencepiece: {sp_seconds:.1f} s, held-out tokens {sp_tokens}; load average {load:.1f} -> {os.getloadavg()[0]:.1f}")
+    return sp_seconds, sp_tokens
 
 
 if __name__ == "__main__":

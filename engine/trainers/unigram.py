@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +36,8 @@ from engine.normalizers import Normalizer, get_normalizer
 from engine.pretokenizers import Metaspace
 from engine.tokenizer import Tokenizer
 from engine.trainers.base import Reporter, TrainResult
+from engine.trainers.corpus import cuts_are_safe
+from engine.trainers.counting import count_pretokens
 from engine.trainers.unigram_em import e_step, m_step, prune
 from engine.trainers.unigram_shards import ShardedLattice
 from engine.trainers.unigram_seed import required_chars, seed_pieces
@@ -84,37 +86,41 @@ class UnigramOptions:
 OPTIONS = UnigramOptions
 
 
-def iter_lines(files: Sequence[Path], chunk_chars: int = 1 << 22) -> Iterator[str]:
-    """Stream the corpus as chunks of whole lines (documents separators are ordinary lines)."""
-    for path in files:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            rest = ""
-            while chunk := handle.read(chunk_chars):
-                chunk = rest + chunk
-                cut = chunk.rfind("\n") + 1
-                if cut == 0:
-                    rest = chunk
-                    continue
-                rest = chunk[cut:]
-                yield chunk[:cut]
-            if rest:
-                yield rest
+class MetaspaceSplit:
+    """Metaspace pre-tokens of a chunk of whole lines, as a picklable splitter for ``count_pretokens``.
 
+    Lines are sentences: with ``add_dummy_prefix`` each line that does not begin with a space
+    gets a ``▁``; every space becomes ``▁``; a word is a ``▁`` and what follows up to the next one
+    (or a whole line, without ``split_by_whitespace``). Newlines are read as Python's text mode
+    reads them (``\\r\\n`` and a lone ``\\r`` end a line), as the trainer always has.
+    """
 
-def count_words(chunks: Iterator[str], normalizer: Normalizer | None, options: UnigramOptions, reporter: Reporter) -> Counter[str]:
-    """Distinct Metaspace pre-tokens of every line, with counts."""
-    counts: Counter[str] = Counter()
-    for n, chunk in enumerate(chunks):
-        reporter.update("counting words", n)
-        text = normalizer.normalize(chunk) if normalizer else chunk
-        if options.add_dummy_prefix:
+    def __init__(self, *, add_dummy_prefix: bool, split_by_whitespace: bool) -> None:
+        self.add_dummy_prefix = add_dummy_prefix
+        self.split_by_whitespace = split_by_whitespace
+
+    def __call__(self, text: str) -> list[str]:
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        if self.add_dummy_prefix:
             text = _LINE_START.sub(SPACE, text)
         text = text.replace(" ", SPACE)
-        if options.split_by_whitespace:
-            counts.update(_WORD.findall(text))
-        else:
-            counts.update(line for line in text.split("\n") if line)
-    return counts
+        if self.split_by_whitespace:
+            return _WORD.findall(text)
+        return [line for line in text.split("\n") if line]
+
+
+def count_words(files: Sequence[Path], normalizer: Normalizer | None, options: UnigramOptions, reporter: Reporter) -> dict[str, int]:
+    """Distinct Metaspace pre-tokens of every line, with counts, on every core (``count_pretokens``).
+
+    No special tokens are cut out: sentencepiece reads them as text too. Over-long documents may
+    be cut before a space or newline between letters only when words never cross whitespace: the
+    ``▁`` goes with the word after it, which stays whole on the cut's right side, and a chunk that
+    begins with a space or newline gets no dummy prefix.
+    """
+    split = MetaspaceSplit(add_dummy_prefix=options.add_dummy_prefix, split_by_whitespace=options.split_by_whitespace)
+    safe_cuts = options.split_by_whitespace and cuts_are_safe("whitespace", normalizer)
+    return count_pretokens(files, split=split, normalizer=normalizer, reporter=reporter, safe_cuts=safe_cuts)
 
 
 def train_on_counts(word_counts: Counter[str] | dict[str, int], options: UnigramOptions, reporter: Reporter | None = None) -> tuple[Unigram, dict[str, object]]:
@@ -187,12 +193,14 @@ def _em_rounds(
     unk = len(pieces)
     desired = int(options.vocab_size * 1.1)
     for round_no in range(1000):
-        for _ in range(options.n_sub_iterations):
+        for sub in range(options.n_sub_iterations):
             reporter.update("EM", round_no, force=True)
             logp[unk] = min(v for s, v in enumerate(logp[:unk]) if alive[s]) - 10.0
             prob = [math.exp(v) if alive[s] else 0.0 for s, v in enumerate(logp)]
             expected, loglik = e_step(lattices, prob, sid_of, options.max_piece_length, unk)
             logp[:] = m_step(expected, alive, required_ids)
+            if sub < options.n_sub_iterations - 1:  # the M-step drops pieces too (most of the seed's)
+                _filter(lattices, alive, options.n_sub_iterations - 1 - sub, desired, options)
         size = sum(alive) - 1
         stats["rounds"].append([size, round(loglik, 3)])  # type: ignore[attr-defined]
         if size <= desired:
@@ -202,7 +210,17 @@ def _em_rounds(
             pieces, expected, logp, alive, set(required_ids), target=desired,
             shrinking_factor=options.shrinking_factor, max_len=options.max_piece_length, unk_sid=unk,
         )
-        lattices.filter(alive)  # once a round: a recompile costs about one E-step
+        _filter(lattices, alive, options.n_sub_iterations, desired, options)
+
+
+def _filter(lattices: ShardedLattice, alive: list[bool], left_this_round: int, desired: int, options: UnigramOptions) -> None:
+    """Drop dead pieces' edges when that pays: a filter costs about one E-step, and saves the
+    dead share of each E-step still to come (this round's, then ``n_sub_iterations`` a round)."""
+    size, rounds = sum(alive) - 1, 0
+    while size > desired:
+        size = max(desired, int(size * options.shrinking_factor))
+        rounds += 1
+    lattices.filter(alive, min_share=1.0 / (left_this_round + rounds * options.n_sub_iterations))
 
 
 def build_tokenizer(model: Unigram, options: UnigramOptions) -> Tokenizer:
@@ -221,6 +239,6 @@ def train(files: Sequence[Path], options: UnigramOptions, *, reporter: Reporter)
     """Train a Unigram tokenizer on ``files``."""
     # 1. Count distinct words.
     normalizer = get_normalizer(options.normalization)
-    counts = count_words(iter_lines(files), normalizer, options, reporter)
+    counts = count_words(files, normalizer, options, reporter)
     model, stats = train_on_counts(counts, options, reporter)
     return TrainResult(build_tokenizer(model, options), stats)

@@ -55,7 +55,8 @@ def _serve(conn: Connection, words: list[str], counts: list[float], sid_of: Mapp
                 expected, loglik, bad = lattice.e_step(array("d", payload).tolist())
                 conn.send(("done", (array("d", expected).tobytes(), loglik, bad)))
             elif command == "filter":
-                lattice.filter(payload)
+                mask, min_share = payload
+                lattice.filter(mask, min_share=min_share)
                 conn.send(("done", None))
             else:
                 break
@@ -128,15 +129,15 @@ class ShardedLattice:
             bad = bad + b
         return expected, loglik, bad
 
-    def filter(self, alive: Sequence[bool]) -> None:
+    def filter(self, alive: Sequence[bool], *, min_share: float = 0.2) -> None:
         """Drop the edges of dead pieces (each shard decides by its own share of dead edges)."""
         if self.local:
             for lat in self.local:
-                lat.filter(alive)
+                lat.filter(alive, min_share=min_share)
             return
         mask = bytes(bytearray(map(bool, alive)))
         for conn in self.conns:
-            conn.send(("filter", mask))
+            conn.send(("filter", (mask, min_share)))
         for conn in self.conns:
             self._receive(conn)
 

@@ -153,12 +153,14 @@ class TrieLattice:
     def edges(self) -> int:
         return len(self.in_sid)
 
-    def filter(self, alive: Sequence[bool], *, min_share: float = 0.02) -> None:
+    def filter(self, alive: Sequence[bool], *, min_share: float = 0.2) -> None:
         """Drop the edges of pieces that are no longer in the vocabulary.
 
         A dead piece's edges contribute exactly zero (its probability is 0), so the result does
-        not change; filtering is a few passes over the columns, worth it once ``min_share`` of
-        the edges are dead. The per-piece order of the posteriors is filtered, not re-sorted.
+        not change. Filtering costs about one E-step (a dozen passes over the columns), so it
+        is skipped unless at least ``min_share`` of the edges are dead; the caller knows how
+        many E-steps are left to save. The per-piece order of the posteriors is filtered, not
+        re-sorted.
         """
         keep_in = bytes(map(alive.__getitem__, self.in_sid))
         if len(keep_in) - sum(keep_in) <= min_share * len(keep_in):
