@@ -35,7 +35,7 @@ def test_upload_train_and_see_the_tokenizer(page: Page, live_server: LiveServer,
     expect(page.locator("dl.stats")).to_contain_text("200")
     # The worker analyses the corpus in the background; the block polls itself until the figures
     # are in (no reload), then stops.
-    expect(page.locator("dl.stats")).to_contain_text("split on", timeout=60_000)
+    expect(page.locator("dl.stats")).to_contain_text("split on", timeout=120_000)  # a niced child
     expect(page.get_by_test_id("analysis")).to_have_count(0)
     expect(page.locator("#corpus-stats")).not_to_have_attribute("hx-trigger", re.compile("every"))
     page.screenshot(path=str(artifacts_dir / "corpus.png"), full_page=True)
