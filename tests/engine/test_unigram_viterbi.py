@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from engine.trainers.unigram_shards import ShardedLattice
 from engine.trainers.unigram_trie import TrieLattice
 from engine.trainers.unigram_viterbi import viterbi_counts, viterbi_counts_reference
 
@@ -48,3 +49,19 @@ def test_trie_viterbi_matches_the_per_word_reference(dead: tuple[int, ...]) -> N
     slow = viterbi_counts_reference(words, counts, sid_of, logs(prob), 16, unk)
     assert fast == slow
     assert sum(fast) > 0
+
+
+@pytest.mark.skipif(not hasattr(ShardedLattice, "viterbi_counts"), reason="ShardedLattice.viterbi_counts not integrated yet")
+def test_sharded_viterbi_counts_in_workers_match_the_reference() -> None:
+    words = {"▁abracadabra": 3, "▁abra": 2, "▁cadabra": 1, "▁bar": 5, "▁x": 1, "▁abr": 4, "ab": 2, "▁zz": 1}
+    pieces = ["▁", "a", "b", "r", "c", "d", "abra", "▁abra", "cad", "ab", "ra", "▁cad", "ar"]
+    sid_of = {p: i for i, p in enumerate(pieces)}
+    unk = len(pieces)
+    logp = logs([0.05 + 0.01 * i for i in range(len(pieces))] + [1e-6])
+    slow = viterbi_counts_reference(list(words), list(words.values()), sid_of, logp, 16, unk)
+    for workers in (1, 2):
+        lattices = ShardedLattice(words, sid_of, 16, unk, workers=workers)
+        try:
+            assert lattices.viterbi_counts(logp) == slow
+        finally:
+            lattices.close()
