@@ -24,6 +24,7 @@ from operator import add
 from typing import Any
 
 from engine.trainers.unigram_trie import TrieLattice
+from engine.trainers.unigram_viterbi import viterbi_counts
 
 SHARDS = 2
 MIN_WORDS_FOR_WORKERS = 20_000  # below this, forking costs more than it saves
@@ -54,6 +55,8 @@ def _serve(conn: Connection, words: list[str], counts: list[float], sid_of: Mapp
             if command == "e_step":
                 expected, loglik, bad = lattice.e_step(array("d", payload).tolist())
                 conn.send(("done", (array("d", expected).tobytes(), loglik, bad)))
+            elif command == "viterbi":
+                conn.send(("done", array("d", viterbi_counts(lattice, array("d", payload))).tobytes()))
             elif command == "filter":
                 mask, min_share = payload
                 lattice.filter(mask, min_share=min_share)
@@ -128,6 +131,20 @@ class ShardedLattice:
             loglik += ll
             bad = bad + b
         return expected, loglik, bad
+
+    def viterbi_counts(self, logp: Sequence[float]) -> list[float]:
+        """Each piece's count in the words' best paths (``unigram_viterbi``), summed over the shards in order."""
+        if self.local:
+            parts = [viterbi_counts(lat, logp) for lat in self.local]
+        else:
+            payload = array("d", logp).tobytes()
+            for conn in self.conns:
+                conn.send(("viterbi", payload))
+            parts = [array("d", self._receive(conn)).tolist() for conn in self.conns]
+        counts = parts[0]
+        for more in parts[1:]:
+            counts = list(map(add, counts, more))
+        return counts
 
     def filter(self, alive: Sequence[bool], *, min_share: float = 0.2) -> None:
         """Drop the edges of dead pieces (each shard decides by its own share of dead edges)."""

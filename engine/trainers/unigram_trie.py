@@ -60,6 +60,21 @@ def run_ends(keys: Sequence[int], first: int, stop: int) -> array:
     return array("i", accumulate(map(counts.get, range(first, stop), repeat(0))))
 
 
+def stable_order(keys: array) -> array:
+    """The positions of ``keys`` (small non-negative ints) sorted by key, ties in position order.
+
+    A counting sort: one Python-level pass, but only 4 bytes a position, where ``sorted(range(n),
+    key=...)`` holds ~80 (a list of int objects and one of keys); this is the build's peak.
+    """
+    counts = Counter(keys)
+    nxt = dict(zip(sorted(counts), accumulate(sorted(counts.items()), lambda acc, kv: acc + kv[1], initial=0)))
+    order = array("i", bytes(4 * len(keys)))
+    for position, key in enumerate(keys):
+        order[nxt[key]] = position
+        nxt[key] += 1
+    return order
+
+
 def _node_sums(vals: list[float], ends: array) -> map:
     """Each node's sum over its run of ``vals`` (``ends`` as from :func:`run_ends`)."""
     return map(sum, map(vals.__getitem__, map(slice, chain((0,), ends), ends)))
@@ -196,8 +211,8 @@ class TrieLattice:
                 self.in_end.extend(run_ends(self.in_dst[self.in_off[j] : self.in_off[j + 1]], base[j], base[j + 1]))
             self.out_end.extend(run_ends(self.out_src[self.out_off[j] : self.out_off[j + 1]], base[j], base[j + 1]))
         post_sids = self._post_sids()
-        if post_order is None:  # stable: inside a piece, posteriors keep their order
-            post_order = array("i", sorted(range(len(post_sids)), key=post_sids.__getitem__))
+        if post_order is None:
+            post_order = stable_order(post_sids)
         self.post_order = post_order
         sorted_sids = array("i", map(post_sids.__getitem__, post_order))
         del post_sids

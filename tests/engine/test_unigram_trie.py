@@ -4,10 +4,11 @@ filtering (which must give exactly the lattice built without the dead pieces).""
 from __future__ import annotations
 
 import random
+from array import array
 
 import pytest
 
-from engine.trainers.unigram_trie import TrieLattice, suffix_table
+from engine.trainers.unigram_trie import TrieLattice, stable_order, suffix_table
 
 
 def random_case(seed: int) -> tuple[list[str], list[float], dict[str, int], int]:
@@ -55,3 +56,10 @@ def test_filtering_equals_building_without_the_dead_pieces(seed: int) -> None:
     fresh = TrieLattice(words, counts, {p: s for p, s in sid_of.items() if alive[s]}, 16, unk)
     assert filtered.edges() == fresh.edges()
     assert filtered.e_step(dead_prob) == fresh.e_step(dead_prob)  # bit for bit
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 500])
+def test_stable_order_is_a_stable_sort(n: int) -> None:
+    rng = random.Random(n)
+    keys = array("i", [rng.randrange(9) for _ in range(n)])
+    assert list(stable_order(keys)) == sorted(range(n), key=keys.__getitem__)
