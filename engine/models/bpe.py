@@ -132,35 +132,28 @@ class BPE:
         """Merge ``data`` into ids; with ``dropout`` > 0 each merge candidate may be skipped.
 
         This is the slow, obviously-correct reference; ``tokenize`` uses :meth:`merge_fast`.
+        Like Hugging Face, it merges one pair at a time, the lowest (rank, position) first, then
+        looks again: merging every occurrence of the lowest rank at once differs when a merge
+        uses a token that a later merge creates (imported vocabularies may have such merges).
+        With dropout, candidates are tried in that order and each is skipped with probability
+        ``dropout``; the first one kept is merged, and if all are skipped the word is done.
         """
         byte_ids = self._byte_ids
         ids = [byte_ids[b] for b in data]
         ranks = self._ranks
         while len(ids) > 1:
-            best_rank = -1
-            best = (0, 0)
-            merged_id = 0
-            for pair in zip(ids, ids[1:]):
-                found = ranks.get(pair)
-                if found is not None and (best_rank < 0 or found[0] < best_rank):
-                    if dropout and rng is not None and rng.random() < dropout:
-                        continue
-                    best_rank, merged_id = found
-                    best = pair
-            if best_rank < 0:
+            candidates = sorted(
+                (found[0], i, found[1])
+                for i, pair in enumerate(zip(ids, ids[1:]))
+                if (found := ranks.get(pair)) is not None
+            )
+            for _, i, merged_id in candidates:
+                if dropout and rng is not None and rng.random() < dropout:
+                    continue
+                ids[i : i + 2] = [merged_id]
                 break
-            left, right = best
-            out: list[int] = []
-            i = 0
-            n = len(ids)
-            while i < n:
-                if i + 1 < n and ids[i] == left and ids[i + 1] == right:
-                    out.append(merged_id)
-                    i += 2
-                else:
-                    out.append(ids[i])
-                    i += 1
-            ids = out
+            else:
+                break
         return ids
 
     def sample(self, piece: str, *, rng: random.Random, dropout: float = 0.1) -> list[int]:
