@@ -2,7 +2,8 @@
 
 Training works on a table of distinct pre-tokens (``▁``-prefixed words) with counts, never on
 repeated sentences. Lines are sentences (as in sentencepiece); Metaspace pre-tokenization puts
-``▁`` for each space and, with ``add_dummy_prefix``, in front of each line.
+``▁`` for each space and, with ``add_dummy_prefix``, in front of each line. The words are
+counted on every core by the shared ``counting.count_pretokens`` (:class:`MetaspaceSplit`).
 
 Stages (numbered in :func:`train`): count words → required characters (``character_coverage``)
 → seed vocabulary (frequent right-branching substrings, ``unigram_seed``) → repeat

@@ -8,8 +8,10 @@ number of cores: per E-step, each shard's expected counts are added in shard ord
 When forking is possible (a POSIX system and a single-threaded caller), each shard lives in a
 forked worker that builds its lattice once and keeps it between E-steps; per E-step the parent
 sends the piece probabilities (an array of doubles) and gets back the expected counts, the
-log-likelihood and the underflowed words. Otherwise the shards are run one after the other in
-this process, with identical results. The lattice arithmetic is ``unigram_trie``'s.
+log-likelihood and the underflowed words (or, for pruning, the logs of the probabilities and
+gets back the Viterbi piece counts, ``unigram_viterbi``). Otherwise the shards are run one
+after the other in this process, with identical results. The lattice arithmetic is
+``unigram_trie``'s; between rounds the workers drop dead pieces' edges when the caller asks.
 """
 
 from __future__ import annotations
