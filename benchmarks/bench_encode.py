@@ -4,7 +4,8 @@ All three encode with GPT-2's vocabulary (CS336's gpt2_vocab.json + gpt2_merges.
 us; tiktoken's Encoding built from the same ranks; HF loading our tokenizer.json export), so they
 must give identical ids, which is checked. Ours is timed cold (a fresh pre-token cache each run,
 the honest figure for a new text) and warm (the cache filled by the previous run). tiktoken
-encodes single-threaded (``encode_ordinary``); HF runs with RAYON_NUM_THREADS=1.
+encodes single-threaded (``encode_ordinary``); HF runs with RAYON_NUM_THREADS=1. The report ends
+with the time the garbage collector took during our cold runs and the 1-minute load average.
 
     python benchmarks/bench_encode.py /work/corpora/en_5M.txt --runs 5
 """
@@ -12,6 +13,7 @@ encodes single-threaded (``encode_ordinary``); HF runs with RAYON_NUM_THREADS=1.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -27,6 +29,26 @@ from engine.formats.gpt2 import load_gpt2  # noqa: E402
 from engine.pretokenizers import GPT2_PATTERN  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "cs336"
+
+
+class GCTimer:
+    """Seconds spent in garbage collections while ``active`` (a ``gc.callbacks`` hook)."""
+
+    def __init__(self) -> None:
+        self.active = False
+        self.seconds = 0.0
+        self.collections = 0
+        self._started = 0.0
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if not self.active:
+            return
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._started
+            self.collections += 1
 
 
 def timed(function, runs: int) -> tuple[list[float], object]:  # type: ignore[no-untyped-def]
@@ -57,9 +79,15 @@ def main() -> None:
     tik = tiktoken.Encoding("gpt2-local", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens={})
     hf = tokenizers.Tokenizer.from_str(ours.to_json())
 
+    gc_timer = GCTimer()
+
     def cold() -> list[int]:
         ours._reset_cache()
-        return ours.encode_ordinary(text)
+        gc_timer.active = True
+        try:
+            return ours.encode_ordinary(text)
+        finally:
+            gc_timer.active = False
 
     results: dict[str, list[float]] = {}
     results["ours (cold cache)"], ids = timed(cold, args.runs)
@@ -74,6 +102,11 @@ def main() -> None:
         speed = megabytes / statistics.median(times)
         runs = ", ".join(f"{megabytes / t:.2f}" for t in times)
         print(f"  {name:<18} median {speed:5.2f} MB/s  ({speed / tik_speed:.2f}x tiktoken)  runs: {runs}")
+    cold_total = sum(results["ours (cold cache)"])
+    print(
+        f"  garbage collection during our cold runs: {gc_timer.seconds:.3f} s of {cold_total:.2f} s "
+        f"({gc_timer.collections} collections); load average {os.getloadavg()[0]:.2f}"
+    )
 
 
 if __name__ == "__main__":
