@@ -13,7 +13,7 @@ import pytest
 from engine.normalizers import get_normalizer
 from engine.trainers.base import Reporter
 from engine.trainers.counting import count_pretokens
-from engine.trainers.unigram import MetaspaceSplit, UnigramOptions, count_words
+from engine.trainers.unigram import MetaspaceSplit, UnigramOptions, count_words, train_on_counts
 
 TEXT = (
     "Hello world, this is a test.\n  two leading spaces\n\nempty above\r\nwindows line\rold mac line\n"
@@ -70,3 +70,15 @@ def test_count_words_uses_the_options(tmp_path: Path) -> None:
 def test_the_splitter_pickles() -> None:
     split = MetaspaceSplit(add_dummy_prefix=True, split_by_whitespace=True)
     assert pickle.loads(pickle.dumps(split))("a b\nc") == ["▁a", "▁b", "▁c"]
+
+
+def test_training_does_not_depend_on_the_order_of_the_counts(tmp_path: Path) -> None:
+    # Counting in workers merges their tables in whatever order they finish: the same counts in
+    # another dict order must give the same model.
+    path = tmp_path / "corpus.txt"
+    path.write_text((TEXT * 5).replace("<|endoftext|>", "the end"), encoding="utf-8")
+    counts = count_words([path], None, UnigramOptions(), Reporter())
+    options = UnigramOptions(vocab_size=60, seed_size=500, special_tokens=("<unk>",))
+    forward, _ = train_on_counts(dict(counts), options)
+    backward, _ = train_on_counts(dict(reversed(list(counts.items()))), options)
+    assert forward.pieces() == backward.pieces()
