@@ -263,6 +263,19 @@ def test_fast_split_equals_regex_on_mixed_text(name: str, lines: list[str]) -> N
     assert splitter_for(PATTERNS[name])(text) == regex.findall(PATTERNS[name], text)  # type: ignore[misc]
 
 
+ASCII_WORD = st.text(st.sampled_from(list("ab 'Z1/{.\n\t\r")), max_size=12)
+RARE = st.sampled_from(["é", "🙃", "中", "\u00a0", "\u2028", "\u3000", "\x85"])
+
+
+@pytest.mark.parametrize("name", sorted(PATTERNS))
+@given(parts=st.lists(st.tuples(ASCII_WORD, RARE, ASCII_WORD), min_size=1, max_size=8))
+def test_fast_split_equals_regex_with_sparse_non_ascii(name: str, parts: list[tuple[str, str, str]]) -> None:
+    # Mostly ASCII, so the text is cut (at spaces and newlines) rather than given to regex whole.
+    filler = "the cat's {1/2}\n  sat. " * 30
+    text = filler + filler.join(left + rare + right for left, rare, right in parts) + filler
+    assert splitter_for(PATTERNS[name])(text) == regex.findall(PATTERNS[name], text)  # type: ignore[misc]
+
+
 def test_fast_split_only_for_named_patterns() -> None:
     assert splitter_for(r"\S+") is None
     assert splitter_for(None) is None
