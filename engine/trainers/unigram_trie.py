@@ -242,7 +242,7 @@ class TrieLattice:
         del alpha, gamma
         # Per-piece sums as differences of one running sum (values are >= 0, and the total is
         # about the corpus size, so the rounding error is far below the M-step's 0.5 cut-off).
-        running = list(accumulate(map(posts.__getitem__, self.post_order)))
+        running = array("d", accumulate(map(posts.__getitem__, self.post_order)))  # 8 bytes an edge, not 32
         del posts
         ends = list(map(running.__getitem__, self.post_last))
         del running
