@@ -2,9 +2,10 @@
 
 The model is a vocabulary of byte strings and an ordered list of merges. Encoding starts from
 one token per byte and repeatedly merges the adjacent pair with the lowest merge rank (the
-earliest learned), all of its occurrences left to right, until no adjacent pair has a merge.
-This is the Hugging Face semantics (merges are pairs, so a token that two different merges
-could produce is handled exactly); on GPT-2's files it gives the same ids as tiktoken.
+earliest learned), its leftmost occurrence first, one merge at a time, until no adjacent pair
+has a merge. This is the Hugging Face semantics (merges are pairs, so a token that two
+different merges could produce is handled exactly, and so is a merge that uses a token a later
+merge creates); on GPT-2's files it gives the same ids as tiktoken.
 
 ``sample`` enables BPE-dropout: each candidate merge is skipped with probability ``dropout``,
 which is how subword regularization is done for BPE. Caching and special tokens belong to the
