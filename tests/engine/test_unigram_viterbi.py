@@ -51,7 +51,6 @@ def test_trie_viterbi_matches_the_per_word_reference(dead: tuple[int, ...]) -> N
     assert sum(fast) > 0
 
 
-@pytest.mark.skipif(not hasattr(ShardedLattice, "viterbi_counts"), reason="ShardedLattice.viterbi_counts not integrated yet")
 def test_sharded_viterbi_counts_in_workers_match_the_reference() -> None:
     words = {"▁abracadabra": 3, "▁abra": 2, "▁cadabra": 1, "▁bar": 5, "▁x": 1, "▁abr": 4, "ab": 2, "▁zz": 1}
     pieces = ["▁", "a", "b", "r", "c", "d", "abra", "▁abra", "cad", "ab", "ra", "▁cad", "ar"]
