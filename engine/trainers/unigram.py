@@ -7,9 +7,10 @@ counted on every core by the shared ``counting.count_pretokens`` (:class:`Metasp
 
 Stages (numbered in :func:`train`): count words → required characters (``character_coverage``)
 → seed vocabulary (frequent right-branching substrings, ``unigram_seed``) → repeat
-{``n_sub_iterations`` × (E-step, M-step); stop once the vocabulary is at most
-1.1 × ``vocab_size``; prune to ``shrinking_factor`` of its size} → finalize: the required
-characters, then the highest-scoring pieces until ``vocab_size``.
+{``n_sub_iterations`` × (E-step, M-step); prune to ``shrinking_factor`` of its size, weighing
+pieces by their Viterbi counts (``unigram_viterbi``); stop once the vocabulary is at most
+1.1 × ``vocab_size``} → finalize: the required characters, then the highest-scoring pieces
+until ``vocab_size``.
 
 Tie-break rule: pieces with equal scores are ordered by the piece string (code point order); in
 seeding, equal ``count × length`` goes to the smaller string; in pruning, equal loss keeps the
@@ -60,7 +61,7 @@ class UnigramOptions:
     add_dummy_prefix: bool = field(default=True, metadata={"help": "Put a ▁ in front of each line, so the first word looks like the others."})
     split_by_whitespace: bool = field(default=True, metadata={"help": "Pieces never cross a space (each word is trained on its own)."})
     split_by_unicode_script: bool = field(default=True, metadata={"help": "Pieces never mix Unicode scripts (Latin with Han, letters with punctuation)."})
-    split_by_number: bool = field(default=True, metadata={"help": "Digits never share a piece with other characters."})
+    split_by_number: bool = field(default=True, metadata={"help": "Decimal digits keep their script (Common): \"1.\" is a piece, \"F1\" is not. Off: digits join any script."})
     byte_fallback: bool = field(default=False, metadata={"help": "Add <0x00>…<0xFF> and spell unknown characters as their UTF-8 bytes."})
     special_tokens: tuple[str, ...] = field(default=("<unk>", "<s>", "</s>"), metadata={"help": "Special tokens, one per line; the first is the unknown token."})
 
@@ -202,15 +203,17 @@ def _em_rounds(
             logp[:] = m_step(expected, alive, required_ids)
             if sub < options.n_sub_iterations - 1:  # the M-step drops pieces too (most of the seed's)
                 _filter(lattices, alive, options.n_sub_iterations - 1 - sub, desired, options)
-        size = sum(alive) - 1
-        stats["rounds"].append([size, round(loglik, 3)])  # type: ignore[attr-defined]
-        if size <= desired:
-            return
+        stats["rounds"].append([sum(alive) - 1, round(loglik, 3)])  # type: ignore[attr-defined]
+        # Prune after every round, the last one too, then stop once small enough (sentencepiece
+        # 0.2's order); pieces are weighed by their counts in the Viterbi paths, as there.
         logp[unk] = min(v for s, v in enumerate(logp[:unk]) if alive[s]) - 10.0
+        freq = lattices.viterbi_counts([v if alive[s] else -math.inf for s, v in enumerate(logp)])
         prune(
-            pieces, expected, logp, alive, set(required_ids), target=desired,
+            pieces, freq, logp, alive, set(required_ids), target=desired,
             shrinking_factor=options.shrinking_factor, max_len=options.max_piece_length, unk_sid=unk,
         )
+        if sum(alive) - 1 <= desired:
+            return
         _filter(lattices, alive, options.n_sub_iterations, desired, options)
 
 

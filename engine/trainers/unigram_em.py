@@ -9,8 +9,8 @@
 * :func:`prune`: sentencepiece's loss of removing each piece, computed from the piece's
   alternative segmentation (the best path through the piece's own string without itself,
   from ``unigram_prune``).
-  Deviation: a piece's frequency is its *expected* count from the last E-step, not its count in
-  Viterbi paths; this saves a full Viterbi pass over the corpus per round.
+  A piece's frequency is its count in the Viterbi paths of the corpus (``unigram_viterbi``),
+  as in sentencepiece; expected counts cost ~2% more held-out tokens on zh.txt.
 
 Ties in pruning go to the earlier seed id (higher seed score). Reading corpora and building
 the final tokenizer are ``unigram.py``'s job.
