@@ -15,9 +15,11 @@ Offsets for highlighting are computed in ``encode_with_offsets`` with the helper
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Iterator, Mapping
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
-from itertools import accumulate
+from itertools import accumulate, repeat
+from operator import add, sub
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,20 @@ CACHE_SIZE = 1 << 17
 # follows (o200k's punctuation rule does take "/" after a newline: "{\n//" is one piece), so
 # text on either side pre-tokenizes the same as it would in one piece. Searched from the end.
 _SAFE_CUT = regex.compile(r"(?r)(?<=\S\n)(?=[^\s/])")
+
+
+class SurfaceBytes(dict[int, bytes]):
+    """Token id → the bytes it stands for in the text, memoised: offsets need them per token."""
+
+    __slots__ = ("_surface",)
+
+    def __init__(self, surface: Callable[[int], bytes]) -> None:
+        super().__init__()
+        self._surface = surface
+
+    def __missing__(self, token_id: int) -> bytes:
+        data = self[token_id] = self._surface(token_id)
+        return data
 
 
 class Tokenizer:
@@ -69,11 +85,12 @@ class Tokenizer:
 
     def _reset_cache(self) -> None:
         self._cache = PreTokenCache(self.model.tokenize, CACHE_SIZE)
+        self._surfaces = SurfaceBytes(getattr(self.model, "surface_bytes", self.model.token_bytes))
 
-    # Pickling drops the cache (it holds a lock), so tokenizers can be sent to worker processes.
+    # Pickling drops the caches, so tokenizers can be sent to worker processes.
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        del state["_cache"]
+        del state["_cache"], state["_surfaces"]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -208,14 +225,48 @@ class Tokenizer:
                 return [Piece(t, p, p + len(t)) for t, p in zip(texts, accumulate(map(len, texts), initial=0))]
         return self.pre_tokenizer.split(text)
 
+    def _tiled_spans(self, segment: str, start: int, byte_at: list[int]) -> list[TokenSpan] | None:
+        """All spans of a segment at once, or None where this shortcut does not apply.
+
+        When the tokens' surface bytes, joined, are the segment's UTF-8 bytes (byte-level BPE on
+        any text; not where a token stands for other text, such as ``[UNK]``), each token's byte
+        span is where its bytes lie, a running sum of their lengths, and its character span
+        follows from the text's character byte offsets ``byte_at`` (a token that ends inside a
+        character gets the whole character, as in ``token_char_bounds``). This replaces a
+        Python loop per pre-token with C-level passes over the tokens (the spans are built by
+        ``tuple.__new__``, which skips the named tuple's Python-level constructor), and the
+        playground runs it on every keystroke.
+        """
+        ids = self._cache.encode(self._pieces(segment))
+        surfaces = list(map(self._surfaces.__getitem__, ids))
+        data = segment.encode("utf-8")
+        if not all(surfaces) or b"".join(surfaces) != data:
+            return None
+        byte_start = byte_at[start]
+        bounds = list(accumulate(map(len, surfaces), initial=byte_start))
+        byte_starts, byte_ends = bounds[:-1], bounds[1:]
+        if len(data) == len(segment):  # ASCII: a character is a byte
+            shift = repeat(start - byte_start)
+            char_starts, char_ends = map(add, byte_starts, shift), map(add, byte_ends, shift)
+        else:
+            char_starts = map(sub, map(bisect_right, repeat(byte_at), byte_starts), repeat(1))
+            char_ends = map(bisect_left, repeat(byte_at), byte_ends)
+        rows = zip(ids, byte_starts, byte_ends, char_starts, char_ends, repeat(False))
+        return list(map(tuple.__new__, repeat(TokenSpan), rows))
+
     def _segment_spans(self, text: str, start: int, end: int, byte_at: list[int]) -> Iterator[TokenSpan]:
         segment = text[start:end]
+        if self.normalizer is None and type(self.pre_tokenizer) is RegexSplit:
+            spans = self._tiled_spans(segment, start, byte_at)
+            if spans is not None:
+                yield from spans
+                return
         if self.normalizer is not None:
             normalized, align = normalize_aligned(self.normalizer, segment)
         else:
             normalized, align = segment, None
         pieces = self._split_with_offsets(normalized, aligned=align is not None)
-        surface = getattr(self.model, "surface_bytes", self.model.token_bytes)
+        surface = self._surfaces.__getitem__
         unaligned = align is None
         for piece in pieces:
             ids = self._cache.lookup(piece.text)

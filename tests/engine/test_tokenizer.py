@@ -20,7 +20,7 @@ from engine.ascii_split import ASCII_TWINS, splitter_for
 from engine.errors import SpecialTokenError, UnknownTokenIdError
 from engine.offsets import TokenSpan
 from engine.presets import byte_level_bpe
-from engine.pretokenizers import PATTERNS
+from engine.pretokenizers import PATTERNS, RegexSplit
 from engine.pretoken_cache import PreTokenCache
 from engine.tokenizer import CACHE_SIZE, Tokenizer
 
@@ -301,3 +301,21 @@ def test_round_trip_with_special_tokens(tok: Tokenizer, parts: list[str]) -> Non
 def test_offsets_from_the_fast_split_equal_the_regex_spans(pretokenizer: str, text: str) -> None:
     tokenizer = tiny(pretokenizer)
     assert tokenizer._split_with_offsets(text, aligned=False) == tokenizer.pre_tokenizer.split(text)
+
+
+class _PerPieceSplit(RegexSplit):
+    """The same split under another type, which turns off the tiled shortcut of offsets."""
+
+
+@pytest.mark.parametrize("pretokenizer", ["gpt2", "whitespace", r"\d+|[a-z]+"])
+@given(parts=st.lists(st.sampled_from(list("ab Z9é\n\t'/.🙃 \u0301") + [EOT]), max_size=40))
+def test_tiled_offsets_equal_the_per_piece_offsets(pretokenizer: str, parts: list[str]) -> None:
+    text = "".join(parts)
+    tiled = tiny(pretokenizer)
+    per_piece = tiny(pretokenizer)
+    split = per_piece.pre_tokenizer
+    per_piece.pre_tokenizer = _PerPieceSplit.__new__(_PerPieceSplit)
+    per_piece.pre_tokenizer.__dict__.update(split.__dict__)
+    for allowed in ("all", ()):
+        kwargs = {"allowed_special": allowed, "disallowed_special": ()}
+        assert tiled.encode_with_offsets(text, **kwargs) == per_piece.encode_with_offsets(text, **kwargs)
