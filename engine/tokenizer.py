@@ -237,7 +237,10 @@ class Tokenizer:
         ``tuple.__new__``, which skips the named tuple's Python-level constructor), and the
         playground runs it on every keystroke.
         """
-        ids = self._cache.encode(self._pieces(segment))
+        texts = self._pieces(segment)
+        if sum(map(len, texts)) != len(segment):  # the split drops text (whitespace): nothing can tile it
+            return None
+        ids = self._cache.encode(texts)
         surfaces = list(map(self._surfaces.__getitem__, ids))
         data = segment.encode("utf-8")
         if not all(surfaces) or b"".join(surfaces) != data:
