@@ -5,6 +5,7 @@ The public API is what ``__all__`` lists; everything else is internal and may ch
 
 from __future__ import annotations
 
+from engine.ascii_split import fastest_split
 from engine.errors import (
     ConfigError,
     FormatError,
@@ -45,6 +46,7 @@ __all__ = [
     "UnknownTokenIdError",
     "byte_level_bpe",
     "evaluate",
+    "fastest_split",
     "get_normalizer",
     "get_pretokenizer",
     "option_specs",

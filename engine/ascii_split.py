@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import regex
 
-from engine.pretokenizers import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
+from engine.pretokenizers import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, PreTokenizer, RegexSplit
 
 _S = r"[\t-\r ]"  # regex's \s on ASCII
 _NS = r"[^\t-\r ]"  # regex's \S on ASCII
@@ -106,3 +106,14 @@ def splitter_for(pattern: object) -> Callable[[str], list[str]] | None:
     if pattern not in _SPLITTERS:
         _SPLITTERS[pattern] = _make_splitter(pattern)
     return _SPLITTERS[pattern]
+
+
+def fastest_split(pre_tokenizer: PreTokenizer) -> Callable[[str], list[str]]:
+    """``pre_tokenizer.pieces``, or its ASCII twin where it has one: the same pieces, faster.
+
+    The one public way to split text as the engine does; the tokenizer and the web app's corpus
+    statistics both use it, so their counts always agree.
+    """
+    if type(pre_tokenizer) is RegexSplit and (fast := splitter_for(pre_tokenizer.pattern)):
+        return fast
+    return pre_tokenizer.pieces

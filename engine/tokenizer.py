@@ -25,7 +25,7 @@ from typing import Any
 
 import regex
 
-from engine.ascii_split import splitter_for
+from engine.ascii_split import fastest_split
 from engine.decoders import ByteLevelDecoder, Decoder
 from engine.errors import UnknownTokenIdError
 from engine.models.base import Model
@@ -137,10 +137,7 @@ class Tokenizer:
             text = self.normalizer.normalize(text)
         if self.pre_tokenizer is None:
             return [text] if text else []
-        # The named patterns have an equivalent, faster split with stdlib `re` on ASCII text.
-        if type(self.pre_tokenizer) is RegexSplit and (fast := splitter_for(self.pre_tokenizer.pattern)):
-            return fast(text)
-        return self.pre_tokenizer.pieces(text)
+        return fastest_split(self.pre_tokenizer)(text)
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Encode ``text`` with special tokens treated as plain text."""

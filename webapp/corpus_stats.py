@@ -20,8 +20,7 @@ from typing import Any
 
 import regex
 
-from engine.ascii_split import splitter_for
-from engine.pretokenizers import GPT2_PATTERN, get_pretokenizer
+from engine import fastest_split, get_pretokenizer
 
 DOCUMENT_SEPARATOR = "<|endoftext|>"
 PREVIEW_CHARS = 2000
@@ -37,7 +36,7 @@ ANALYSIS_KEYS = ("documents", "distinct_pretokens", "longest_word", "warnings")
 
 def _gpt2_splitter() -> Callable[[str], list[str]]:
     """The engine's GPT-2 split (its ASCII fast path if any), so counts match what training sees."""
-    return splitter_for(GPT2_PATTERN) or get_pretokenizer("gpt2").pieces
+    return fastest_split(get_pretokenizer("gpt2"))
 
 
 def is_analysed(stats: dict[str, Any]) -> bool:

@@ -16,6 +16,7 @@ import regex
 from hypothesis import given
 from hypothesis import strategies as st
 
+from engine import fastest_split, get_pretokenizer
 from engine.ascii_split import ASCII_TWINS, splitter_for
 from engine.errors import SpecialTokenError, UnknownTokenIdError
 from engine.offsets import TokenSpan
@@ -279,6 +280,18 @@ def test_fast_split_equals_regex_with_sparse_non_ascii(name: str, parts: list[tu
 def test_fast_split_only_for_named_patterns() -> None:
     assert splitter_for(r"\S+") is None
     assert splitter_for(None) is None
+
+
+@pytest.mark.parametrize("spec", ["gpt2", "gpt4", "whitespace", "metaspace", r"\w+"])
+def test_fastest_split_is_the_twin_or_the_pre_tokenizer_itself(spec: str) -> None:
+    pre = get_pretokenizer(spec)
+    split = fastest_split(pre)
+    if spec in PATTERNS:
+        assert split is splitter_for(PATTERNS[spec])
+    else:
+        assert split == pre.pieces
+    text = "The cat's 12 naïve  words,\n中文 too."
+    assert split(text) == pre.pieces(text)
 
 
 # ----------------------------------------------------------------------------- round trips
