@@ -1,10 +1,12 @@
 """The ``tokenforge`` command: ``serve``, ``worker``, ``migrate``, ``backup`` and ``restore``, plus
 the engine's commands.
 
-``serve`` applies the migrations once, deletes upload temp files left by a crash, starts one
-job-worker process (unless ``--no-worker``) and then runs gunicorn in the foreground; SIGTERM or
-Ctrl-C stops gunicorn gracefully and the worker with it (its running job goes back to the
-queue). ``worker`` runs the job loop alone, for more training capacity on other machines.
+``serve`` applies the migrations once, deletes upload temp files left by a crash, starts two
+job-worker processes (unless ``--no-worker``): one for every kind of job and a lane that only
+takes corpus analyses, so they never wait behind a long training. Then it runs gunicorn in the
+foreground; SIGTERM or Ctrl-C stops gunicorn gracefully and the workers with it (a running job
+goes back to the queue). ``worker`` runs the job loop alone, for more training capacity on
+other machines; ``worker --only KIND`` limits it to one kind of job.
 ``train``, ``encode``, ``import`` and ``eval`` come from ``engine/cli.py``.
 """
 
@@ -16,11 +18,13 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
 from engine.cli import one_line_errors, register
 from webapp.config import SettingsError, finish_settings, load_settings
+from webapp.jobs import JOB_KINDS
 
 WORKER_STOP_SECONDS = 15
 #: How long gunicorn keeps an idle keep-alive connection open. Its default (2 s) is shorter
@@ -59,10 +63,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s worker %(levelname)s %(message)s")
     settings = _settings()
-    worker = Worker(settings)
+    worker = Worker(settings, kinds=args.only)
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: worker.stop())
-    print(f"Tokenforge worker {worker.worker_id} is waiting for jobs "
+    which = "jobs" if args.only is None else " and ".join(f'"{kind}" jobs' for kind in args.only)
+    print(f"Tokenforge worker {worker.worker_id} is waiting for {which} "
           f"({_safe_url(settings['DATABASE_URL'])}).", flush=True)
     worker.run(once=args.once)
     return 0
@@ -97,16 +102,18 @@ def cmd_restore(args: argparse.Namespace) -> int:
     return 0
 
 
-def _stop(process: subprocess.Popen[bytes] | None) -> None:
-    """Stop the worker process: SIGTERM, then SIGKILL if it does not exit in time."""
-    if process is None or process.poll() is not None:
-        return
-    process.terminate()
-    try:
-        process.wait(WORKER_STOP_SECONDS)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+def _stop(*processes: subprocess.Popen[bytes]) -> None:
+    """Stop the worker processes: SIGTERM, then SIGKILL for any that has not exited in time."""
+    running = [p for p in processes if p.poll() is None]
+    for process in running:
+        process.terminate()
+    deadline = time.monotonic() + WORKER_STOP_SECONDS
+    for process in running:
+        try:
+            process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def _clean_uploads(settings: dict[str, Any]) -> None:
@@ -149,10 +156,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = _settings()
     _migrate(settings)  # once, here, before gunicorn forks: migrating in every worker races
     _clean_uploads(settings)
-    worker: subprocess.Popen[bytes] | None = None
+    # A general worker, and a lane for analyses, so that an upload's statistics never wait
+    # behind a training job that may run for an hour.
+    workers: list[subprocess.Popen[bytes]] = []
     if not args.no_worker:
-        worker = subprocess.Popen([sys.executable, "-m", "webapp.cli", "worker"],
-                                  preexec_fn=_stop_with_parent(os.getpid()))
+        for only in ([], ["--only", "analyse"]):
+            workers.append(subprocess.Popen([sys.executable, "-m", "webapp.cli", "worker", *only],
+                                            preexec_fn=_stop_with_parent(os.getpid())))
     url = f"http://{args.host}:{args.port}/"
 
     class Gunicorn(BaseApplication):  # type: ignore[misc]
@@ -166,7 +176,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 "keepalive": KEEPALIVE_SECONDS,
                 "graceful_timeout": 10,
                 "when_ready": lambda _arbiter: print(f"Tokenforge is running at {url}", flush=True),
-                "on_exit": lambda _arbiter: _stop(worker),
+                "on_exit": lambda _arbiter: _stop(*workers),
             }
             for key, value in options.items():
                 self.cfg.set(key, value)
@@ -179,7 +189,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         Gunicorn().run()
     finally:
-        _stop(worker)
+        _stop(*workers)
     return 0
 
 
@@ -197,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    serve = sub.add_parser("serve", help="run the web app and one job worker")
+    serve = sub.add_parser("serve", help="run the web app, a job worker and a lane for corpus analyses")
     serve.add_argument("--host", default=os.environ.get("TOKENFORGE_HOST", "127.0.0.1"),
                        help="address to listen on (default: $TOKENFORGE_HOST or 127.0.0.1)")
     serve.add_argument("--port", type=int, default=int(os.environ.get("TOKENFORGE_PORT", "8000")),
@@ -210,6 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     worker = sub.add_parser("worker", help="run a job worker that trains queued tokenizers")
     worker.add_argument("--once", action="store_true", help="exit when the queue is empty")
+    worker.add_argument("--only", action="append", choices=JOB_KINDS, metavar="KIND",
+                        help="claim only jobs of this kind (analyse or train; repeatable); default: every kind")
     worker.set_defaults(func=cmd_worker)
 
     migrate = sub.add_parser("migrate", help="apply database migrations and exit")

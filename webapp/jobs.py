@@ -3,7 +3,10 @@
 Two kinds of job share the queue: "train" (a tokenizer from corpora) and "analyse" (a new
 corpus's statistics, ``analyse_child.py``). Analyses are claimed before queued training jobs:
 they take seconds to minutes where training takes minutes to hours, and they are what a user
-who just uploaded is waiting for. A training job already running is never interrupted.
+who just uploaded is waiting for. A training job already running is never interrupted; so that
+an analysis need not wait for one, a worker can be limited to some kinds (``claim(kinds=...)``,
+``tokenforge worker --only analyse``), and ``tokenforge serve`` starts such a lane beside its
+general worker.
 
 Every transition is one conditional UPDATE, so several workers (on several machines) and the
 web processes can act at once without losing or double-running a job:
@@ -21,7 +24,7 @@ Running the training itself is ``worker.py``'s job; this module never starts pro
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from sqlalchemy import case, select, update
@@ -58,15 +61,22 @@ def enqueue_analysis(session: Session, corpus: Corpus) -> Job:
     return job
 
 
-def claim(session: Session, worker_id: str) -> int | None:
+JOB_KINDS = ("analyse", "train")
+
+
+def claim(session: Session, worker_id: str, *, kinds: Collection[str] | None = None) -> int | None:
     """Atomically mark the oldest queued job as running for ``worker_id``; return its id.
 
-    Analyses go first (see the module docstring), then jobs in the order they were queued.
+    Analyses go first (see the module docstring), then jobs in the order they were queued. With
+    ``kinds``, only jobs of those kinds (of :data:`JOB_KINDS`) are candidates.
     """
     now = utcnow()
+    queued = Job.status == "queued"
+    if kinds is not None:
+        queued = queued & Job.kind.in_(list(kinds))
     candidate = (
         select(Job.id)
-        .where(Job.status == "queued")
+        .where(queued)
         .order_by(case((Job.kind == "analyse", 0), else_=1), Job.id)
         .limit(1)
         .with_for_update(skip_locked=True)  # PostgreSQL; SQLite serialises writers anyway

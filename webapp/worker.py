@@ -1,6 +1,7 @@
 """The job worker: claims queued jobs and runs each one in a child process.
 
-``tokenforge worker`` (and ``tokenforge serve``, which starts one) runs :meth:`Worker.run`.
+``tokenforge worker`` (and ``tokenforge serve``, which starts one, plus a lane that only takes
+analyses so that they never wait behind a long training) runs :meth:`Worker.run`.
 Per job the worker spawns ``train_child.run`` (a "train" job) or ``analyse_child.run`` (an
 "analyse" job: a new corpus's statistics) at lower CPU priority, then every
 ``HEARTBEAT_SECONDS`` writes a heartbeat and the latest progress (with an ETA) to the job row
@@ -24,7 +25,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from multiprocessing.connection import wait
 from typing import Any
 
@@ -42,8 +43,11 @@ RECOVER_EVERY_SECONDS = 5.0
 class Worker:
     """One job-worker process's loop; holds its own database engine."""
 
-    def __init__(self, settings: Mapping[str, Any], *, worker_id: str | None = None) -> None:
+    def __init__(
+        self, settings: Mapping[str, Any], *, worker_id: str | None = None, kinds: Collection[str] | None = None,
+    ) -> None:
         self.settings = settings
+        self.kinds = kinds  # None: every kind of job; ("analyse",): the short-job lane
         self.engine = make_engine(settings["DATABASE_URL"])
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
         self.store = CorpusStore(settings["CORPUS_DIR"])
@@ -63,7 +67,7 @@ class Worker:
                 self.recover()
                 next_recover = time.monotonic() + RECOVER_EVERY_SECONDS
             with self.sessions() as session:
-                job_id = jobs.claim(session, self.worker_id)
+                job_id = jobs.claim(session, self.worker_id, kinds=self.kinds)
             if job_id is not None:
                 self.run_job(job_id)
             elif once:

@@ -4,7 +4,7 @@ Reusable by every browser test (the playground's too):
 
 - ``browser_type_launch_args`` makes pytest-playwright's ``browser``/``page`` fixtures launch
   ``/usr/bin/chromium`` (never ``playwright install``, which downloads and fails offline);
-- ``live_server`` runs the real ``tokenforge serve`` (migrations, gunicorn, one job worker) on a
+- ``live_server`` runs the real ``tokenforge serve`` (migrations, gunicorn, its job workers) on a
   free port with its data in a temp folder, and stops it with SIGTERM afterwards;
 - ``live_server`` signs up one account (the admin, ``LIVE_EMAIL``/``LIVE_PASSWORD``) through the
   real sign-up form, and ``page`` (pytest-playwright's, overridden here) starts logged in as it;

@@ -22,7 +22,7 @@ from webapp import corpus_stats, db, jobs
 from webapp.corpus_stats import StatsAccumulator
 from webapp.models import Corpus, Job, Tokenizer, utcnow
 from webapp.training_form import available_algorithms
-from webapp.worker import _death_reason
+from webapp.worker import Worker, _death_reason
 
 TEXT = "the cat sat\non the mat<|endoftext|>the dog\n" * 50
 
@@ -177,6 +177,27 @@ def test_analyses_are_claimed_before_queued_training(db_app: Flask) -> None:
     with session_for(db_app) as session:
         assert jobs.claim(session, "w1") == analyse_id
         assert jobs.claim(session, "w1") == train_id
+
+
+def test_the_analysis_lane_does_not_wait_for_training(db_app: Flask) -> None:
+    client = login_as(db_app.test_client(), 1)
+    with session_for(db_app) as session:
+        running = jobs.enqueue(session, team_id=1, name="long", algorithm="bpe", options={}, corpus_ids=[1]).id
+        assert jobs.claim(session, "general-worker") == running  # a long training holds the general worker
+        queued = jobs.enqueue(session, team_id=1, name="next", algorithm="bpe", options={}, corpus_ids=[1]).id
+    corpus_id = upload(client)
+    lane = Worker(dict(db_app.config), worker_id="lane", kinds=("analyse",))
+    try:
+        lane.run(once=True)
+    finally:
+        lane.engine.dispose()
+    assert analysis_job(db_app, corpus_id).status == "succeeded"
+    assert corpus_row(db_app, corpus_id).stats == expected_stats(TEXT)
+    with session_for(db_app) as session:
+        assert session.get(Job, running).status == "running"  # type: ignore[union-attr]
+        assert session.get(Job, queued).status == "queued"  # type: ignore[union-attr]
+        assert jobs.claim(session, "lane", kinds=("analyse",)) is None
+        assert jobs.claim(session, "trainer", kinds=("train",)) == queued
 
 
 def test_stats_go_only_to_a_corpus_that_still_waits_for_that_job(db_app: Flask) -> None:

@@ -205,15 +205,32 @@ def test_crashed_app_restarts_with_the_queued_job_run_and_the_running_one_resume
         app.crash()
 
 
-def test_killing_serve_alone_stops_its_job_worker_too(tmp_path: Path) -> None:
+def worker_commands(pgid: int) -> list[list[str]]:
+    """The command lines of the ``tokenforge worker`` processes in a process group."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+            argv = (proc / "cmdline").read_bytes().decode().split("\0")[:-1]
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z" and argv[1:4] == ["-m", "webapp.cli", "worker"]:
+            found.append(argv[4:])
+    return sorted(found)
+
+
+def test_killing_serve_alone_stops_its_job_workers_too(tmp_path: Path) -> None:
     app = LiveApp(tmp_path / "data")
     app.start()
     try:
         assert app.process is not None
         serve = app.process.pid
+        # a worker for every kind of job, and the lane that keeps analyses from waiting behind training
+        wait_for(lambda: len(worker_commands(serve)) == 2, "serve's two job workers", limit=30)
+        assert worker_commands(serve) == [[], ["--only", "analyse"]]
         os.kill(serve, signal.SIGKILL)  # not the group: gunicorn and the job worker must notice
         app.process.wait()
-        wait_for(lambda: not group_alive(serve), "serve's gunicorn workers and job worker to exit",
+        wait_for(lambda: not group_alive(serve), "serve's gunicorn workers and job workers to exit",
                  limit=30)
     finally:
         app.crash()
