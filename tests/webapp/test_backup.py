@@ -1,5 +1,6 @@
 """``tokenforge backup`` and ``restore``: everything comes back in an empty instance, nothing is
-restored over existing data, and damaged backups are refused."""
+restored over existing data, damaged backups are refused, and a backup taken during writes is
+one consistent moment (SQLite and, when configured, PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ from pathlib import Path
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
-from sqlalchemy import select
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from tests.webapp.conftest import PASSWORD, make_app
 from tests.webapp.playground_samples import byte_bpe, store
+from webapp import backup as backup_module
 from webapp import db
 from webapp.backup import BackupError, backup, restore
 from webapp.models import ApiKey, Corpus, ShareLink, Tokenizer, User
@@ -109,3 +112,29 @@ def test_the_commands(app: Flask, client: FlaskClient, tmp_path: Path) -> None:
     again = subprocess.run([sys.executable, "-m", "webapp.cli", "restore", str(archive)], env=env2,
                            capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert again.returncode == 1 and "restore into an empty instance" in again.stderr
+
+
+def test_a_backup_is_one_moment_of_the_database(db_app: Flask, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row committed while the backup is half-way through its tables is in none of them."""
+    writer = db.make_engine(db_app.config["DATABASE_URL"])
+    add_bytes = backup_module._add_bytes
+    late = Corpus(team_id=1, name="late.txt", sha256="0" * 64, format="txt", size_bytes=1, stats={})
+
+    def add_then_write(archive: tarfile.TarFile, name: str, data: bytes) -> None:
+        add_bytes(archive, name, data)
+        if name == "db/teams.jsonl":  # the first table is read; corpora is still to come
+            with Session(writer) as session:
+                session.add(late)
+                session.commit()  # writers are not blocked by the backup's snapshot
+
+    monkeypatch.setattr(backup_module, "_add_bytes", add_then_write)
+    archive = tmp_path / "during-writes.tar.gz"
+    try:
+        counts = backup(dict(db_app.config), archive)
+        with Session(writer) as session:
+            assert session.scalar(select(func.count()).select_from(Corpus)) == 1  # the write went through
+    finally:
+        writer.dispose()
+    assert (counts["teams"], counts["corpora"]) == (1, 0)
+    manifest = json.loads(tarfile.open(archive).extractfile("manifest.json").read())  # type: ignore[union-attr]
+    assert manifest["missing_objects"] == [] and manifest["counts"]["corpora"] == 0
