@@ -4,7 +4,10 @@ Each normalizer has ``normalize(text) -> str``. For highlighting, ``normalize_al
 returns, for every character boundary of the output, the input position it came from. It
 normalizes one grapheme cluster at a time, which is exact for the normalizers here (none of
 them moves characters across a cluster boundary) and cheap to map: a cluster whose output has
-the same length maps character by character, any other cluster maps as a whole.
+the same length maps character by character, any other cluster maps as a whole. Normalizers
+that turn every ASCII character into exactly one character, whatever its neighbours
+(``ascii_charwise``), have their ASCII runs normalized whole instead: the same output and map,
+without a Python call per character.
 
 Deliberately left out: normalizers that need a model (sentencepiece's precompiled charsmap);
 importing a tokenizer.json that uses one fails with a clear FormatError.
@@ -22,6 +25,7 @@ import regex
 from engine.errors import ConfigError, FormatError
 
 _GRAPHEME = regex.compile(r"\X")
+_ASCII_RUN = regex.compile(r"[\x00-\x7f]+")
 
 
 class Normalizer(Protocol):
@@ -33,23 +37,57 @@ class Normalizer(Protocol):
 
 
 def normalize_aligned(normalizer: Normalizer, text: str) -> tuple[str, list[int]]:
-    """Normalize ``text``; also return ``len(out) + 1`` input positions, one per output boundary."""
+    """Normalize ``text``; also return ``len(out) + 1`` input positions, one per output boundary.
+
+    With an ``ascii_charwise`` normalizer, ASCII runs are normalized whole and map character by
+    character; a run's last character is left to the grapheme path when a non-ASCII character
+    follows, since a combining mark after it would join its cluster. An ASCII character never
+    combines with what precedes it (no canonical composition has an ASCII second character),
+    so a run can start anywhere. The result equals :func:`normalize_aligned_reference`'s.
+    """
     out: list[str] = []
     offsets: list[int] = []
-    for match in _GRAPHEME.finditer(text):
-        start, end = match.span()
-        piece = normalizer.normalize(match.group())
-        if len(piece) == end - start:
+    done = 0
+    if getattr(normalizer, "ascii_charwise", False):
+        for match in _ASCII_RUN.finditer(text):
+            start, end = match.span()
+            if end < len(text):
+                end -= 1
+            if end == start:
+                continue
+            _by_cluster(normalizer, text, done, start, out, offsets)
+            out.append(normalizer.normalize(text[start:end]))
             offsets.extend(range(start, end))
+            done = end
+    _by_cluster(normalizer, text, done, len(text), out, offsets)
+    offsets.append(len(text))
+    return "".join(out), offsets
+
+
+def _by_cluster(normalizer: Normalizer, text: str, start: int, stop: int, out: list[str], offsets: list[int]) -> None:
+    """Normalize ``text[start:stop]`` one grapheme cluster at a time, appending to ``out`` and ``offsets``."""
+    for match in _GRAPHEME.finditer(text, start, stop):
+        a, b = match.span()
+        piece = normalizer.normalize(match.group())
+        if len(piece) == b - a:
+            offsets.extend(range(a, b))
         else:
-            offsets.extend([start] * len(piece))
+            offsets.extend([a] * len(piece))
         out.append(piece)
+
+
+def normalize_aligned_reference(normalizer: Normalizer, text: str) -> tuple[str, list[int]]:
+    """The slow, obviously-correct :func:`normalize_aligned`: every cluster on its own."""
+    out: list[str] = []
+    offsets: list[int] = []
+    _by_cluster(normalizer, text, 0, len(text), out, offsets)
     offsets.append(len(text))
     return "".join(out), offsets
 
 
 class Lowercase:
     name = "lowercase"
+    ascii_charwise = True
 
     def normalize(self, text: str) -> str:
         return text.lower()
@@ -66,6 +104,7 @@ class UnicodeForm:
             raise ConfigError(f"Unknown Unicode normal form {form!r}; use NFC, NFD, NFKC or NFKD.")
         self.form = form
         self.name = form.lower()
+        self.ascii_charwise = True  # ASCII is invariant under all four forms
 
     def normalize(self, text: str) -> str:
         return unicodedata.normalize(self.form, text)  # type: ignore[arg-type]
@@ -104,6 +143,7 @@ class StripAccents:
     """Decompose (NFD) and drop combining marks, as BERT's uncased models do."""
 
     name = "strip_accents"
+    ascii_charwise = True
 
     def normalize(self, text: str) -> str:
         return _mark_stripper()(unicodedata.normalize("NFD", text))
@@ -119,6 +159,7 @@ class Sequence:
     def __init__(self, normalizers: list[Normalizer]) -> None:
         self.normalizers = normalizers
         self.name = "+".join(n.name for n in normalizers)
+        self.ascii_charwise = all(getattr(n, "ascii_charwise", False) for n in normalizers)
 
     def normalize(self, text: str) -> str:
         for normalizer in self.normalizers:
@@ -210,6 +251,7 @@ class BertCleanup:
     """BERT's text cleaning: drop control characters, map whitespace to spaces, pad CJK chars."""
 
     name = "bert_cleanup"
+    ascii_charwise = False  # drops control characters and maps tabs and newlines to spaces
 
     def __init__(self, *, clean_text: bool = True, handle_chinese_chars: bool = True) -> None:
         self.clean_text = clean_text

@@ -271,17 +271,23 @@ class Tokenizer:
         for piece in pieces:
             ids = self._cache.lookup(piece.text)
             lengths = [len(surface(i)) for i in ids]
-            exact_bytes = unaligned and piece.offsets is None  # piece text is the input's own text
-            if exact_bytes and piece.text.isascii() and sum(lengths) == len(piece.text):
-                # The common case, kept cheap: one byte per character inside this piece.
-                char_pos = start + piece.start
-                byte_pos = byte_at[char_pos]
-                for token_id, length in zip(ids, lengths):
-                    yield TokenSpan(token_id, byte_pos, byte_pos + length, char_pos, char_pos + length)
-                    char_pos += length
-                    byte_pos += length
-                continue
+            if piece.offsets is None and piece.text.isascii() and sum(lengths) == len(piece.text):
+                # The common case, kept cheap: the piece came from as many ASCII input characters
+                # (normalized one for one, if at all), so one byte per character inside it.
+                lo, hi = (piece.start, piece.end) if unaligned else (align[piece.start], align[piece.end])  # type: ignore[index]
+                if unaligned or (hi - lo == len(piece.text) and segment[lo:hi].isascii()):
+                    char_pos = start + lo
+                    byte_pos = byte_at[char_pos]
+                    for token_id, length in zip(ids, lengths):
+                        yield TokenSpan(token_id, byte_pos, byte_pos + length, char_pos, char_pos + length)
+                        char_pos += length
+                        byte_pos += length
+                    continue
             bounds = token_char_bounds(piece.text, lengths)
+            # Where the piece's text is the input's own text, a token's bytes are the input's and
+            # may end inside a character; otherwise (Metaspace's "▁" for " ", a normalizer)
+            # byte spans follow from the character spans.
+            exact_bytes = unaligned and piece.offsets is None and piece.text == segment[piece.start : piece.end]
             piece_bytes = char_byte_offsets(piece.text) if exact_bytes else None
             position = 0
             for index, token_id in enumerate(ids):

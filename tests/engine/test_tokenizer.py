@@ -1,6 +1,6 @@
 """The Tokenizer API on a tiny hand-made byte-level BPE: exact ids, special tokens, offsets,
 streaming, batches, decoding, the LRU cache, the fast BPE and ASCII split against their
-references, and Hypothesis round trips."""
+references, and Hypothesis round trips; offsets also through a normalizer and Metaspace."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pickle
 import random
 import re
 import tracemalloc
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -332,3 +333,35 @@ def test_tiled_offsets_equal_the_per_piece_offsets(pretokenizer: str, parts: lis
     for allowed in ("all", ()):
         kwargs = {"allowed_special": allowed, "disallowed_special": ()}
         assert tiled.encode_with_offsets(text, **kwargs) == per_piece.encode_with_offsets(text, **kwargs)
+
+
+def _unigram_tokenizer() -> Tokenizer:
+    from engine.models.unigram import Unigram
+    from engine.trainers.unigram import UnigramOptions, build_tokenizer
+
+    pieces = ["▁the", "▁cat", "▁", "the", "at", "c", "t", "h", "e", "a", "é", "s"]
+    vocab = [("<unk>", 0.0)] + [(p, -1.0 - i / 10) for i, p in enumerate(pieces)]
+    return build_tokenizer(Unigram(vocab, unk_id=0), UnigramOptions(vocab_size=100, special_tokens=("<unk>",)))
+
+
+def _wordpiece_tokenizer() -> Tokenizer:
+    from engine.models.wordpiece import WordPiece
+    from engine.normalizers import get_normalizer
+    from engine.pretokenizers import BertPreTokenizer
+
+    vocab = ["[UNK]", "the", "cat", "ca", "##t", "##s", "é", "##é", "c", "##a", "s", "!"]
+    return Tokenizer(WordPiece({t: i for i, t in enumerate(vocab)}, unk_token="[UNK]"),
+                     normalizer=get_normalizer("lowercase"), pre_tokenizer=BertPreTokenizer(), special_tokens={"[UNK]": 0})
+
+
+@pytest.mark.parametrize("make", [_unigram_tokenizer, _wordpiece_tokenizer], ids=["unigram-metaspace", "wordpiece-lowercase"])
+@given(parts=st.lists(st.sampled_from(["the", " cat", "  ", "Cats", "é", "É", "!", "\n", "zz", "İ"]), max_size=12))
+def test_byte_spans_are_the_utf8_offsets_of_the_character_spans(make: Callable[[], Tokenizer], parts: list[str]) -> None:
+    # No byte-level tokens here, so every token covers whole characters of the input.
+    text = "".join(parts)
+    tokenizer = make()
+    spans = tokenizer.encode_with_offsets(text, add_special_tokens=False)
+    assert [s.id for s in spans] == tokenizer.encode_ordinary(text)
+    for span in spans:
+        assert span.byte_start == len(text[: span.char_start].encode()), span
+        assert span.byte_end == len(text[: span.char_end].encode()), span

@@ -1,0 +1,39 @@
+"""``normalize_aligned``: the ASCII-run fast path gives exactly the per-cluster reference's text
+and map, for every normalizer, on text that mixes ASCII with what could trip it up."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engine.normalizers import BertCleanup, Sequence, get_normalizer, normalize_aligned, normalize_aligned_reference
+
+# ASCII (with CR LF and a control character), combining marks that join the ASCII letter before
+# them, a Prepend character (U+0600) that joins the character after it, final-sigma Greek, and
+# characters whose normal forms change length (ﬁ, İ, Å, Hangul).
+ALPHABET = list("aZ9 .\r\n\t\x01") + ["\u0301", "\u0308", "\u0600", "Σ", "Α", "ﬁ", "İ", "Å", "한", "中", "é", "\u200d"]
+SPECS = ["lowercase", "strip_accents", "nfc", "nfd", "nfkc", "nfkd", "lowercase,strip_accents", "nfkc,lowercase"]
+
+
+@pytest.mark.parametrize("spec", SPECS)
+@given(text=st.text(st.sampled_from(ALPHABET), max_size=40))
+def test_fast_path_equals_the_per_cluster_reference(spec: str, text: str) -> None:
+    normalizer = get_normalizer(spec)
+    assert normalizer is not None and normalizer.ascii_charwise  # type: ignore[attr-defined]
+    assert normalize_aligned(normalizer, text) == normalize_aligned_reference(normalizer, text)
+
+
+def test_normalizers_that_drop_ascii_keep_the_per_cluster_path() -> None:
+    cleanup = Sequence([BertCleanup(), get_normalizer("lowercase")])  # type: ignore[list-item]
+    assert not cleanup.ascii_charwise
+    text = "Tab\there, a\x01bell; Cafe\u0301"
+    assert normalize_aligned(cleanup, text) == normalize_aligned_reference(cleanup, text)
+    out, offsets = normalize_aligned(cleanup, text)
+    assert out == "tab here, abell; cafe\u0301" and offsets[len("tab here, a")] == len("Tab\there, a\x01")
+
+
+def test_a_mark_after_the_last_ascii_letter_stays_with_its_cluster() -> None:
+    out, offsets = normalize_aligned(get_normalizer("nfc"), "Cafe\u0301 ok")  # type: ignore[arg-type]
+    assert out == "Café ok"
+    assert offsets == [0, 1, 2, 3, 5, 6, 7, 8]  # é (two input characters) maps to where its cluster began
