@@ -12,19 +12,34 @@ character outside the required set, and (with ``split_by_unicode_script``) no ne
 characters of different scripts; decimal digits are Common, so "1." is a piece and "F1" is not.
 Ties in the ranking go to the smaller string (code point order),
 so the seed is deterministic. EM and pruning live in ``unigram.py``/``unigram_em.py``.
+
+Speed: valid pieces lie inside a word's *segments*, so the words are first reduced to a table of
+distinct segments with summed counts ("▁the", "▁the," and "▁the." share "▁the"), and all the
+counting after that runs in C-level loops (``Counter.update``, ``map``, ``compress``), one
+Python call per (count, segment length, piece length). The slow, obviously-correct version is
+``reference_seed`` in ``tests/engine/test_unigram_seed.py``.
 """
 
 from __future__ import annotations
 
-import heapq
 import multiprocessing
+import re
+import sys
 import threading
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from itertools import chain, compress, filterfalse, repeat
+from operator import add, eq, getitem, itemgetter, lt, mul, neg
 
-from engine.trainers.unigram_scripts import char_class, segments
+from engine.trainers.unigram_scripts import ANY, INHERITED, char_class, segments
 
 __all__ = ["char_class", "required_chars", "seed_pieces", "segments"]
+
+# count -> segment length -> the distinct segments of that length whose words sum to that count
+SegmentTable = dict[int, dict[int, list[str]]]
+# A band's ranked pieces: the pieces and their scores (count × length), by descending score
+# then ascending piece.
+Ranked = tuple[list[str], list[int]]
 
 
 def required_chars(word_counts: Mapping[str, int], coverage: float) -> dict[str, int]:
@@ -66,73 +81,191 @@ def seed_pieces(
 ) -> list[tuple[str, float]]:
     """Required characters (scored by count) then the top substrings (scored by count × length).
 
-    The substrings are counted in two length bands (2-5 and 6-max), in two forked workers when
-    possible: a band's right-branching test only needs the counts of its own lengths plus one,
-    so the bands never need each other's tables, and the two top lists merge exactly.
+    The substrings are counted in two bands of piece lengths (2-cut and cut+1-max), in two
+    processes when possible: a band's right-branching test only needs the counts of its own
+    lengths plus one, so the bands never need each other's tables, and the two ranked lists
+    merge exactly. The cut balances the bands' estimated work; it never changes the result.
     """
     classes = {
         c: char_class(c, split_by_unicode_script=split_by_unicode_script, split_by_number=split_by_number)
         for c in required
     }
     want = max(0, seed_size - len(required))
-    cut = min(5, max_piece_length)
-    bands = [(2, cut)] + ([(cut + 1, max_piece_length)] if max_piece_length > cut else [])
-    args = [(word_counts, classes, space, lo, hi, want) for lo, hi in bands]
+    table = _segment_table(word_counts, classes, space)
+    bands = _bands(table, max_piece_length)
     if workers is None:
         workers = 2 if len(word_counts) >= 20_000 else 1
-    if workers > 1 and len(args) > 1 and "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
-        ctx = multiprocessing.get_context("fork")
-        with ctx.Pool(len(args)) as pool:
-            tops = pool.starmap(_top_substrings, args)
+    if workers > 1 and len(bands) > 1 and "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
+        ranked = _two_processes(table, bands, want)
     else:
-        tops = [_top_substrings(*a) for a in args]
-    top = heapq.nsmallest(want, heapq.merge(*tops))
+        ranked = [_top_substrings(table, lo, hi, want) for lo, hi in bands]
     pieces = [(c, float(n)) for c, n in sorted(required.items(), key=lambda kv: (-kv[1], kv[0]))]
-    pieces.extend((s, float(-neg)) for neg, s in top)
+    top, scores = _merge(ranked, want)
+    pieces.extend(zip(top, map(float, scores)))
     return pieces
 
 
-def _top_substrings(
-    word_counts: Mapping[str, int], classes: Mapping[str, str], space: str, lo: int, hi: int, want: int,
-) -> list[tuple[int, str]]:
-    """The best ``want`` right-branching substrings of length ``lo..hi``, as sorted (-count × length, s)."""
-    longest = hi + 1  # counted only to test whether the length-hi pieces branch
-    def cuts_for(m: int) -> list[slice]:
-        return [slice(i, i + L) for L in range(lo, longest + 1) for i in range(m - L + 1)]
-    slices = [cuts_for(m) for m in range(longest + 1)]
-    long_slices: dict[int, list[slice]] = {}
-    # 1. Count every substring of length lo..hi+1 inside a valid segment. Count-1 words go
-    #    through Counter's C loop.
-    once: Counter[str] = Counter()
-    weighted: dict[str, int] = {}
-    get = weighted.get
+def _segment_table(word_counts: Mapping[str, int], classes: Mapping[str, str], space: str) -> SegmentTable:
+    """The distinct segments of two characters or more, grouped by summed count and by length."""
+    # Words with the same count are joined by a character outside the required set (which ends
+    # a segment and starts none, as a word's end does), so one C-level regex pass finds all
+    # their segments.
+    by_count: dict[int, list[str]] = {}
     for word, count in word_counts.items():
-        for seg in segments(word, classes, space):
-            m = len(seg)
-            if m < lo:
-                continue
-            if m < len(slices):
-                cuts = slices[m]
-            else:
-                cuts = long_slices.get(m) or long_slices.setdefault(m, cuts_for(m))
-            subs = map(seg.__getitem__, cuts)
-            if count == 1:
-                once.update(subs)
-            else:
-                for s in subs:
-                    weighted[s] = get(s, 0) + count
-    for s, n in weighted.items():
-        once[s] += n
-    del weighted
-    frequent = {s: n for s, n in once.items() if n >= 2}
-    del once
-    # 2. Right-branching: the count must exceed that of the most frequent extension.
-    extension: dict[str, int] = {}
-    for s, n in frequent.items():
-        if len(s) > lo:
-            parent = s[:-1]
-            if n > extension.get(parent, 0):
-                extension[parent] = n
-    candidates = ((-n * len(s), s) for s, n in frequent.items() if len(s) <= hi and n > extension.get(s, 0))
+        words = by_count.get(count)
+        if words is None:
+            by_count[count] = [word]
+        else:
+            words.append(word)
+    separator = next(c for c in map(chr, range(10, sys.maxunicode + 1)) if c not in classes)
+    run = _segment_pattern(classes, space)
+    summed: Counter[str] = Counter()
+    for count, words in by_count.items():
+        found = run.findall(separator.join(words))
+        if count == 1:
+            summed.update(found)
+        else:
+            _add_scaled(summed, Counter(found), count)
+    table: SegmentTable = {}
+    for seg, count in summed.items():
+        if len(seg) < 2:
+            continue
+        by_length = table.get(count)
+        if by_length is None:
+            by_length = table[count] = {}
+        segs = by_length.get(len(seg))
+        if segs is None:
+            by_length[len(seg)] = [seg]
+        else:
+            segs.append(seg)
+    return table
+
+
+def _segment_pattern(classes: Mapping[str, str], space: str) -> re.Pattern[str]:
+    """A regex whose matches are exactly the :func:`segments` of a text (and empty strings).
+
+    A segment is ``space``, then wildcards (``ANY``, and marks, which copy the wildcard before
+    them), then *blocks* of one script's characters and marks, every two blocks parted by a
+    wildcard. Possessive quantifiers and atomic groups keep the regex from backtracking into a
+    shorter block: in "a\u0301β", "a" then the mark as a wildcard then "β" is not a segment.
+    """
+    chars_of: dict[str, list[str]] = {}
+    for char, cls in classes.items():
+        if len(char) == 1 and char != space:
+            chars_of.setdefault(cls, []).append(char)
+    wild = chars_of.pop(ANY, [])
+    marks = chars_of.pop(INHERITED, [])
+    parts = [re.escape(space) + "?" if len(space) == 1 and space in classes else ""]
+    if wild or marks:
+        parts.append(_charset(wild + marks) + "*+")
+    if chars_of:
+        block = "(?>" + "|".join(_charset(c) + _charset(c + marks) + "*+" for _, c in sorted(chars_of.items())) + ")"
+        if wild:
+            parts.append(f"(?:{block}{_charset(wild)}{_charset(wild + marks)}*+)*+")
+        parts.append(block + "?")
+    return re.compile("".join(parts))
+
+
+def _charset(chars: list[str]) -> str:
+    return "[" + "".join(map(re.escape, sorted(chars))) + "]"
+
+
+def _bands(table: SegmentTable, max_piece_length: int) -> list[tuple[int, int]]:
+    """Two bands of piece lengths (one if too short to split), cut where their work is even.
+
+    A band (lo, hi) counts every substring of length lo..hi+1 of every distinct segment.
+    """
+    if max_piece_length < 3:
+        return [(2, max_piece_length)]
+    segs_of_length: Counter[int] = Counter()
+    for by_length in table.values():
+        for m, segs in by_length.items():
+            segs_of_length[m] += len(segs)
+
+    def work(lo: int, hi: int) -> int:
+        return sum(n * sum(m - L + 1 for L in range(lo, min(m, hi + 1) + 1)) for m, n in segs_of_length.items())
+
+    cut = min(range(2, max_piece_length), key=lambda c: max(work(2, c), work(c + 1, max_piece_length)))
+    return [(2, cut), (cut + 1, max_piece_length)]
+
+
+# The segment table, inherited by the forked worker rather than pickled to it.
+_SHARED: SegmentTable | None = None
+
+
+def _two_processes(table: SegmentTable, bands: list[tuple[int, int]], want: int) -> list[Ranked]:
+    """The first band here, the second in a forked worker, at the same time."""
+    global _SHARED
+    _SHARED = table
+    try:
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(1) as pool:
+            theirs = pool.apply_async(_shared_top_substrings, (*bands[1], want))
+            mine = _top_substrings(table, *bands[0], want)
+            return [mine, theirs.get()]
+    finally:
+        _SHARED = None
+
+
+def _shared_top_substrings(lo: int, hi: int, want: int) -> Ranked:
+    if _SHARED is None:
+        raise RuntimeError("the segment table was not shared with this worker")
+    return _top_substrings(_SHARED, lo, hi, want)
+
+
+def _top_substrings(table: SegmentTable, lo: int, hi: int, want: int) -> Ranked:
+    """The best ``want`` right-branching substrings of length ``lo..hi``, ranked."""
+    if hi < lo:
+        return [], []
+    longest = hi + 1  # counted only to test whether the length-hi pieces branch
+    # 1. counts[L]: every substring of length L inside a segment, weighted by its count. Each
+    #    count's segments are counted once, then added count times over.
+    counts: list[Counter[str]] = [Counter() for _ in range(longest + 1)]
+    for count, by_length in table.items():
+        into = counts if count == 1 else [Counter() for _ in range(longest + 1)]
+        for m, segs in by_length.items():
+            for L in range(lo, min(m, longest) + 1):
+                into[L].update(_substrings(segs, m, L))
+        if count != 1:
+            for L in range(lo, longest + 1):
+                _add_scaled(counts[L], into[L], count)
+    # 2. Right-branching: a substring that occurs at least twice, and not always followed by the
+    #    same character. An extension never counts more than its prefix, so the test is that no
+    #    extension counts as much.
+    pieces: list[str] = []
+    scores: list[int] = []
+    for L in range(lo, hi + 1):
+        n_of, ext = counts[L], counts[L + 1]
+        ext_keys = list(compress(ext.keys(), map(lt, repeat(1), ext.values())))
+        prefixes = list(map(getitem, ext_keys, repeat(slice(-1))))
+        closed = set(compress(prefixes, map(eq, map(ext.__getitem__, ext_keys), map(n_of.__getitem__, prefixes))))
+        frequent = compress(n_of.keys(), map(lt, repeat(1), n_of.values()))
+        kept = list(filterfalse(closed.__contains__, frequent))
+        pieces += kept
+        scores += map(mul, map(n_of.__getitem__, kept), repeat(L))
     # 3. Rank by count × length; ties to the smaller string.
-    return heapq.nsmallest(want, candidates)
+    ranked = sorted(zip(map(neg, scores), pieces))[:want]
+    return [s for _, s in ranked], [-n for n, _ in ranked]
+
+
+def _substrings(segs: list[str], m: int, L: int) -> Iterable[str]:
+    """Every substring of length ``L`` of the length-``m`` segments ``segs``, lazily."""
+    getters = map(itemgetter, map(slice, range(m - L + 1), range(L, m + 1)))
+    return chain.from_iterable(map(map, getters, repeat(segs)))
+
+
+def _add_scaled(total: Counter[str], part: Counter[str], scale: int) -> None:
+    """``total[s] += scale * part[s]`` for every ``s`` in ``part``, in one C-level pass."""
+    keys = part.keys()
+    dict.update(total, zip(keys, map(add, map(total.get, keys, repeat(0)), map(mul, part.values(), repeat(scale)))))
+
+
+def _merge(ranked: list[Ranked], want: int) -> Ranked:
+    """The best ``want`` of the bands' ranked lists, ranked."""
+    if len(ranked) == 1:
+        return ranked[0][0][:want], ranked[0][1][:want]
+    pieces = [s for top, _ in ranked for s in top]
+    scores = [n for _, sc in ranked for n in sc]
+    # Each band's list is already sorted, so this sort only merges runs.
+    merged = sorted(zip(map(neg, scores), pieces))[:want]
+    return [s for _, s in merged], [-n for n, _ in merged]

@@ -1,0 +1,104 @@
+"""The Unigram seed against a slow, obviously-correct reference: same pieces, scores and order,
+on random word tables (counts above one, ties in count × length, both script options, bands
+cut anywhere, one process or two); and the segment regex against ``segments``."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Mapping
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.trainers import unigram_seed
+from engine.trainers.unigram_scripts import char_class, segments
+from engine.trainers.unigram_seed import seed_pieces
+
+SPACE = "\u2581"
+# Latin, Common (punctuation, digits), Greek, Han, kana, a combining mark, ▁, and "☃", which is
+# never a required character.
+ALPHABET = "abcab.,(1)9βγ年中のー" + SPACE + "\u0301☃"
+OPTIONS = [(True, True), (True, False), (False, True)]
+OPTION_IDS = ["scripts+numbers", "scripts", "no-scripts"]
+
+
+def reference_seed(
+    word_counts: Mapping[str, int], required: Mapping[str, int], *, seed_size: int, max_piece_length: int,
+    split_by_unicode_script: bool = True, split_by_number: bool = True,
+) -> list[tuple[str, float]]:
+    """Count every substring of every segment, keep the right-branching ones, sort them all."""
+    classes = {c: char_class(c, split_by_unicode_script=split_by_unicode_script, split_by_number=split_by_number) for c in required}
+    counts: Counter[str] = Counter()
+    for word, count in word_counts.items():
+        for seg in segments(word, classes, SPACE):
+            for i in range(len(seg)):
+                for j in range(i + 2, min(len(seg), i + max_piece_length + 1) + 1):
+                    counts[seg[i:j]] += count
+    most_extended: Counter[str] = Counter()
+    for s, n in counts.items():
+        most_extended[s[:-1]] = max(most_extended[s[:-1]], n)
+    kept = [s for s, n in counts.items() if len(s) <= max_piece_length and n >= 2 and n > most_extended[s]]
+    kept.sort(key=lambda s: (-counts[s] * len(s), s))
+    pieces = [(c, float(n)) for c, n in sorted(required.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return pieces + [(s, float(counts[s] * len(s))) for s in kept[: max(0, seed_size - len(required))]]
+
+
+def random_table(seed: int) -> tuple[Counter[str], dict[str, int]]:
+    rng = random.Random(seed)
+    letters = rng.choice([ALPHABET, "ab" + SPACE, "abc.1" + SPACE + "\u0301"])
+    words: Counter[str] = Counter()
+    for _ in range(rng.randint(1, 60)):
+        word = "".join(rng.choice(letters) for _ in range(rng.randint(1, 12)))
+        words[(SPACE if rng.random() < 0.7 else "") + word] += rng.choice([1, 1, 1, 2, 2, 3, 4, 7, 40])
+    required = Counter("".join(w * c for w, c in words.items()))
+    del required["☃"]
+    return words, dict(required)
+
+
+@pytest.mark.parametrize(("split_by_unicode_script", "split_by_number"), OPTIONS, ids=OPTION_IDS)
+@pytest.mark.parametrize("seed", range(25), ids=lambda s: f"table{s}")
+def test_seed_matches_reference(seed: int, split_by_unicode_script: bool, split_by_number: bool) -> None:
+    words, required = random_table(seed)
+    rng = random.Random(seed)
+    seed_size = rng.choice([len(required), len(required) + 5, len(required) + 40, 10_000])
+    max_piece_length = rng.choice([1, 2, 3, 4, 6, 16])
+    kwargs = dict(seed_size=seed_size, max_piece_length=max_piece_length,
+                  split_by_unicode_script=split_by_unicode_script, split_by_number=split_by_number)
+    expected = reference_seed(words, required, **kwargs)
+    assert seed_pieces(words, required, workers=1, **kwargs) == expected
+    if seed % 5 == 0:  # the forked band: slower, so on a few tables only
+        assert seed_pieces(words, required, workers=2, **kwargs) == expected
+
+
+@pytest.mark.parametrize("seed", range(10), ids=lambda s: f"table{s}")
+def test_any_band_cut_merges_exactly(seed: int) -> None:
+    words, required = random_table(seed)
+    classes = {c: char_class(c, split_by_unicode_script=True, split_by_number=True) for c in required}
+    table = unigram_seed._segment_table(words, classes, SPACE)
+    want = 30
+    expected = reference_seed(words, required, seed_size=len(required) + want, max_piece_length=8)[len(required):]
+    for cut in range(2, 8):
+        ranked = [unigram_seed._top_substrings(table, 2, cut, want), unigram_seed._top_substrings(table, cut + 1, 8, want)]
+        top, scores = unigram_seed._merge(ranked, want)
+        assert list(zip(top, map(float, scores))) == expected, cut
+
+
+def test_ties_go_to_the_smaller_string() -> None:
+    # "ab" (count 3, length 2) and "▁ab" (count 2, length 3) tie at 6, and "a" < "▁"; "▁a" is
+    # always followed by "b", so it is not right-branching.
+    words = Counter({"▁ab": 2, "ba": 1, "bab": 1})
+    required = {"a": 5, "b": 5, SPACE: 2}
+    seed = seed_pieces(words, required, seed_size=100, max_piece_length=16)
+    assert seed == reference_seed(words, required, seed_size=100, max_piece_length=16)
+    assert seed[3:] == [("ab", 6.0), ("▁ab", 6.0), ("ba", 4.0)]
+
+
+@pytest.mark.parametrize(("split_by_unicode_script", "split_by_number"), OPTIONS, ids=OPTION_IDS)
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=ALPHABET + "\n", max_size=40))
+def test_segment_regex_matches_segments(text: str, split_by_unicode_script: bool, split_by_number: bool) -> None:
+    classes = {c: char_class(c, split_by_unicode_script=split_by_unicode_script, split_by_number=split_by_number) for c in ALPHABET[:-1]}
+    pattern = unigram_seed._segment_pattern(classes, SPACE)
+    assert [s for s in pattern.findall(text) if s] == list(segments(text, classes, SPACE))
