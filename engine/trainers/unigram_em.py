@@ -19,9 +19,12 @@ the final tokenizer are ``unigram.py``'s job.
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Mapping, Sequence
+from itertools import chain, compress, repeat
+from operator import add, gt, not_
 
-from engine.trainers.unigram_prune import alternatives_parallel
+from engine.trainers.unigram_prune import chains_parallel
 from engine.trainers.unigram_shards import ShardedLattice
 from engine.trainers.unigram_trie import TrieLattice
 
@@ -102,30 +105,39 @@ def prune(
     *, target: int, shrinking_factor: float, max_len: int, unk_sid: int,
 ) -> None:
     """Remove pieces from ``alive`` by the likelihood loss of replacing each by its alternative."""
-    live = [s for s, on in enumerate(alive) if on and s != unk_sid]
-    total = sum(freq[s] for s in live)
+    live = [s for s in compress(range(len(alive)), alive) if s != unk_sid]
+    total = sum(map(freq.__getitem__, live))
     logsum = math.log(total)
     owners = [s for s in live if s not in required and freq[s] > 0]
     for s in live:
         if s not in required and freq[s] <= 0:
             alive[s] = False  # never used: removable at no cost
-    sid_of = {pieces[s]: s for s in live}
-    prob = [math.exp(v) if v > -math.inf else 0.0 for v in logp]
-    alts = alternatives_parallel(owners, [pieces[s] for s in owners], sid_of, prob, max_len, unk_sid)
-    candidates: list[tuple[float, int]] = []
-    for sid, (alt_best, path) in zip(owners, alts):
-        if alt_best > prob[sid]:
-            alive[sid] = False  # its own best segmentation is not itself
-            continue
-        f = freq[sid]
-        sum_alt = sum(math.log(freq[a] + f) for a in path)
-        logsum_alt = math.log(total + f * (len(path) - 1))
-        loss = (f / total) * ((math.log(f) - logsum) - (sum_alt - len(path) * logsum_alt))
-        candidates.append((-loss, sid))
+    sid_of = dict(zip(map(pieces.__getitem__, live), live))
+    prob = [0.0] * len(logp)  # only the live pieces and unknown are ever looked up
+    for s in chain(live, (unk_sid,)):
+        prob[s] = math.exp(logp[s]) if logp[s] > -math.inf else 0.0
+    alts = chains_parallel(owners, list(map(pieces.__getitem__, owners)), sid_of, prob, max_len, unk_sid)
+    # sum(log(freq[a] + f) for a in path) and len(path), for every owner at once, one path step
+    # at a time: the same additions in the same order as a sum per piece, so the same floats.
+    f = list(map(freq.__getitem__, owners))
+    sums, lens = [0.0] * len(owners), [0] * len(owners)
+    for at, step in alts.steps():
+        terms = map(math.log, map(add, map(freq.__getitem__, step), map(f.__getitem__, at)))
+        deque(map(sums.__setitem__, at, map(add, map(sums.__getitem__, at), terms)), maxlen=0)
+        deque(map(lens.__setitem__, at, map(add, map(lens.__getitem__, at), repeat(1))), maxlen=0)
+    # A piece whose own best segmentation is not itself goes at once; the others by their loss.
+    worse = list(map(gt, alts.value, map(prob.__getitem__, owners)))
+    for sid in compress(owners, worse):
+        alive[sid] = False
+    kept = list(map(not_, worse))
+    sids = list(compress(owners, kept))
+    neg_loss = [
+        -((fs / total) * ((math.log(fs) - logsum) - (s_alt - n * math.log(total + fs * (n - 1)))))
+        for fs, s_alt, n in zip(compress(f, kept), compress(sums, kept), compress(lens, kept))
+    ]
     keep = max(target, int(len(live) * shrinking_factor))
     n_fixed = sum(1 for s in live if alive[s] and (s in required))
-    candidates.sort()
-    for rank, (_, sid) in enumerate(candidates):
-        if n_fixed + rank >= keep:
-            alive[sid] = False
-
+    # Highest loss first; a stable sort of the ids in increasing order breaks ties by id.
+    ranked = sorted(range(len(sids)), key=neg_loss.__getitem__)
+    for k in ranked[max(0, keep - n_fixed) :]:
+        alive[sids[k]] = False

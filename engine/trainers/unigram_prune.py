@@ -2,90 +2,234 @@
 
 sentencepiece's loss of removing piece ``s`` needs the best segmentation of ``s``'s own string
 by the other pieces. The pieces' strings share prefixes, so the best path to every prefix is
-computed once, depth by depth, over the edges of a :class:`TrieLattice` built on the piece
-strings: ``best(v) = max over edges u→v of best(u)·p``, where an edge's candidates are compared
-as ``(probability, length, ...)`` tuples so that ties go to the longest last piece (as the
-Unigram model's Viterbi does). A piece's own whole-string edge (the one from the root) is left
-out of its alternative, but kept for the longer pieces that extend it. The loss formula itself
-is ``unigram_em.prune``'s.
+computed once, depth by depth, over a prefix trie of the strings: ``best(v) = max over pieces
+p spelling v's last L characters of best(v's ancestor L up)·prob(p)``. Ties go to the longest
+last piece (as the Unigram model's Viterbi does): lengths are tried in increasing order, and a
+candidate replaces the best so far when it is *at least* as likely (floats compared, no
+tuples). A string's own piece is its root edge (length = depth): it is left out of the string's
+alternative (the best before the root edges are tried), but kept for the strings that extend it.
+
+The trie is built here, not with ``unigram_trie.TrieLattice``: pruning needs no edge columns,
+sorted orders or backward pass, only each node's parent, so nodes are found bottom-up (a node's
+parent is its string minus the last character) and each length is tried on the fly, a lookup
+of every node's last ``L`` characters in ``sid_of`` (cheaper than first building a table of the
+pieces' suffixes to stop early: that table is twice the size and costs more than it saves).
+
+Results are :class:`Chains`: per string, its value and first back step; per node, the back step
+of its best path. Paths are read from those, last piece first; the forked half of
+:func:`chains_parallel` sends back only flat arrays. The loss formula is ``unigram_em.prune``'s.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import pickle
 import threading
-from bisect import bisect_left
-from collections.abc import Mapping, Sequence
-from itertools import compress, repeat
-from operator import mul, ne, sub
+from array import array
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import chain, compress, repeat
+from multiprocessing.connection import Connection
+from operator import add, eq, ge, is_not, itemgetter, lt, mul, not_
 
-from engine.trainers.unigram_trie import TrieLattice
+# The strings' data, set just before forking so that the child reads it instead of unpickling it.
+_JOB: tuple | None = None
 
-Best = tuple[float, int, int, int]  # (probability, last piece's length, previous node, last piece id)
+
+@dataclass
+class Chains:
+    """Each string's best path without its own piece, as back steps.
+
+    String ``i``'s path is ``first[i]`` (-1: no path), then, from node ``prev[i]``, the pieces
+    ``back_sid[v]`` of the nodes ``v = back_prev[v]`` met on the way to a root (``back_sid`` -1).
+    """
+
+    value: array  # 'd': the path's probability (0.0 if there is none)
+    first: array  # 'i': the path's last piece
+    prev: array  # 'i': the node before it
+    back_sid: array  # 'i', per node: last piece of the node's best path (-1 at a root)
+    back_prev: array  # 'i', per node: the node before it
+
+    def paths(self) -> list[list[int]]:
+        """Each string's path, last piece first."""
+        back_sid, back_prev = self.back_sid, self.back_prev
+        out: list[list[int]] = []
+        for last, node in zip(self.first, self.prev):
+            path = [last] if last >= 0 else []
+            while (sid := back_sid[node]) >= 0:
+                path.append(sid)
+                node = back_prev[node]
+            out.append(path)
+        return out
+
+    def steps(self) -> Iterator[tuple[list[int], list[int]]]:
+        """The paths one piece at a time, for sums in path order without a loop per string:
+        the ``k``-th yield holds the positions of the strings whose path has a ``k``-th piece, and those pieces."""
+        at = list(compress(range(len(self.first)), map(ge, self.first, repeat(0))))
+        step, node = list(map(self.first.__getitem__, at)), list(map(self.prev.__getitem__, at))
+        while at:
+            yield at, step
+            step = list(map(self.back_sid.__getitem__, node))
+            more = list(map(ge, step, repeat(0)))
+            at, step = list(compress(at, more)), list(compress(step, more))
+            node = list(map(self.back_prev.__getitem__, compress(node, more)))
+
+
+def chains(
+    owners: Sequence[int], strings: Sequence[str], sid_of: Mapping[str, int], prob: Sequence[float], max_len: int, unk_sid: int,
+) -> Chains:
+    """Each string's best segmentation without its owner's piece (see :class:`Chains`)."""
+    # 1. Nodes, bottom-up: depth j holds the strings of length j and the parents of depth j + 1.
+    ends: dict[int, list[int]] = {}  # length -> positions of the strings that long
+    for i, n in enumerate(map(len, strings)):
+        ends.setdefault(n, []).append(i)
+    depth = max(ends, default=0)
+    nodes: list[list[str]] = [[""]] + [[] for _ in range(depth)]
+    up: list[list[int]] = [[] for _ in range(depth + 2)]  # up[j][k]: depth j-1 index of node k's parent
+    term: list[list[int]] = [[] for _ in range(depth + 1)]  # term[j]: depth j index of each string in ends[j]
+    below: list[str] = []
+    for j in range(depth, 0, -1):
+        mine = list(map(strings.__getitem__, ends.get(j, ())))
+        here = list(dict.fromkeys(chain(mine, below)))
+        index = dict(zip(here, range(len(here))))
+        term[j] = list(map(index.__getitem__, mine))
+        up[j + 1] = list(map(index.__getitem__, below))  # below[k]: nodes[j + 1][k] minus its last character
+        nodes[j], below = here, list(map(itemgetter(slice(0, j - 1)), here))
+    up[1] = [0] * len(nodes[1]) if depth else []
+    # 2. Viterbi, top-down, over global node ids (depth by depth from the root 0).
+    get_sid, get_p = sid_of.get, prob.__getitem__
+    best_all, sid_all, prev_all, parent_all = [1.0], [-1], [0], [0]
+    n_str = len(strings)
+    value, first, prev = array("d", bytes(8 * n_str)), array("i", [-1]) * n_str, array("i", bytes(4 * n_str))
+    start = 0  # global id of depth j-1's first node
+    for j in range(1, depth + 1):
+        here, g0 = nodes[j], len(best_all)
+        parents = list(map(add, up[j], repeat(start)))
+        sids = list(map(get_sid, map(itemgetter(j - 1), here), repeat(unk_sid)))
+        best = list(map(mul, map(best_all.__getitem__, parents), map(get_p, sids)))
+        back_sid, back_prev = sids, parents[:]
+        pre = (repeat(0.0), repeat(-1), repeat(0))  # the best before the root edges: none at depth 1
+        anc = parents
+        for length in range(2, min(j, max_len) + 1):
+            anc = list(map(parent_all.__getitem__, anc))  # each node's ancestor `length` levels up
+            found = list(map(get_sid, map(itemgetter(slice(j - length, j)), here)))
+            hit = list(map(is_not, found, repeat(None)))
+            ks = list(compress(range(len(here)), hit))
+            if not ks:
+                continue
+            ss, ac = list(compress(found, hit)), list(compress(anc, hit))
+            vals = list(map(mul, map(best_all.__getitem__, ac), map(get_p, ss)))
+            if length == j:  # the root edges: each node's own string as a piece
+                t = term[j]
+                pre = (list(map(best.__getitem__, t)), list(map(back_sid.__getitem__, t)), list(map(back_prev.__getitem__, t)))
+            # at least as likely as the shorter last pieces: the longer one wins the tie
+            win = list(map(ge, vals, map(best.__getitem__, ks)))
+            kw = list(compress(ks, win))
+            deque(map(best.__setitem__, kw, compress(vals, win)), maxlen=0)
+            deque(map(back_sid.__setitem__, kw, compress(ss, win)), maxlen=0)
+            deque(map(back_prev.__setitem__, kw, compress(ac, win)), maxlen=0)
+        # 3. Each string ending here: its best without its own piece (the root edge of that id),
+        #    or its whole best if its root edge is some other id (or absent).
+        pos, t = ends.get(j, []), term[j]
+        if j <= max_len:
+            own = list(map(eq, map(get_sid, map(strings.__getitem__, pos), repeat(unk_sid if j == 1 else -1)), map(owners.__getitem__, pos)))
+        else:  # longer than any piece: no root edge
+            own = [False] * len(pos)
+        other = list(map(not_, own))
+        for out, before, final in zip((value, first, prev), pre, (best, back_sid, back_prev)):
+            deque(map(out.__setitem__, compress(pos, own), compress(before, own)), maxlen=0)
+            deque(map(out.__setitem__, compress(pos, other), map(final.__getitem__, compress(t, other))), maxlen=0)
+        best_all.extend(best)
+        sid_all.extend(back_sid)
+        prev_all.extend(back_prev)
+        parent_all.extend(parents)
+        start = g0
+    return Chains(value, first, prev, array("i", sid_all), array("i", prev_all))
 
 
 def alternatives(
     owners: Sequence[int], strings: Sequence[str], sid_of: Mapping[str, int], prob: Sequence[float], max_len: int, unk_sid: int,
 ) -> list[tuple[float, list[int]]]:
     """For each piece id in ``owners`` (spelled ``strings``): its best segmentation's probability
-    without itself, and the piece ids of that segmentation (empty if there is none)."""
-    lat = TrieLattice(strings, [1.0] * len(strings), sid_of, max_len, unk_sid, compile=False)
-    base = lat.base
-    depth_of = [0] * lat.n_nodes
-    for j in range(len(base) - 1):
-        depth_of[base[j] : base[j + 1]] = repeat(j, base[j + 1] - base[j])
-    incl: list[Best] = [(1.0, 0, 0, -1)]  # best path to each node, any piece allowed
-    incl_p = [1.0]  # its probability
-    excl: dict[int, Best] = {}  # best path to a piece's node without its own whole-string edge
-    for j in range(1, len(base) - 1):
-        e0, e1 = bisect_left(lat.in_dst, base[j]), bisect_left(lat.in_dst, base[j + 1])
-        src, sid, dst = lat.in_src[e0:e1], lat.in_sid[e0:e1], lat.in_dst[e0:e1]
-        vals = map(mul, map(incl_p.__getitem__, src), map(prob.__getitem__, sid))
-        cands = list(zip(vals, map(sub, repeat(j), map(depth_of.__getitem__, src)), src, sid))
-        own = [j > 1 and s == 0 for s in src]  # from the root at depth > 1: the node's own piece
-        other = [not o for o in own]
-        keys = list(compress(dst, other))
-        cands_other = list(compress(cands, other))
-        cuts = [0] + [k + 1 for k in compress(range(len(keys) - 1), map(ne, keys, keys[1:]))] + [len(keys)]
-        best = list(map(max, map(cands_other.__getitem__, map(slice, cuts, cuts[1:]))))
-        # every node has its one-character edge, so ``best`` has one entry per node
-        for d, c in zip(compress(dst, own), compress(cands, own)):
-            k = d - base[j]
-            excl[d] = best[k]
-            if c > best[k]:
-                best[k] = c
-        incl.extend(best)
-        incl_p.extend(b[0] for b in best)
-    out: list[tuple[float, list[int]]] = []
-    for node in lat.terminal:
-        value, _, prev, last = excl.get(node, (0.0, 0, 0, -1))
-        path = [last] if last >= 0 else []
-        while prev:
-            _, _, prev, last = incl[prev]
-            path.append(last)
-        out.append((value, path))
-    return out
+    without itself, and the piece ids of that segmentation, last first (empty if there is none)."""
+    found = chains(owners, strings, sid_of, prob, max_len, unk_sid)
+    return list(zip(found.value, found.paths()))
+
+
+def chains_parallel(
+    owners: Sequence[int], strings: Sequence[str], sid_of: Mapping[str, int], prob: Sequence[float], max_len: int, unk_sid: int,
+    *, workers: int = 2,
+) -> Chains:
+    """:func:`chains` with the strings cut in two (below a sampled median string, and the rest:
+    two sub-tries that share few nodes), one half in a forked child while this process does the
+    other; the result is the same (each string's answer is independent).
+
+    The child reads its inputs from memory it shares with the parent at the fork (nothing is
+    pickled on the way in) and sends back only its :class:`Chains` arrays.
+    """
+    if workers < 2 or len(strings) < 20_000 or threading.active_count() != 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return chains(owners, strings, sid_of, prob, max_len, unk_sid)
+    global _JOB
+    sample = sorted(strings[:: len(strings) // 4096])
+    pivot = sample[len(sample) // 2]
+    low = list(map(lt, strings, repeat(pivot)))
+    parts = [list(compress(range(len(strings)), low)), list(compress(range(len(strings)), map(not_, low)))]
+    _JOB = (owners, strings, sid_of, prob, max_len, unk_sid, parts[1])
+    ctx = multiprocessing.get_context("fork")
+    reader, writer = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_child, args=(writer,), daemon=True)
+    try:
+        child.start()
+        writer.close()
+        mine = _part(owners, strings, sid_of, prob, max_len, unk_sid, parts[0])
+        try:
+            theirs: Chains = pickle.loads(reader.recv_bytes())
+        except EOFError:
+            raise RuntimeError("the pruning worker process died; rerun, or train with fewer workers") from None
+    finally:
+        _JOB = None
+        reader.close()
+        child.join()
+    return _merge(len(strings), parts, (mine, theirs))
+
+
+def _part(
+    owners: Sequence[int], strings: Sequence[str], sid_of: Mapping[str, int], prob: Sequence[float], max_len: int, unk_sid: int,
+    part: list[int],
+) -> Chains:
+    return chains(list(map(owners.__getitem__, part)), list(map(strings.__getitem__, part)), sid_of, prob, max_len, unk_sid)
+
+
+def _child(writer: Connection) -> None:
+    """The forked half: its :class:`Chains`, pickled (flat arrays) into the pipe."""
+    if _JOB is None:
+        raise RuntimeError("forked without a job")
+    writer.send_bytes(pickle.dumps(_part(*_JOB), protocol=pickle.HIGHEST_PROTOCOL))
+    writer.close()
+
+
+def _merge(n: int, parts: list[list[int]], found: tuple[Chains, Chains]) -> Chains:
+    """The halves' chains as one, in the strings' order; the second half's nodes come after the first's."""
+    value, first, prev = array("d", bytes(8 * n)), array("i", bytes(4 * n)), array("i", bytes(4 * n))
+    back_sid, back_prev = array("i"), array("i")
+    for part, c in zip(parts, found):
+        shift = len(back_sid)
+        deque(map(value.__setitem__, part, c.value), maxlen=0)
+        deque(map(first.__setitem__, part, c.first), maxlen=0)
+        deque(map(prev.__setitem__, part, map(add, c.prev, repeat(shift))), maxlen=0)
+        back_sid.extend(c.back_sid)
+        back_prev.extend(map(add, c.back_prev, repeat(shift)))
+    return Chains(value, first, prev, back_sid, back_prev)
 
 
 def alternatives_parallel(
     owners: Sequence[int], strings: Sequence[str], sid_of: Mapping[str, int], prob: Sequence[float], max_len: int, unk_sid: int,
     *, workers: int = 2,
 ) -> list[tuple[float, list[int]]]:
-    """:func:`alternatives` with the strings cut in two sorted halves (sub-tries) on forked
-    workers when possible; the result is the same (each piece's answer is independent)."""
-    if workers < 2 or len(strings) < 20_000 or threading.active_count() != 1 or "fork" not in multiprocessing.get_all_start_methods():
-        return alternatives(owners, strings, sid_of, prob, max_len, unk_sid)
-    order = sorted(range(len(strings)), key=strings.__getitem__)
-    half = len(order) // 2
-    parts = [order[:half], order[half:]]
-    args = [([owners[i] for i in part], [strings[i] for i in part], sid_of, prob, max_len, unk_sid) for part in parts]
-    with multiprocessing.get_context("fork").Pool(2) as pool:
-        results = pool.starmap(alternatives, args)
-    out: list[tuple[float, list[int]]] = [(0.0, [])] * len(strings)
-    for part, result in zip(parts, results):
-        for i, value in zip(part, result):
-            out[i] = value
-    return out
+    """:func:`alternatives` on two processes (:func:`chains_parallel`); the result is the same."""
+    found = chains_parallel(owners, strings, sid_of, prob, max_len, unk_sid, workers=workers)
+    return list(zip(found.value, found.paths()))
 
 
 def alternatives_reference(
