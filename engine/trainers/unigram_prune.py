@@ -133,7 +133,7 @@ def chains(
         #    or its whole best if its root edge is some other id (or absent).
         pos, t = ends.get(j, []), term[j]
         if j <= max_len:
-            own = list(map(eq, map(get_sid, map(strings.__getitem__, pos), repeat(unk_sid if j == 1 else -1)), map(owners.__getitem__, pos)))
+            own = list(map(eq, map(get_sid, map(strings.__getitem__, pos), repeat(unk_sid if j == 1 else None)), map(owners.__getitem__, pos)))
         else:  # longer than any piece: no root edge
             own = [False] * len(pos)
         other = list(map(not_, own))

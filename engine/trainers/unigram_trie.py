@@ -33,8 +33,6 @@ from itertools import accumulate, chain, compress, repeat
 from math import log
 from operator import add, ge, is_not, itemgetter, mul, ne, sub
 
-from engine.trainers.unigram_degree import degree_order, degrees, node_sums, plan_of, runs_in_order
-
 TINY = 1e-280  # below this a word's probability is recomputed in log space
 
 
@@ -56,6 +54,12 @@ def suffix_table(sid_of: Mapping[str, int], max_len: int) -> dict[str, int]:
     return table
 
 
+def run_ends(keys: Sequence[int], first: int, stop: int) -> array:
+    """End (exclusive) of each key's run in sorted ``keys``, for keys ``first..stop-1`` (absent: empty run)."""
+    counts = Counter(keys)
+    return array("i", accumulate(map(counts.get, range(first, stop), repeat(0))))
+
+
 def stable_order(keys: array) -> array:
     """The positions of ``keys`` (small non-negative ints) sorted by key, ties in position order.
 
@@ -69,6 +73,11 @@ def stable_order(keys: array) -> array:
         order[nxt[key]] = position
         nxt[key] += 1
     return order
+
+
+def _node_sums(vals: list[float], ends: array) -> map:
+    """Each node's sum over its run of ``vals`` (``ends`` as from :func:`run_ends`)."""
+    return map(sum, map(vals.__getitem__, map(slice, chain((0,), ends), ends)))
 
 
 class TrieLattice:
@@ -154,12 +163,7 @@ class TrieLattice:
                 into.extend(map(column.__getitem__, by_src))
         del blocks, src, dst, sid
         if compile:  # Viterbi users (pruning) read the in_* columns directly
-            # The posteriors' per-piece order: by piece, then deepest start depth first, then
-            # by out position (the order of their running sum; kept through renumbering).
-            out_off = [bisect_left(self.out_src, b) for b in self.base]
-            made = array("i", chain.from_iterable(range(out_off[i], out_off[i + 1]) for i in range(len(self.base) - 2, -1, -1)))
-            by_piece = stable_order(array("i", map(self.out_sid.__getitem__, made)))
-            self._relayout(array("i", map(made.__getitem__, by_piece)))
+            self._index()
 
     def edges(self) -> int:
         return len(self.in_sid)
@@ -178,51 +182,40 @@ class TrieLattice:
             return
         self.in_src, self.in_dst, self.in_sid = (array("i", compress(a, keep_in)) for a in (self.in_src, self.in_dst, self.in_sid))
         del keep_in
-        keep_out = bytes(map(alive.__getitem__, self.out_sid))
-        new_index = array("i", accumulate(keep_out, initial=-1))  # new_index[e + 1]: e's place after filtering
+        post_keep = bytes(map(alive.__getitem__, self._post_sids()))
+        new_index = array("i", accumulate(post_keep, initial=-1))  # new_index[p + 1]: p's place after filtering
         del new_index[0]
-        order = array("i", map(new_index.__getitem__, compress(self.post_order, map(keep_out.__getitem__, self.post_order))))
-        del new_index
+        order = array("i", map(new_index.__getitem__, compress(self.post_order, map(post_keep.__getitem__, self.post_order))))
+        del new_index, post_keep
+        keep_out = bytes(map(alive.__getitem__, self.out_sid))
         self.out_src, self.out_dst, self.out_sid = (array("i", compress(a, keep_out)) for a in (self.out_src, self.out_dst, self.out_sid))
         del keep_out
-        self._relayout(order)
+        self._index(order)
 
-    def _relayout(self, post_order: array) -> None:
-        """Renumber the nodes inside each depth by degree (``unigram_degree``) and move the edges
-        to match, then index: per-depth edge offsets, per-depth plans, and the per-piece order of
-        the posteriors (``post_order``: out positions, moved along with the edges).
+    def _post_sids(self) -> array:
+        """Piece ids of the posteriors in the order the backward pass makes them (deepest start depth first)."""
+        base, out_src, out_sid = self.base, self.out_src, self.out_sid
+        return array("i", chain.from_iterable(
+            out_sid[bisect_left(out_src, base[i]) : bisect_left(out_src, base[i + 1])] for i in range(len(base) - 3, -1, -1)
+        ))
 
-        Inside a node the edges keep their order (a stable move of whole runs), so every sum
-        below adds the same values in the same order, whatever the numbering.
-        """
-        n, base = self.n_nodes, self.base
-        indeg, outdeg = degrees(self.in_dst, n), degrees(self.out_src, n)
-        order = degree_order(base, indeg, outdeg)  # order[new id] = old id
-        new_id = array("i", bytes(4 * n))
-        deque(map(new_id.__setitem__, order, range(n)), maxlen=0)
-        moved = runs_in_order(indeg, order)
-        self.in_src = array("i", map(new_id.__getitem__, map(self.in_src.__getitem__, moved)))
-        self.in_sid = array("i", map(self.in_sid.__getitem__, moved))
-        indeg = array("i", map(indeg.__getitem__, order))
-        self.in_dst = array("i", chain.from_iterable(map(repeat, range(n), indeg)))
-        moved = runs_in_order(outdeg, order)
-        self.out_dst = array("i", map(new_id.__getitem__, map(self.out_dst.__getitem__, moved)))
-        self.out_sid = array("i", map(self.out_sid.__getitem__, moved))
-        outdeg = array("i", map(outdeg.__getitem__, order))
-        self.out_src = array("i", chain.from_iterable(map(repeat, range(n), outdeg)))
-        self.terminal = list(map(new_id.__getitem__, self.terminal))
-        del new_id, order
-        now_at = array("i", bytes(4 * len(moved)))  # now_at[old out position]: new out position
-        deque(map(now_at.__setitem__, moved, range(len(moved))), maxlen=0)
-        del moved
-        self.post_order = array("i", map(now_at.__getitem__, post_order))
-        del now_at, post_order
+    def _index(self, post_order: array | None = None) -> None:
+        """Per-depth edge offsets, per-node run ends, and the per-piece order of the posteriors."""
+        base = self.base
         depths = range(len(base) - 1)
-        in_at, out_at = array("i", accumulate(indeg, initial=0)), array("i", accumulate(outdeg, initial=0))
-        self.in_off, self.out_off = [in_at[b] for b in base], [out_at[b] for b in base]
-        self.in_plan = [plan_of(indeg[base[j] : base[j + 1]]) for j in depths]
-        self.out_plan = [plan_of(outdeg[base[j] : base[j + 1]]) for j in depths]
-        sorted_sids = array("i", map(self.out_sid.__getitem__, self.post_order))
+        self.in_off = [bisect_left(self.in_dst, b) for b in base]
+        self.out_off = [bisect_left(self.out_src, b) for b in base]
+        self.in_end, self.out_end = array("i", [0]), array("i")
+        for j in depths:
+            if j:
+                self.in_end.extend(run_ends(self.in_dst[self.in_off[j] : self.in_off[j + 1]], base[j], base[j + 1]))
+            self.out_end.extend(run_ends(self.out_src[self.out_off[j] : self.out_off[j + 1]], base[j], base[j + 1]))
+        post_sids = self._post_sids()
+        if post_order is None:
+            post_order = stable_order(post_sids)
+        self.post_order = post_order
+        sorted_sids = array("i", map(post_sids.__getitem__, post_order))
+        del post_sids
         self.post_last = array("i", compress(range(len(sorted_sids)), map(ne, sorted_sids, chain(sorted_sids[1:], (-1,)))))
         self.post_piece = array("i", map(sorted_sids.__getitem__, self.post_last))
 
@@ -236,20 +229,20 @@ class TrieLattice:
         for j in range(1, len(base) - 1):
             e0, e1 = self.in_off[j], self.in_off[j + 1]
             vals = list(map(mul, map(alpha.__getitem__, self.in_src[e0:e1]), map(get_p, self.in_sid[e0:e1])))
-            alpha.extend(node_sums(vals, self.in_plan[j]))
+            alpha.extend(_node_sums(vals, self.in_end[base[j] : base[j + 1]]))
         z = list(map(alpha.__getitem__, self.terminal))
         gamma = [0.0] * self.n_nodes
         deque(map(gamma.__setitem__, self.terminal, [c / v if v > TINY else 0.0 for c, v in zip(self.counts, z)]), maxlen=0)
-        posts = array("d", bytes(8 * len(self.out_sid)))  # by out position; 8 bytes an edge, not 32
+        posts: list[float] = []
         for i in range(len(base) - 3, -1, -1):
             e0, e1, b0, b1 = self.out_off[i], self.out_off[i + 1], base[i], base[i + 1]
             vals = list(map(mul, map(gamma.__getitem__, self.out_dst[e0:e1]), map(get_p, self.out_sid[e0:e1])))
-            gamma[b0:b1] = map(add, gamma[b0:b1], node_sums(vals, self.out_plan[i]))
-            posts[e0:e1] = array("d", map(mul, map(alpha.__getitem__, self.out_src[e0:e1]), vals))
+            gamma[b0:b1] = map(add, gamma[b0:b1], _node_sums(vals, self.out_end[b0:b1]))
+            posts.extend(map(mul, map(alpha.__getitem__, self.out_src[e0:e1]), vals))
         del alpha, gamma
         # Per-piece sums as differences of one running sum (values are >= 0, and the total is
         # about the corpus size, so the rounding error is far below the M-step's 0.5 cut-off).
-        running = array("d", accumulate(map(posts.__getitem__, self.post_order)))
+        running = array("d", accumulate(map(posts.__getitem__, self.post_order)))  # 8 bytes an edge, not 32
         del posts
         ends = list(map(running.__getitem__, self.post_last))
         del running
