@@ -14,7 +14,11 @@ lattice per word, and the sums below are exact, not an approximation:
 
 The loops run inside C, one depth at a time: ``map(values.__getitem__, ids)`` gathers the
 values at the edges' other ends, ``map(mul, ...)`` applies the probabilities, and each node's
-sum is ``sum`` over its run of edges (edges are stored sorted by node, so runs are slices).
+sum is ``sum`` over its run of edges (edges are stored sorted by node, so a node's run is
+the next ``degree`` values of one shared iterator). Nodes stay in prefix order: numbering
+each depth's nodes by degree would make the sums strided slices (2× cheaper), but it was
+measured to cost as much in the gathers, whose ends are then spread over memory, and
+renumbering at each build and filter costs more than all the E-steps save.
 Edges are kept as ``array('i')`` columns (4 bytes a field), never as Python ints or
 precompiled getters: a getter's tuple of int objects costs ~40 bytes an edge, and gathering
 through it is *slower* than mapping over the array (its ints are spread over memory). Values
@@ -29,7 +33,7 @@ from array import array
 from bisect import bisect_left
 from collections import Counter, deque
 from collections.abc import Mapping, Sequence
-from itertools import accumulate, chain, compress, repeat
+from itertools import accumulate, chain, compress, islice, repeat
 from math import log
 from operator import add, ge, is_not, itemgetter, mul, ne, sub
 
@@ -54,10 +58,10 @@ def suffix_table(sid_of: Mapping[str, int], max_len: int) -> dict[str, int]:
     return table
 
 
-def run_ends(keys: Sequence[int], first: int, stop: int) -> array:
-    """End (exclusive) of each key's run in sorted ``keys``, for keys ``first..stop-1`` (absent: empty run)."""
+def run_lengths(keys: Sequence[int], first: int, stop: int) -> array:
+    """Length of each key's run in sorted ``keys``, for keys ``first..stop-1`` (absent: 0): a node's degree."""
     counts = Counter(keys)
-    return array("i", accumulate(map(counts.get, range(first, stop), repeat(0))))
+    return array("i", map(counts.get, range(first, stop), repeat(0)))
 
 
 def stable_order(keys: array) -> array:
@@ -75,9 +79,13 @@ def stable_order(keys: array) -> array:
     return order
 
 
-def _node_sums(vals: list[float], ends: array) -> map:
-    """Each node's sum over its run of ``vals`` (``ends`` as from :func:`run_ends`)."""
-    return map(sum, map(vals.__getitem__, map(slice, chain((0,), ends), ends)))
+def node_sums(vals: list[float], degs: Sequence[int]) -> map:
+    """Each node's sum over its run of ``vals`` (node-major runs of ``degs[k]`` values each).
+
+    ``sum`` over an ``islice`` of one shared iterator: no slice object and no list per node
+    (~35% cheaper than ``sum(vals[a:b])``), and the same additions in the same order.
+    """
+    return map(sum, map(islice, repeat(iter(vals)), degs))
 
 
 class TrieLattice:
@@ -205,11 +213,11 @@ class TrieLattice:
         depths = range(len(base) - 1)
         self.in_off = [bisect_left(self.in_dst, b) for b in base]
         self.out_off = [bisect_left(self.out_src, b) for b in base]
-        self.in_end, self.out_end = array("i", [0]), array("i")
+        self.in_deg, self.out_deg = array("i", [0]), array("i")  # each node's number of in / out edges
         for j in depths:
             if j:
-                self.in_end.extend(run_ends(self.in_dst[self.in_off[j] : self.in_off[j + 1]], base[j], base[j + 1]))
-            self.out_end.extend(run_ends(self.out_src[self.out_off[j] : self.out_off[j + 1]], base[j], base[j + 1]))
+                self.in_deg.extend(run_lengths(self.in_dst[self.in_off[j] : self.in_off[j + 1]], base[j], base[j + 1]))
+            self.out_deg.extend(run_lengths(self.out_src[self.out_off[j] : self.out_off[j + 1]], base[j], base[j + 1]))
         post_sids = self._post_sids()
         if post_order is None:
             post_order = stable_order(post_sids)
@@ -229,20 +237,20 @@ class TrieLattice:
         for j in range(1, len(base) - 1):
             e0, e1 = self.in_off[j], self.in_off[j + 1]
             vals = list(map(mul, map(alpha.__getitem__, self.in_src[e0:e1]), map(get_p, self.in_sid[e0:e1])))
-            alpha.extend(_node_sums(vals, self.in_end[base[j] : base[j + 1]]))
+            alpha.extend(node_sums(vals, self.in_deg[base[j] : base[j + 1]]))
         z = list(map(alpha.__getitem__, self.terminal))
         gamma = [0.0] * self.n_nodes
         deque(map(gamma.__setitem__, self.terminal, [c / v if v > TINY else 0.0 for c, v in zip(self.counts, z)]), maxlen=0)
-        posts: list[float] = []
+        posts = array("d")  # 8 bytes an edge, not a list's 32; gathered ~40% faster below
         for i in range(len(base) - 3, -1, -1):
             e0, e1, b0, b1 = self.out_off[i], self.out_off[i + 1], base[i], base[i + 1]
             vals = list(map(mul, map(gamma.__getitem__, self.out_dst[e0:e1]), map(get_p, self.out_sid[e0:e1])))
-            gamma[b0:b1] = map(add, gamma[b0:b1], _node_sums(vals, self.out_end[b0:b1]))
+            gamma[b0:b1] = map(add, gamma[b0:b1], node_sums(vals, self.out_deg[b0:b1]))
             posts.extend(map(mul, map(alpha.__getitem__, self.out_src[e0:e1]), vals))
         del alpha, gamma
         # Per-piece sums as differences of one running sum (values are >= 0, and the total is
         # about the corpus size, so the rounding error is far below the M-step's 0.5 cut-off).
-        running = array("d", accumulate(map(posts.__getitem__, self.post_order)))  # 8 bytes an edge, not 32
+        running = array("d", accumulate(map(posts.__getitem__, self.post_order)))  # a random gather
         del posts
         ends = list(map(running.__getitem__, self.post_last))
         del running

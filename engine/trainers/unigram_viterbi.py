@@ -18,10 +18,10 @@ import math
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from collections import deque
-from itertools import compress
-from operator import add, eq, ne
+from itertools import compress, islice, repeat
+from operator import add, eq
 
-from engine.trainers.unigram_trie import TrieLattice
+from engine.trainers.unigram_trie import TrieLattice, run_lengths
 
 
 def viterbi_counts(lat: TrieLattice, logp: Sequence[float]) -> list[float]:
@@ -31,15 +31,18 @@ def viterbi_counts(lat: TrieLattice, logp: Sequence[float]) -> list[float]:
     long lines cannot underflow. Words without any path contribute nothing.
     """
     base, in_src, in_dst, in_sid = lat.base, lat.in_src, lat.in_dst, lat.in_sid
+    in_deg = getattr(lat, "in_deg", None)  # kept by compiled lattices; counted here otherwise
     best = [0.0] + [-math.inf] * (lat.n_nodes - 1)
     back_edge = [-1] * lat.n_nodes
     for j in range(1, len(base) - 1):
         e0, e1 = bisect_left(in_dst, base[j]), bisect_left(in_dst, base[j + 1])
         dst = in_dst[e0:e1]
         vals = list(map(add, map(best.__getitem__, in_src[e0:e1]), map(logp.__getitem__, in_sid[e0:e1])))
-        cuts = [0, *(k + 1 for k in compress(range(len(dst) - 1), map(ne, dst, dst[1:]))), len(dst)]
-        run_nodes = [dst[c] for c in cuts[:-1]]
-        deque(map(best.__setitem__, run_nodes, map(max, map(vals.__getitem__, map(slice, cuts, cuts[1:])))), maxlen=0)
+        degs = in_deg[base[j] : base[j + 1]] if in_deg is not None else run_lengths(dst, base[j], base[j + 1])
+        # Each node's maximum over its run: the next ``degree`` values of one iterator (as
+        # ``unigram_trie.node_sums``); nodes without edges keep -inf.
+        maxima = map(max, map(islice, repeat(iter(vals)), compress(degs, degs)))
+        deque(map(best.__setitem__, compress(range(base[j], base[j + 1]), degs), maxima), maxlen=0)
         # The edges that reach their node's best score; inside a node the edges are in
         # piece-length order, so the last one written (the longest piece) wins a tie.
         win = list(compress(range(e0, e1), map(eq, vals, map(best.__getitem__, dst))))
