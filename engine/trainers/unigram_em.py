@@ -19,12 +19,11 @@ the final tokenizer are ``unigram.py``'s job.
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Mapping, Sequence
-from itertools import chain, compress, repeat
-from operator import add, gt, not_
+from itertools import chain, compress
+from operator import gt, not_
 
-from engine.trainers.unigram_prune import chains_parallel
+from engine.trainers.unigram_prune import alternative_sums
 from engine.trainers.unigram_shards import ShardedLattice
 from engine.trainers.unigram_trie import TrieLattice
 
@@ -116,24 +115,18 @@ def prune(
     prob = [0.0] * len(logp)  # only the live pieces and unknown are ever looked up
     for s in chain(live, (unk_sid,)):
         prob[s] = math.exp(logp[s]) if logp[s] > -math.inf else 0.0
-    alts = chains_parallel(owners, list(map(pieces.__getitem__, owners)), sid_of, prob, max_len, unk_sid)
-    # sum(log(freq[a] + f) for a in path) and len(path), for every owner at once, one path step
-    # at a time: the same additions in the same order as a sum per piece, so the same floats.
-    f = list(map(freq.__getitem__, owners))
-    sums, lens = [0.0] * len(owners), [0] * len(owners)
-    for at, step in alts.steps():
-        terms = map(math.log, map(add, map(freq.__getitem__, step), map(f.__getitem__, at)))
-        deque(map(sums.__setitem__, at, map(add, map(sums.__getitem__, at), terms)), maxlen=0)
-        deque(map(lens.__setitem__, at, map(add, map(lens.__getitem__, at), repeat(1))), maxlen=0)
+    # Each owner's alternative, with sum(log(freq[a] + freq[owner]) for a in its path) and the
+    # path's length (unigram_prune sums them as this formula would, in the same order).
+    value, sums, lens = alternative_sums(owners, list(map(pieces.__getitem__, owners)), sid_of, prob, max_len, unk_sid, freq)
     # A piece whose own best segmentation is not itself goes at once; the others by their loss.
-    worse = list(map(gt, alts.value, map(prob.__getitem__, owners)))
+    worse = list(map(gt, value, map(prob.__getitem__, owners)))
     for sid in compress(owners, worse):
         alive[sid] = False
     kept = list(map(not_, worse))
     sids = list(compress(owners, kept))
     neg_loss = [
         -((fs / total) * ((math.log(fs) - logsum) - (s_alt - n * math.log(total + fs * (n - 1)))))
-        for fs, s_alt, n in zip(compress(f, kept), compress(sums, kept), compress(lens, kept))
+        for fs, s_alt, n in zip(map(freq.__getitem__, sids), compress(sums, kept), compress(lens, kept))
     ]
     keep = max(target, int(len(live) * shrinking_factor))
     n_fixed = sum(1 for s in live if alive[s] and (s in required))

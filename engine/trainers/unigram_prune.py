@@ -22,20 +22,15 @@ of its best path. Paths are read from those, last piece first; the forked half o
 
 from __future__ import annotations
 
-import multiprocessing
-import pickle
-import threading
 from array import array
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, compress, repeat
-from multiprocessing.connection import Connection
-from operator import add, eq, ge, is_not, itemgetter, lt, mul, not_
+from math import log
+from operator import add, eq, ge, is_not, itemgetter, mul, not_
 
-# The strings' data, set just before forking so that the child reads it instead of unpickling it.
-_JOB: tuple | None = None
-
+from engine.trainers.unigram_fork import can_fork, in_two
 
 @dataclass
 class Chains:
@@ -110,6 +105,7 @@ def chains(
         best = list(map(mul, map(best_all.__getitem__, parents), map(get_p, sids)))
         back_sid, back_prev = sids, parents[:]
         pre = (repeat(0.0), repeat(-1), repeat(0))  # the best before the root edges: none at depth 1
+        whole: list[int | None] | None = sids[:] if j == 1 else None  # each node's string's id, if a piece
         anc = parents
         for length in range(2, min(j, max_len) + 1):
             anc = list(map(parent_all.__getitem__, anc))  # each node's ancestor `length` levels up
@@ -121,7 +117,7 @@ def chains(
             ss, ac = list(compress(found, hit)), list(compress(anc, hit))
             vals = list(map(mul, map(best_all.__getitem__, ac), map(get_p, ss)))
             if length == j:  # the root edges: each node's own string as a piece
-                t = term[j]
+                t, whole = term[j], found
                 pre = (list(map(best.__getitem__, t)), list(map(back_sid.__getitem__, t)), list(map(back_prev.__getitem__, t)))
             # at least as likely as the shorter last pieces: the longer one wins the tie
             win = list(map(ge, vals, map(best.__getitem__, ks)))
@@ -132,10 +128,7 @@ def chains(
         # 3. Each string ending here: its best without its own piece (the root edge of that id),
         #    or its whole best if its root edge is some other id (or absent).
         pos, t = ends.get(j, []), term[j]
-        if j <= max_len:
-            own = list(map(eq, map(get_sid, map(strings.__getitem__, pos), repeat(unk_sid if j == 1 else None)), map(owners.__getitem__, pos)))
-        else:  # longer than any piece: no root edge
-            own = [False] * len(pos)
+        own = [False] * len(pos) if whole is None else list(map(eq, map(whole.__getitem__, t), map(owners.__getitem__, pos)))
         other = list(map(not_, own))
         for out, before, final in zip((value, first, prev), pre, (best, back_sid, back_prev)):
             deque(map(out.__setitem__, compress(pos, own), compress(before, own)), maxlen=0)
@@ -157,60 +150,56 @@ def alternatives(
     return list(zip(found.value, found.paths()))
 
 
+def path_sums(found: Chains, weight: Sequence[float], freq: Sequence[float]) -> tuple[array, array]:
+    """For each string ``i``: ``sum(log(freq[a] + weight[i]) for a in its path)``, and its path's length.
+
+    The sums are taken one path step at a time for all strings, but each string's terms are
+    added in path order from 0.0, as ``sum`` over its path does, so the floats are the same.
+    """
+    sums, lens = [0.0] * len(found.first), [0] * len(found.first)
+    for k, (at, step) in enumerate(found.steps(), 1):
+        terms = map(log, map(add, map(freq.__getitem__, step), map(weight.__getitem__, at)))
+        deque(map(sums.__setitem__, at, map(add, map(sums.__getitem__, at), terms)), maxlen=0)
+        deque(map(lens.__setitem__, at, repeat(k)), maxlen=0)
+    return array("d", sums), array("i", lens)
+
+
+def alternative_sums(
+    owners: Sequence[int], strings: Sequence[str], sid_of: Mapping[str, int], prob: Sequence[float], max_len: int, unk_sid: int,
+    freq: Sequence[float], *, workers: int = 2,
+) -> tuple[array, array, array]:
+    """What pruning needs of each string's alternative: its probability, and its :func:`path_sums`
+    weighted by the owner's ``freq``; in two halves at once (``unigram_fork``) when that pays."""
+
+    def task(part: Sequence[int]) -> tuple[array, array, array]:
+        sub = list(map(owners.__getitem__, part))
+        found = chains(sub, list(map(strings.__getitem__, part)), sid_of, prob, max_len, unk_sid)
+        return (found.value, *path_sums(found, list(map(freq.__getitem__, sub)), freq))
+
+    if not can_fork(len(strings), workers):
+        return task(range(len(strings)))
+    parts, results = in_two(strings, task)
+    out = (array("d", bytes(8 * len(strings))), array("d", bytes(8 * len(strings))), array("i", bytes(4 * len(strings))))
+    for part, result in zip(parts, results):
+        for column, values in zip(out, result):
+            deque(map(column.__setitem__, part, values), maxlen=0)
+    return out
+
+
 def chains_parallel(
     owners: Sequence[int], strings: Sequence[str], sid_of: Mapping[str, int], prob: Sequence[float], max_len: int, unk_sid: int,
     *, workers: int = 2,
 ) -> Chains:
-    """:func:`chains` with the strings cut in two (below a sampled median string, and the rest:
-    two sub-tries that share few nodes), one half in a forked child while this process does the
-    other; the result is the same (each string's answer is independent).
+    """:func:`chains` in two halves at once (``unigram_fork``) when that pays; the same result."""
 
-    The child reads its inputs from memory it shares with the parent at the fork (nothing is
-    pickled on the way in) and sends back only its :class:`Chains` arrays.
-    """
-    if workers < 2 or len(strings) < 20_000 or threading.active_count() != 1 or "fork" not in multiprocessing.get_all_start_methods():
+    def task(part: list[int]) -> Chains:
+        return chains(list(map(owners.__getitem__, part)), list(map(strings.__getitem__, part)), sid_of, prob, max_len, unk_sid)
+
+    if not can_fork(len(strings), workers):
         return chains(owners, strings, sid_of, prob, max_len, unk_sid)
-    global _JOB
-    sample = sorted(strings[:: len(strings) // 4096])
-    pivot = sample[len(sample) // 2]
-    low = list(map(lt, strings, repeat(pivot)))
-    parts = [list(compress(range(len(strings)), low)), list(compress(range(len(strings)), map(not_, low)))]
-    _JOB = (owners, strings, sid_of, prob, max_len, unk_sid, parts[1])
-    ctx = multiprocessing.get_context("fork")
-    reader, writer = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_child, args=(writer,), daemon=True)
-    try:
-        child.start()
-        writer.close()
-        mine = _part(owners, strings, sid_of, prob, max_len, unk_sid, parts[0])
-        try:
-            theirs: Chains = pickle.loads(reader.recv_bytes())
-        except EOFError:
-            raise RuntimeError("the pruning worker process died; rerun, or train with fewer workers") from None
-    finally:
-        _JOB = None
-        reader.close()
-        child.join()
-    return _merge(len(strings), parts, (mine, theirs))
-
-
-def _part(
-    owners: Sequence[int], strings: Sequence[str], sid_of: Mapping[str, int], prob: Sequence[float], max_len: int, unk_sid: int,
-    part: list[int],
-) -> Chains:
-    return chains(list(map(owners.__getitem__, part)), list(map(strings.__getitem__, part)), sid_of, prob, max_len, unk_sid)
-
-
-def _child(writer: Connection) -> None:
-    """The forked half: its :class:`Chains`, pickled (flat arrays) into the pipe."""
-    if _JOB is None:
-        raise RuntimeError("forked without a job")
-    writer.send_bytes(pickle.dumps(_part(*_JOB), protocol=pickle.HIGHEST_PROTOCOL))
-    writer.close()
-
-
-def _merge(n: int, parts: list[list[int]], found: tuple[Chains, Chains]) -> Chains:
-    """The halves' chains as one, in the strings' order; the second half's nodes come after the first's."""
+    parts, found = in_two(strings, task)
+    # One Chains in the strings' order; the second half's nodes come after the first's.
+    n = len(strings)
     value, first, prev = array("d", bytes(8 * n)), array("i", bytes(4 * n)), array("i", bytes(4 * n))
     back_sid, back_prev = array("i"), array("i")
     for part, c in zip(parts, found):
