@@ -37,8 +37,8 @@ __all__ = ["char_class", "required_chars", "seed_pieces", "segments"]
 
 # count -> segment length -> the distinct segments of that length whose words sum to that count
 SegmentTable = dict[int, dict[int, list[str]]]
-# A band's ranked pieces: the pieces and their scores (count × length), by descending score
-# then ascending piece.
+# Ranked pieces: the pieces and their negated scores (-count × length), by ascending negated
+# score then ascending piece.
 Ranked = tuple[list[str], list[int]]
 
 
@@ -81,35 +81,34 @@ def seed_pieces(
 ) -> list[tuple[str, float]]:
     """Required characters (scored by count) then the top substrings (scored by count × length).
 
-    The substrings are counted in two bands of piece lengths (2-cut and cut+1-max), in two
-    processes when possible: a band's right-branching test only needs the counts of its own
-    lengths plus one, so the bands never need each other's tables, and the two ranked lists
-    merge exactly. The cut balances the bands' estimated work; it never changes the result.
+    The substrings are counted in two halves, split by their first character, in two processes
+    when possible: a substring's one-character extensions start with the same character, so
+    each half's right-branching test needs only its own counts, and the two ranked lists merge
+    exactly. The split balances the halves' work; it never changes the result.
     """
     classes = {
         c: char_class(c, split_by_unicode_script=split_by_unicode_script, split_by_number=split_by_number)
         for c in required
     }
     want = max(0, seed_size - len(required))
-    table = _segment_table(word_counts, classes, space)
-    bands = _bands(table, max_piece_length)
+    separator = next(c for c in map(chr, range(10, sys.maxunicode + 1)) if c not in classes)
+    table = _segment_table(word_counts, classes, space, separator)
     if workers is None:
         workers = 2 if len(word_counts) >= 20_000 else 1
-    if workers > 1 and len(bands) > 1 and "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
-        ranked = _two_processes(table, bands, want)
+    if workers > 1 and "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
+        ranked = _two_processes(table, _halves(table), max_piece_length, want, separator)
     else:
-        ranked = [_top_substrings(table, lo, hi, want) for lo, hi in bands]
+        ranked = [_top_substrings(table, None, max_piece_length, want)]
     pieces = [(c, float(n)) for c, n in sorted(required.items(), key=lambda kv: (-kv[1], kv[0]))]
-    top, scores = _merge(ranked, want)
-    pieces.extend(zip(top, map(float, scores)))
+    pieces.extend(_merge(ranked, want))
     return pieces
 
 
-def _segment_table(word_counts: Mapping[str, int], classes: Mapping[str, str], space: str) -> SegmentTable:
+def _segment_table(word_counts: Mapping[str, int], classes: Mapping[str, str], space: str, separator: str) -> SegmentTable:
     """The distinct segments of two characters or more, grouped by summed count and by length."""
-    # Words with the same count are joined by a character outside the required set (which ends
-    # a segment and starts none, as a word's end does), so one C-level regex pass finds all
-    # their segments.
+    # Words with the same count are joined by ``separator``, a character outside the required
+    # set (which ends a segment and starts none, as a word's end does), so one C-level regex
+    # pass finds all their segments.
     by_count: dict[int, list[str]] = {}
     for word, count in word_counts.items():
         words = by_count.get(count)
@@ -117,7 +116,6 @@ def _segment_table(word_counts: Mapping[str, int], classes: Mapping[str, str], s
             by_count[count] = [word]
         else:
             words.append(word)
-    separator = next(c for c in map(chr, range(10, sys.maxunicode + 1)) if c not in classes)
     run = _segment_pattern(classes, space)
     summed: Counter[str] = Counter()
     for count, words in by_count.items():
@@ -170,71 +168,80 @@ def _charset(chars: list[str]) -> str:
     return "[" + "".join(map(re.escape, sorted(chars))) + "]"
 
 
-def _bands(table: SegmentTable, max_piece_length: int) -> list[tuple[int, int]]:
-    """Two bands of piece lengths (one if too short to split), cut where their work is even.
+def _halves(table: SegmentTable) -> list[frozenset[str]]:
+    """Two sets of first characters that split the counting work about evenly.
 
-    A band (lo, hi) counts every substring of length lo..hi+1 of every distinct segment.
+    A substring's work is roughly one per start position, so each character weighs its number
+    of occurrences in the distinct segments; the heaviest go first to the lighter half.
     """
-    if max_piece_length < 3:
-        return [(2, max_piece_length)]
-    segs_of_length: Counter[int] = Counter()
+    weight: Counter[str] = Counter()
     for by_length in table.values():
-        for m, segs in by_length.items():
-            segs_of_length[m] += len(segs)
-
-    def work(lo: int, hi: int) -> int:
-        return sum(n * sum(m - L + 1 for L in range(lo, min(m, hi + 1) + 1)) for m, n in segs_of_length.items())
-
-    cut = min(range(2, max_piece_length), key=lambda c: max(work(2, c), work(c + 1, max_piece_length)))
-    return [(2, cut), (cut + 1, max_piece_length)]
+        for segs in by_length.values():
+            weight.update(chain.from_iterable(segs))
+    halves: list[set[str]] = [set(), set()]
+    load = [0, 0]
+    for char, w in sorted(weight.items(), key=lambda kv: (-kv[1], kv[0])):
+        lighter = 0 if load[0] <= load[1] else 1
+        halves[lighter].add(char)
+        load[lighter] += w
+    return [frozenset(h) for h in halves]
 
 
 # The segment table, inherited by the forked worker rather than pickled to it.
 _SHARED: SegmentTable | None = None
 
 
-def _two_processes(table: SegmentTable, bands: list[tuple[int, int]], want: int) -> list[Ranked]:
-    """The first band here, the second in a forked worker, at the same time."""
+def _two_processes(
+    table: SegmentTable, halves: list[frozenset[str]], max_piece_length: int, want: int, separator: str,
+) -> list[Ranked]:
+    """The first half here, the second in a forked worker, at the same time."""
     global _SHARED
     _SHARED = table
     try:
         ctx = multiprocessing.get_context("fork")
         with ctx.Pool(1) as pool:
-            theirs = pool.apply_async(_shared_top_substrings, (*bands[1], want))
-            mine = _top_substrings(table, *bands[0], want)
-            return [mine, theirs.get()]
+            theirs = pool.apply_async(_shared_top_substrings, (halves[1], max_piece_length, want, separator))
+            mine = _top_substrings(table, halves[0], max_piece_length, want)
+            joined, negated = theirs.get()
     finally:
         _SHARED = None
+    # The worker's pieces come back as one string: much cheaper to pickle than 100k strings.
+    return [mine, (joined.split(separator) if negated else [], negated)]
 
 
-def _shared_top_substrings(lo: int, hi: int, want: int) -> Ranked:
+def _shared_top_substrings(first: frozenset[str], max_piece_length: int, want: int, separator: str) -> tuple[str, list[int]]:
     if _SHARED is None:
         raise RuntimeError("the segment table was not shared with this worker")
-    return _top_substrings(_SHARED, lo, hi, want)
+    pieces, negated = _top_substrings(_SHARED, first, max_piece_length, want)
+    return separator.join(pieces), negated
 
 
-def _top_substrings(table: SegmentTable, lo: int, hi: int, want: int) -> Ranked:
-    """The best ``want`` right-branching substrings of length ``lo..hi``, ranked."""
-    if hi < lo:
-        return [], []
-    longest = hi + 1  # counted only to test whether the length-hi pieces branch
+def _top_substrings(table: SegmentTable, first: frozenset[str] | None, max_piece_length: int, want: int) -> Ranked:
+    """The best ``want`` right-branching substrings starting with a character in ``first``
+    (``None``: any), ranked."""
+    longest = max_piece_length + 1  # counted only to test whether the longest pieces branch
     # 1. counts[L]: every substring of length L inside a segment, weighted by its count. Each
     #    count's segments are counted once, then added count times over.
     counts: list[Counter[str]] = [Counter() for _ in range(longest + 1)]
     for count, by_length in table.items():
         into = counts if count == 1 else [Counter() for _ in range(longest + 1)]
         for m, segs in by_length.items():
-            for L in range(lo, min(m, longest) + 1):
-                into[L].update(_substrings(segs, m, L))
+            # columns[i]: the segments whose substrings starting at i are counted here
+            columns: Iterable[list[str]] = repeat(segs)
+            if first is not None:
+                columns = [list(compress(segs, map(first.__contains__, map(itemgetter(i), segs)))) for i in range(m - 1)]
+            for L in range(2, min(m, longest) + 1):
+                getters = map(itemgetter, map(slice, range(m - L + 1), range(L, m + 1)))
+                into[L].update(chain.from_iterable(map(map, getters, columns)))
         if count != 1:
-            for L in range(lo, longest + 1):
+            for L in range(2, longest + 1):
                 _add_scaled(counts[L], into[L], count)
     # 2. Right-branching: a substring that occurs at least twice, and not always followed by the
     #    same character. An extension never counts more than its prefix, so the test is that no
     #    extension counts as much.
     pieces: list[str] = []
     scores: list[int] = []
-    for L in range(lo, hi + 1):
+    for L in range(2, max_piece_length + 1):
         n_of, ext = counts[L], counts[L + 1]
         ext_keys = list(compress(ext.keys(), map(lt, repeat(1), ext.values())))
         prefixes = list(map(getitem, ext_keys, repeat(slice(-1))))
@@ -242,16 +249,10 @@ def _top_substrings(table: SegmentTable, lo: int, hi: int, want: int) -> Ranked:
         frequent = compress(n_of.keys(), map(lt, repeat(1), n_of.values()))
         kept = list(filterfalse(closed.__contains__, frequent))
         pieces += kept
-        scores += map(mul, map(n_of.__getitem__, kept), repeat(L))
-    # 3. Rank by count × length; ties to the smaller string.
-    ranked = sorted(zip(map(neg, scores), pieces))[:want]
-    return [s for _, s in ranked], [-n for n, _ in ranked]
-
-
-def _substrings(segs: list[str], m: int, L: int) -> Iterable[str]:
-    """Every substring of length ``L`` of the length-``m`` segments ``segs``, lazily."""
-    getters = map(itemgetter, map(slice, range(m - L + 1), range(L, m + 1)))
-    return chain.from_iterable(map(map, getters, repeat(segs)))
+        scores += map(mul, map(n_of.__getitem__, kept), repeat(-L))
+    # 3. Rank by count × length (negated, so ascending); ties to the smaller string.
+    ranked = sorted(zip(scores, pieces))[:want]
+    return list(map(itemgetter(1), ranked)), list(map(itemgetter(0), ranked))
 
 
 def _add_scaled(total: Counter[str], part: Counter[str], scale: int) -> None:
@@ -260,12 +261,11 @@ def _add_scaled(total: Counter[str], part: Counter[str], scale: int) -> None:
     dict.update(total, zip(keys, map(add, map(total.get, keys, repeat(0)), map(mul, part.values(), repeat(scale)))))
 
 
-def _merge(ranked: list[Ranked], want: int) -> Ranked:
-    """The best ``want`` of the bands' ranked lists, ranked."""
+def _merge(ranked: list[Ranked], want: int) -> list[tuple[str, float]]:
+    """The best ``want`` of the ranked lists, as (piece, score)."""
     if len(ranked) == 1:
-        return ranked[0][0][:want], ranked[0][1][:want]
-    pieces = [s for top, _ in ranked for s in top]
-    scores = [n for _, sc in ranked for n in sc]
-    # Each band's list is already sorted, so this sort only merges runs.
-    merged = sorted(zip(map(neg, scores), pieces))[:want]
-    return [s for _, s in merged], [-n for n, _ in merged]
+        pieces, negated = ranked[0]
+        return list(zip(pieces[:want], map(float, map(neg, negated[:want]))))
+    # Each list is sorted already, so this sort only merges runs.
+    top = sorted(zip(chain.from_iterable(r[1] for r in ranked), chain.from_iterable(r[0] for r in ranked)))[:want]
+    return list(zip(map(itemgetter(1), top), map(float, map(neg, map(itemgetter(0), top)))))
