@@ -16,8 +16,10 @@ of every node's last ``L`` characters in ``sid_of`` (cheaper than first building
 pieces' suffixes to stop early: that table is twice the size and costs more than it saves).
 
 Results are :class:`Chains`: per string, its value and first back step; per node, the back step
-of its best path. Paths are read from those, last piece first; the forked half of
-:func:`chains_parallel` sends back only flat arrays. The loss formula is ``unigram_em.prune``'s.
+of its best path; paths are read from those, last piece first. For pruning itself,
+:func:`alternative_sums` also takes the loss's sum over each path (``unigram_em.prune`` has the
+formula) inside each half of the strings (``unigram_fork``), so a forked half sends back only
+three flat arrays, never lists of paths.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from math import log
 from operator import add, eq, ge, is_not, itemgetter, mul, not_
 
 from engine.trainers.unigram_fork import can_fork, in_two
+
 
 @dataclass
 class Chains:
