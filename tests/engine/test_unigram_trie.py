@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import random
 from array import array
+from itertools import accumulate
 
 import pytest
 
-from engine.trainers.unigram_trie import TrieLattice, stable_order, suffix_table
+from engine.trainers.unigram_trie import TrieLattice, node_sums, stable_order, suffix_table
 
 
 def random_case(seed: int) -> tuple[list[str], list[float], dict[str, int], int]:
@@ -55,6 +56,10 @@ def test_filtering_equals_building_without_the_dead_pieces(seed: int) -> None:
     filtered.filter(alive, min_share=0.0)
     fresh = TrieLattice(words, counts, {p: s for p, s in sid_of.items() if alive[s]}, 16, unk)
     assert filtered.edges() == fresh.edges()
+    # The index is filtered in place, not recomputed: it must be the fresh lattice's.
+    for name in ("in_src", "in_dst", "in_sid", "out_src", "out_dst", "out_sid", "in_deg", "out_deg", "in_off", "out_off",
+                 "post_order", "post_piece", "post_last"):
+        assert getattr(filtered, name) == getattr(fresh, name), name
     assert filtered.e_step(dead_prob) == fresh.e_step(dead_prob)  # bit for bit
 
 
@@ -63,3 +68,12 @@ def test_stable_order_is_a_stable_sort(n: int) -> None:
     rng = random.Random(n)
     keys = array("i", [rng.randrange(9) for _ in range(n)])
     assert list(stable_order(keys)) == sorted(range(n), key=keys.__getitem__)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_node_sums_are_per_node_sums_bit_for_bit(seed: int) -> None:
+    rng = random.Random(seed)
+    degs = array("i", [rng.choice([0, 1, 1, 2, 3, 5, 16, 40]) for _ in range(300)])
+    vals = [rng.random() * 10.0 ** rng.randint(-20, 20) for _ in range(sum(degs))]
+    ends = [0, *accumulate(degs)]
+    assert list(node_sums(vals, degs)) == [sum(vals[a:b]) for a, b in zip(ends, ends[1:])]

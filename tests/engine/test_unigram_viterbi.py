@@ -51,6 +51,22 @@ def test_trie_viterbi_matches_the_per_word_reference(dead: tuple[int, ...]) -> N
     assert sum(fast) > 0
 
 
+def test_viterbi_on_a_filtered_lattice_matches_the_reference() -> None:
+    # A dead one-character piece leaves nodes without any in-edge once filtered (maxima of
+    # empty runs), and filtering renumbers nothing but the edges.
+    words = ["▁abracadabra", "▁abra", "▁cadabra", "▁bar", "▁x", "▁abr", "ab", "▁abracad", "b", "dab"]
+    counts = [3, 2, 1, 5, 1, 4, 2, 7, 1, 2]
+    pieces = ["▁", "a", "b", "r", "c", "d", "abra", "▁abra", "cad", "ab", "ra", "▁cad", "ar", "da"]
+    sid_of = {p: i for i, p in enumerate(pieces)}
+    unk = len(pieces)
+    alive = [p not in ("d", "ab", "cad") for p in pieces] + [True]
+    prob = [0.05 + 0.01 * i if alive[i] else 0.0 for i in range(len(pieces))] + [1e-6]
+    lat = TrieLattice(words, counts, sid_of, 16, unk)
+    lat.filter(alive, min_share=0.0)
+    assert 0 in lat.in_deg[1:]
+    assert viterbi_counts(lat, logs(prob)) == viterbi_counts_reference(words, counts, sid_of, logs(prob), 16, unk)
+
+
 def test_sharded_viterbi_counts_in_workers_match_the_reference() -> None:
     words = {"▁abracadabra": 3, "▁abra": 2, "▁cadabra": 1, "▁bar": 5, "▁x": 1, "▁abr": 4, "ab": 2, "▁zz": 1}
     pieces = ["▁", "a", "b", "r", "c", "d", "abra", "▁abra", "cad", "ab", "ra", "▁cad", "ar"]
