@@ -26,6 +26,7 @@ import multiprocessing
 import re
 import sys
 import threading
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from itertools import chain, compress, filterfalse, repeat
@@ -262,10 +263,20 @@ def _add_scaled(total: Counter[str], part: Counter[str], scale: int) -> None:
 
 
 def _merge(ranked: list[Ranked], want: int) -> list[tuple[str, float]]:
-    """The best ``want`` of the ranked lists, as (piece, score)."""
+    """The best ``want`` of one or two ranked lists, as (piece, score)."""
     if len(ranked) == 1:
         pieces, negated = ranked[0]
         return list(zip(pieces[:want], map(float, map(neg, negated[:want]))))
-    # Each list is sorted already, so this sort only merges runs.
-    top = sorted(zip(chain.from_iterable(r[1] for r in ranked), chain.from_iterable(r[0] for r in ranked)))[:want]
-    return list(zip(map(itemgetter(1), top), map(float, map(neg, map(itemgetter(0), top)))))
+    (a, na), (b, nb) = ranked
+    top: list[tuple[str, float]] = []
+    i = j = 0
+    # One step per distinct score (thousands, against 100ks of pieces): the pieces with that
+    # score in either list, in string order.
+    while (i < len(a) or j < len(b)) and len(top) < want:
+        n = min(na[i] if i < len(a) else nb[j], nb[j] if j < len(b) else na[i])
+        i_end, j_end = bisect_right(na, n, i), bisect_right(nb, n, j)
+        run = b[j:j_end] if i == i_end else a[i:i_end] if j == j_end else sorted(a[i:i_end] + b[j:j_end])
+        top.extend(zip(run, repeat(float(-n))))
+        i, j = i_end, j_end
+    del top[want:]
+    return top
