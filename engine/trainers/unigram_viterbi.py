@@ -21,7 +21,8 @@ from collections import deque
 from itertools import compress, islice, repeat
 from operator import add, eq
 
-from engine.trainers.unigram_trie import TrieLattice, run_lengths
+from engine.trainers.unigram_columns import run_lengths
+from engine.trainers.unigram_trie import TrieLattice
 
 
 def viterbi_counts(lat: TrieLattice, logp: Sequence[float]) -> list[float]:

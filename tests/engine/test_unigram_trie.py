@@ -9,7 +9,8 @@ from itertools import accumulate
 
 import pytest
 
-from engine.trainers.unigram_trie import TrieLattice, node_sums, stable_order, suffix_table
+from engine.trainers.unigram_columns import node_sums, stable_order
+from engine.trainers.unigram_trie import TrieLattice, suffix_table
 
 
 def random_case(seed: int) -> tuple[list[str], list[float], dict[str, int], int]:
