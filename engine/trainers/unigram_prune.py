@@ -141,6 +141,8 @@ def chains(
         prev_all.extend(back_prev)
         parent_all.extend(parents)
         start = g0
+    for i in ends.get(0, ()):
+        value[i] = 1.0  # the empty string: the empty path
     return Chains(value, first, prev, array("i", sid_all), array("i", prev_all))
 
 

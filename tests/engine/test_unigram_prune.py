@@ -35,7 +35,7 @@ def test_alternatives_match_the_reference_with_ties_unknowns_and_odd_owners(seed
     prob = [rng.choice(PROBS) for _ in live] + [rng.choice([1e-9, 0.0625])]
     # Owners are mostly the strings' own ids, but also other ids, strings that are not pieces
     # (too long, or with the unknown "z"), one-character strings, and duplicates.
-    strings = [rng.choice(pieces) for _ in range(40)] + ["".join(rng.choice("abcz") for _ in range(rng.randint(1, 8))) for _ in range(10)]
+    strings = [rng.choice(pieces) for _ in range(40)] + ["".join(rng.choice("abcz") for _ in range(rng.randint(0, 8))) for _ in range(10)]
     owners = [sid_of.get(s, -1) if rng.random() < 0.8 else rng.randrange(len(live)) for s in strings]
     fast = alternatives(owners, strings, sid_of, prob, max_len, len(live))
     assert fast == alternatives_reference(owners, strings, sid_of, prob, max_len, len(live))
