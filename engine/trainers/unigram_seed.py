@@ -13,11 +13,12 @@ characters of different scripts; decimal digits are Common, so "1." is a piece a
 Ties in the ranking go to the smaller string (code point order),
 so the seed is deterministic. EM and pruning live in ``unigram.py``/``unigram_em.py``.
 
-Speed: valid pieces lie inside a word's *segments*, so the words are first reduced to a table of
-distinct segments with summed counts ("▁the", "▁the," and "▁the." share "▁the"), and all the
-counting after that runs in C-level loops (``Counter.update``, ``map``, ``compress``), one
-Python call per (count, segment length, piece length). The slow, obviously-correct version is
-``reference_seed`` in ``tests/engine/test_unigram_seed.py``.
+Speed: valid pieces lie inside a word's *segments*, so the words are first reduced (by one regex
+pass per word count) to a table of distinct segments with summed counts ("▁the", "▁the," and
+"▁the." share "▁the"), and all the counting after that runs in C-level loops
+(``Counter.update``, ``map``, ``compress``), one Python call per (count, segment length, piece
+length). Two processes share the work by the substrings' first character. The slow,
+obviously-correct version is ``reference_seed`` in ``tests/engine/test_unigram_seed.py``.
 """
 
 from __future__ import annotations
@@ -143,7 +144,7 @@ def _segment_table(word_counts: Mapping[str, int], classes: Mapping[str, str], s
 def _segment_pattern(classes: Mapping[str, str], space: str) -> re.Pattern[str]:
     """A regex whose matches are exactly the :func:`segments` of a text (and empty strings).
 
-    A segment is ``space``, then wildcards (``ANY``, and marks, which copy the wildcard before
+    A segment is an optional ``space``, then wildcards (``ANY``, and marks, which copy the wildcard before
     them), then *blocks* of one script's characters and marks, every two blocks parted by a
     wildcard. Possessive quantifiers and atomic groups keep the regex from backtracking into a
     shorter block: in "a\u0301β", "a" then the mark as a wildcard then "β" is not a segment.

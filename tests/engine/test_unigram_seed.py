@@ -54,6 +54,8 @@ def random_table(seed: int) -> tuple[Counter[str], dict[str, int]]:
         words[(SPACE if rng.random() < 0.7 else "") + word] += rng.choice([1, 1, 1, 2, 2, 3, 4, 7, 40])
     required = Counter("".join(w * c for w, c in words.items()))
     del required["☃"]
+    if rng.random() < 0.2:  # ▁ outside the required set: it ends segments like any such character
+        del required[SPACE]
     return words, dict(required)
 
 
