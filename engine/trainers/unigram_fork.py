@@ -1,13 +1,15 @@
-"""Two halves at once: a task on the strings below a sampled median string, and on the rest, one half in a forked child.
+"""Two tasks at once, one of them in a forked child: the Unigram trainer's seed and pruning use it.
 
-Pruning's answers are independent per string, so the strings may be cut anywhere; cutting at a
-median string keeps the two halves' prefix tries apart (they share few nodes), so the work
-splits evenly and is not done twice. The child is *forked*: it reads the task and its inputs
-from the memory it shares with the parent at the fork (nothing is pickled on the way in), and
-sends back only its result, pickled (flat arrays pickle as bytes). The parent does the other
-half meanwhile and merges. Where forking is not possible or not safe (no ``fork`` start
-method, other threads running, or a daemon process, which may not have children),
-:func:`can_fork` says so and the caller runs serially.
+:func:`forked_pair` runs one task here and the other in a forked child. The child reads the
+task and its inputs from the memory it shares with the parent at the fork (nothing is pickled
+on the way in), and sends back only its result, pickled (flat arrays and joined strings pickle
+cheaply). Where forking is not possible or not safe (no ``fork`` start method, other threads
+running, or a daemon process, which may not have children), :func:`can_fork` says so and the
+caller runs serially.
+
+:func:`in_two` is pruning's use: the strings cut at a sampled median string, since answers are
+independent per string, and cutting at a median keeps the two halves' prefix tries apart (they
+share few nodes), so the work splits evenly and is not done twice.
 """
 
 from __future__ import annotations
@@ -22,15 +24,23 @@ from operator import lt, not_
 from typing import TypeVar
 
 T = TypeVar("T")
-MIN_STRINGS = 20_000  # below this, a fork (~10-50 ms) costs more than half the work saves
+U = TypeVar("U")
+MIN_STRINGS = 20_000  # below this many strings (or words), a fork (~10-50 ms) costs more than half the work saves
+
+
+def fork_possible() -> bool:
+    """Whether this process may fork a child safely: the ``fork`` start method exists, no other
+    thread runs (a fork copies only the calling thread, and any lock another one holds), and it
+    is not a daemon (daemons may not have children)."""
+    return (
+        threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
+        and not multiprocessing.current_process().daemon
+    )
 
 
 def can_fork(n_strings: int, workers: int) -> bool:
     """Whether :func:`in_two` should be used for ``n_strings`` strings with ``workers`` processes."""
-    return (
-        workers >= 2 and n_strings >= MIN_STRINGS and threading.active_count() == 1
-        and "fork" in multiprocessing.get_all_start_methods() and not multiprocessing.current_process().daemon
-    )
+    return workers >= 2 and n_strings >= MIN_STRINGS and fork_possible()
 
 
 def halves(strings: Sequence[str]) -> tuple[list[int], list[int]]:
@@ -45,23 +55,28 @@ def in_two(strings: Sequence[str], task: Callable[[list[int]], T]) -> tuple[tupl
     """``task`` on each of the :func:`halves` of ``strings`` (given its positions), the second
     half in a forked child; returns the halves and the two results."""
     parts = halves(strings)
+    return parts, forked_pair(lambda: task(parts[0]), lambda: task(parts[1]))
+
+
+def forked_pair(here: Callable[[], T], there: Callable[[], U]) -> tuple[T, U]:
+    """``here()`` in this process while ``there()`` runs in a forked child; both results."""
     ctx = multiprocessing.get_context("fork")
     reader, writer = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_child, args=(writer, task, parts[1]))  # forked: nothing here is pickled
+    child = ctx.Process(target=_child, args=(writer, there))  # forked: nothing here is pickled
     try:
         child.start()
         writer.close()
-        mine = task(parts[0])
+        mine = here()
         try:
-            theirs: T = pickle.loads(reader.recv_bytes())
+            theirs: U = pickle.loads(reader.recv_bytes())
         except EOFError:
-            raise RuntimeError("the forked pruning process died before sending its half; see its error above") from None
+            raise RuntimeError("a forked Unigram training process died before sending its result; see its error above") from None
     finally:
         reader.close()
         child.join()
-    return parts, (mine, theirs)
+    return mine, theirs
 
 
-def _child(writer: Connection, task: Callable[[list[int]], T], part: list[int]) -> None:
-    writer.send_bytes(pickle.dumps(task(part), protocol=pickle.HIGHEST_PROTOCOL))
+def _child(writer: Connection, task: Callable[[], object]) -> None:
+    writer.send_bytes(pickle.dumps(task(), protocol=pickle.HIGHEST_PROTOCOL))
     writer.close()

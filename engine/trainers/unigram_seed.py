@@ -23,16 +23,15 @@ obviously-correct version is ``reference_seed`` in ``tests/engine/test_unigram_s
 
 from __future__ import annotations
 
-import multiprocessing
 import re
 import sys
-import threading
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from itertools import chain, compress, filterfalse, repeat
 from operator import add, eq, getitem, itemgetter, lt, mul, neg
 
+from engine.trainers.unigram_fork import MIN_STRINGS, forked_pair, fork_possible
 from engine.trainers.unigram_scripts import ANY, INHERITED, char_class, segments
 
 __all__ = ["char_class", "required_chars", "seed_pieces", "segments"]
@@ -96,8 +95,8 @@ def seed_pieces(
     separator = next(c for c in map(chr, range(10, sys.maxunicode + 1)) if c not in classes)
     table = _segment_table(word_counts, classes, space, separator)
     if workers is None:
-        workers = 2 if len(word_counts) >= 20_000 else 1
-    if workers > 1 and "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
+        workers = 2 if len(word_counts) >= MIN_STRINGS else 1
+    if workers > 1 and fork_possible():
         ranked = _two_processes(table, _halves(table, max_piece_length), max_piece_length, want, separator)
     else:
         ranked = [_top_substrings(table, None, max_piece_length, want)]
@@ -198,34 +197,20 @@ def _halves(table: SegmentTable, max_piece_length: int) -> list[frozenset[str]]:
     return [frozenset(h) for h in halves]
 
 
-# The segment table, inherited by the forked worker rather than pickled to it.
-_SHARED: SegmentTable | None = None
-
-
 def _two_processes(
     table: SegmentTable, halves: list[frozenset[str]], max_piece_length: int, want: int, separator: str,
 ) -> list[Ranked]:
     """The second half here, the first (the one with the heaviest character, which tends to
-    weigh more than its estimate: en_25M 3.3 against 2.7 s) in a forked worker, at the same time."""
-    global _SHARED
-    _SHARED = table
-    try:
-        ctx = multiprocessing.get_context("fork")
-        with ctx.Pool(1) as pool:
-            theirs = pool.apply_async(_shared_top_substrings, (halves[0], max_piece_length, want, separator))
-            mine = _top_substrings(table, halves[1], max_piece_length, want)
-            joined, negated = theirs.get()
-    finally:
-        _SHARED = None
-    # The worker's pieces come back as one string: much cheaper to pickle than 100k strings.
+    weigh more than its estimate: en_25M 3.3 against 2.7 s) in a forked child, at the same time.
+    The child inherits the segment table at the fork, and sends its pieces back as one string:
+    much cheaper to pickle than 100k strings."""
+
+    def theirs() -> tuple[str, list[int]]:
+        pieces, negated = _top_substrings(table, halves[0], max_piece_length, want)
+        return separator.join(pieces), negated
+
+    mine, (joined, negated) = forked_pair(lambda: _top_substrings(table, halves[1], max_piece_length, want), theirs)
     return [mine, (joined.split(separator) if negated else [], negated)]
-
-
-def _shared_top_substrings(first: frozenset[str], max_piece_length: int, want: int, separator: str) -> tuple[str, list[int]]:
-    if _SHARED is None:
-        raise RuntimeError("the segment table was not shared with this worker")
-    pieces, negated = _top_substrings(_SHARED, first, max_piece_length, want)
-    return separator.join(pieces), negated
 
 
 def _top_substrings(table: SegmentTable, first: frozenset[str] | None, max_piece_length: int, want: int) -> Ranked:
