@@ -61,7 +61,7 @@ def normalize_aligned(normalizer: Normalizer, text: str) -> tuple[str, list[int]
             done = end
     _by_cluster(normalizer, text, done, len(text), out, offsets)
     offsets.append(len(text))
-    return "".join(out), offsets
+    return _with_context(normalizer, text, "".join(out), offsets)
 
 
 def _by_cluster(normalizer: Normalizer, text: str, start: int, stop: int, out: list[str], offsets: list[int]) -> None:
@@ -76,13 +76,36 @@ def _by_cluster(normalizer: Normalizer, text: str, start: int, stop: int, out: l
         out.append(piece)
 
 
+def _with_context(normalizer: Normalizer, text: str, joined: str, offsets: list[int]) -> tuple[str, list[int]]:
+    """The whole text's normalization, with ``offsets`` mended where it differs from ``joined``.
+
+    A cluster cannot see its neighbours, but a normalizer may: Python lowercases a word-final
+    "Σ" to "ς", and "σ" elsewhere. The output must be exactly what ``normalize`` gives (the ids
+    must match ``encode``'s), so where the two differ, the stretch between their common prefix
+    and common suffix maps as one unit to the input where it begins.
+    """
+    whole = normalizer.normalize(text)
+    if whole == joined:
+        return joined, offsets
+    prefix = 0
+    limit = min(len(whole), len(joined))
+    while prefix < limit and whole[prefix] == joined[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and whole[-1 - suffix] == joined[-1 - suffix]:
+        suffix += 1
+    middle = len(whole) - prefix - suffix
+    return whole, offsets[:prefix] + [offsets[prefix]] * middle + offsets[len(joined) - suffix :]
+
+
 def normalize_aligned_reference(normalizer: Normalizer, text: str) -> tuple[str, list[int]]:
-    """The slow, obviously-correct :func:`normalize_aligned`: every cluster on its own."""
+    """The slow, obviously-correct :func:`normalize_aligned`: every cluster on its own, then the
+    whole text's context."""
     out: list[str] = []
     offsets: list[int] = []
     _by_cluster(normalizer, text, 0, len(text), out, offsets)
     offsets.append(len(text))
-    return "".join(out), offsets
+    return _with_context(normalizer, text, "".join(out), offsets)
 
 
 class Lowercase:

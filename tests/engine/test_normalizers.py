@@ -1,5 +1,6 @@
 """``normalize_aligned``: the ASCII-run fast path gives exactly the per-cluster reference's text
-and map, for every normalizer, on text that mixes ASCII with what could trip it up."""
+and map, for every normalizer, on text that mixes ASCII with what could trip it up; and the text
+is always what ``normalize`` gives, context included (Greek final sigma)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,10 @@ SPECS = ["lowercase", "strip_accents", "nfc", "nfd", "nfkc", "nfkd", "lowercase,
 def test_fast_path_equals_the_per_cluster_reference(spec: str, text: str) -> None:
     normalizer = get_normalizer(spec)
     assert normalizer is not None and normalizer.ascii_charwise  # type: ignore[attr-defined]
-    assert normalize_aligned(normalizer, text) == normalize_aligned_reference(normalizer, text)
+    out, offsets = normalize_aligned(normalizer, text)
+    assert (out, offsets) == normalize_aligned_reference(normalizer, text)
+    assert out == normalizer.normalize(text)  # the ids must be encode's
+    assert len(offsets) == len(out) + 1 and offsets == sorted(offsets) and offsets[-1] == len(text)
 
 
 def test_normalizers_that_drop_ascii_keep_the_per_cluster_path() -> None:
@@ -37,3 +41,10 @@ def test_a_mark_after_the_last_ascii_letter_stays_with_its_cluster() -> None:
     out, offsets = normalize_aligned(get_normalizer("nfc"), "Cafe\u0301 ok")  # type: ignore[arg-type]
     assert out == "Café ok"
     assert offsets == [0, 1, 2, 3, 5, 6, 7, 8]  # é (two input characters) maps to where its cluster began
+
+
+def test_context_the_clusters_cannot_see_is_the_whole_texts() -> None:
+    lowercase = get_normalizer("lowercase")
+    out, offsets = normalize_aligned(lowercase, "ΟΔΟΣ ΚΑΙ Σ")  # type: ignore[arg-type]
+    assert out == "οδος και σ"  # a word-final capital sigma lowercases to ς
+    assert offsets == list(range(11))
