@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -44,7 +45,9 @@ def main() -> None:
     parser.add_argument("--holdout-every", type=int, default=100)
     parser.add_argument("--skip-ours", action="store_true")
     parser.add_argument("--skip-sentencepiece", action="store_true", help="Only ours (e.g. for a memory figure).")
+    parser.add_argument("--stages", action="store_true", help="Also print our wall seconds per training stage.")
     args = parser.parse_args()
+    stage_seconds = time_stages() if args.stages else {}
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
@@ -67,6 +70,35 @@ def main() -> None:
         if sp_seconds:
             print(f"time ratio {ours_seconds / sp_seconds:.2f}x; token ratio {ours_tokens / sp_tokens:.4f}")
         print(f"rounds [size, loglik]: {result.stats['rounds']}")
+        for stage, seconds in stage_seconds.items():
+            print(f"  {stage}: {sum(seconds):.1f} s {[round(x, 2) for x in seconds]}")
+
+
+def time_stages() -> dict[str, list[float]]:
+    """Wrap the Unigram trainer's stage functions so that each call's wall time is recorded.
+
+    The trainer calls them by module-level name, so replacing the names is enough; the numbers
+    are wall seconds of the parent, which waits for the workers in each stage.
+    """
+    from engine.trainers import unigram
+    from engine.trainers.unigram_shards import ShardedLattice
+
+    seconds: dict[str, list[float]] = {}
+
+    def timed(name: str, function: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                seconds.setdefault(name, []).append(time.perf_counter() - started)
+        return wrapper
+
+    for name in ("count_words", "required_chars", "seed_pieces", "e_step", "m_step", "prune", "_filter"):
+        setattr(unigram, name, timed(name, getattr(unigram, name)))
+    ShardedLattice.__init__ = timed("lattice build", ShardedLattice.__init__)  # type: ignore[method-assign]
+    ShardedLattice.viterbi_counts = timed("viterbi_counts", ShardedLattice.viterbi_counts)  # type: ignore[method-assign]
+    return seconds
 
 
 def sentencepiece_run(train_path: Path, out: Path, held: list[str], vocab_size: int) -> tuple[float, int]:
