@@ -155,6 +155,7 @@ def test_shards_in_workers_match_shards_in_process() -> None:
     results = []
     for workers in (1, 2):
         lat = ShardedLattice(words, sid_of, 16, len(pieces), workers=workers)
+        assert len(lat.procs) == (2 if workers == 2 else 0)  # the workers really run in processes
         try:
             first = lat.e_step(prob)
             lat.filter([i not in (6, 8) for i in range(len(prob))])

@@ -61,7 +61,12 @@ def random_table(seed: int) -> tuple[Counter[str], dict[str, int]]:
 
 @pytest.mark.parametrize(("split_by_unicode_script", "split_by_number"), OPTIONS, ids=OPTION_IDS)
 @pytest.mark.parametrize("seed", range(25), ids=lambda s: f"table{s}")
-def test_seed_matches_reference(seed: int, split_by_unicode_script: bool, split_by_number: bool) -> None:
+def test_seed_matches_reference(
+    seed: int, split_by_unicode_script: bool, split_by_number: bool, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    forks: list[int] = []
+    forked_pair = unigram_seed.forked_pair
+    monkeypatch.setattr(unigram_seed, "forked_pair", lambda here, there: forks.append(1) or forked_pair(here, there))
     words, required = random_table(seed)
     rng = random.Random(seed)
     seed_size = rng.choice([len(required), len(required) + 5, len(required) + 40, 10_000])
@@ -72,6 +77,7 @@ def test_seed_matches_reference(seed: int, split_by_unicode_script: bool, split_
     assert seed_pieces(words, required, workers=1, **kwargs) == expected
     if seed % 5 == 0:  # the forked band: slower, so on a few tables only
         assert seed_pieces(words, required, workers=2, **kwargs) == expected
+        assert forks == [1]  # it did fork (not a silent fallback to one process)
 
 
 @pytest.mark.parametrize("seed", range(10), ids=lambda s: f"table{s}")
