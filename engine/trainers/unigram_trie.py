@@ -202,13 +202,11 @@ class TrieLattice:
             out_sid[bisect_left(out_src, base[i]) : bisect_left(out_src, base[i + 1])] for i in range(len(base) - 3, -1, -1)
         ))
 
-    def _index(self, post_order: array | None = None) -> None:
+    def _index(self) -> None:
         """Per-depth edge offsets, per-node degrees, and the per-piece order of the posteriors."""
         self._degrees()
         post_sids = self._post_sids()
-        if post_order is None:
-            post_order = stable_order(post_sids)
-        self.post_order = post_order
+        self.post_order = post_order = stable_order(post_sids)
         sorted_sids = array("i", map(post_sids.__getitem__, post_order))
         del post_sids
         self.post_last = array("i", compress(range(len(sorted_sids)), map(ne, sorted_sids, chain(sorted_sids[1:], (-1,)))))
