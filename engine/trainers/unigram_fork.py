@@ -4,8 +4,8 @@
 task and its inputs from the memory it shares with the parent at the fork (nothing is pickled
 on the way in), and sends back only its result, pickled (flat arrays and joined strings pickle
 cheaply). Where forking is not possible or not safe (no ``fork`` start method, other threads
-running, or a daemon process, which may not have children), :func:`can_fork` says so and the
-caller runs serially.
+running, or a daemon process, which may not have children), :func:`fork_possible` says so
+(the E-step shards of ``unigram_shards`` ask it too) and the caller runs serially.
 
 :func:`in_two` is pruning's use: the strings cut at a sampled median string, since answers are
 independent per string, and cutting at a median keeps the two halves' prefix tries apart (they

@@ -5,7 +5,7 @@ each shard is a sub-trie (only the prefixes along the cut are built twice). The 
 shards is fixed (``SHARDS``), not taken from the machine, so that results do not depend on the
 number of cores: per E-step, each shard's expected counts are added in shard order.
 
-When forking is possible (a POSIX system and a single-threaded caller), each shard lives in a
+When forking is possible (``unigram_fork.fork_possible``), each shard lives in a
 forked worker that builds its lattice once and keeps it between E-steps; per E-step the parent
 sends the piece probabilities (an array of doubles) and gets back the expected counts, the
 log-likelihood and the underflowed words (or, for pruning, the logs of the probabilities and
@@ -18,18 +18,17 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import threading
 from array import array
 from collections.abc import Mapping, Sequence
 from multiprocessing.connection import Connection
 from operator import add
 from typing import Any
 
+from engine.trainers.unigram_fork import MIN_STRINGS, fork_possible
 from engine.trainers.unigram_trie import TrieLattice
 from engine.trainers.unigram_viterbi import viterbi_counts
 
 SHARDS = 2
-MIN_WORDS_FOR_WORKERS = 20_000  # below this, forking costs more than it saves
 
 Part = tuple[list[float], float, list[tuple[str, float]]]
 
@@ -80,12 +79,11 @@ class ShardedLattice:
     ) -> None:
         shards = split_words(list(word_counts), SHARDS)
         if workers is None:
-            workers = min(SHARDS, len(os.sched_getaffinity(0))) if len(word_counts) >= MIN_WORDS_FOR_WORKERS else 1
-        forkable = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+            workers = min(SHARDS, len(os.sched_getaffinity(0))) if len(word_counts) >= MIN_STRINGS else 1
         self.local: list[TrieLattice] = []
         self.conns: list[Connection] = []
         self.procs: list[Any] = []
-        if workers > 1 and forkable:
+        if workers > 1 and fork_possible():
             ctx = multiprocessing.get_context("fork")
             for words in shards:
                 parent, child = ctx.Pipe()
