@@ -43,18 +43,26 @@ SegmentTable = dict[int, dict[int, list[str]]]
 Ranked = tuple[list[str], list[int]]
 
 
+def _by_count(word_counts: Mapping[str, int]) -> dict[int, list[str]]:
+    """The words grouped by their count, so that each group can be handled by C-level calls."""
+    groups: dict[int, list[str]] = {}
+    for word, count in word_counts.items():
+        words = groups.get(count)
+        if words is None:
+            groups[count] = [word]
+        else:
+            words.append(word)
+    return groups
+
+
 def required_chars(word_counts: Mapping[str, int], coverage: float) -> dict[str, int]:
     """The most frequent characters that together cover ``coverage`` of all characters.
 
     Characters are taken by descending count (ties: smaller code point first) until the covered
     share exceeds ``coverage``; sentencepiece's rule.
     """
-    # Words grouped by count, so that each group's characters are counted by one C-level call.
-    groups: dict[int, list[str]] = {}
-    for word, count in word_counts.items():
-        groups.setdefault(count, []).append(word)
     chars: Counter[str] = Counter()
-    for count, words in groups.items():
+    for count, words in _by_count(word_counts).items():  # one C-level count per group
         for char, n in Counter("".join(words)).items():
             chars[char] += n * count
     total = sum(chars.values())
@@ -110,16 +118,9 @@ def _segment_table(word_counts: Mapping[str, int], classes: Mapping[str, str], s
     # Words with the same count are joined by ``separator``, a character outside the required
     # set (which ends a segment and starts none, as a word's end does), so one C-level regex
     # pass finds all their segments.
-    by_count: dict[int, list[str]] = {}
-    for word, count in word_counts.items():
-        words = by_count.get(count)
-        if words is None:
-            by_count[count] = [word]
-        else:
-            words.append(word)
     run = _segment_pattern(classes, space)
     summed: Counter[str] = Counter()
-    for count, words in by_count.items():
+    for count, words in _by_count(word_counts).items():
         found = run.findall(separator.join(words))
         if count == 1:
             summed.update(found)
