@@ -196,41 +196,6 @@ def alternative_sums(
     return out
 
 
-def chains_parallel(
-    owners: Sequence[int], strings: Sequence[str], sid_of: Mapping[str, int], prob: Sequence[float], max_len: int, unk_sid: int,
-    *, workers: int = 2,
-) -> Chains:
-    """:func:`chains` in two halves at once (``unigram_fork``) when that pays; the same result."""
-
-    def task(part: list[int]) -> Chains:
-        return chains(list(map(owners.__getitem__, part)), list(map(strings.__getitem__, part)), sid_of, prob, max_len, unk_sid)
-
-    if not can_fork(len(strings), workers):
-        return chains(owners, strings, sid_of, prob, max_len, unk_sid)
-    parts, found = in_two(strings, task)
-    # One Chains in the strings' order; the second half's nodes come after the first's.
-    n = len(strings)
-    value, first, prev = array("d", bytes(8 * n)), array("i", bytes(4 * n)), array("i", bytes(4 * n))
-    back_sid, back_prev = array("i"), array("i")
-    for part, c in zip(parts, found):
-        shift = len(back_sid)
-        deque(map(value.__setitem__, part, c.value), maxlen=0)
-        deque(map(first.__setitem__, part, c.first), maxlen=0)
-        deque(map(prev.__setitem__, part, map(add, c.prev, repeat(shift))), maxlen=0)
-        back_sid.extend(c.back_sid)
-        back_prev.extend(map(add, c.back_prev, repeat(shift)))
-    return Chains(value, first, prev, back_sid, back_prev)
-
-
-def alternatives_parallel(
-    owners: Sequence[int], strings: Sequence[str], sid_of: Mapping[str, int], prob: Sequence[float], max_len: int, unk_sid: int,
-    *, workers: int = 2,
-) -> list[tuple[float, list[int]]]:
-    """:func:`alternatives` on two processes (:func:`chains_parallel`); the result is the same."""
-    found = chains_parallel(owners, strings, sid_of, prob, max_len, unk_sid, workers=workers)
-    return list(zip(found.value, found.paths()))
-
-
 def alternatives_reference(
     owners: Sequence[int], strings: Sequence[str], sid_of: Mapping[str, int], prob: Sequence[float], max_len: int, unk_sid: int,
 ) -> list[tuple[float, list[int]]]:

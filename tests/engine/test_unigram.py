@@ -21,7 +21,7 @@ from engine.models.unigram_sampling import nbest
 from engine.trainers import train
 from engine.trainers.unigram import UnigramOptions, build_tokenizer, train_on_counts
 from engine.trainers.unigram_em import digamma, word_marginals
-from engine.trainers.unigram_prune import alternatives, alternatives_parallel, alternatives_reference
+from engine.trainers.unigram_prune import alternative_sums, alternatives, alternatives_reference
 from engine.trainers.unigram_shards import ShardedLattice, split_words
 from engine.trainers.unigram_trie import TrieLattice
 from engine.trainers.unigram_seed import required_chars, seed_pieces
@@ -194,9 +194,11 @@ def test_pruning_alternatives_in_two_workers_match() -> None:
     prob = [1.0 / (1 + i % 7) / len(pieces) for i in range(len(pieces))] + [1e-9]
     owners = [i for i, p in enumerate(pieces) if len(p) > 1]
     strings = [pieces[i] for i in owners]
-    serial = alternatives(owners, strings, sid_of, prob, 16, len(pieces))
+    freq = [float(1 + i % 5) for i in range(len(pieces))] + [0.0]
+    serial = alternative_sums(owners, strings, sid_of, prob, 16, len(pieces), freq, workers=1)
     assert len(strings) * 300 >= 20_000  # big enough for the workers
-    assert alternatives_parallel(owners * 300, strings * 300, sid_of, prob, 16, len(pieces)) == serial * 300
+    both = alternative_sums(owners * 300, strings * 300, sid_of, prob, 16, len(pieces), freq)
+    assert [list(column) for column in both] == [list(column) * 300 for column in serial]
 
 
 def test_training_the_hug_corpus() -> None:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from engine.trainers import unigram_prune
 from engine.trainers.unigram_em import prune
 from engine.trainers.unigram_fork import in_two
-from engine.trainers.unigram_prune import alternative_sums, alternatives, alternatives_reference, chains, chains_parallel
+from engine.trainers.unigram_prune import alternative_sums, alternatives, alternatives_reference, chains
 
 # Powers of two: products of different pieces are often exactly equal (ties in probability).
 PROBS = [0.5, 0.25, 0.125, 0.0625, 0.0]
@@ -67,15 +67,14 @@ def test_two_processes_match_one(monkeypatch: pytest.MonkeyPatch) -> None:
     owners = [s for s, p in enumerate(pieces) if len(p) > 1]
     strings = [pieces[s] for s in owners]
     args = (owners, strings, sid_of, prob, 16, len(pieces))
-    serial, parallel = chains(*args), chains_parallel(*args)
-    assert list(parallel.value) == list(serial.value) and parallel.paths() == serial.paths()
+    serial = chains(*args)
     # The loss's path sums: in two processes, in one, and as the per-piece formula sums them.
     paths = serial.paths()
     by_formula = [sum(math.log(freq[a] + freq[o]) for a in path) for o, path in zip(owners, paths)]
     for value, sums, lens in (alternative_sums(*args, freq), alternative_sums(*args, freq, workers=1)):
         assert list(value) == list(serial.value) and list(lens) == list(map(len, paths))
         assert list(sums) == by_formula  # exactly: the same additions in the same order
-    assert forks == [len(strings)] * 2  # chains_parallel and alternative_sums did fork
+    assert forks == [len(strings)]  # alternative_sums did fork
 
 
 def _prune_reference(
