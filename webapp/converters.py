@@ -12,7 +12,7 @@ from typing import Any
 from flask import Flask
 from werkzeug.routing import IntegerConverter
 
-MAX_ID = 2**63 - 1
+from webapp.numbers import MAX_ID
 
 
 class BoundedIntConverter(IntegerConverter):

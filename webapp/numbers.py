@@ -1,0 +1,38 @@
+"""Strict parsing of numbers that come from outside: form fields, query strings, JSON bodies.
+
+``str.isdigit()`` is true for characters such as ``²`` or ``١`` that ``int()`` then either
+refuses (a 500) or reads as another digit system, and ``int()`` itself accepts ``" 7"``,
+``"+7"``, ``"7_000"`` and unbounded lengths. Every number a request carries therefore goes
+through :func:`parse_int`, which accepts only plain ASCII digits, a bounded number of them,
+and a value inside the caller's range. A rejected value is ``None``; each view decides what
+that means (a 404, an inline message, or "ignore this item").
+
+Left out: ids in URL paths, which ``converters.py`` bounds before routing.
+"""
+
+from __future__ import annotations
+
+#: The largest id the databases can compare (a signed 64-bit integer).
+MAX_ID = 2**63 - 1
+_MAX_DIGITS = len(str(MAX_ID))
+
+
+def parse_int(raw: object, *, low: int = 0, high: int = MAX_ID) -> int | None:
+    """``raw`` as an int in ``[low, high]``, or None unless it is exactly ASCII digits.
+
+    A JSON integer (not a bool) is accepted as it is, within the same range.
+    """
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        value = raw
+    elif isinstance(raw, str) and 0 < len(raw) <= _MAX_DIGITS and raw.isascii() and raw.isdigit():
+        value = int(raw)
+    else:
+        return None
+    return value if low <= value <= high else None
+
+
+def parse_id(raw: object) -> int | None:
+    """A database id (1 to :data:`MAX_ID`) from a form field or JSON value, else None."""
+    return parse_int(raw, low=1)
