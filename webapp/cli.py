@@ -27,13 +27,6 @@ from webapp.config import SettingsError, finish_settings, load_settings
 from webapp.jobs import JOB_KINDS
 
 WORKER_STOP_SECONDS = 15
-#: How long gunicorn keeps an idle keep-alive connection open. Its default (2 s) is shorter
-#: than the pauses of people typing or of scripts between calls, so clients kept reusing
-#: connections the server was closing at that very moment, and a request sent into that race
-#: was reset. The server should be the side that waits longest: 75 s outlasts the idle timeouts
-#: of common proxies (nginx and cloud load balancers use 60 s), so they close first. gthread
-#: parks idle connections in its poller, so waiting clients hold no thread.
-KEEPALIVE_SECONDS = 75
 
 
 def _settings() -> dict[str, Any]:
@@ -151,8 +144,6 @@ def _stop_with_parent(parent_pid: int) -> Any:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Migrate, start the job worker, then serve the app with gunicorn."""
-    from gunicorn.app.base import BaseApplication
-
     settings = _settings()
     _migrate(settings)  # once, here, before gunicorn forks: migrating in every worker races
     _clean_uploads(settings)
@@ -163,31 +154,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         for only in ([], ["--only", "analyse"]):
             workers.append(subprocess.Popen([sys.executable, "-m", "webapp.cli", "worker", *only],
                                             preexec_fn=_stop_with_parent(os.getpid())))
-    url = f"http://{args.host}:{args.port}/"
-
-    class Gunicorn(BaseApplication):  # type: ignore[misc]
-        def load_config(self) -> None:
-            options = {
-                "bind": f"{args.host}:{args.port}",
-                "workers": args.workers,
-                "threads": args.threads,
-                "worker_class": "gthread",
-                "timeout": 120,
-                "keepalive": KEEPALIVE_SECONDS,
-                "graceful_timeout": 10,
-                "when_ready": lambda _arbiter: print(f"Tokenforge is running at {url}", flush=True),
-                "on_exit": lambda _arbiter: _stop(*workers),
-            }
-            for key, value in options.items():
-                self.cfg.set(key, value)
-
-        def load(self) -> Any:
-            from webapp import create_app
-
-            return create_app()
+    from webapp import server
 
     try:
-        Gunicorn().run()
+        server.run(host=args.host, port=args.port, workers=args.workers, threads=args.threads,
+                   on_exit=lambda: _stop(*workers))
     finally:
         _stop(*workers)
     return 0

@@ -34,6 +34,10 @@ ENV_DEFAULTS: dict[str, tuple[str, str]] = {
     "TOKENFORGE_API_RATE_LIMIT": ("600/60", "JSON API encode/decode calls allowed per user (or IP): N/SECONDS."),
     "TOKENFORGE_MAX_ENCODE_CHARS": ("200000", "Longest text the playground and the API encode, in characters."),
     "TOKENFORGE_INVITE_DAYS": ("7", "How many days an invite link stays valid."),
+    "TOKENFORGE_SIGNUP_RATE_LIMIT": ("5/3600", "Sign-ups allowed per IP address: N/SECONDS."),
+    "TOKENFORGE_SESSION_DAYS": ("14", "How many days a login session lasts before signing in again."),
+    "TOKENFORGE_JOB_TIME_LIMIT": ("21600", "Seconds a job may run before it is stopped and failed."),
+    "TOKENFORGE_ENCODE_TIMEOUT": ("2", "Seconds of pattern matching one playground or API encode may use."),
 }
 
 
@@ -57,6 +61,14 @@ def _number(env: Mapping[str, str], name: str, kind: type[int] | type[float]) ->
         raise SettingsError(f"{name} must be a number, not {raw!r}.") from None
     if value < 0:
         raise SettingsError(f"{name} must not be negative, got {raw!r}.")
+    return value
+
+
+def _positive(env: Mapping[str, str], name: str, kind: type[int] | type[float]) -> Any:
+    """A number that bounds something: zero would switch the bound off, so it is refused."""
+    value = _number(env, name, kind)
+    if value <= 0:
+        raise SettingsError(f"{name} must be greater than 0, got {value!r}.")
     return value
 
 
@@ -125,6 +137,10 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
         "API_RATE_LIMIT": _rate(env, "TOKENFORGE_API_RATE_LIMIT"),
         "PLAYGROUND_MAX_CHARS": max(1, _number(env, "TOKENFORGE_MAX_ENCODE_CHARS", int)),
         "INVITE_DAYS": _number(env, "TOKENFORGE_INVITE_DAYS", float),
+        "SIGNUP_RATE_LIMIT": _rate(env, "TOKENFORGE_SIGNUP_RATE_LIMIT"),
+        "SESSION_DAYS": _positive(env, "TOKENFORGE_SESSION_DAYS", float),
+        "JOB_TIME_LIMIT": _positive(env, "TOKENFORGE_JOB_TIME_LIMIT", float),
+        "ENCODE_TIMEOUT": _positive(env, "TOKENFORGE_ENCODE_TIMEOUT", float),
     }
 
 
