@@ -33,19 +33,18 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     if test_config:
         app.config.from_mapping(test_config)
     finish_settings(app.config)  # type: ignore[arg-type]
-    # Flask refuses bigger request bodies outright (413); the per-file limit applies after
-    # decompression in storage.py. The slack covers several files' multipart overhead.
-    app.config.setdefault("MAX_CONTENT_LENGTH", int(app.config["MAX_UPLOAD_BYTES"]) * 4 + (1 << 20))
-    app.config.setdefault("MAX_FORM_MEMORY_SIZE", 1 << 20)
+    # Each request's body limit is set per view by requests.limit_body; the per-file limit
+    # applies after decompression in storage.py. One multipart text field stays under 1 MiB.
+    app.config["MAX_FORM_MEMORY_SIZE"] = (test_config or {}).get("MAX_FORM_MEMORY_SIZE", 1 << 20)
     app.config.update(SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_SAMESITE="Lax")
     app.config.setdefault("UPLOAD_TMP_DIR", str(Path(app.config["CORPUS_DIR"]) / "tmp"))
     Path(app.config["UPLOAD_TMP_DIR"]).mkdir(parents=True, exist_ok=True)
 
     converters.init_app(app)  # before any route: ids beyond 64 bits are a 404, not a 500
     db.init_app(app)
+    requests.init_app(app)  # body limits before CSRF, whose check parses the form
     csrf.init_app(app)
     errors.init_app(app)
-    requests.init_app(app)
     filters.init_app(app)
     auth.init_app(app)  # login sessions, API keys, and the gate in front of every view
     security.init_app(app)  # CSP and security headers, API rate limits, busy-database answers

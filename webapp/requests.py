@@ -1,9 +1,16 @@
-"""The request class: uploaded file parts go straight to disk and are always closed.
+"""What a request body may cost: its size limit, and where uploaded file parts go.
 
-Werkzeug spools each uploaded file part into a temporary file while parsing the form. Ours are
-created in the corpus store's ``tmp`` folder (the same disk as the store, never RAM-backed
-``/tmp``) and remembered, so they are closed at the end of the request even when the client
-disconnected halfway and the form never finished parsing.
+- **Size.** Before anything reads the body (the CSRF check parses forms, and it runs before
+  the login gate), :func:`limit_body` gives each request its byte limit: the corpus upload and
+  the tokenizer import accept large bodies from signed-in users only; every other request,
+  and any request the login gate would turn away, gets a small limit. A declared
+  ``Content-Length`` beyond the limit is a 413 at once, with nothing read; a chunked body is
+  cut off with a 413 when it passes the limit. (The HTTP server then closes the connection
+  instead of draining the rest: ``server.py``.)
+- **Spooling.** Werkzeug spools each uploaded file part into a temporary file while parsing
+  the form. Ours are created in the corpus store's ``tmp`` folder (the same disk as the store,
+  never RAM-backed ``/tmp``) and remembered, so they are closed at the end of the request even
+  when the client disconnected halfway and the form never finished parsing.
 """
 
 from __future__ import annotations
@@ -11,7 +18,15 @@ from __future__ import annotations
 import tempfile
 from typing import IO
 
-from flask import Flask, Request, current_app, g
+from flask import Flask, Request, current_app, g, request
+from flask_login import current_user
+from werkzeug.exceptions import RequestEntityTooLarge
+
+#: Every request that is not a signed-in upload: forms, the JSON API (a decode of the API's
+#: 1,000,000 ids is about 8 MB of JSON), share-link encodes.
+BODY_BYTES = 16 << 20
+#: A request the login gate will refuse anyway needs no more than a login form.
+REFUSED_BODY_BYTES = 64 << 10
 
 
 class _CountingStream:
@@ -56,12 +71,46 @@ class UploadRequest(Request):
         return stream
 
 
+def _upload_limits() -> dict[str, int]:
+    """Endpoint -> body limit of the views that take files; several files may come at once."""
+    from webapp.transfer import MAX_IMPORT_BYTES
+
+    corpus_file = int(current_app.config["MAX_UPLOAD_BYTES"])
+    return {"corpora.upload": 4 * corpus_file + (1 << 20),
+            "transfer.import_upload": 4 * MAX_IMPORT_BYTES + (1 << 20)}
+
+
+def body_limit() -> int:
+    """The most bytes the current request's body may have (see the module docstring)."""
+    from webapp.auth import PUBLIC_ENDPOINTS, SHAREABLE_ENDPOINTS
+
+    endpoint = request.endpoint or ""
+    if current_user.is_authenticated:
+        return _upload_limits().get(endpoint, BODY_BYTES)
+    if endpoint in PUBLIC_ENDPOINTS or endpoint in SHAREABLE_ENDPOINTS:
+        return BODY_BYTES
+    return REFUSED_BODY_BYTES
+
+
+def limit_body() -> None:
+    """Before every other check: refuse a body declared too large, cap one that is chunked."""
+    limit = body_limit()
+    request.max_content_length = limit
+    if (request.content_length or 0) > limit:
+        raise RequestEntityTooLarge(f"This request may carry at most {limit / 2**20:,.2f} MiB; "
+                                    f"it declared {request.content_length / 2**20:,.2f} MiB.")
+
+
 def _close_uploads(_exc: BaseException | None) -> None:
     for stream in g.pop("upload_streams", []):
         stream.close()
 
 
 def init_app(app: Flask) -> None:
-    """Use :class:`UploadRequest` and close its temp files after every request."""
+    """Use :class:`UploadRequest`, limit bodies first thing, close temp files after every request.
+
+    Call before any other extension registers a ``before_request`` that may read the body.
+    """
     app.request_class = UploadRequest
+    app.before_request(limit_body)
     app.teardown_request(_close_uploads)
