@@ -1,14 +1,38 @@
-"""The HTTP server ``tokenforge serve`` runs: gunicorn with threaded workers, configured here.
+"""The HTTP server ``tokenforge serve`` runs: gunicorn, with a thread worker that slow clients cannot starve.
+
+gunicorn's ``gthread`` worker hands a connection to a thread as soon as its first byte
+arrives; the thread then waits for the rest of the request. Ten clients sending one byte a
+second therefore held every thread, and even ``/healthz`` timed out. :class:`BufferingWorker`
+changes only that step, the way nginx shields an app server:
+
+- the request head, and a body of up to :data:`BUFFERED_BODY_BYTES`, are read in the worker's
+  event loop without blocking; a thread gets the request only once it is complete, so a slow
+  sender costs a socket, never a thread;
+- a head must arrive within :data:`HEAD_SECONDS`, or the connection is closed;
+- a larger body (uploads) is read by the thread, but must keep arriving at
+  :data:`BODY_MIN_RATE` bytes a second after :data:`BODY_GRACE_SECONDS` (Apache's
+  ``mod_reqtimeout`` rule); a sender that falls behind sees its body end there, which the app
+  answers as an interrupted upload (400);
+- a connection whose body the app did not read (a 413, a redirect) is closed after the
+  answer instead of being drained, so a 5 GiB body declared to a limit of 64 KiB is not read.
 
 Left out: the job workers that ``serve`` starts beside it (``cli.py``), and the app itself.
 """
 
 from __future__ import annotations
 
+import errno
+import selectors
+import socket
+import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
+from gunicorn import http
 from gunicorn.app.base import BaseApplication
+from gunicorn.http.body import LengthReader
+from gunicorn.workers.gthread import TConn, ThreadWorker
 
 #: How long gunicorn keeps an idle keep-alive connection open. Its default (2 s) is shorter
 #: than the pauses of people typing or of scripts between calls, so clients kept reusing
@@ -17,6 +41,168 @@ from gunicorn.app.base import BaseApplication
 #: of common proxies (nginx and cloud load balancers use 60 s), so they close first. gthread
 #: parks idle connections in its poller, so waiting clients hold no thread.
 KEEPALIVE_SECONDS = 75
+#: The request line and headers must arrive within this many seconds of their first byte.
+HEAD_SECONDS = 10.0
+#: Bodies up to this size arrive in the event loop; forms, logins and API calls fit.
+BUFFERED_BODY_BYTES = 64 << 10
+#: A head this long without its blank line goes to a thread, where gunicorn's own header
+#: limits refuse it.
+MAX_BUFFERED_HEAD = 64 << 10
+#: A larger body gets this long for free, then must keep up with BODY_MIN_RATE bytes/second.
+BODY_GRACE_SECONDS = 10.0
+BODY_MIN_RATE = 8 << 10
+#: A client that accepts none of its answer for this long is dropped, freeing the thread.
+SEND_TIMEOUT_SECONDS = 60.0
+_READ_CHUNK = 64 << 10
+
+
+def head_complete(buffer: bytes | bytearray) -> bool:
+    """Whether ``buffer`` holds a whole request head plus the small body it announces.
+
+    A request with a large or chunked body counts as complete once its head is: its body is
+    read by a thread, under the minimum rate.
+    """
+    end = buffer.find(b"\r\n\r\n")
+    if end < 0:
+        return len(buffer) > MAX_BUFFERED_HEAD
+    length = 0
+    for line in bytes(buffer[:end]).split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        name = name.strip().lower()
+        if name == b"transfer-encoding":
+            return True
+        if name == b"content-length":
+            value = value.strip()
+            if not value.isdigit():
+                return True  # malformed: gunicorn answers 400
+            length = int(value)
+    if length > BUFFERED_BODY_BYTES:
+        return True
+    return len(buffer) - (end + 4) >= length
+
+
+class _Reader:
+    """The socket as gunicorn's parser sees it: buffered bytes first, then timed reads."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.pending = bytearray()
+        self.deadline = 0.0
+        self.received = 0
+
+    def start(self) -> None:
+        """A thread takes the request: the slow-body clock starts now."""
+        self.deadline = time.monotonic() + BODY_GRACE_SECONDS
+        self.received = 0
+
+    def recv(self, size: int) -> bytes:
+        if self.pending:
+            data = bytes(self.pending[:size])
+            del self.pending[:size]
+            return data
+        remaining = self.deadline + self.received / BODY_MIN_RATE - time.monotonic()
+        if remaining <= 0:
+            return b""  # too slow: the body ends here, as if the client had gone
+        self.sock.settimeout(remaining)
+        try:
+            data = self.sock.recv(size)
+        except TimeoutError:
+            return b""
+        self.received += len(data)
+        return data
+
+
+class _Conn(TConn):  # type: ignore[misc]
+    """A gthread connection whose request is gathered in the event loop first."""
+
+    def __init__(self, cfg: Any, sock: socket.socket, client: Any, server: Any) -> None:
+        super().__init__(cfg, sock, client, server)
+        self.reader = _Reader(sock)
+        self.head_deadline = 0.0
+
+    def fill(self) -> str:
+        """Read what has arrived without blocking: "ready", "wait" or "closed"."""
+        try:
+            data = self.sock.recv(_READ_CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return "wait"
+        except OSError:
+            return "closed"
+        if not data:
+            return "closed"
+        if not self.reader.pending:
+            self.head_deadline = time.monotonic() + HEAD_SECONDS
+        self.reader.pending += data
+        return "ready" if head_complete(self.reader.pending) else "wait"
+
+    def init(self) -> None:
+        self.initialized = True
+        self.sock.settimeout(SEND_TIMEOUT_SECONDS)
+        if self.parser is None:
+            self.parser = http.RequestParser(self.cfg, self.reader, self.client)
+        self.reader.start()
+
+
+class BufferingWorker(ThreadWorker):  # type: ignore[misc]
+    """gthread, but a request reaches a thread only when it has arrived (module docstring)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._gathering: set[_Conn] = set()
+
+    def accept(self, server: Any, listener: socket.socket) -> None:
+        try:
+            sock, client = listener.accept()
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.ECONNABORTED, errno.EWOULDBLOCK):
+                raise
+            return
+        conn = _Conn(self.cfg, sock, client, server)
+        self.nr_conns += 1
+        with self._lock:
+            self.poller.register(conn.sock, selectors.EVENT_READ,
+                                 partial(self.on_client_socket_readable, conn))
+
+    def on_client_socket_readable(self, conn: _Conn, client: Any) -> None:
+        with self._lock:
+            self.poller.unregister(client)
+            if conn in self._keep:
+                self._keep.remove(conn)
+        state = conn.fill()
+        if state == "wait":
+            with self._lock:
+                self._gathering.add(conn)
+                self.poller.register(conn.sock, selectors.EVENT_READ,
+                                     partial(self.on_client_socket_readable, conn))
+            return
+        self._gathering.discard(conn)
+        if state == "closed":
+            self._drop(conn)
+            return
+        self.enqueue_req(conn)
+
+    def murder_keepalived(self) -> None:
+        """Close idle keep-alive connections (gthread's rule) and heads that came too slowly."""
+        super().murder_keepalived()
+        now = time.monotonic()
+        for conn in [c for c in self._gathering if c.head_deadline < now]:
+            self._gathering.discard(conn)
+            with self._lock:
+                try:
+                    self.poller.unregister(conn.sock)
+                except (KeyError, ValueError, OSError):
+                    pass
+            self._drop(conn)
+
+    def _drop(self, conn: _Conn) -> None:
+        self.nr_conns -= 1
+        conn.close()
+
+    def handle_request(self, req: Any, conn: _Conn) -> bool:
+        keepalive: bool = super().handle_request(req, conn)
+        reader = req.body.reader if req is not None and req.body is not None else None
+        drained = isinstance(reader, LengthReader) and reader.length == 0
+        return keepalive and drained  # never read an unread body just to reuse the socket
 
 
 def run(*, host: str, port: int, workers: int, threads: int,
@@ -30,7 +216,7 @@ def run(*, host: str, port: int, workers: int, threads: int,
                 "bind": f"{host}:{port}",
                 "workers": workers,
                 "threads": threads,
-                "worker_class": "gthread",
+                "worker_class": BufferingWorker,
                 "timeout": 120,
                 "keepalive": KEEPALIVE_SECONDS,
                 "graceful_timeout": 10,

@@ -12,6 +12,10 @@ is asserted as bytes, not as time.
 from __future__ import annotations
 
 import io
+import socket
+import time
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +23,9 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from tests.webapp.conftest import login_as, make_app
+from tests.webapp.live import LiveApp
 from webapp.requests import BODY_BYTES, REFUSED_BODY_BYTES
+from webapp.server import HEAD_SECONDS
 
 GIB = 1 << 30
 
@@ -101,3 +107,72 @@ def test_signed_in_form_and_api_bodies_have_the_general_limit(client: FlaskClien
 def test_a_login_form_is_still_accepted(anon_client: FlaskClient) -> None:
     response = anon_client.post("/login", data={"email": "alice@example.com", "password": "wrong"})
     assert response.status_code in (200, 401, 422)  # a re-rendered form, not a 413
+
+
+# --- Slow senders and oversized bodies against a real ``tokenforge serve`` --------------------
+
+@pytest.mark.parametrize("raw, complete", [
+    (b"GET / HTTP/1.1\r\nHost: x\r\n", False),
+    (b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", True),
+    (b"POST /login HTTP/1.1\r\nContent-Length: 5\r\n\r\nab", False),
+    (b"POST /login HTTP/1.1\r\ncontent-length: 5\r\n\r\nabcde", True),
+    (b"POST /corpora/ HTTP/1.1\r\nContent-Length: 5368709120\r\n\r\n", True),  # a thread reads it
+    (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", True),
+    (b"POST / HTTP/1.1\r\nContent-Length: 1x\r\n\r\n", True),  # malformed: gunicorn's 400
+    (b"GET /" + b"a" * (65 << 10), True),  # no end in sight: gunicorn's header limits apply
+], ids=["partial-head", "head", "partial-small-body", "small-body", "large-body", "chunked",
+        "bad-length", "endless-head"])
+def test_a_request_is_complete_when_its_head_and_small_body_arrived(raw: bytes, complete: bool) -> None:
+    from webapp.server import head_complete
+
+    assert head_complete(raw) is complete
+
+
+@pytest.fixture
+def live(tmp_path: Path) -> Iterator[LiveApp]:
+    app = LiveApp(tmp_path / "data", workers=1, threads=2, job_worker=False)
+    app.start()
+    yield app
+    app.stop()
+
+
+def _healthz(live: LiveApp) -> int:
+    with urllib.request.urlopen(live.url + "healthz", timeout=3) as answer:
+        return int(answer.status)
+
+
+@pytest.mark.slow
+def test_slow_senders_do_not_starve_other_clients(live: LiveApp) -> None:
+    """Ten clients trickling a login form hold no thread: /healthz answers all along."""
+    sockets = [socket.create_connection(("127.0.0.1", live.port)) for _ in range(10)]
+    try:
+        for sock in sockets:
+            sock.sendall(b"POST /login HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n")
+        statuses = []
+        for _ in range(3):
+            for sock in sockets:
+                sock.sendall(b"X")  # one byte of a header line each second
+            statuses.append(_healthz(live))
+            time.sleep(1)
+        assert statuses == [200, 200, 200]
+        # The heads never finish: each connection is closed once HEAD_SECONDS have passed.
+        for sock in sockets:
+            sock.settimeout(HEAD_SECONDS + 10)
+            assert sock.recv(100) == b""
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+@pytest.mark.slow
+def test_an_oversized_body_is_answered_without_being_read(live: LiveApp) -> None:
+    """A 5 GiB body declared to a logged-out upload: a 413, and the socket closes unread."""
+    with socket.create_connection(("127.0.0.1", live.port)) as sock:
+        sock.sendall(b"POST /corpora/ HTTP/1.1\r\nHost: x\r\nContent-Length: 5368709120\r\n"
+                     b"Content-Type: multipart/form-data; boundary=zz\r\n\r\n" + b"x" * 4096)
+        sock.settimeout(10)
+        answer = b""
+        while chunk := sock.recv(65536):  # ends when the server closes the connection
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 413 ")
+    assert _healthz(live) == 200
