@@ -5,7 +5,9 @@
 returns ``{text, count}``; ``GET /api/v1/tokenizers`` lists what can be used. ``tokenizer`` is
 an id or an exact name. Special tokens follow tiktoken: text containing one is refused unless
 ``allowed_special`` allows it (``"all"`` or a list). Every error is JSON ``{"error": sentence}``
-with a 4xx status. The API is exempt from CSRF because it only accepts ``application/json``,
+with a 4xx status, and so are malformed bodies: wrong JSON types, deep nesting, bodies over
+``MAX_BODY_BYTES`` (``errors.py`` answers the 404, 405 and 413 of every ``/api/`` path in JSON
+too). The API is exempt from CSRF because it only accepts ``application/json``,
 which a cross-site form cannot send. ``GET /api`` is the documentation page with curl examples.
 
 Left out: API keys and rate limits (issue 6).
@@ -19,12 +21,18 @@ from flask import Blueprint, Flask, jsonify, request
 from werkzeug.wrappers import Response
 
 from engine import TokenforgeError
+from webapp.encode_view import MAX_DECODE_BYTES, check_decode_size
 from webapp.htmx import render
 from webapp.loaded import Loaded, all_rows, find
+from webapp.numbers import parse_id, parse_int
 from webapp.playground import limits
 
 bp = Blueprint("api", __name__)
 MAX_IDS = 1_000_000
+# A million ids written as JSON take about 7 MB, and the longest text the API encodes (200,000
+# characters, each possibly a 12-byte escaped surrogate pair) about 2.4 MB: 16 MiB fits both
+# with room, and no body bigger than that is read into memory.
+MAX_BODY_BYTES = 16 << 20
 
 
 def _error(message: str, status: int = 400) -> Response:
@@ -36,7 +44,13 @@ def _error(message: str, status: int = 400) -> Response:
 def _body() -> dict[str, Any] | Response:
     if not request.is_json:
         return _error("Send a JSON body with the header Content-Type: application/json.", 415)
-    body = request.get_json(silent=True)
+    limit = request.max_content_length
+    request.max_content_length = MAX_BODY_BYTES if limit is None else min(limit, MAX_BODY_BYTES)
+    try:
+        body = request.get_json(silent=True)
+    except RecursionError:  # json's parser recurses once per nesting level
+        return _error("The JSON body is nested too deeply; send a flat object such as "
+                      "{\"tokenizer\": 1, \"text\": \"hello\"}.")
     if not isinstance(body, dict):
         return _error("The body must be a JSON object, for example {\"tokenizer\": 1, \"text\": \"hello\"}.")
     return body
@@ -46,9 +60,23 @@ def _tokenizer(body: dict[str, Any]) -> Loaded | Response:
     ref = body.get("tokenizer")
     if ref is None or isinstance(ref, bool) or not isinstance(ref, (int, str)):
         return _error('Give "tokenizer": the id or exact name of a tokenizer (see GET /api/v1/tokenizers).')
+    shown = repr(ref)[:80]
+    if isinstance(ref, str) and (len(ref) > 200 or not ref.strip()):
+        return _error(f"There is no tokenizer named {shown}; names are 1 to 200 characters "
+                      "(GET /api/v1/tokenizers lists them).", 404)
+    if isinstance(ref, str) and ref.strip().isdigit():
+        # Strict ASCII digits only: ``"²".isdigit()`` is true, but it is neither an id nor
+        # (being digit-like) looked up as a name.
+        ref = parse_id(ref.strip())
+        if ref is None:
+            return _error(f"There is no tokenizer {shown}; an id is a whole number like 1 "
+                          "(GET /api/v1/tokenizers lists them).", 404)
+    elif isinstance(ref, int) and parse_id(ref) is None:
+        return _error(f"There is no tokenizer {shown}; ids are whole numbers from 1 "
+                      "(GET /api/v1/tokenizers lists them).", 404)
     loaded = find(ref)
     if loaded is None:
-        return _error(f"There is no tokenizer {ref!r}; GET /api/v1/tokenizers lists them.", 404)
+        return _error(f"There is no tokenizer {shown}; GET /api/v1/tokenizers lists them.", 404)
     return loaded
 
 
@@ -75,6 +103,8 @@ def encode() -> Response:
         return _error(f"The text has {len(text):,} characters; the API encodes at most {limits()[0]:,}.", 413)
     if allowed != "all" and not (isinstance(allowed, list) and all(isinstance(t, str) for t in allowed)):
         return _error('"allowed_special" must be "all" or a list of special-token strings.')
+    if allowed != "all" and len(allowed) > MAX_IDS:
+        return _error(f'"allowed_special" lists {len(allowed):,} strings; give at most {MAX_IDS:,}, or "all".')
     try:
         spans = loaded.tokenizer.encode_with_offsets(text, allowed_special="all" if allowed == "all" else frozenset(allowed))
     except TokenforgeError as exc:
@@ -97,14 +127,21 @@ def decode() -> Response:
         return found
     body, loaded = found
     ids = body.get("ids")
-    if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids):
-        return _error('Give "ids" as a list of non-negative integers.')
+    if not isinstance(ids, list):
+        return _error('Give "ids" as a list of non-negative integers, for example [15496, 995].')
     if len(ids) > MAX_IDS:
         return _error(f"Decode at most {MAX_IDS:,} ids at a time; got {len(ids):,}.", 413)
+    bad = [i for i in ids if not isinstance(i, int) or parse_int(i) is None][:1]
+    if bad:
+        return _error(f'Give "ids" as a list of non-negative integers; {repr(bad[0])[:40]} is not one '
+                      "(floats, booleans, strings and numbers beyond 64 bits are refused).")
     try:
+        check_decode_size(loaded.tokenizer, ids, MAX_DECODE_BYTES)
         text = loaded.tokenizer.decode(ids)
     except TokenforgeError as exc:
         return _error(str(exc), 422)
+    except ValueError as exc:  # from check_decode_size: the decoded text would be too large
+        return _error(str(exc), 413)
     return jsonify({"text": text, "count": len(ids)})
 
 

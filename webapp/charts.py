@@ -5,18 +5,38 @@ JavaScript and nothing loaded from a CDN. Every text label goes through ``markup
 and every number through ``float`` formatting, so the result is safe to insert as ``Markup``.
 Colours come from CSS classes (``chart-line``, ``chart-bar``, …) so dark mode applies.
 
+Every chart has a bounded size whatever the data: a bar chart draws at most ``MAX_BARS`` bars
+(more are merged into ranges, so a vocabulary with a 10 MB token does not draw ten million bars)
+and a line at most ``MAX_POINTS`` points. Non-finite numbers are left out.
+
 Left out: axes with many ticks, legends, interactivity; a ``<title>`` per point gives the value
 on hover.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from markupsafe import Markup, escape
 
 WIDTH, HEIGHT = 640, 260
 LEFT, RIGHT, TOP, BOTTOM = 56, 16, 16, 40
+MAX_BARS = 60  # about 10 px per bar: narrower bars cannot be told apart anyway
+MAX_POINTS = 400  # the line's vertices; a 600 px wide plot shows no more detail than that
+RANGE_DASH = "–"
+
+
+def numeric_points(raw: Sequence[object]) -> list[tuple[float, float]]:
+    """The (x, y) pairs of stored data that are two finite numbers; anything else is left out."""
+    points = []
+    for item in raw:
+        if isinstance(item, (list, tuple)) and len(item) >= 2:
+            x, y = item[0], item[1]
+            if (isinstance(x, (int, float)) and isinstance(y, (int, float)) and not isinstance(x, bool)
+                    and not isinstance(y, bool) and math.isfinite(x) and math.isfinite(y)):
+                points.append((float(x), float(y)))
+    return points
 
 
 def _fmt(value: float) -> str:
@@ -56,9 +76,12 @@ def _ticks(low: float, high: float, n: int = 5) -> list[float]:
 
 def line_chart(points: Sequence[tuple[float, float]], *, label_x: str, label_y: str, title: str) -> Markup:
     """A line through ``points`` (x ascending), with a dot and hover value per point."""
-    clean = sorted((float(x), float(y)) for x, y in points)
+    clean = sorted((float(x), float(y)) for x, y in points if math.isfinite(x) and math.isfinite(y))
     if not clean:
         return Markup("")
+    if len(clean) > MAX_POINTS:  # keep every k-th point and the last, so the shape stays
+        stride = -(-len(clean) // MAX_POINTS)
+        clean = clean[::stride] + ([clean[-1]] if (len(clean) - 1) % stride else [])
     xs, ys = [p[0] for p in clean], [p[1] for p in clean]
     x0, x1 = min(xs), max(xs)
     y0, y1 = min(0.0, min(ys)), max(ys) * 1.05 or 1.0
@@ -82,10 +105,32 @@ def line_chart(points: Sequence[tuple[float, float]], *, label_x: str, label_y: 
     return _frame(label_x, label_y, x_ticks, y_ticks, "".join(body), title)
 
 
-def bar_chart(bars: Sequence[tuple[float, float]], *, label_x: str, label_y: str, title: str) -> Markup:
-    """One bar per (x, height) pair, in the order given."""
+def _label(x: float | str) -> str:
+    return x if isinstance(x, str) else _fmt(x)
+
+
+def merge_bars(bars: Sequence[tuple[float | str, float]], max_bars: int = MAX_BARS) -> list[tuple[float | str, float]]:
+    """At most ``max_bars`` bars: runs of neighbours become one bar labelled "first–last", summed."""
+    if len(bars) <= max_bars:
+        return list(bars)
+    size = -(-len(bars) // max_bars)
+    merged: list[tuple[float | str, float]] = []
+    for start in range(0, len(bars), size):
+        run = bars[start:start + size]
+        first, last = _label(run[0][0]).split(RANGE_DASH)[0], _label(run[-1][0]).split(RANGE_DASH)[-1]
+        merged.append((first if first == last else f"{first}{RANGE_DASH}{last}", sum(h for _, h in run)))
+    return merged
+
+
+def bar_chart(bars: Sequence[tuple[float | str, float]], *, label_x: str, label_y: str, title: str) -> Markup:
+    """One bar per (x, height) pair, in the order given; x may be a label such as "5–8".
+
+    More than ``MAX_BARS`` pairs are merged into ranges (:func:`merge_bars`).
+    """
+    bars = [(x, h) for x, h in bars if math.isfinite(h) and h >= 0]
     if not bars:
         return Markup("")
+    bars = merge_bars(bars)
     top = max(h for _, h in bars) or 1.0
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     slot = plot_w / len(bars)
@@ -96,9 +141,9 @@ def bar_chart(bars: Sequence[tuple[float, float]], *, label_x: str, label_y: str
         height = h / top * plot_h
         left = LEFT + i * slot
         body.append(f'<rect class="chart-bar" x="{left + slot * 0.1:.1f}" y="{TOP + plot_h - height:.1f}" '
-                    f'width="{slot * 0.8:.1f}" height="{height:.1f}"><title>{escape(_fmt(x))}: '
+                    f'width="{slot * 0.8:.1f}" height="{height:.1f}"><title>{escape(_label(x))}: '
                     f'{escape(_fmt(h))}</title></rect>')
-        if i % label_every == 0:
-            x_ticks.append((left + slot / 2, _fmt(x)))
+        if i % label_every == 0:  # a range's tick shows where it starts; its title has both ends
+            x_ticks.append((left + slot / 2, _label(x).split(RANGE_DASH)[0]))
     y_ticks = [(TOP + plot_h - v / top * plot_h, _fmt(v)) for v in _ticks(0, top)]
     return _frame(label_x, label_y, x_ticks, y_ticks, "".join(body), title)

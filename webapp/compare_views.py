@@ -18,17 +18,21 @@ from webapp import compare
 from webapp.encode_view import encode_for_display
 from webapp.htmx import render
 from webapp.loaded import all_rows, load
+from webapp.numbers import parse_id
 from webapp.playground import SAMPLE_TEXT, flag, inspect_base, limits
 
 bp = Blueprint("compare", __name__)
 MIN_TOKENIZERS, MAX_TOKENIZERS = 2, 4
+MAX_SUBMITTED = 100  # ids read from one request; enough to say "5 are chosen", not a flood
 
 
 def _selected(source: Any) -> list[int]:
+    """The distinct tokenizer ids chosen, in order; values that are not ids are ignored."""
     seen: list[int] = []
-    for raw in source.getlist("ids"):
-        if str(raw).isdigit() and int(raw) not in seen:
-            seen.append(int(raw))
+    for raw in source.getlist("ids")[:MAX_SUBMITTED]:
+        value = parse_id(raw)
+        if value is not None and value not in seen:
+            seen.append(value)
     return seen
 
 

@@ -90,6 +90,10 @@ def upload() -> Response:
     stored: list[Corpus] = []
     if not files:
         errors.append("Choose at least one file to upload.")
+    if len(text_field) > MAX_NAME:
+        errors.append(f"The text field's name can be at most {MAX_NAME} characters; this one has "
+                      f"{len(text_field):,}. Nothing was stored.")
+        files = []
     session = get_session()
     team_id = current_team().id
     for upload_file in files:

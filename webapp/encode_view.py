@@ -13,11 +13,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from collections.abc import Sequence
+
 from engine import Tokenizer
+from webapp.numbers import MAX_ID, parse_int
 from webapp.spans import Counts, DisplaySpan, counts, group_spans, show_whitespace
 
 RENDER_TOKENS = 4000
 MAX_CHARS = 200_000
+# Decoding is the one place where a few ids make a lot of text: a stored tokenizer may hold a
+# token of megabytes, and a thousand pasted copies of its id would build gigabytes. Ordinary
+# text decodes to about 4 bytes per id, so a million ids fit easily.
+MAX_DECODE_BYTES = 16 << 20
 
 
 @dataclass(slots=True)
@@ -58,15 +65,26 @@ def encode_for_display(tokenizer: Tokenizer, text: str, *, allowed_special: bool
     return Encoded(text, ids, spans, counts(text, ids, tokenizer.model.unk_id), shown_tokens, shown)
 
 
+def check_decode_size(tokenizer: Tokenizer, ids: Sequence[int], limit: int = MAX_DECODE_BYTES) -> None:
+    """Raise ValueError if ``ids`` decode to more than ``limit`` bytes (unknown ids raise the engine's error)."""
+    total = 0
+    for token_id in ids:
+        total += len(tokenizer.token_bytes(token_id))
+        if total > limit:
+            raise ValueError(f"These {len(ids):,} ids decode to more than {limit:,} bytes; "
+                             "decode fewer ids at a time.")
+
+
 def parse_ids(raw: str) -> list[int]:
     """Read ids pasted as ``1, 2, 3``, ``[1,2,3]`` or one per line; raise ValueError naming the bad one."""
     cleaned = raw.replace("[", " ").replace("]", " ").replace(",", " ").split()
     ids = []
     for position, item in enumerate(cleaned, start=1):
-        if not item.isdigit():
+        value = parse_int(item)
+        if value is None:
             raise ValueError(f"Item {position}, {item[:20]!r}, is not a token id; ids are whole numbers "
-                             "separated by commas or spaces.")
-        ids.append(int(item))
+                             f"from 0 to {MAX_ID:,} written with the digits 0-9, separated by commas or spaces.")
+        ids.append(value)
     if not ids:
         raise ValueError("Paste some token ids first, for example 15496, 995.")
     return ids

@@ -7,6 +7,10 @@ pair's count when it was merged (from ``stats["merges"]``, when it was trained h
 replay of the merges that built it, in rank order. Unigram pieces get their score, WordPiece
 pieces whether they continue a word (``##``).
 
+Any stored tokenizer must give a page of bounded size, so a token's bytes, hex and vocabulary
+string are shown up to ``SHOW_BYTES``/``SHOW_CHARS`` (:func:`shown_text`, :func:`shown_string`),
+with its full byte length beside them; every page that shows token text uses these helpers.
+
 Left out: HTML, and looking tokenizers up (the views do both).
 """
 
@@ -19,6 +23,12 @@ from typing import Any
 from engine import Tokenizer
 
 MAX_CHAIN = 64  # deeper merge trees are cut, so one huge token cannot make a huge page
+# Real vocabularies' longest tokens are about 100 bytes (GPT-2: 128); an imported token may be
+# megabytes, and escaping or drawing all of it would make a page of that size (times four for
+# ``\xNN`` escapes), once per place it appears.
+SHOW_BYTES = 256
+SHOW_CHARS = 256
+ELLIPSIS = "…"
 
 
 def escape_text(data: bytes) -> str:
@@ -39,6 +49,29 @@ def escape_text(data: bytes) -> str:
         else:
             out.append(char)
     return "".join(out)
+
+
+def _cut(data: bytes, limit: int) -> bytes:
+    """The first ``limit`` bytes, backed off to a UTF-8 character boundary where one is near."""
+    end = limit
+    for _ in range(3):  # a UTF-8 character has at most 3 continuation bytes
+        if end > 0 and end < len(data) and (data[end] & 0xC0) == 0x80:
+            end -= 1
+    return data[:end] if end > 0 else data[:limit]
+
+
+def shown_text(data: bytes, limit: int = SHOW_BYTES) -> str:
+    """:func:`escape_text` of at most ``limit`` bytes of ``data``, ending in "…" when cut."""
+    if len(data) <= limit:
+        return escape_text(data)
+    return escape_text(_cut(data, limit)) + ELLIPSIS
+
+
+def shown_string(text: str | None, limit: int = SHOW_CHARS) -> str:
+    """A vocabulary string cut to ``limit`` characters, ending in "…" when cut."""
+    if text is None:
+        return ""
+    return text if len(text) <= limit else text[:limit] + ELLIPSIS
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +106,7 @@ class TokenInfo:
     score: float | None = None
     continuation: bool | None = None
     unknown: bool = False
+    cut: bool = False  # only the first SHOW_BYTES bytes are shown
 
     @property
     def merge(self) -> MergeStep | None:
@@ -92,7 +126,7 @@ def _step(tokenizer: Tokenizer, rank: int, left: int, right: int, merged: int, c
         # Only trust the count if the stored merge is the same pair (stats from another run would not be).
         if isinstance(entry, (list, tuple)) and len(entry) >= 3 and list(entry[:2]) == [left, right]:
             count = int(entry[2])
-    show = lambda i: escape_text(tokenizer.token_bytes(i))  # noqa: E731
+    show = lambda i: shown_text(tokenizer.token_bytes(i))  # noqa: E731
     return MergeStep(rank, left, right, merged, show(left), show(right), show(merged), count)
 
 
@@ -125,9 +159,9 @@ def inspect(tokenizer: Tokenizer, token_id: int, stats: dict[str, Any] | None = 
     token = tokenizer.id_to_token(token_id)
     model = tokenizer.model
     info = TokenInfo(
-        id=token_id, token=token if token is not None else "", hex=data.hex(" "), text=escape_text(data),
+        id=token_id, token=shown_string(token), hex=data[:SHOW_BYTES].hex(" "), text=shown_text(data),
         byte_length=len(data), special=tokenizer.is_special(token_id), kind=model.kind,
-        unknown=token_id == model.unk_id,
+        unknown=token_id == model.unk_id, cut=len(data) > SHOW_BYTES,
     )
     origins: dict[int, tuple[int, int, int]] = getattr(model, "origins", {})
     if token_id in origins and not info.special:

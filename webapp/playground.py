@@ -18,12 +18,14 @@ from flask import Blueprint, Flask, current_app, request, url_for
 from werkzeug.wrappers import Response
 
 from engine import TokenforgeError
-from webapp.encode_view import MAX_CHARS, RENDER_TOKENS, encode_for_display, parse_ids
+from webapp.encode_view import MAX_CHARS, RENDER_TOKENS, check_decode_size, encode_for_display, parse_ids
 from webapp.htmx import render
-from webapp.inspector import escape_text, inspect
+from webapp.inspector import inspect, shown_text
 from webapp.loaded import Loaded, load
+from webapp.numbers import parse_int
 
 bp = Blueprint("playground", __name__)
+MAX_GROUP = 64  # ids in an inspector link's ?group= (one display span's tokens)
 
 SAMPLE_TEXT = ("Tokenizers split text into pieces: “Hello, world!” → tokens.\n"
                "Emoji 👩‍🚀 and accents (café, naïve) and 日本語 too.\n    indented code()\n")
@@ -98,8 +100,11 @@ def decode(tokenizer_id: int) -> Response:
             raise ValueError(f"That is {len(raw):,} characters of ids; paste at most {limits()[0]:,}.")
         ids = parse_ids(raw)
         tokenizer = loaded.tokenizer
+        # The decoded text is shown whole, so it gets the same bound as a text to encode
+        # (in UTF-8 bytes): a stored tokenizer's megabyte-long token must not make a huge page.
+        check_decode_size(tokenizer, ids, limits()[0] * 4)
         context["decoded"] = tokenizer.decode(ids)
-        context["rows"] = [(i, escape_text(tokenizer.token_bytes(i))) for i in ids[: limits()[1]]]
+        context["rows"] = [(i, shown_text(tokenizer.token_bytes(i))) for i in ids[: limits()[1]]]
         context["id_count"] = len(ids)
     except (ValueError, TokenforgeError) as exc:
         context["decode_error"] = str(exc)
@@ -111,7 +116,8 @@ def decode(tokenizer_id: int) -> Response:
 def inspector(tokenizer_id: int, token_id: int) -> Response:
     """The token inspector: an id's bytes, and the merges, score or prefix that explain it."""
     loaded = load(tokenizer_id)
-    group = [int(i) for i in request.args.get("group", "").split() if i.isdigit()][:64]
+    parsed = (parse_int(item) for item in request.args.get("group", "").split())
+    group = [i for i in parsed if i is not None][:MAX_GROUP]
     try:
         info = inspect(loaded.tokenizer, token_id, loaded.stats)
     except TokenforgeError as exc:

@@ -24,6 +24,7 @@ from webapp import auth, ratelimit
 from webapp.db import get_session
 from webapp.htmx import render
 from webapp.models import SharedText, ShareLink, Tokenizer, utcnow
+from webapp.numbers import parse_int
 
 bp = Blueprint("sharing", __name__)
 MAX_SHARES_IN_SESSION = 20
@@ -77,11 +78,12 @@ def create(tokenizer_id: int) -> Response:
     raw = request.form.get("days", "").strip()
     expires = None
     if raw:
-        if not raw.isdigit() or not 1 <= int(raw) <= MAX_EXPIRY_DAYS:
+        days = parse_int(raw, low=1, high=MAX_EXPIRY_DAYS)
+        if days is None:
             return render("share/manage.html", status=422, **_manage_context(
                 tokenizer, error=f"The expiry must be a whole number of days from 1 to {MAX_EXPIRY_DAYS}, "
                                  f"or empty for a link that never expires; got {raw[:20]!r}."))
-        expires = utcnow() + dt.timedelta(days=int(raw))
+        expires = utcnow() + dt.timedelta(days=days)
     get_session().add(ShareLink(tokenizer_id=tokenizer.id, token=auth.new_token(),
                                 created_by=current_user.id, expires_at=expires))
     get_session().commit()

@@ -20,15 +20,24 @@ from webapp import jobs, training_form
 from webapp.auth import owned_or_404, scoped
 from webapp.db import get_session
 from webapp.htmx import is_htmx, render
-from webapp.inspector import escape_text
+from webapp.inspector import shown_text
 from webapp.loaded import load
 from webapp.models import Corpus, Job, Tokenizer
+from webapp.numbers import parse_id
 
 bp = Blueprint("tokenizers", __name__)
+MAX_CORPORA = 1000  # corpus checkboxes one form may submit; more is not a person choosing
+SHOWN_MERGES = 50
 
 
 def _corpora() -> list[Corpus]:
     return list(get_session().scalars(scoped(Corpus).order_by(Corpus.name, Corpus.id)))
+
+
+def _corpus_ids(raw: list[str]) -> list[int]:
+    """The valid corpus ids among submitted values (anything else is not a corpus, so ignored)."""
+    parsed = (parse_id(value) for value in raw[:MAX_CORPORA])
+    return [value for value in parsed if value is not None]
 
 
 def _train_page(algorithm: str, *, form: dict[str, Any] | None = None,
@@ -37,9 +46,9 @@ def _train_page(algorithm: str, *, form: dict[str, Any] | None = None,
     if algorithm not in algorithms:
         algorithm = algorithms[0] if algorithms else ""
     fields = training_form.fields_for(algorithm, form, errors) if algorithm else []
-    selected = {int(i) for i in (form or {}).get("corpus_ids", []) if str(i).isdigit()}
-    if form is None and request.args.get("corpus", "").isdigit():
-        selected = {int(request.args["corpus"])}
+    selected = set(_corpus_ids((form or {}).get("corpus_ids", [])))
+    if form is None:
+        selected = set(_corpus_ids([request.args.get("corpus", "")]))
     return render(
         "tokenizers/train.html", "options", algorithm=algorithm, algorithms=algorithms,
         fields=fields, corpora=_corpora(), selected=selected, errors=errors or {},
@@ -63,9 +72,15 @@ def train() -> Response:
         return _train_page(algorithm, form=form, status=422,
                            errors={"": f"Choose an algorithm; {algorithm!r} is not available."})
     options, errors = training_form.parse(algorithm, form)
-    ids = [int(i) for i in form["corpus_ids"] if str(i).isdigit()]
+    submitted = [value for value in form["corpus_ids"] if value.strip()]
+    ids = _corpus_ids(submitted)
     corpora = list(get_session().scalars(scoped(Corpus).where(Corpus.id.in_(ids)))) if ids else []
-    if not ids:
+    if len(submitted) > MAX_CORPORA:
+        errors["corpus_ids"] = f"Choose at most {MAX_CORPORA:,} corpora; {len(submitted):,} were sent."
+    elif len(ids) != len(submitted):
+        bad = next(value for value in submitted if parse_id(value) is None)
+        errors["corpus_ids"] = f"{bad[:20]!r} is not a corpus id; choose the corpora from the list."
+    elif not ids:
         errors["corpus_ids"] = "Choose at least one corpus to train on."
     elif len(corpora) != len(set(ids)):
         errors["corpus_ids"] = "One of the chosen corpora no longer exists; choose again."
@@ -139,26 +154,41 @@ def show(tokenizer_id: int) -> Response:
     """A tokenizer's summary: how it was trained, its size and its first merges."""
     tokenizer = owned_or_404(Tokenizer, tokenizer_id)
     job = get_session().scalar(scoped(Job).where(Job.id == tokenizer.job_id)) if tokenizer.job_id else None
-    corpus_ids = tokenizer.config.get("corpus_ids", [])
-    corpora = get_session().scalars(scoped(Corpus).where(Corpus.id.in_(corpus_ids))).all()
+    stored = tokenizer.config.get("corpus_ids")
+    parsed = [parse_id(i) for i in stored[:MAX_CORPORA]] if isinstance(stored, list) else []
+    corpus_ids = [i for i in parsed if i is not None]
+    corpora = get_session().scalars(scoped(Corpus).where(Corpus.id.in_(corpus_ids))).all() if corpus_ids else []
     merges = tokenizer.stats.get("merges") or []
+    if not isinstance(merges, list):
+        merges = []
     return render("tokenizers/show.html", tokenizer=tokenizer, job=job, corpora=corpora,
-                  merges=_readable_merges(tokenizer_id, merges[:50]), merge_count=len(merges))
+                  merges=_readable_merges(tokenizer_id, merges[:SHOWN_MERGES]), merge_count=len(merges))
 
 
-def _readable_merges(tokenizer_id: int, merges: list[list[int]]) -> list[tuple[str, str, int | None]]:
-    """The training stats' merges (token ids) as the text of their two parts, with the count."""
+def _readable_merges(tokenizer_id: int, merges: list[Any]) -> list[tuple[str, str, int | None]]:
+    """The training stats' merges (token ids) as the text of their two parts, with the count.
+
+    Texts are cut (``shown_text``): an imported tokenizer's token may be megabytes long.
+    """
     if not merges:
         return []
     engine_tokenizer = load(tokenizer_id).tokenizer
 
-    def text(token_id: int) -> str:
+    def text(token_id: object) -> str:
+        if not isinstance(token_id, int) or isinstance(token_id, bool):
+            return "?"
         try:
-            return escape_text(engine_tokenizer.token_bytes(token_id))
+            return shown_text(engine_tokenizer.token_bytes(token_id))
         except (TokenforgeError, TypeError):
             return f"#{token_id}"
 
-    return [(text(m[0]), text(m[1]), m[2] if len(m) > 2 else None) for m in merges]
+    rows = []
+    for merge in merges:
+        if not isinstance(merge, (list, tuple)) or len(merge) < 2:
+            continue
+        count = merge[2] if len(merge) > 2 and isinstance(merge[2], int) and not isinstance(merge[2], bool) else None
+        rows.append((text(merge[0]), text(merge[1]), count))
+    return rows
 
 
 @bp.get("/tokenizers/<int:tokenizer_id>/delete")

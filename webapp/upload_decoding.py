@@ -17,6 +17,7 @@ from typing import IO
 from webapp.corpus_stats import DOCUMENT_SEPARATOR
 
 CHUNK_BYTES = 1 << 20
+MAX_KEYS_SHOWN = 10  # a message lists a line's first fields, not thousands
 
 
 class UploadError(ValueError):
@@ -161,6 +162,12 @@ def jsonl_documents(text: Iterator[str], filename: str, field_name: str) -> Iter
             return None
         try:
             record = json.loads(line)
+        except RecursionError:  # json's parser recurses once per level: [[[[…]]]] exhausts the stack
+            raise UploadError(
+                f"{filename!r}, line {line_no:,} is nested too deeply to read. Each line of a .jsonl "
+                "file must be one JSON object whose text field is a string.",
+                kind="json",
+            ) from None
         except ValueError:
             raise UploadError(
                 f"{filename!r}, line {line_no:,} is not valid JSON. Each line of a .jsonl file "
@@ -169,10 +176,11 @@ def jsonl_documents(text: Iterator[str], filename: str, field_name: str) -> Iter
             ) from None
         value = record.get(field_name) if isinstance(record, dict) else None
         if not isinstance(value, str):
-            keys = ", ".join(repr(k) for k in record) if isinstance(record, dict) else "none"
+            keys = ", ".join(repr(k)[:40] for k in list(record)[:MAX_KEYS_SHOWN]) if isinstance(record, dict) else "none"
+            more = ", …" if isinstance(record, dict) and len(record) > MAX_KEYS_SHOWN else ""
             raise UploadError(
-                f"{filename!r}, line {line_no:,} has no text field {field_name!r} (its fields: "
-                f"{keys}). Choose the field that holds the text.",
+                f"{filename!r}, line {line_no:,} has no text field {field_name[:40]!r} (its fields: "
+                f"{keys or 'none'}{more}). Choose the field that holds the text.",
                 kind="json",
             )
         return value

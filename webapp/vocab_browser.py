@@ -5,6 +5,12 @@ vocabulary string, byte length, score or merge rank). A search matches a token's
 vocabulary string, or an exact id. Length is the UTF-8 length of what the token spells, so a
 WordPiece ``##ing`` counts 3 and a Unigram ``▁the`` counts 4 (its ``▁`` is a space).
 
+Every result is bounded whatever the tokenizer holds: a row keeps at most ``SHOW_BYTES`` of a
+token's text and ``SHOW_CHARS`` of its vocabulary string (a search looks at those too, so a
+10 MB token is neither escaped nor scanned whole), pages hold ``PAGE_SIZE`` rows, queries are
+cut to ``MAX_QUERY`` characters, and the length histogram has at most ``charts.MAX_BARS`` bars
+(ranges of lengths when the longest token is longer than that).
+
 Left out: HTML (``templates/playground/vocab.html``) and the SVG histogram (``charts.py``).
 """
 
@@ -15,10 +21,13 @@ from collections import Counter
 from dataclasses import dataclass
 
 from engine import Tokenizer
-from webapp.inspector import escape_text
+from webapp.charts import MAX_BARS, RANGE_DASH
+from webapp.inspector import SHOW_BYTES, shown_string, shown_text
+from webapp.numbers import parse_int
 
 PAGE_SIZE = 100
 LONGEST = 25
+MAX_QUERY = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,9 +35,9 @@ class VocabRow:
     """One vocabulary entry as the browser lists it."""
 
     id: int
-    text: str
-    token: str
-    byte_length: int
+    text: str  # escaped, cut to SHOW_BYTES bytes of the token
+    token: str  # cut to SHOW_CHARS characters
+    byte_length: int  # of the whole token
     special: bool
     score: float | None
     rank: int | None
@@ -45,6 +54,7 @@ class Page:
 
 
 def _surface(tokenizer: Tokenizer, token_id: int) -> bytes:
+    """What the token spells (a WordPiece ``##`` and a Unigram ``▁`` as their text)."""
     model = tokenizer.model
     if tokenizer.is_special(token_id):
         return tokenizer.token_bytes(token_id)
@@ -69,17 +79,18 @@ def _rows(tokenizer: Tokenizer) -> tuple[VocabRow, ...]:
             continue
         score = scores[token_id][1] if scores is not None and 0 <= token_id < len(scores) else None
         rank = origins[token_id][0] if token_id in origins else None
-        rows.append(VocabRow(token_id, escape_text(data), token, len(data), tokenizer.is_special(token_id), score, rank))
+        rows.append(VocabRow(token_id, shown_text(data, SHOW_BYTES), shown_string(token), len(data),
+                             tokenizer.is_special(token_id), score, rank))
     return tuple(rows)
 
 
 def search(tokenizer: Tokenizer, query: str = "", page: int = 1, *, page_size: int = PAGE_SIZE) -> Page:
     """The ``page``-th page (1-based) of the rows matching ``query`` (everything when empty)."""
     rows = _rows(tokenizer)
-    query = query.strip()
+    query = query[:MAX_QUERY].strip()
     if query:
         needle = query.casefold()
-        as_id = int(query) if query.isdigit() else None
+        as_id = parse_int(query)
         rows = tuple(r for r in rows if r.id == as_id or needle in r.text.casefold() or needle in r.token.casefold())
     pages = max(1, -(-len(rows) // page_size))
     page = min(max(1, page), pages)
@@ -93,8 +104,20 @@ def longest(tokenizer: Tokenizer, n: int = LONGEST) -> list[VocabRow]:
     return sorted(rows, key=lambda r: (-r.byte_length, r.id))[:n]
 
 
-def length_histogram(tokenizer: Tokenizer) -> list[tuple[int, int]]:
-    """(byte length, number of tokens) for every length from 1 to the longest, specials left out."""
+def length_histogram(tokenizer: Tokenizer, max_bars: int = MAX_BARS) -> list[tuple[int | str, int]]:
+    """(byte length, number of tokens) from length 1 to the longest, specials left out.
+
+    Up to ``max_bars`` lengths there is one bar per length; beyond, each bar counts an equal
+    range of lengths labelled "first–last", so the work and the chart do not grow with the
+    longest token's length.
+    """
     counter = Counter(r.byte_length for r in _rows(tokenizer) if not r.special)
     top = max(counter, default=0)
-    return [(length, counter.get(length, 0)) for length in range(1, top + 1)]
+    if top <= max_bars:
+        return [(length, counter.get(length, 0)) for length in range(1, top + 1)]
+    width = -(-top // max_bars)
+    bins = [0] * -(-top // width)
+    for length, count in counter.items():
+        if length > 0:
+            bins[(length - 1) // width] += count
+    return [(f"{1 + i * width:,}{RANGE_DASH}{min(top, (i + 1) * width):,}", count) for i, count in enumerate(bins)]

@@ -22,36 +22,39 @@ from webapp.htmx import render
 from webapp.loaded import Loaded, load
 from webapp.models import Corpus
 from webapp.models import Tokenizer as TokenizerRow
+from webapp.numbers import parse_id, parse_int
 
 bp = Blueprint("vocab", __name__)
 
 
 def _page_number(raw: str | None) -> int:
     """A 1-based page number; anything that is not one is page 1, huge ones clamp to the last page."""
-    return min(int(raw), 10**9) if raw and raw.isascii() and raw.isdigit() else 1
+    value = parse_int(raw)
+    return min(value, 10**9) if value else 1
 
 
 @bp.get("/tokenizers/<int:tokenizer_id>/vocab")
 def browse(tokenizer_id: int) -> Response:
     """The vocabulary browser; htmx requests (search, paging) get only the table."""
     loaded = load(tokenizer_id)
-    query = request.args.get("q", "")[:200]
+    query = request.args.get("q", "")[:vocab_browser.MAX_QUERY]
     page = vocab_browser.search(loaded.tokenizer, query, _page_number(request.args.get("page")))
     lengths = vocab_browser.length_histogram(loaded.tokenizer)
     return render("playground/vocab.html", "table", loaded=loaded, q=query, page=page,
                   longest=vocab_browser.longest(loaded.tokenizer), histogram=_histogram(lengths))
 
 
-def _histogram(lengths: list[tuple[int, int]]) -> Any:
+def _histogram(lengths: list[tuple[int | str, int]]) -> Any:
     return charts.bar_chart(lengths, label_x="token length (bytes)", label_y="tokens",
                             title="How many tokens have each length")
 
 
 def _insights_context(loaded: Loaded) -> dict[str, Any]:
-    curve = loaded.stats.get("curve") or []
-    points = [(p[0], p[1]) for p in curve if isinstance(p, (list, tuple)) and len(p) >= 2]
+    curve = loaded.stats.get("curve")
+    points = charts.numeric_points(curve if isinstance(curve, list) else [])
     corpora = list(get_session().scalars(scoped(Corpus).order_by(Corpus.name)))
-    trained_on = set(loaded.row.config.get("corpus_ids", []) or [])
+    stored = loaded.row.config.get("corpus_ids")
+    trained_on = {i for i in (stored if isinstance(stored, list) else []) if parse_id(i) is not None}
     if loaded.row.job_id:
         from webapp.models import Job
 
@@ -81,16 +84,17 @@ def evaluate(tokenizer_id: int) -> Response:
     context = _insights_context(load(tokenizer_id))
     form = request.form
     context["form"] = form
-    raw_corpus, raw_percent = form.get("corpus_id", ""), form.get("percent", "")
-    corpus = get_session().scalar(scoped(Corpus).where(Corpus.id == int(raw_corpus))) if raw_corpus.isdigit() else None
+    corpus_id, raw_percent = parse_id(form.get("corpus_id", "")), form.get("percent", "").strip()
+    percent = parse_int(raw_percent, low=1, high=50)
+    corpus = get_session().scalar(scoped(Corpus).where(Corpus.id == corpus_id)) if corpus_id else None
     status = 200
     if corpus is None:
         context["eval_error"] = "Choose a corpus to take the held-out split from."
-    elif not raw_percent.isdigit() or not 1 <= int(raw_percent) <= 50:
-        context["eval_error"] = f"The held-out share must be a whole percentage from 1 to 50, not {raw_percent!r}."
+    elif percent is None:
+        context["eval_error"] = f"The held-out share must be a whole percentage from 1 to 50, not {raw_percent[:20]!r}."
     else:
         try:
-            split = heldout.read_split(store().path(corpus.sha256), int(raw_percent) / 100, form.get("part", "last"))
+            split = heldout.read_split(store().path(corpus.sha256), percent / 100, form.get("part", "last")[:20])
             context["split"] = split
             context["evaluation"] = heldout.evaluate(context["loaded"].tokenizer, split)
             context["eval_corpus"] = corpus
