@@ -176,3 +176,37 @@ def test_an_oversized_body_is_answered_without_being_read(live: LiveApp) -> None
             answer += chunk
         assert answer.startswith(b"HTTP/1.1 413 ")
     assert _healthz(live) == 200
+
+
+# --- The playground's hot path (finding 14) ---------------------------------------------------
+
+def test_an_encode_never_reads_the_training_statistics(app: Flask, client: FlaskClient) -> None:
+    """The stats column (half a megabyte for a 32k BPE) stays unread by encodes; pages that show it read it."""
+    from sqlalchemy import event
+
+    from tests.webapp.playground_samples import byte_bpe, store
+    from webapp import db
+
+    ref = store(app, byte_bpe(), stats={"merges": [[[104, 101], 7]], "curve": []})
+    statements: list[str] = []
+    with app.app_context():
+        engine = db.get_engine(app)
+
+    def record(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        assert client.post(f"/tokenizers/{ref}/encode", data={"text": "hello"}).status_code == 200
+        assert client.post("/api/v1/encode", json={"tokenizer": ref, "text": "hello"}).status_code == 200
+        assert client.post("/api/v1/encode", json={"tokenizer": str(ref), "text": "hi"}).status_code == 200
+        assert not [s for s in statements if "tokenizers.stats" in s]
+        assert client.get(f"/tokenizers/{ref}/inspect?token=104").status_code in (200, 404)
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+
+
+@pytest.mark.parametrize("ref", ["²", "１", " 7 ", 2**63, -1, True, 1.0, [1], {"id": 1}, "9" * 40])
+def test_api_tokenizer_references_never_break(client: FlaskClient, ref: object) -> None:
+    response = client.post("/api/v1/encode", json={"tokenizer": ref, "text": "hi"})
+    assert response.status_code in (400, 404) and "error" in response.get_json()
