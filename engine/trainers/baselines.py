@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from engine.errors import ConfigError
 from engine.trainers.base import Reporter, TrainResult
 from engine.trainers.counting import CHAR_PATTERN
+from engine.trainers.limits import MAX_VOCAB, check_at_most, check_special_count
 from engine.trainers.wordpiece import BERT_SPECIALS, NORMALIZER_CHOICES
 
 if TYPE_CHECKING:
@@ -34,8 +35,11 @@ def _check_common(vocab_size: int | None, min_frequency: int, specials: tuple[st
         raise ConfigError(f"Unknown normalizer {normalizer!r}; choose one of: {', '.join(NORMALIZER_CHOICES)}.")
     if min_frequency < 1:
         raise ConfigError(f"min_frequency must be at least 1, not {min_frequency}.")
+    check_special_count(specials)
     if len(set(specials)) != len(specials) or "" in specials:
         raise ConfigError(f"special_tokens must be distinct and non-empty: {list(specials)}.")
+    if vocab_size is not None:
+        check_at_most("vocab_size", vocab_size, MAX_VOCAB)
     if unk not in specials:
         raise ConfigError(f"The unknown token {unk!r} is not among special_tokens {list(specials)}; add it.")
     if vocab_size is not None and vocab_size <= len(specials):
@@ -82,6 +86,7 @@ class ByteOptions:
     special_tokens: tuple[str, ...] = field(default=(), metadata={"help": "Special tokens, given ids from 256 on."})
 
     def __post_init__(self) -> None:
+        check_special_count(self.special_tokens)
         if len(set(self.special_tokens)) != len(self.special_tokens) or "" in self.special_tokens:
             raise ConfigError(f"special_tokens must be distinct and non-empty: {list(self.special_tokens)}.")
 

@@ -31,10 +31,10 @@ from engine.pretokenizers import get_pretokenizer
 from engine.trainers.base import Reporter, TrainResult
 from engine.trainers.bpe_merge import merge_words, words_from_counts
 from engine.trainers.counting import count_pretokens
+from engine.trainers.limits import MAX_VOCAB, check_special_count, check_workers, shown
 
 # Byte values in GPT-2's vocabulary order (ordered by the code point of their symbol).
 GPT2_BYTE_ORDER: tuple[int, ...] = tuple(sorted(range(256), key=lambda b: ord(BYTE_TO_UNICODE[b])))
-MAX_VOCAB = 1_000_000  # internal token ids are characters, so they must stay below U+10FFFF
 CURVE_POINTS = 256
 
 
@@ -60,15 +60,16 @@ class BpeOptions:
         default=None, metadata={"help": "Never create a token longer than this many bytes (empty: no limit)."}
     )
     num_workers: int | None = field(
-        default=None, metadata={"help": "Processes that count pre-tokens (empty: one per CPU)."}
+        default=None, metadata={"help": "Processes that count pre-tokens, at most one per CPU (empty: one per CPU)."}
     )
 
     def __post_init__(self) -> None:
+        check_special_count(self.special_tokens)
         floor = len(self.special_tokens) + 256
         if not floor <= self.vocab_size <= MAX_VOCAB:
             raise ConfigError(
-                f"vocab_size={self.vocab_size} must be between {floor} (the {len(self.special_tokens)} "
-                f"special tokens + 256 bytes) and {MAX_VOCAB}; pass a larger --vocab-size."
+                f"vocab_size={shown(self.vocab_size)} must be between {floor} (the {len(self.special_tokens)} "
+                f"special tokens + 256 bytes) and {MAX_VOCAB:,}; pass a vocab_size in that range."
             )
         if len(set(self.special_tokens)) != len(self.special_tokens) or "" in self.special_tokens:
             raise ConfigError(f"The special tokens {list(self.special_tokens)!r} must be distinct and non-empty.")
@@ -76,8 +77,7 @@ class BpeOptions:
             raise ConfigError(f"min_frequency={self.min_frequency} must be 0 or more.")
         if self.max_token_length is not None and self.max_token_length < 1:
             raise ConfigError(f"max_token_length={self.max_token_length} must be 1 or more (or empty).")
-        if self.num_workers is not None and self.num_workers < 1:
-            raise ConfigError(f"num_workers={self.num_workers} must be 1 or more (or empty for one per CPU).")
+        check_workers(self.num_workers)
         get_pretokenizer(self.pretokenizer)  # raises ConfigError naming a bad regex
 
 

@@ -18,7 +18,9 @@ split and counted. How a stretch is counted depends on the split, always with th
 
 Workers are forked when this process has one thread (fast, no importable ``__main__``
 needed), else spawned; a worker that dies raises instead of hanging. Progress is stage
-``"count"`` in bytes read; each update polls the cancel check.
+``"count"`` in bytes read; each update polls the cancel check. A worker dies with this process,
+even a SIGKILLed one (``engine.processes.die_with_parent``), and ``num_workers`` is bounded by
+``limits.check_workers``.
 
 Left out: reading and cutting files (``corpus.py``) and what the counts are for.
 """
@@ -37,10 +39,12 @@ from pathlib import Path
 import regex
 
 from engine.normalizers import Normalizer
+from engine.processes import die_with_parent
 from engine.pretokenizers import HF_BYTELEVEL_PATTERN, get_pretokenizer
 from engine.trainers.base import Reporter
 from engine.trainers.corpus import MAX_CHUNK_CHARS, WORD_SPLITS, cuts_are_safe, iter_documents
 from engine.trainers.corpus import special_pattern, split_specials
+from engine.trainers.limits import check_workers, max_workers
 
 Splitter = Callable[[str], list[str]]
 """Cuts ordinary text into pre-tokens; must be picklable when workers are used."""
@@ -144,8 +148,9 @@ def count_pretokens(
     total = sum(os.path.getsize(f) for f in files)
     chunks = iter_documents(files, specials, max_chunk_chars=max_chunk_chars, safe_cuts=safe_cuts)
     if num_workers is None:  # auto: all CPUs, but small corpora are not worth starting workers
-        workers = len(os.sched_getaffinity(0)) if total >= _IN_PROCESS_BYTES else 1
+        workers = max_workers() if total >= _IN_PROCESS_BYTES else 1
     else:
+        check_workers(num_workers, per_cpu=False)  # the options checked the CPUs; a test may want 2 on 1
         workers = num_workers
     reporter.update("count", 0, total, force=True)
     if workers <= 1:
@@ -161,8 +166,12 @@ def count_pretokens(
 
 
 def _worker(tasks: multiprocessing.Queue, results: multiprocessing.Queue,
-            tally_args: tuple[str | Splitter, tuple[str, ...], Normalizer | None]) -> None:
+            tally_args: tuple[str | Splitter, tuple[str, ...], Normalizer | None], parent_pid: int) -> None:
     """Count every chunk from ``tasks``; send the counts back on the ``None`` sentinel."""
+    # A worker waits on ``tasks`` forever (it holds the queue's write end too, so it never sees
+    # end-of-file): it must die with its parent, even a SIGKILLed one.
+    if not die_with_parent(parent_pid=parent_pid):
+        os._exit(1)
     try:
         tally = Tally(*tally_args)
         while (task := tasks.get()) is not None:
@@ -181,7 +190,8 @@ def _count_in_workers(chunks: Iterator[tuple[str, int]], total: int, workers: in
     ctx = multiprocessing.get_context("fork" if single else "spawn")
     tasks: multiprocessing.Queue = ctx.Queue(maxsize=2 * workers)  # bounds memory in flight
     results: multiprocessing.Queue = ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(tasks, results, tally_args), daemon=True) for _ in range(workers)]
+    procs = [ctx.Process(target=_worker, args=(tasks, results, tally_args, os.getpid()), daemon=True)
+             for _ in range(workers)]
     for proc in procs:
         proc.start()
     parts: list[dict[str, int]] = []

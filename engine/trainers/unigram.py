@@ -40,6 +40,10 @@ from engine.tokenizer import Tokenizer
 from engine.trainers.base import Reporter, TrainResult
 from engine.trainers.corpus import cuts_are_safe
 from engine.trainers.counting import count_pretokens
+from engine.trainers.limits import (
+    MAX_PIECE_LENGTH, MAX_SEED_SIZE, MAX_SHRINKING_FACTOR, MAX_SUB_ITERATIONS, MAX_VOCAB, check_at_most,
+    check_special_count,
+)
 from engine.trainers.unigram_em import e_step, m_step, prune
 from engine.trainers.unigram_shards import ShardedLattice
 from engine.trainers.unigram_seed import required_chars, seed_pieces
@@ -68,12 +72,23 @@ class UnigramOptions:
     def __post_init__(self) -> None:
         if not 0 < self.character_coverage <= 1:
             raise ConfigError(f"character_coverage must be in (0, 1], not {self.character_coverage}; 0.9995 suits most languages.")
-        if not 0 < self.shrinking_factor < 1:
-            raise ConfigError(f"shrinking_factor must be between 0 and 1, not {self.shrinking_factor}; 0.75 is sentencepiece's default.")
+        if not 0 < self.shrinking_factor <= MAX_SHRINKING_FACTOR:
+            raise ConfigError(
+                f"shrinking_factor must be above 0 and at most {MAX_SHRINKING_FACTOR:g}, not {self.shrinking_factor} "
+                "(closer to 1, pruning takes ever more rounds); 0.75 is sentencepiece's default."
+            )
         if self.max_piece_length < 1:
             raise ConfigError(f"max_piece_length must be at least 1, not {self.max_piece_length}.")
+        check_at_most("max_piece_length", self.max_piece_length, MAX_PIECE_LENGTH,
+                      fix=f"pass max_piece_length of at most {MAX_PIECE_LENGTH} (16 is sentencepiece's default)")
         if self.n_sub_iterations < 1:
             raise ConfigError(f"n_sub_iterations must be at least 1, not {self.n_sub_iterations}.")
+        check_at_most("n_sub_iterations", self.n_sub_iterations, MAX_SUB_ITERATIONS,
+                      fix=f"pass n_sub_iterations of at most {MAX_SUB_ITERATIONS} (2 is sentencepiece's default)")
+        check_at_most("vocab_size", self.vocab_size, MAX_VOCAB)
+        check_at_most("seed_size", self.seed_size, MAX_SEED_SIZE,
+                      fix=f"pass seed_size of at most {MAX_SEED_SIZE:,} (1,000,000 is sentencepiece's default)")
+        check_special_count(self.special_tokens)
         if not self.special_tokens:
             raise ConfigError("special_tokens needs at least the unknown token, e.g. special_tokens=('<unk>',).")
         if len(set(self.special_tokens)) != len(self.special_tokens):

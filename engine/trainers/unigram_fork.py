@@ -5,7 +5,9 @@ task and its inputs from the memory it shares with the parent at the fork (nothi
 on the way in), and sends back only its result, pickled (flat arrays and joined strings pickle
 cheaply). Where forking is not possible or not safe (no ``fork`` start method, other threads
 running, or a daemon process, which may not have children), :func:`fork_possible` says so
-(the E-step shards of ``unigram_shards`` ask it too) and the caller runs serially.
+(the E-step shards of ``unigram_shards`` ask it too) and the caller runs serially. The child
+dies with its parent (``engine.processes.die_with_parent``), and is killed at once when the
+parent's own half fails or is cancelled.
 
 :func:`in_two` is pruning's use: the strings cut at a sampled median string, since answers are
 independent per string, and cutting at a median keeps the two halves' prefix tries apart (they
@@ -15,6 +17,7 @@ share few nodes), so the work splits evenly and is not done twice.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import pickle
 import threading
 from collections.abc import Callable, Sequence
@@ -22,6 +25,8 @@ from itertools import compress, repeat
 from multiprocessing.connection import Connection
 from operator import lt, not_
 from typing import TypeVar
+
+from engine.processes import die_with_parent
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -62,7 +67,7 @@ def forked_pair(here: Callable[[], T], there: Callable[[], U]) -> tuple[T, U]:
     """``here()`` in this process while ``there()`` runs in a forked child; both results."""
     ctx = multiprocessing.get_context("fork")
     reader, writer = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_child, args=(writer, there))  # forked: nothing here is pickled
+    child = ctx.Process(target=_child, args=(writer, there, os.getpid()))  # forked: nothing here is pickled
     try:
         child.start()
         writer.close()
@@ -71,12 +76,21 @@ def forked_pair(here: Callable[[], T], there: Callable[[], U]) -> tuple[T, U]:
             theirs: U = pickle.loads(reader.recv_bytes())
         except EOFError:
             raise RuntimeError("a forked Unigram training process died before sending its result; see its error above") from None
+    except BaseException:
+        # Cancelled or failed here: the child's half is wasted work, so do not wait for it.
+        if child.pid is not None and child.is_alive():
+            child.kill()
+        raise
     finally:
         reader.close()
-        child.join()
+        if child.pid is not None:
+            child.join()
     return mine, theirs
 
 
-def _child(writer: Connection, task: Callable[[], object]) -> None:
+def _child(writer: Connection, task: Callable[[], object], parent_pid: int) -> None:
+    # Its half may hold a gigabyte: it must not outlive a parent that was killed.
+    if not die_with_parent(parent_pid=parent_pid):
+        os._exit(1)
     writer.send_bytes(pickle.dumps(task(), protocol=pickle.HIGHEST_PROTOCOL))
     writer.close()

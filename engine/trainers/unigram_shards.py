@@ -24,6 +24,7 @@ from multiprocessing.connection import Connection
 from operator import add
 from typing import Any
 
+from engine.processes import die_with_parent
 from engine.trainers.unigram_fork import MIN_STRINGS, fork_possible
 from engine.trainers.unigram_trie import TrieLattice
 from engine.trainers.unigram_viterbi import viterbi_counts
@@ -45,8 +46,12 @@ def split_words(words: Sequence[str], shards: int) -> list[list[str]]:
     return out
 
 
-def _serve(conn: Connection, words: list[str], counts: list[float], sid_of: Mapping[str, int], max_len: int, unk: int) -> None:
+def _serve(conn: Connection, words: list[str], counts: list[float], sid_of: Mapping[str, int], max_len: int, unk: int,
+           parent_pid: int) -> None:
     """A worker: build one shard's lattice, then answer E-step and filter requests."""
+    # A shard holds a large lattice; it must not outlive a trainer that was killed mid-step.
+    if not die_with_parent(parent_pid=parent_pid):
+        os._exit(1)
     try:
         lattice = TrieLattice(words, counts, sid_of, max_len, unk)
         del words, counts
@@ -88,7 +93,8 @@ class ShardedLattice:
             for words in shards:
                 parent, child = ctx.Pipe()
                 counts = [float(word_counts[w]) for w in words]
-                proc = ctx.Process(target=_serve, args=(child, words, counts, sid_of, max_piece_length, unk_sid), daemon=True)
+                proc = ctx.Process(target=_serve, args=(child, words, counts, sid_of, max_piece_length, unk_sid, os.getpid()),
+                                   daemon=True)
                 proc.start()
                 child.close()
                 self.conns.append(parent)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from engine.errors import ConfigError
 from engine.trainers.base import Reporter, TrainResult
+from engine.trainers.limits import MAX_VOCAB, check_at_most, check_special_count
 from engine.trainers.wordpiece_merge import learn
 
 if TYPE_CHECKING:
@@ -85,8 +86,10 @@ class WordPieceOptions:
             raise ConfigError(f"max_input_chars_per_word must be at least 1, not {self.max_input_chars_per_word}.")
         if not self.continuing_subword_prefix:
             raise ConfigError("continuing_subword_prefix must not be empty; WordPiece needs it (e.g. '##').")
+        check_special_count(self.special_tokens)
         if len(set(self.special_tokens)) != len(self.special_tokens) or "" in self.special_tokens:
             raise ConfigError(f"special_tokens must be distinct and non-empty: {list(self.special_tokens)}.")
+        check_at_most("vocab_size", self.vocab_size, MAX_VOCAB)
         if self.unk_token not in self.special_tokens:
             raise ConfigError(
                 f"The unknown token {self.unk_token!r} is not among special_tokens {list(self.special_tokens)}; add it."

@@ -15,6 +15,7 @@ from engine.trainers import option_specs, train
 from engine.trainers.bpe import GPT2_BYTE_ORDER, BpeOptions, learn
 from engine.trainers.bpe_merge import merge_words, words_from_counts
 from engine.trainers.bpe_reference import train_reference
+from engine.trainers.limits import max_workers
 
 EOT = "<|endoftext|>"
 
@@ -135,7 +136,7 @@ def test_progress_and_determinism(tmp_path: Path) -> None:
     path = corpus(tmp_path, "".join(f"line {i} of some text{EOT}" for i in range(500)))
     seen: list[tuple[str, int, int]] = []
     first = train("bpe", [path], {"vocab_size": 400}, progress=lambda *a: seen.append(a))
-    second = train("bpe", [path], {"vocab_size": 400, "num_workers": 2})
+    second = train("bpe", [path], {"vocab_size": 400, "num_workers": min(2, max_workers())})
     assert first.stats["merges"] == second.stats["merges"]
     assert first.tokenizer.to_json() == second.tokenizer.to_json()
     stages = [s for s, _, _ in seen]

@@ -1,0 +1,73 @@
+"""Processes that cannot outlive what started them: the parent-death signal and process groups.
+
+Training starts processes of its own (the counting pool, the Unigram trainer's forks and E-step
+shards), and the web app runs each job in a child of a worker. Two mechanisms keep any of them
+from being left behind, each covering what the other cannot:
+
+- :func:`die_with_parent` asks Linux (``prctl(PR_SET_PDEATHSIG)``) to signal a process when its
+  parent dies, even by SIGKILL, when nobody is left to clean up. Every process we start calls
+  it first, so a killed worker takes its job child along, and the job child its own children.
+- :func:`lead_group` makes a process the leader of a new process group (and session), which
+  its children and their children join; :func:`kill_group` then stops the whole tree at once,
+  the way the job worker ends a job that is cancelled, timed out or abandoned.
+
+Both are no-ops where the system lacks them (not Linux, no ``killpg``), which leaves the old
+behaviour: processes that notice a dead parent only at their next poll. Left out: starting
+processes (callers use ``multiprocessing`` or ``subprocess``) and deciding when to kill.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+
+PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+
+
+def die_with_parent(signum: int = signal.SIGKILL, *, parent_pid: int | None = None) -> bool:
+    """Have Linux send ``signum`` to this process when its parent dies; return whether the
+    parent is still alive.
+
+    ``parent_pid`` is the parent as the caller knew it before starting this process: if the
+    parent died before the request took effect, this process has already been re-parented and
+    no signal will ever come, so the answer is False and the caller should exit. The signal is
+    tied to the parent *thread* that started this process, so start children from a thread that
+    outlives them.
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(signum), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: callers' own checks of the parent take over
+    return parent_pid is None or os.getppid() == parent_pid
+
+
+def lead_group() -> None:
+    """Make this process the leader of a new session and process group.
+
+    Everything it starts afterwards (forks, spawned interpreters) joins the group, so
+    :func:`kill_group` with this process's pid reaches all of it, grandchildren included. It
+    also leaves the terminal's foreground group: Ctrl-C reaches the parent, which decides.
+    """
+    try:
+        os.setsid()
+    except (OSError, AttributeError):
+        pass  # already a group leader, or no sessions on this system
+
+
+def kill_group(pgid: int, signum: int = signal.SIGKILL) -> bool:
+    """Send ``signum`` to every process in the group ``pgid``; return whether any got it.
+
+    Call it while the group's leader is still unreaped (alive or a zombie), or while other
+    members remain: as long as either holds the id, the kernel cannot give it to a new group.
+    """
+    if pgid <= 1:  # 0 and -1 mean "my own group" and "everyone" to killpg: never what we want
+        raise ValueError(f"kill_group needs a process group id above 1, not {pgid}")
+    try:
+        os.killpg(pgid, signum)
+    except (ProcessLookupError, PermissionError):
+        return False
+    except AttributeError:  # no process groups on this system
+        return False
+    return True
