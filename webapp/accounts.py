@@ -2,9 +2,12 @@
 
 Sign-up is open while no account exists (that first account becomes the admin and owns any
 data that predates teams), to holders of a valid invite link, and to anyone when
-``TOKENFORGE_OPEN_SIGNUP=1``. Every new account gets a team of its own. Logins are
-rate-limited per IP address and per e-mail address; the session is renewed on login so a
-cookie planted before it (session fixation) is worthless afterwards.
+``TOKENFORGE_OPEN_SIGNUP=1``. Every new account gets a team of its own and works in it; an
+invite is only offered afterwards, on its confirmation page (``teams.join``). Logins are
+rate-limited per IP address and per e-mail address, sign-ups per IP address. The session is
+renewed on login so a cookie planted before it (session fixation) is worthless afterwards.
+Logging out, changing the password and "sign out everywhere" end every session of the account
+(``auth.end_sessions``); the last two keep the current one going under the new generation.
 
 Left out: teams and invites (``teams.py``), the scoping rules (``auth.py``).
 """
@@ -22,10 +25,12 @@ from webapp import auth, ratelimit, teams
 from webapp.db import get_session
 from webapp.htmx import render
 from webapp.models import ApiKey, Invite, Membership, Team, User
+from webapp.numbers import parse_id
 
 bp = Blueprint("accounts", __name__)
 MIN_PASSWORD = 10
-KEEP_ON_LOGIN = ("shares", "invite")  # session entries that survive the session renewal
+MAX_PASSWORD = 1000
+KEEP_ON_LOGIN = ("shares",)  # session entries that survive the session renewal (share links)
 
 
 def _signup_allowed() -> tuple[bool, Invite | None]:
@@ -36,15 +41,6 @@ def _signup_allowed() -> tuple[bool, Invite | None]:
     if not db.scalar(select(func.count()).select_from(User)):
         return True, None
     return bool(current_app.config.get("OPEN_SIGNUP")), None
-
-
-def _start_session(user: User, team_id: int | None = None) -> None:
-    kept = {key: session[key] for key in KEEP_ON_LOGIN if key in session}
-    session.clear()
-    session.update(kept)
-    if team_id is not None:
-        session["team_id"] = team_id
-    login_user(user)
 
 
 def _validate_signup(form: Any) -> tuple[dict[str, str], str, str, str]:
@@ -58,13 +54,19 @@ def _validate_signup(form: Any) -> tuple[dict[str, str], str, str, str]:
         errors["email"] = "An account with this e-mail address already exists; log in instead."
     if not name or len(name) > 200:
         errors["name"] = "Enter your name (at most 200 characters)."
-    if len(password) < MIN_PASSWORD:
-        errors["password"] = f"Choose a password of at least {MIN_PASSWORD} characters."
-    elif len(password) > 1000:
-        errors["password"] = "Choose a password of at most 1,000 characters."
-    elif password != form.get("confirm", ""):
-        errors["confirm"] = "The two passwords differ; type the same password twice."
+    errors.update(_password_errors(password, form.get("confirm", "")))
     return errors, email, name, password
+
+
+def _password_errors(password: str, confirm: str) -> dict[str, str]:
+    """What is wrong with a new password and its confirmation, by form field."""
+    if len(password) < MIN_PASSWORD:
+        return {"password": f"Choose a password of at least {MIN_PASSWORD} characters."}
+    if len(password) > MAX_PASSWORD:
+        return {"password": f"Choose a password of at most {MAX_PASSWORD:,} characters."}
+    if password != confirm:
+        return {"confirm": "The two passwords differ; type the same password twice."}
+    return {}
 
 
 @bp.route("/signup", methods=["GET", "POST"])
@@ -75,6 +77,10 @@ def signup() -> Response:
         return render("auth/signup.html", closed=True, errors={}, form={}, invite=None, status=403)
     if request.method == "GET":
         return render("auth/signup.html", closed=False, errors={}, form={}, invite=invite)
+    limit = ratelimit.parse_limit(current_app.config["SIGNUP_RATE_LIMIT"])
+    wait = ratelimit.limiter().hit(f"signup-ip:{ratelimit.client_ip()}", limit)
+    if wait is not None:
+        return ratelimit.too_many(wait, "sign-ups from this address")
     errors, email, name, password = _validate_signup(request.form)
     if errors:
         return render("auth/signup.html", closed=False, errors=errors, form=request.form, invite=invite,
@@ -88,11 +94,12 @@ def signup() -> Response:
     db.add(Membership(team_id=team.id, user_id=user.id, role="owner"))
     if first:
         teams.claim_orphan_teams(db, user)
-    joined = teams.accept_invite(db, invite, user) if invite is not None else None
     db.commit()
-    session.pop("invite", None)
-    _start_session(user, joined or team.id)
+    auth.start_session(user, keep=KEEP_ON_LOGIN)
+    session["team_id"] = team.id
     flash(f"Welcome, {name}." + (" You are the administrator of this Tokenforge." if first else ""))
+    if invite is not None:  # joining is the user's own decision, on the invite's page
+        return redirect(url_for("teams.join", token=invite.token), 303)
     return redirect(url_for("index"), 303)
 
 
@@ -110,24 +117,21 @@ def login() -> Response:
         if wait is not None:
             return ratelimit.too_many(wait, "login attempts")
     user = get_session().scalar(select(User).where(User.email == email))
-    matches = auth.check_password(user, request.form.get("password", "")[:1000])
+    matches = auth.check_password(user, request.form.get("password", "")[:MAX_PASSWORD])
     if user is None or not matches:
         return render("auth/login.html", error="The e-mail address or the password is wrong.",
                       email=email, next=target, status=401)
     limiter.reset(f"login-email:{email}")
-    _start_session(user)
-    invite = teams.invite_from_session()
-    if invite is not None:
-        team_id = teams.accept_invite(get_session(), invite, user)
-        get_session().commit()
-        session.pop("invite", None)
-        session["team_id"] = team_id
+    # Nothing else happens at login: a pending invite is joined on its own page, by a click.
+    auth.start_session(user, keep=KEEP_ON_LOGIN)
     return redirect(target, 303)
 
 
 @bp.post("/logout")
 def logout() -> Response:
-    """Log out and forget everything in the session."""
+    """Log out: end every session of the account (copies of this cookie too), forget this one."""
+    if current_user.is_authenticated:
+        auth.end_sessions(current_user)
     logout_user()
     session.clear()
     return redirect(url_for("accounts.login"), 303)
@@ -140,10 +144,12 @@ def account() -> Response:
     return _account_page()
 
 
-def _account_page(new_key: str | None = None, error: str | None = None, status: int = 200) -> Response:
+def _account_page(new_key: str | None = None, error: str | None = None, status: int = 200,
+                  password_errors: dict[str, str] | None = None) -> Response:
     db = get_session()
     keys = db.scalars(select(ApiKey).where(ApiKey.user_id == current_user.id).order_by(ApiKey.id)).all()
     return render("auth/account.html", keys=keys, new_key=new_key, error=error,
+                  password_errors=password_errors or {}, min_password=MIN_PASSWORD,
                   memberships=teams.my_memberships(), current=auth.current_team(), status=status)
 
 
@@ -151,11 +157,49 @@ def _account_page(new_key: str | None = None, error: str | None = None, status: 
 @login_required
 def choose_team() -> Response:
     """Choose the team that new corpora, jobs and tokenizers belong to."""
-    raw = request.form.get("team_id", "")
-    if not raw.isdigit() or int(raw) not in auth.team_ids():
+    team_id = parse_id(request.form.get("team_id", ""))
+    if team_id is None or team_id not in auth.team_ids():
         abort(404)
-    session["team_id"] = int(raw)
+    session["team_id"] = team_id
     return redirect(auth.safe_next(request.form.get("next")) if request.form.get("next") else url_for("accounts.account"), 303)
+
+
+@bp.post("/account/password")
+@login_required
+def change_password() -> Response:
+    """Change the password; every other session of the account ends, this one goes on."""
+    limit = ratelimit.parse_limit(current_app.config["LOGIN_RATE_LIMIT"])
+    wait = ratelimit.limiter().hit(f"password:{current_user.id}", limit)
+    if wait is not None:  # the current password is checked here: the same budget as a login
+        return ratelimit.too_many(wait, "password attempts")
+    form = request.form
+    errors: dict[str, str] = {}
+    if not auth.check_password(current_user, form.get("current", "")[:MAX_PASSWORD]):
+        errors["current"] = "That is not your current password; type the one you log in with."
+    password = form.get("password", "")
+    errors.update(_password_errors(password, form.get("confirm", "")))
+    if not errors and password == form.get("current", ""):
+        errors["password"] = "Choose a new password that differs from the current one."
+    if errors:
+        return _account_page(password_errors=errors, status=422)
+    user = current_user._get_current_object()  # the row itself, to update and log in again
+    user.password_hash = auth.hash_password(password)
+    get_session().commit()
+    auth.end_sessions(user)
+    login_user(user)  # this session goes on under the new generation
+    flash("Your password was changed. Every other session of your account was signed out.")
+    return redirect(url_for("accounts.account"), 303)
+
+
+@bp.post("/account/sessions/end")
+@login_required
+def end_other_sessions() -> Response:
+    """Sign out everywhere else: every session but this one ends (copies of this cookie too)."""
+    user = current_user._get_current_object()
+    auth.end_sessions(user)
+    login_user(user)  # this browser gets a new login id; any copy of its old cookie has the old one
+    flash("Every other session of your account was signed out.")
+    return redirect(url_for("accounts.account"), 303)
 
 
 @bp.post("/account/keys")

@@ -8,30 +8,41 @@ for rows of other teams, so guessing ids reveals nothing, not even that the row 
 
 :func:`gate` runs before every request: pages need a login (the read-only playground pages are
 open to visitors holding a share link), and the JSON API answers 401 in JSON without a session
-or a valid ``Authorization: Bearer`` key. Left out: the pages (``accounts.py``, ``teams.py``).
+or a valid ``Authorization: Bearer`` key.
+
+A session ends for good: its login id is ``"<user id>:<session generation>"`` (``User.get_id``),
+and :func:`end_sessions` raises the generation on logout, password change and "sign out
+everywhere", so every cookie issued before (a copied one too) stops working. A session also
+ends ``SESSION_DAYS`` after its login, however active it stays. Left out: the pages
+(``accounts.py``, ``teams.py``).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import secrets
+import time
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from flask import Flask, abort, g, jsonify, redirect, request, session, url_for
-from flask_login import LoginManager, current_user
-from sqlalchemy import Select, or_, select
+from flask import Flask, abort, current_app, g, jsonify, redirect, request, session, url_for
+from flask_login import LoginManager, current_user, login_user
+from sqlalchemy import Select, or_, select, update
 from werkzeug.security import check_password_hash, generate_password_hash
 from werkzeug.wrappers import Response
 
 from webapp.db import get_session
 from webapp.models import ApiKey, Membership, Team, User, utcnow
+from webapp.numbers import parse_id, parse_int
 
 login_manager = LoginManager()
 login_manager.login_view = "accounts.login"
 login_manager.login_message = "Log in to see that page."
 
 Row = TypeVar("Row")
+LOGIN_AT = "_login_at"  # session key: when this session logged in (epoch seconds)
+MAX_NEXT = 2000  # longest ``next`` path kept after login; longer ones go to the home page
 API_KEY_PREFIX = "tf_"
 API_KEY_TOUCH_SECONDS = 60  # how stale last_used_at may get; writing it on every call would
                             # turn every API read into a database write
@@ -79,8 +90,47 @@ def new_api_key(user: User, name: str) -> tuple[ApiKey, str]:
 
 
 @login_manager.user_loader
-def _load_user(user_id: str) -> User | None:
-    return get_session().get(User, int(user_id)) if user_id.isdigit() else None
+def _load_user(login_id: str) -> User | None:
+    """The session's user, unless the session has ended (older generation, or too old)."""
+    user_part, _, generation_part = login_id.partition(":")
+    user_id = parse_id(user_part)
+    # A plain "<id>" (sessions from before generations existed) is generation 0.
+    generation = parse_int(generation_part) if generation_part else 0
+    if user_id is None or generation is None:
+        return None
+    user = get_session().get(User, user_id)
+    if user is None or user.session_generation != generation:
+        return None
+    login_at = session.get(LOGIN_AT)
+    if not isinstance(login_at, (int, float)) or isinstance(login_at, bool):
+        session[LOGIN_AT] = time.time()  # an older session: its lifetime starts counting now
+    elif time.time() - login_at > session_lifetime().total_seconds():
+        return None
+    return user
+
+
+def session_lifetime() -> dt.timedelta:
+    """How long a login lasts, from ``SESSION_DAYS``."""
+    return dt.timedelta(days=float(current_app.config["SESSION_DAYS"]))
+
+
+def start_session(user: User, *, keep: tuple[str, ...] = ()) -> None:
+    """Log ``user`` in on a fresh session (only the ``keep`` entries survive): no fixation."""
+    kept = {key: session[key] for key in keep if key in session}
+    session.clear()
+    session.update(kept)
+    session.permanent = True  # the cookie lasts SESSION_DAYS (PERMANENT_SESSION_LIFETIME)
+    session[LOGIN_AT] = time.time()
+    login_user(user)
+
+
+def end_sessions(user: User) -> None:
+    """End every session of ``user``, everywhere, by raising their session generation."""
+    db = get_session()
+    db.execute(update(User).where(User.id == user.id)
+               .values(session_generation=User.session_generation + 1))
+    db.commit()
+    db.refresh(user)
 
 
 @login_manager.request_loader
@@ -159,11 +209,19 @@ def current_team() -> Team:
 
 
 def safe_next(target: str | None) -> str:
-    """A local path to return to after login; anything pointing elsewhere becomes the home page."""
-    if not target:
+    """A path on this site to return to after login; anything else becomes the home page.
+
+    Only a plain relative path is kept: it starts with one ``/``, holds no ``//`` (a
+    scheme-relative URL), no backslash (browsers read ``/\\host`` as ``//host``), no control
+    characters (a CR/LF would break the ``Location`` header) and no spaces.
+    """
+    if not target or not isinstance(target, str) or len(target) > MAX_NEXT:
+        return url_for("index")
+    if (not target.startswith("/") or "//" in target or "\\" in target
+            or any(ch.isspace() or not ch.isprintable() for ch in target)):
         return url_for("index")
     parts = urlsplit(target)
-    if parts.scheme or parts.netloc or not target.startswith("/") or target.startswith(("//", "/\\")):
+    if parts.scheme or parts.netloc:
         return url_for("index")
     return target
 
@@ -189,6 +247,11 @@ def gate() -> Response | None:
 
 def init_app(app: Flask) -> None:
     """Attach flask-login and the gate; give templates ``current_user`` and ``role_in``."""
+    # Flask checks a session cookie's signature age against this, and a permanent session's
+    # cookie expires after it; the "remember me" cookie (not offered today) would too.
+    days = dt.timedelta(days=float(app.config["SESSION_DAYS"]))
+    app.config["PERMANENT_SESSION_LIFETIME"] = days
+    app.config["REMEMBER_COOKIE_DURATION"] = days
     login_manager.init_app(app)
     app.before_request(gate)
     app.jinja_env.globals.update(role_in=role_in, team_ids=team_ids)

@@ -38,6 +38,11 @@ from webapp.storage import CorpusStore
 FORMAT = 1
 
 
+def _tables() -> list[Any]:
+    """The tables a backup holds, in dependency order: all but transient ones (rate limits)."""
+    return [t for t in Base.metadata.sorted_tables if t.info.get("backup", True)]
+
+
 class BackupError(ValueError):
     """A backup that cannot be written or restored; the message says why."""
 
@@ -88,7 +93,7 @@ def backup(settings: dict[str, Any], out: Path) -> dict[str, int]:
             with engine.connect() as raw:
                 conn = _snapshot(raw)
                 shas: set[str] = set()
-                for table in Base.metadata.sorted_tables:
+                for table in _tables():
                     lines = []
                     for row in conn.execute(select(table).order_by(*table.primary_key.columns)).mappings():
                         lines.append(json.dumps({k: _encode(v) for k, v in row.items()}, ensure_ascii=False))
@@ -142,7 +147,7 @@ def restore(settings: dict[str, Any], source: Path) -> dict[str, int]:
         engine = db.make_engine(url)
         try:
             with engine.connect() as conn:
-                for table in Base.metadata.sorted_tables:
+                for table in _tables():
                     if conn.execute(select(func.count()).select_from(table)).scalar():
                         raise BackupError(f"The database already has rows in {table.name!r}; restore "
                                           "into an empty instance (a new data folder or database).")
@@ -167,7 +172,7 @@ def _read_json(archive: tarfile.TarFile, name: str) -> Any:
 def _restore_rows(engine: Engine, archive: tarfile.TarFile) -> dict[str, int]:
     counts: dict[str, int] = {}
     with engine.begin() as conn:
-        for table in Base.metadata.sorted_tables:
+        for table in _tables():
             try:
                 member = archive.extractfile(f"db/{table.name}.jsonl")
             except KeyError:
@@ -181,7 +186,7 @@ def _restore_rows(engine: Engine, archive: tarfile.TarFile) -> dict[str, int]:
                 conn.execute(table.insert(), rows)
             counts[table.name] = len(rows)
         if engine.dialect.name == "postgresql":  # ids were inserted explicitly; move sequences on
-            for table in Base.metadata.sorted_tables:
+            for table in _tables():
                 conn.execute(text(f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), "
                                   f"COALESCE((SELECT MAX(id) FROM {table.name}), 0) + 1, false)"))
     return counts

@@ -9,6 +9,9 @@
 - ``share_links`` and ``shared_texts``: capability URLs for one tokenizer (and one text with it).
   Share and invite tokens are kept as they are, because their owners must be able to copy the
   link again; anyone who can read the database can read the shared data anyway.
+- ``rate_limits``: the shared rate limiter's counters (``ratelimit.py``), one row per limited
+  key, so every web process counts together and a restart forgets nothing. They are transient,
+  so backups leave them out (``info={"backup": False}``).
 
 Left out: what the tables mean for a request (``auth.py``, ``teams.py``, ``sharing.py``).
 """
@@ -18,7 +21,7 @@ from __future__ import annotations
 import datetime as dt
 
 from flask_login import UserMixin
-from sqlalchemy import Boolean, CheckConstraint, ForeignKey, String, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Boolean, CheckConstraint, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from webapp.models import Base, Created, IntPK, Name, Timestamp, UTCDateTime, utcnow
@@ -37,7 +40,14 @@ class User(UserMixin, Base):
     name: Mapped[Name]
     password_hash: Mapped[str] = mapped_column(String(255))
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Part of every session's login id (``get_id``): raising it (logout, password change, "sign
+    # out everywhere") makes every session cookie issued before worthless, copies included.
+    session_generation: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     created_at: Mapped[Created]
+
+    def get_id(self) -> str:
+        """The id flask-login keeps in the session: ``"<user id>:<session generation>"``."""
+        return f"{self.id}:{self.session_generation}"
 
 
 class Team(Base):
@@ -127,3 +137,20 @@ class SharedText(Base):
     token: Mapped[str] = mapped_column(TOKEN, unique=True)
     text: Mapped[str] = mapped_column(Text)
     created_at: Mapped[Created]
+
+
+class RateLimit(Base):
+    """One key's sliding-window counter: this window's hits and the previous window's.
+
+    Times are integer milliseconds since the epoch rather than timestamps, so the limiter can
+    compare and do arithmetic on them in SQL that SQLite and PostgreSQL read alike.
+    """
+
+    __tablename__ = "rate_limits"
+    __table_args__ = {"info": {"backup": False}}
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)  # SHA-256 hex of the limit's key
+    window_start_ms: Mapped[int] = mapped_column(BigInteger)  # a multiple of the limit's window
+    hits: Mapped[int] = mapped_column(Integer, default=0)  # allowed events in this window
+    previous: Mapped[int] = mapped_column(Integer, default=0)  # allowed events in the window before
+    expires_ms: Mapped[int] = mapped_column(BigInteger, index=True)  # two windows on: counts for nothing

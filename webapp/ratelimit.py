@@ -1,26 +1,43 @@
-"""Rate limits: a small in-memory sliding-window counter, and the ``429`` response.
+"""Rate limits: one sliding-window counter per key, kept in the database, and the ``429`` answer.
 
 A limit is written ``"N/S"``: at most N events per S seconds per key (an IP address, an e-mail
-address, a user). Counters live in the memory of each web process, so with gunicorn's
-``--workers 2`` a client can reach at most twice the limit; that is the documented trade-off
-for needing no extra service. The counters forget keys whose window has passed, so memory
-stays bounded by the number of recently active clients.
+address, a user). The counters live in the ``rate_limits`` table, so every gunicorn worker
+counts against the same budget and a restart forgets nothing.
 
-Left out: which requests are limited (``accounts.py`` for logins, ``security.py`` for the API).
+The counter is the "sliding window counter" estimate: time is cut into windows of S seconds,
+each key's row holds the hits of the current window and of the one before, and an event is
+allowed while ``previous × (share of the previous window still inside the last S seconds) +
+hits + 1 <= N``. Refused events are not counted, so a client that waits as ``Retry-After``
+says gets through. Each event costs one conditional ``UPDATE`` that checks and counts at once
+(atomic on SQLite and PostgreSQL alike); only the first event of a window, or a refusal, needs
+one more statement. Rows expire two windows after theirs started (when they count for nothing),
+each by its own window, and are deleted at most once a minute per process.
+
+Keys are stored as their SHA-256: rows stay small whatever the key, and the table holds no
+e-mail or IP address in the clear.
+
+Left out: which requests are limited (``accounts.py`` for logins and sign-ups, ``security.py``
+for the API, ``sharing.py`` for shared texts).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
-import threading
 import time
-from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 from flask import current_app, jsonify, request
+from sqlalchemy import Connection, Engine, case, delete, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from werkzeug.wrappers import Response
 
 from webapp.config import SettingsError
+from webapp.models_auth import RateLimit
+
+TABLE = RateLimit.__table__
+CLEANUP_SECONDS = 60.0  # how often one process deletes expired rows (one indexed DELETE)
 
 
 def parse_limit(raw: str) -> tuple[int, float]:
@@ -30,50 +47,117 @@ def parse_limit(raw: str) -> tuple[int, float]:
         limit = (int(count), float(seconds))
     except ValueError:
         raise SettingsError(f"A rate limit is written N/SECONDS, for example 10/300, not {raw!r}.") from None
-    if limit[0] < 1 or limit[1] <= 0:
-        raise SettingsError(f"A rate limit needs at least 1 event in a positive number of seconds, not {raw!r}.")
+    # The counters are 32-bit integers and the windows whole milliseconds.
+    if not 1 <= limit[0] <= 10**9 or not 0.001 <= limit[1] <= 10**9:
+        raise SettingsError(f"A rate limit allows 1 to 10^9 events in 0.001 to 10^9 seconds, not {raw!r}; "
+                            "for example 10/300.")
     return limit
 
 
-class Limiter:
-    """Sliding-window counters, one deque of event times per key."""
+def _digest(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self.clock = clock
-        self.events: dict[str, deque[float]] = {}
-        self.lock = threading.Lock()
-        self.calls = 0
+
+class Limiter:
+    """Sliding-window counters in the ``rate_limits`` table of ``engine``'s database."""
+
+    def __init__(self, engine: Engine, clock: Callable[[], float] = time.time) -> None:
+        self.engine = engine
+        self.clock = clock  # wall-clock seconds: windows must agree across processes and restarts
+        self.cleaned_at = -math.inf
 
     def hit(self, key: str, limit: tuple[int, float]) -> float | None:
         """Count one event; return None if allowed, else seconds until the next is allowed."""
         count, window = limit
         now = self.clock()
-        with self.lock:
-            self.calls += 1
-            if self.calls % 1000 == 0:
-                self._forget(now, window)
-            times = self.events.setdefault(key, deque())
-            while times and times[0] <= now - window:
-                times.popleft()
-            if len(times) >= count:
-                return max(0.0, times[0] + window - now)
-            times.append(now)
+        now_ms = int(now * 1000)
+        window_ms = max(1, round(window * 1000))
+        start = now_ms - now_ms % window_ms
+        # The share of the previous window that still lies within the last ``window`` seconds.
+        weight = 1.0 - (now_ms - start) / window_ms
+        digest = _digest(key)
+        with self.engine.begin() as conn:
+            if self._count(conn, digest, start, weight, count):
+                allowed = True
+            else:
+                row = self._row(conn, digest)
+                if row is not None and row.window_start_ms >= start:
+                    allowed = False  # this window's row exists and has no room left
+                else:  # no row yet, or an old window's: roll it forward, then try again
+                    self._roll(conn, digest, start, window_ms)
+                    allowed = self._count(conn, digest, start, weight, count)
+                    row = None if allowed else self._row(conn, digest)
+        if now - self.cleaned_at > CLEANUP_SECONDS:
+            self.cleanup(now_ms)
+        if allowed:
             return None
+        return _wait(row, count, window_ms, now_ms) if row is not None else window
 
     def reset(self, key: str) -> None:
         """Forget a key (after a successful login, its failures no longer count)."""
-        with self.lock:
-            self.events.pop(key, None)
+        with self.engine.begin() as conn:
+            conn.execute(delete(TABLE).where(TABLE.c.key == _digest(key)))
 
-    def _forget(self, now: float, window: float) -> None:
-        for key in [k for k, t in self.events.items() if not t or t[-1] <= now - window]:
-            del self.events[key]
+    def cleanup(self, now_ms: int | None = None) -> int:
+        """Delete the rows whose own window has passed; return how many went."""
+        if now_ms is None:
+            now_ms = int(self.clock() * 1000)
+        self.cleaned_at = now_ms / 1000
+        with self.engine.begin() as conn:
+            return int(conn.execute(delete(TABLE).where(TABLE.c.expires_ms < now_ms)).rowcount or 0)
+
+    @staticmethod
+    def _count(conn: Connection, digest: str, start: int, weight: float, count: int) -> bool:
+        """Count the event if this window's row has room; the check and the count are one UPDATE."""
+        c = TABLE.c
+        # ``>=``: a process whose clock lags a little behind counts in the newer window.
+        done = conn.execute(update(TABLE).where(
+            c.key == digest, c.window_start_ms >= start, c.previous * weight + c.hits + 1 <= count,
+        ).values(hits=c.hits + 1))
+        return bool(done.rowcount)
+
+    @staticmethod
+    def _row(conn: Connection, digest: str) -> Any:
+        return conn.execute(select(TABLE.c.window_start_ms, TABLE.c.hits, TABLE.c.previous)
+                            .where(TABLE.c.key == digest)).first()
+
+    @staticmethod
+    def _roll(conn: Connection, digest: str, start: int, window_ms: int) -> None:
+        """Make the key's row describe the window starting at ``start`` (idempotent under races)."""
+        c = TABLE.c
+        insert = (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(TABLE)
+        current = c.window_start_ms >= start  # another process rolled it already: keep it
+        conn.execute(insert.values(key=digest, window_start_ms=start, hits=0, previous=0,
+                                   expires_ms=start + 2 * window_ms).on_conflict_do_update(
+            index_elements=[c.key],
+            set_={  # every right-hand side reads the old row
+                "previous": case((current, c.previous), (c.window_start_ms == start - window_ms, c.hits),
+                                 else_=0),
+                "hits": case((current, c.hits), else_=0),
+                "window_start_ms": case((current, c.window_start_ms), else_=start),
+                "expires_ms": case((current, c.expires_ms), else_=start + 2 * window_ms),
+            }))
+
+
+def _wait(row: Any, count: int, window_ms: int, now_ms: int) -> float:
+    """Seconds until ``row`` has room for one more event, if nothing else is counted meanwhile."""
+    start, hits, previous = row.window_start_ms, row.hits, row.previous
+    if hits + 1 <= count:  # room once enough of the previous window has slid out
+        share = 1.0 - (count - 1 - hits) / previous if previous else 0.0
+        until = start + share * window_ms
+    else:  # this window is full: in the next, its hits become the previous window's
+        until = start + window_ms + (1.0 - (count - 1) / hits) * window_ms
+    return max(0.0, (until - now_ms) / 1000)
 
 
 def limiter() -> Limiter:
-    """The current app's limiter."""
-    found: Limiter = current_app.extensions.setdefault("tokenforge.limiter", Limiter())
-    return found
+    """The current app's limiter (on the app's database engine)."""
+    found = current_app.extensions.get("tokenforge.limiter")
+    if found is None:
+        from webapp.db import get_engine
+
+        found = current_app.extensions["tokenforge.limiter"] = Limiter(get_engine())
+    return found  # type: ignore[no-any-return]
 
 
 def client_ip() -> str:

@@ -3,7 +3,13 @@
 Owners invite (links expire after ``INVITE_DAYS``), promote and remove members, and delete the
 team's data or the team itself; members can leave. A team always keeps an owner: the last
 owner cannot leave or be removed while others remain (promote someone first). Deleting data
-removes the database rows and every corpus file no other corpus still uses.
+removes the database rows and every corpus file no other corpus still uses; a deletion that
+would be refused (your only team) is refused before anything is deleted.
+
+Joining by invite is always a logged-in user's explicit, CSRF-protected click on the invite's
+page: opening a link while logged out only lets the visitor sign up, and logging in or
+signing up never joins a team by itself. Joining does not change the working team either, so
+nothing of yours goes to the new team until you choose it.
 
 Left out: accounts and sessions (``accounts.py``), scoping (``auth.py``).
 """
@@ -182,18 +188,25 @@ def revoke_invite(team_id: int, invite_id: int) -> Response:
 
 @bp.route("/join/<token>", methods=["GET", "POST"])
 def join(token: str) -> Response:
-    """Open an invite link: visitors sign up or log in first, members join with one click."""
-    invite = get_session().scalar(select(Invite).where(Invite.token == token[:64]))
+    """An invite's page: visitors sign up or log in first; logged-in users confirm with a POST."""
+    db = get_session()
+    invite = db.scalar(select(Invite).where(Invite.token == token[:64]))
     if invite is None or not invite.usable():
         return render("teams/join.html", invite=None, team=None, status=404)
-    team = get_session().get(Team, invite.team_id)
+    team = db.get(Team, invite.team_id)
+    inviter = db.get(User, invite.created_by) if invite.created_by is not None else None
     if not current_user.is_authenticated:
-        session["invite"] = token
-        return render("teams/join.html", invite=invite, team=team)
-    if request.method == "GET":
-        return render("teams/join.html", invite=invite, team=team)
-    session["team_id"] = accept_invite(get_session(), invite, current_user)
-    get_session().commit()
+        session["invite"] = invite.token  # lets the visitor sign up; it joins nothing by itself
+        return render("teams/join.html", invite=invite, team=team, inviter=inviter, member=False)
+    member = auth.role_in(invite.team_id) is not None
+    if request.method == "GET" or member:
+        return render("teams/join.html", invite=invite, team=team, inviter=inviter, member=member,
+                      current=auth.current_team())
+    accept_invite(db, invite, current_user)
+    db.commit()
+    session.pop("invite", None)
+    flash(f"You joined {team.name if team else 'the team'!r}. New work still goes to "
+          f"{auth.current_team().name!r}; choose the team on your account page to change that.")
     return _back(invite.team_id)
 
 
@@ -257,14 +270,17 @@ def delete_team(team_id: int) -> Response:
     if request.form.get("confirm", "").strip() != team.name:
         flash(f"Type the team's name, {team.name!r}, to confirm.")
         return _back(team_id)
+    what = request.form.get("what", "")
+    if what not in ("data", "team"):
+        abort(400)  # the page's two buttons send one of these; nothing else deletes anything
+    if what == "team" and len(auth.team_ids()) <= 1:  # refuse before deleting anything
+        flash("This is your only team; close your account instead, or delete just the data.")
+        return _back(team_id)
     db = get_session()
     counts = delete_team_data(db, team_id)
-    if request.form.get("what") == "data":
+    if what == "data":
         flash(f"Deleted {counts['corpora']} corpora, {counts['tokenizers']} tokenizers and "
               f"{counts['jobs']} jobs of {team.name!r}.")
-        return _back(team_id)
-    if len(auth.team_ids()) <= 1:
-        flash("This is your only team; close your account instead, or delete just the data.")
         return _back(team_id)
     db.execute(delete(Team).where(Team.id == team_id))
     db.commit()

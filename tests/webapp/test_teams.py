@@ -29,18 +29,25 @@ def members(app: Flask, team_id: int = 1) -> dict[int, str]:
         return {m.user_id: m.role for m in rows}
 
 
-def test_invite_link_signs_up_into_the_team(app: Flask, client: FlaskClient) -> None:
+def test_invite_link_signs_up_then_joins_on_confirmation(app: Flask, client: FlaskClient) -> None:
     url = invite_url(client)
     visitor = app.test_client()
-    assert "Join Alice&#39;s team" in visitor.get(url).get_data(as_text=True)
+    assert "Invitation to Alice&#39;s team" in visitor.get(url).get_data(as_text=True)
     response = visitor.post("/signup", data={"email": "carol@example.com", "name": "Carol",
                                              "password": PASSWORD, "confirm": PASSWORD})
-    assert response.status_code == 303
+    assert (response.status_code, response.headers["Location"]) == (303, url)
+    assert members(app) == {1: "owner"}  # signing up joined nothing
+    page = visitor.get(url).get_data(as_text=True)
+    assert "Join Alice&#39;s team?" in page and "Alice (alice@example.com) invited you." in page
+    assert "keep going to Carol&#39;s team" in page
+    assert visitor.post(url).status_code == 303
     assert members(app) == {1: "owner", 2: "member"}
     store(app, byte_bpe("team-bpe"))
     assert "team-bpe" in visitor.get("/tokenizers").get_data(as_text=True)
+    assert '<option value="2" selected>Carol&#39;s team</option>' in visitor.get("/account").get_data(as_text=True)
     with app.app_context():
         assert db.get_session().scalar(select(Invite)).uses == 1
+    assert "You are already in Alice&#39;s team" in visitor.get(url).get_data(as_text=True)
 
 
 def test_existing_user_joins_by_link_and_expired_links_fail(app: Flask, client: FlaskClient) -> None:
