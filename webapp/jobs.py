@@ -1,22 +1,24 @@
 """The job queue: the ``jobs`` table and the state changes that make it safe to share.
 
 Two kinds of job share the queue: "train" (a tokenizer from corpora) and "analyse" (a new
-corpus's statistics, ``analyse_child.py``). Analyses are claimed before queued training jobs:
-they take seconds to minutes where training takes minutes to hours, and they are what a user
-who just uploaded is waiting for. A training job already running is never interrupted; so that
-an analysis need not wait for one, a worker can be limited to some kinds (``claim(kinds=...)``,
-``tokenforge worker --only analyse``), and ``tokenforge serve`` starts such a lane beside its
-general worker.
+corpus's statistics, ``analyse_child.py``). The queue is fair across teams: a claim takes a job
+of the team with the fewest jobs running, so no team's job waits behind another team's second
+one. Among those, analyses go first: they take seconds to minutes where training takes minutes
+to hours, and they are what a user who just uploaded is waiting for; then the oldest job. A
+training job already running is never interrupted; so that an analysis need not wait for one, a
+worker can be limited to some kinds (``claim(kinds=...)``, ``tokenforge worker --only analyse``),
+and ``tokenforge serve`` starts such a lane beside its general worker.
 
 Every transition is one conditional UPDATE, so several workers (on several machines) and the
 web processes can act at once without losing or double-running a job:
 
-- :func:`claim` takes the oldest queued job (analyses first) atomically (``UPDATE … RETURNING``; on PostgreSQL
-  the candidate row is picked with ``FOR UPDATE SKIP LOCKED`` so claimers never wait on each
-  other);
+- :func:`claim` takes the next queued job in that order atomically (``UPDATE … RETURNING``; on
+  PostgreSQL the candidate row is picked with ``FOR UPDATE SKIP LOCKED`` so claimers never wait
+  on each other);
 - :func:`heartbeat`, :func:`complete` and :func:`finish` only touch a job its caller still owns;
 - :func:`recover_stale` re-queues jobs whose worker stopped sending heartbeats, and gives up
-  after ``max_attempts``.
+  after ``max_attempts``; :func:`recover_worker` does the same at once for a worker known to be
+  dead (``serve``'s supervisor saw it exit).
 
 Running the training itself is ``worker.py``'s job; this module never starts processes.
 """
@@ -27,8 +29,8 @@ import datetime as dt
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from sqlalchemy import case, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import case, func, select, update
+from sqlalchemy.orm import Session, aliased
 
 from webapp.models import Corpus, Job, Tokenizer, utcnow
 
@@ -65,21 +67,30 @@ JOB_KINDS = ("analyse", "train")
 
 
 def claim(session: Session, worker_id: str, *, kinds: Collection[str] | None = None) -> int | None:
-    """Atomically mark the oldest queued job as running for ``worker_id``; return its id.
+    """Atomically mark the next queued job as running for ``worker_id``; return its id.
 
-    Analyses go first (see the module docstring), then jobs in the order they were queued. With
-    ``kinds``, only jobs of those kinds (of :data:`JOB_KINDS`) are candidates.
+    The next job is one of the team with the fewest jobs running, analyses first, then the
+    oldest (see the module docstring). With ``kinds``, only jobs of those kinds (of
+    :data:`JOB_KINDS`) are candidates. One statement, so two claimers never take the same job.
     """
     now = utcnow()
-    queued = Job.status == "queued"
+    waiting, running = aliased(Job), aliased(Job)
+    queued = waiting.status == "queued"
     if kinds is not None:
-        queued = queued & Job.kind.in_(list(kinds))
+        queued = queued & waiting.kind.in_(list(kinds))
+    team_running = (
+        select(func.count(running.id))
+        .where(running.team_id == waiting.team_id, running.status == "running")
+        .scalar_subquery()
+    )
     candidate = (
-        select(Job.id)
+        select(waiting.id)
         .where(queued)
-        .order_by(case((Job.kind == "analyse", 0), else_=1), Job.id)
+        .order_by(team_running, case((waiting.kind == "analyse", 0), else_=1), waiting.id)
         .limit(1)
-        .with_for_update(skip_locked=True)  # PostgreSQL; SQLite serialises writers anyway
+        # PostgreSQL: lock only the candidate row, skipping rows another claimer holds; SQLite
+        # serialises writers anyway (and leaves the clause out).
+        .with_for_update(skip_locked=True, of=waiting)
         .scalar_subquery()
     )
     stmt = (
@@ -243,12 +254,30 @@ def recover_stale(
     """
     now = now or utcnow()
     cutoff = now - dt.timedelta(seconds=stale_seconds)
-    stale = (Job.status == "running", Job.heartbeat_at < cutoff)
     silent = f"its worker stopped sending heartbeats for more than {stale_seconds:g} seconds"
+    return _recover(session, (Job.status == "running", Job.heartbeat_at < cutoff), now=now,
+                    max_attempts=max_attempts, why=silent,
+                    each_time=f"{silent} (the worker process was killed or its machine stopped)")
 
-    def run(*where: Any, **values: Any) -> list[int]:
+
+def recover_worker(session: Session, worker_id: str, *, max_attempts: int, why: str) -> dict[str, list[int]]:
+    """Deal at once with the running jobs of ``worker_id``, a worker known to be dead.
+
+    Only for a worker that cannot write again (``serve``'s supervisor has seen its process exit):
+    nothing waits for its heartbeats to go stale. ``why`` ends "Re-queued because ..." (e.g. "its
+    worker process was killed by signal 9"). The outcomes are :func:`recover_stale`'s.
+    """
+    return _recover(session, (Job.status == "running", Job.worker_id == worker_id), now=utcnow(),
+                    max_attempts=max_attempts, why=why, each_time=why)
+
+
+def _recover(session: Session, where: tuple[Any, ...], *, now: dt.datetime, max_attempts: int, why: str,
+             each_time: str) -> dict[str, list[int]]:
+    """Cancel, fail or re-queue the running jobs matching ``where`` (see :func:`recover_stale`)."""
+
+    def run(*more: Any, **values: Any) -> list[int]:
         stmt = (
-            update(Job).where(*stale, *where).values(**values).returning(Job.id)
+            update(Job).where(*where, *more).values(**values).returning(Job.id)
             .execution_options(synchronize_session=False)
         )
         return list(session.execute(stmt).scalars())
@@ -262,14 +291,14 @@ def recover_stale(
             error=case(
                 (Job.kind == "analyse", f"The analysis failed after {max_attempts} attempts: "),
                 else_=f"Training failed after {max_attempts} attempts: ",
-            ) + f"each time, {silent} (the worker process was killed or its machine stopped).",
+            ) + f"each time, {each_time}.",
         ),
         "requeued": run(
             Job.attempts < max_attempts,
             status="queued",
             worker_id=None,
             heartbeat_at=None,
-            error=f"Re-queued because {silent}.",
+            error=f"Re-queued because {why}.",
         ),
     }
     session.commit()

@@ -10,8 +10,9 @@ from flask import Flask
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session, sessionmaker
 
+from tests.webapp.conftest import add_user
 from webapp import db, jobs
-from webapp.models import Job, Tokenizer, utcnow
+from webapp.models import Corpus, Job, Tokenizer, utcnow
 
 
 def new_session(app: Flask) -> Session:
@@ -36,6 +37,59 @@ def test_claim_takes_the_oldest_queued_job_once(db_app: Flask) -> None:
         session.refresh(job)
         assert (job.status, job.worker_id, job.attempts) == ("running", "w1", 1)
         assert job.heartbeat_at is not None and job.started_at is not None
+
+
+def _train_job(session: Session, team_id: int, name: str) -> int:
+    return jobs.enqueue(session, team_id=team_id, name=name, algorithm="bpe", options={"vocab_size": 300},
+                        corpus_ids=[1]).id
+
+
+def _analysis(session: Session, team_id: int, name: str) -> int:
+    corpus = Corpus(team_id=team_id, name=name, sha256=name.encode().hex().ljust(64, "0")[:64], format="txt",
+                    size_bytes=1, stats={})
+    session.add(corpus)
+    session.flush()
+    return jobs.enqueue_analysis(session, corpus).id
+
+
+def test_no_teams_job_waits_behind_another_teams_second_job(db_app: Flask) -> None:
+    _, other = add_user(db_app, "bob@example.com")
+    with new_session(db_app) as session:
+        a1, a2, a3 = (_train_job(session, 1, f"a{i}") for i in (1, 2, 3))
+        b1, b2 = _train_job(session, other, "b1"), _train_job(session, other, "b2")
+        assert jobs.claim(session, "w1") == a1  # nobody runs anything: the oldest
+        assert jobs.claim(session, "w2") == b1  # team 1 runs one: team 2's job goes before a2
+        assert jobs.claim(session, "w3") == a2  # one each: the oldest again
+        assert jobs.finish(session, a1, "w1", "failed", error="done with")
+        assert jobs.claim(session, "w4") == a3  # team 1 now runs one job, team 2 two
+        assert jobs.claim(session, "w5") == b2
+        assert jobs.claim(session, "w6") is None
+
+
+def test_a_busy_teams_analysis_waits_for_an_idle_teams_training(db_app: Flask) -> None:
+    _, other = add_user(db_app, "bob@example.com")
+    with new_session(db_app) as session:
+        running = _train_job(session, 1, "long training")
+        assert jobs.claim(session, "w1") == running
+        own_training = _train_job(session, 1, "second training")
+        own_analysis = _analysis(session, 1, "upload")
+        their_training = _train_job(session, other, "their first job")
+        their_analysis = _analysis(session, other, "their upload")
+        # Team 2 runs nothing: its job first, though team 1's analysis is older (analysis first).
+        assert jobs.claim(session, "w2") == their_analysis
+        # One running each: analyses first, so team 1's upload; then team 2, which runs fewer.
+        assert jobs.claim(session, "w3") == own_analysis
+        assert jobs.claim(session, "w4") == their_training
+        assert jobs.claim(session, "w5") == own_training
+
+
+def test_the_analysis_lane_is_fair_too(db_app: Flask) -> None:
+    _, other = add_user(db_app, "bob@example.com")
+    with new_session(db_app) as session:
+        first = _analysis(session, 1, "first upload")
+        second = _analysis(session, 1, "second upload")
+        theirs = _analysis(session, other, "their upload")
+        assert [jobs.claim(session, "lane", kinds=["analyse"]) for _ in range(3)] == [first, theirs, second]
 
 
 def test_concurrent_claimers_never_share_a_job(db_app: Flask) -> None:
