@@ -202,11 +202,15 @@ def join(token: str) -> Response:
     if request.method == "GET" or member:
         return render("teams/join.html", invite=invite, team=team, inviter=inviter, member=member,
                       current=auth.current_team())
+    working = auth.current_team()
+    # Pin the working team: without a choice it falls back to the lowest team id, which the
+    # joined team may have, and the user's next upload would go there unasked.
+    session["team_id"] = working.id
     accept_invite(db, invite, current_user)
     db.commit()
     session.pop("invite", None)
     flash(f"You joined {team.name if team else 'the team'!r}. New work still goes to "
-          f"{auth.current_team().name!r}; choose the team on your account page to change that.")
+          f"{working.name!r}; choose the team on your account page to change that.")
     return _back(invite.team_id)
 
 

@@ -1,5 +1,6 @@
 """Attacks on the web app: CSRF, script injection through corpora and vocabularies, the CSP,
-path traversal in upload names, API floods and oversized input, and a locked database."""
+path traversal in upload names, API floods and oversized input, a locked database, and the rate
+limiter that every web process shares."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from pathlib import Path
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 
-from tests.webapp.conftest import login_as, make_app
+from tests.webapp.conftest import PASSWORD, login_as, make_app
 from tests.webapp.playground_samples import byte_bpe, store
-from webapp import db
+from webapp import db, ratelimit
+from webapp.config import SettingsError
 from webapp.corpora import clean_filename
 
 REPO = Path(__file__).resolve().parents[2]
@@ -147,3 +150,129 @@ def test_a_locked_database_is_a_503_with_a_sentence(app: Flask, client: FlaskCli
     assert "locked" not in page.get_data(as_text=True)
     api = client.get("/api/v1/tokenizers")
     assert api.status_code == 503 and "locked" not in api.get_json()["error"]
+
+
+# The shared rate limiter (issue #11, finding 9) ---------------------------------------------------
+
+class FakeClock:
+    """Wall-clock seconds that only move when a test says so (at a window boundary to start)."""
+
+    def __init__(self, start: float = 1_800_000_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def limiter_on(app: Flask, clock: FakeClock) -> ratelimit.Limiter:
+    with app.app_context():
+        found = ratelimit.limiter()
+    found.clock = clock
+    return found
+
+
+def test_the_window_slides_and_retry_after_is_exact(app: Flask) -> None:
+    clock = FakeClock()  # 1_800_000_000 is a multiple of 100 s: a window starts here
+    limiter = limiter_on(app, clock)
+    limit = (4, 100.0)
+    clock.now += 50
+    assert [limiter.hit("k", limit) for _ in range(4)] == [None] * 4
+    assert limiter.hit("k", limit) == pytest.approx(75.0)  # full; in the next window 3/4 of it slides out at 125
+    clock.now += 50  # a new window: the previous one still weighs 4 × 1.0
+    assert limiter.hit("k", limit) == pytest.approx(25.0)
+    clock.now += 24.5
+    assert limiter.hit("k", limit) == pytest.approx(0.5)
+    clock.now += 0.5  # 4 × 0.75 + 0 + 1 = 4: room for exactly one
+    assert limiter.hit("k", limit) is None
+    assert limiter.hit("k", limit) is not None  # refused events are not counted...
+    clock.now += 25  # ...so 4 × 0.5 + 1 + 1 = 4: one more fits
+    assert limiter.hit("k", limit) is None
+    assert limiter.hit("other", limit) is None  # keys are counted apart
+    clock.now += 300  # two windows of silence: a fresh start
+    assert [limiter.hit("k", limit) for _ in range(4)] == [None] * 4
+
+
+def test_two_processes_share_the_counts_and_a_restart_forgets_nothing(app: Flask, tmp_path: Path) -> None:
+    """Two apps on one database stand for two gunicorn workers; a third for a restarted one."""
+    url = app.config["DATABASE_URL"]
+    second = make_app(tmp_path / "second", url, seed=False, LOGIN_RATE_LIMIT="4/300")
+    app.config["LOGIN_RATE_LIMIT"] = "4/300"
+    one, two = app.test_client(), second.test_client()
+    codes = [c.post("/login", data={"email": "alice@example.com", "password": "guess"}).status_code
+             for c in (one, two, one, two, one, two)]
+    assert codes == [401, 401, 401, 401, 429, 429]
+    db.get_engine(second).dispose()
+    restarted = make_app(tmp_path / "restarted", url, seed=False, LOGIN_RATE_LIMIT="4/300")
+    again = restarted.test_client().post("/login", data={"email": "alice@example.com", "password": PASSWORD})
+    assert again.status_code == 429
+    db.get_engine(restarted).dispose()
+
+
+def test_expired_rows_go_by_their_own_window_and_keys_are_not_stored(app: Flask) -> None:
+    clock = FakeClock()
+    limiter = limiter_on(app, clock)
+    limiter.hit("login-email:alice@example.com", (10, 300.0))
+    limiter.hit("api:ip:10.0.0.1", (600, 60.0))
+    clock.now += 150  # past two API windows, inside the login window
+    assert limiter.cleanup() == 1
+    with db.get_engine(app).connect() as conn:
+        rows = conn.execute(text("SELECT key, hits FROM rate_limits")).all()
+    assert [hits for _key, hits in rows] == [1]  # the login row is left, with its count
+    assert "alice" not in rows[0][0] and len(rows[0][0]) == 64  # only a digest of the key
+    clock.now += 451  # now the login row's own two windows are over too
+    assert limiter.cleanup() == 1
+
+
+def test_sign_ups_are_limited_per_address(app: Flask) -> None:
+    app.config.update(OPEN_SIGNUP=True, SIGNUP_RATE_LIMIT="2/3600")
+    visitor = app.test_client()
+
+    def signup(email: str) -> int:
+        return visitor.post("/signup", data={"email": email, "name": "N", "password": "p" * 12,
+                                             "confirm": "p" * 12}).status_code
+
+    assert [signup("a@example.com"), signup("not-an-address"), signup("c@example.com")] == [303, 422, 429]
+    refused = visitor.post("/signup", data={"email": "d@example.com"})
+    assert refused.status_code == 429 and "Too many sign-ups from this address." in refused.get_data(as_text=True)
+    assert int(refused.headers["Retry-After"]) > 0
+
+
+@pytest.mark.parametrize("raw", ["10", "0/60", "10/0", "10/-1", "x/60", "10/nan", "10/inf", "2000000000/60"],
+                         ids=["no-window", "zero-events", "zero-window", "negative", "words", "nan", "inf", "huge"])
+def test_a_bad_rate_limit_setting_is_refused_with_its_value(raw: str) -> None:
+    with pytest.raises(SettingsError, match=re.escape(repr(raw))):
+        ratelimit.parse_limit(raw)
+
+
+def test_backups_leave_the_rate_limit_counters_out(app: Flask, tmp_path: Path) -> None:
+    from webapp.backup import backup, restore
+
+    app.config["LOGIN_RATE_LIMIT"] = "1/300"
+    app.test_client().post("/login", data={"email": "alice@example.com", "password": "guess"})
+    archive = tmp_path / "backup.tar.gz"
+    counts = backup(dict(app.config), archive)
+    assert "rate_limits" not in counts and counts["users"] == 1
+    target = {"DATABASE_URL": f"sqlite:///{tmp_path / 'restored.sqlite3'}", "CORPUS_DIR": str(tmp_path / "c")}
+    assert restore(target, archive)["users"] == 1
+
+
+@pytest.mark.slow
+def test_gunicorn_workers_share_the_login_limit_across_a_restart(tmp_path: Path) -> None:
+    from tests.webapp.live import EMAIL, Client, LiveApp
+
+    live = LiveApp(tmp_path / "data", workers=2, threads=2, job_worker=False,
+                   env={"TOKENFORGE_LOGIN_RATE_LIMIT": "4/300"})
+    live.start()
+    try:
+        Client(live.url).signup()
+
+        def attempt() -> int:
+            client = Client(live.url)  # a new browser, a new connection: either worker answers
+            return client.post("login", {"email": EMAIL, "password": "guess"}, token=client.token("login")).status
+
+        assert [attempt() for _ in range(6)] == [401, 401, 401, 401, 429, 429]
+        live.stop()
+        live.start()
+        assert attempt() == 429
+    finally:
+        live.stop()
