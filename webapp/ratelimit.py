@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flask import current_app, jsonify, request
-from sqlalchemy import Connection, Engine, case, delete, select, update
+from sqlalchemy import Connection, Engine, Float, bindparam, case, delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from werkzeug.wrappers import Response
 
@@ -38,6 +38,15 @@ from webapp.models_auth import RateLimit
 
 TABLE = RateLimit.__table__
 CLEANUP_SECONDS = 60.0  # how often one process deletes expired rows (one indexed DELETE)
+_c = TABLE.c
+# Built once: constructing a statement costs more than running it on SQLite.
+# Count the event if this window's row has room: the check and the count are one UPDATE.
+# (``>=``: a process whose clock lags a little behind counts in the newer window.)
+_COUNT = update(TABLE).where(
+    _c.key == bindparam("digest"), _c.window_start_ms >= bindparam("start"),
+    _c.previous * bindparam("weight", type_=Float()) + _c.hits + 1 <= bindparam("count"),
+).values(hits=_c.hits + 1)
+_ROW = select(_c.window_start_ms, _c.hits, _c.previous).where(_c.key == bindparam("digest"))
 
 
 def parse_limit(raw: str) -> tuple[int, float]:
@@ -108,18 +117,13 @@ class Limiter:
 
     @staticmethod
     def _count(conn: Connection, digest: str, start: int, weight: float, count: int) -> bool:
-        """Count the event if this window's row has room; the check and the count are one UPDATE."""
-        c = TABLE.c
-        # ``>=``: a process whose clock lags a little behind counts in the newer window.
-        done = conn.execute(update(TABLE).where(
-            c.key == digest, c.window_start_ms >= start, c.previous * weight + c.hits + 1 <= count,
-        ).values(hits=c.hits + 1))
+        """Count the event if this window's row has room (see ``_COUNT``)."""
+        done = conn.execute(_COUNT, {"digest": digest, "start": start, "weight": weight, "count": count})
         return bool(done.rowcount)
 
     @staticmethod
     def _row(conn: Connection, digest: str) -> Any:
-        return conn.execute(select(TABLE.c.window_start_ms, TABLE.c.hits, TABLE.c.previous)
-                            .where(TABLE.c.key == digest)).first()
+        return conn.execute(_ROW, {"digest": digest}).first()
 
     @staticmethod
     def _roll(conn: Connection, digest: str, start: int, window_ms: int) -> None:
