@@ -1,280 +1,356 @@
-"""Load test: N concurrent users encoding ~2 KB texts through the JSON API while a job trains.
+"""Load test: 10, 25 and 50 playground users, closed loop, against a 32k BPE, while a job trains.
 
-Bounded and local: it only ever talks to 127.0.0.1. By default it starts its own
-``tokenforge serve`` (gunicorn + one job worker) in a temporary data folder, signs up, creates
-an API key, imports a small BPE tokenizer, uploads a corpus and queues a training job, then
-runs ``--users`` asyncio clients for ``--seconds``. Each user sends one encode request, waits
-for the answer, thinks for ``--think`` seconds (people type; the playground debounces) and
-repeats. It prints the request count, errors and latency percentiles, and exits 1 on any
-error. Requests are never resent: a reset or a closed connection counts as an error. The API
-rate limit is raised for the run: this measures capacity, not the limiter.
+It starts its own ``tokenforge serve`` (``--workers``/``--threads``) in a temporary data folder,
+with the login, sign-up and API rate limits raised (this measures capacity, not the limiters).
+Through the web pages, as a person would, it signs up, creates an API key, uploads ``--corpus``
+and trains a ``--vocab-size`` BPE on it with a training job, so the tokenizer's row holds the
+statistics a real training writes (an import stores none). It uploads a second, larger corpus
+made from the first one's words and keeps a training job on it running through every
+measurement: before each one it queues a new job if the last has ended, and it reports the
+job's status before and after. The job worker runs at its normal nice level.
 
-    python benchmarks/load_test.py --users 50 --seconds 60
+Each simulated user has a login session of its own and one keep-alive connection, and repeats
+what a playground user does, with no pause (a closed loop: the next request leaves when the
+answer to the last has arrived): GET the tokenizer's playground page, reading its CSRF token;
+three htmx encodes of ``--text-bytes`` of corpus text, sent as htmx sends the encode form; one
+JSON API encode with a Bearer key. A short warm-up is not counted. A request that gets a
+non-2xx answer, a wrong body, a reset or a closed connection is an error; nothing is resent.
+Static files (CSS, htmx) are left out: browsers cache them.
+
+It prints one JSON object and a Markdown table for ``docs/benchmarks.md``, and exits 1 on any
+error (2 when no corpus is found or the server cannot be set up).
+
+    python benchmarks/load_test.py --corpus /work/corpora/en_5M.txt
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import http.cookiejar
+import html
 import json
 import os
 import random
-import re
+import resource
+import shutil
 import signal
-import socket
-import statistics
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from load_support import (REPO, Browser, Connection, SetupError, percentiles, queue_training,  # noqa: E402
+                          start_server, stop_server, upload_corpus, wait_for_analysis, wait_for_job,
+                          job_state, web_cpu_seconds, free_port)
+
 sys.path.insert(0, str(REPO))
-WORDS = ("the of and to in is was for on that with as by at from his her it an were which are this "
-         "tokenizer merge vocabulary byte pair encoding naïve café 日本語 emoji 👋 data model").split()
+KINDS = ("page", "htmx_encode", "api_encode")
+STEPS = ("page", "htmx_encode", "htmx_encode", "htmx_encode", "api_encode")  # one user's loop
+EMAIL, PASSWORD = "load@example.com", "load test password"
+LIMITS_ENV = {"TOKENFORGE_API_RATE_LIMIT": "1000000000/60", "TOKENFORGE_LOGIN_RATE_LIMIT": "1000000/60",
+              "TOKENFORGE_SIGNUP_RATE_LIMIT": "1000000/60"}
+
+
+def default_corpus() -> Path | None:
+    """The largest of ``../shared/data/cs336/*.txt`` and ``corpus.en`` beside the repository."""
+    folder = REPO.parent / "shared" / "data" / "cs336"
+    found = [p for p in [*folder.glob("*.txt"), folder / "corpus.en"] if p.is_file()]
+    return max(found, key=lambda p: p.stat().st_size) if found else None
+
+
+class Texts:
+    """Varied ``size``-byte texts: runs of lines from a random place in the corpus."""
+
+    def __init__(self, corpus: Path, size: int) -> None:
+        with corpus.open("rb") as handle:  # 8 MiB of lines is variety enough
+            self.lines = [line for line in handle.read(8 << 20).decode("utf-8", "ignore").splitlines() if line.strip()]
+        if not self.lines:
+            raise SetupError(f"{corpus} has no text to encode")
+        self.size = size
+
+    def pick(self, rng: random.Random) -> str:
+        start, out, length = rng.randrange(len(self.lines)), [], 0
+        while length < self.size:
+            out.append(self.lines[(start + len(out)) % len(self.lines)])
+            length += len(out[-1].encode()) + 1
+        return "\n".join(out).encode()[: self.size].decode("utf-8", "ignore")
+
+
+def job_corpus(corpus: Path, megabytes: float) -> bytes:
+    """Text for the background training: the corpus's words, alone or run together in twos and
+    threes, so that it has many distinct words and BPE keeps finding merges for a long time."""
+    with corpus.open("rb") as handle:
+        words = handle.read(8 << 20).decode("utf-8", "ignore").split()
+    rng, lines, size = random.Random(0), [], 0
+    while size < megabytes * 1e6:
+        lines.append(" ".join("".join(rng.choices(words, k=rng.choice((1, 1, 2, 3)))) for _ in range(40)))
+        size += len(lines[-1].encode()) + 1
+    return "\n".join(lines).encode()
 
 
 @dataclass
-class Result:
-    latencies: list[float] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-
-    def summary(self, seconds: float) -> dict[str, Any]:
-        ordered = sorted(self.latencies)
-
-        def pct(p: float) -> float:
-            return round(1000 * ordered[min(len(ordered) - 1, int(p * len(ordered)))], 1) if ordered else 0.0
-
-        return {"requests": len(ordered), "errors": len(self.errors), "error_samples": self.errors[:5],
-                "rps": round(len(ordered) / seconds, 1), "p50_ms": pct(0.50), "p95_ms": pct(0.95),
-                "p99_ms": pct(0.99), "max_ms": round(1000 * max(ordered), 1) if ordered else 0.0,
-                "mean_ms": round(1000 * statistics.fmean(ordered), 1) if ordered else 0.0}
+class Setup:
+    port: int
+    tokenizer_id: int
+    key: str
+    sessions: list[dict[str, str]]  # one login's cookies per simulated user
+    admin: Browser
+    job_corpus_id: int
+    job_options: dict[str, str]
+    job_id: int | None = None
 
 
-def text_of(size: int, rng: random.Random) -> str:
-    out: list[str] = []
-    while len(" ".join(out).encode()) < size:
-        out.append(rng.choice(WORDS))
-    return " ".join(out)
+# --- what each simulated user does ----------------------------------------------------------------
 
 
-async def user(port: int, key: str, tokenizer: int, deadline: float, think: float, size: int,
-               result: Result, seed: int) -> None:
-    """One simulated user on one keep-alive connection."""
-    rng = random.Random(seed)
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    try:
-        while time.monotonic() < deadline:
-            body = json.dumps({"tokenizer": tokenizer, "text": text_of(size, rng)}).encode()
-            head = (f"POST /api/v1/encode HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {key}\r\n"
-                    f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode()
+async def step(conn: Connection, kind: str, setup: Setup, text: str, csrf: tuple[str, str] | None,
+               ) -> tuple[str | None, tuple[str, str] | None]:
+    """Send one request of ``kind``; return (error or None, the CSRF tokens a page gave)."""
+    play = f"/tokenizers/{setup.tokenizer_id}/play"
+    if kind == "page":
+        status, body = await conn.request("GET", play, {"Accept": "text/html,application/xhtml+xml"})
+        page = body.decode("utf-8", "replace")
+        header = page.partition("<body hx-headers='")[2].partition("'")[0]
+        field = page.partition('name="csrf_token" value="')[2].partition('"')[0]
+        if status == 200 and header and field and 'id="encode-form"' in page:
+            return None, (json.loads(html.unescape(header))["X-CSRFToken"], field)
+    elif kind == "htmx_encode" and csrf is not None:
+        # What htmx 2 sends for the encode form (templates/playground/play.html): the form's
+        # fields (the hidden CSRF token, the text, the checked "allow special tokens" box), its
+        # request headers, and the X-CSRFToken header from hx-headers on <body>.
+        body_out = f"csrf_token={urllib.parse.quote_plus(csrf[1])}&text={urllib.parse.quote_plus(text)}&allowed_special=on"
+        status, body = await conn.request("POST", f"/tokenizers/{setup.tokenizer_id}/encode", {
+            "HX-Request": "true", "HX-Trigger": "encode-form", "HX-Target": "encode-result",
+            "HX-Current-URL": f"http://127.0.0.1:{setup.port}{play}", "X-CSRFToken": csrf[0],
+            "Content-Type": "application/x-www-form-urlencoded"}, body_out.encode())
+        if status == 200 and body.lstrip().startswith(b'<section id="encode-result"') and b'data-testid="ids"' in body:
+            return None, csrf
+    elif kind == "api_encode":
+        payload = json.dumps({"tokenizer": setup.tokenizer_id, "text": text}).encode()
+        status, body = await conn.request("POST", "/api/v1/encode", {
+            "Authorization": f"Bearer {setup.key}", "Content-Type": "application/json"}, payload)
+        answer = json.loads(body) if status == 200 else None
+        if isinstance(answer, dict) and isinstance(answer.get("ids"), list) and answer.get("count", 0) > 0:
+            return None, csrf
+    else:
+        return "htmx_encode: skipped, the page before it failed", csrf
+    return f"{kind}: HTTP {status} {body[:160]!r}", csrf
+
+
+async def user(number: int, setup: Setup, texts: Texts, stop: float, timeout: float,
+               records: list[tuple[str, float, float, str | None]]) -> None:
+    """One user's closed loop until ``stop``: (kind, start, seconds, error) per request."""
+    rng = random.Random(number)
+    conn = Connection(setup.port, setup.sessions[number])
+    csrf: tuple[str, str] | None = None
+    while time.monotonic() < stop:
+        for kind in STEPS:
+            if time.monotonic() >= stop:
+                break
             started = time.monotonic()
-            writer.write(head + body)
-            await writer.drain()
-            # No resending: a request lost on a reused connection is an error we count. The
-            # server keeps idle connections far longer than any pause here (``KEEPALIVE_SECONDS``
-            # in webapp/cli.py) and says ``Connection: close`` before it closes one itself.
-            status_line = await reader.readline()
-            if not status_line:
-                raise ConnectionError("the server closed the connection without answering")
-            length, close = 0, False
-            while (line := await reader.readline()) not in (b"\r\n", b""):
-                name, _, value = line.decode("latin-1").partition(":")
-                if name.lower() == "content-length":
-                    length = int(value)
-                elif name.lower() == "connection" and "close" in value.lower():
-                    close = True
-            payload = await reader.readexactly(length)
-            elapsed = time.monotonic() - started
-            status = status_line.split(b" ")[1:2]
-            if status != [b"200"] or b'"ids"' not in payload:
-                result.errors.append(f"{status_line.decode(errors='replace').strip()} {payload[:120]!r}")
-            else:
-                result.latencies.append(elapsed)
-            if close:
-                writer.close()
-                reader, writer = await asyncio.open_connection("127.0.0.1", port)
-            await asyncio.sleep(rng.uniform(0.5 * think, 1.5 * think))
-    except (ConnectionError, asyncio.IncompleteReadError) as exc:
-        result.errors.append(f"connection: {exc!r}")
-    finally:
-        writer.close()
+            try:
+                error, csrf = await asyncio.wait_for(step(conn, kind, setup, texts.pick(rng), csrf), timeout)
+            except (OSError, EOFError, asyncio.IncompleteReadError, asyncio.TimeoutError, ValueError) as exc:
+                conn.close()  # never resent: the next request goes on a new connection
+                error = f"{kind}: {exc!r}"
+            records.append((kind, started, time.monotonic() - started, error))
+            if kind == "page" and error is not None:
+                csrf = None
+    conn.close()
 
 
-async def run_users(port: int, key: str, tokenizer: int, users: int, seconds: float, think: float,
-                    size: int) -> Result:
-    result = Result()
-    deadline = time.monotonic() + seconds
-    await asyncio.gather(*(user(port, key, tokenizer, deadline, think, size, result, i) for i in range(users)))
-    return result
+# --- one measurement ------------------------------------------------------------------------------
 
 
-# --- setting up a server to test ----------------------------------------------------------------
+def keep_training(setup: Setup) -> str:
+    """Queue a training job unless one is queued or running, wait until it runs; return its status."""
+    state = job_state(setup.admin, setup.job_id) if setup.job_id else {"status": "none"}
+    if state["status"] not in ("queued", "running"):
+        setup.job_id = queue_training(setup.admin, setup.job_corpus_id, "background training", setup.job_options)
+        state = wait_for_job(setup.admin, setup.job_id, ("running",), timeout=300)
+    return f"#{setup.job_id} {state['status']}"
 
 
-class Browser:
-    """A cookie-keeping HTTP client that fills in each form's CSRF token."""
+def measure(setup: Setup, texts: Texts, users: int, args: argparse.Namespace, serve_pid: int) -> dict[str, Any]:
+    """Run ``users`` users for the warm-up plus ``args.seconds``; summarise the measured part."""
+    job_before, load_before = keep_training(setup), os.getloadavg()
+    records: list[tuple[str, float, float, str | None]] = []
+    counters: dict[str, tuple[float, float]] = {}
 
-    def __init__(self, base: str) -> None:
-        self.base = base
-        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+    async def run() -> None:
+        start = time.monotonic() + args.warmup
+        stop = start + args.seconds
 
-    def get(self, path: str) -> str:
-        with self.opener.open(self.base + path, timeout=60) as response:
-            return response.read().decode("utf-8")
+        async def mark_start() -> None:
+            await asyncio.sleep(args.warmup)
+            counters["start"] = (web_cpu_seconds(serve_pid), resource.getrusage(resource.RUSAGE_SELF).ru_utime)
 
-    def post(self, path: str, fields: dict[str, str], files: dict[str, tuple[str, bytes]] | None = None,
-             form_page: str | None = None) -> tuple[str, str]:
-        page = self.get(form_page or path)
-        fields = {"csrf_token": re.search(r'name="csrf_token" value="([^"]+)"', page).group(1), **fields}
-        boundary = "tokenforgeloadtest"
-        parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode() for k, v in fields.items()]
-        for name, (filename, data) in (files or {}).items():
-            parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; filename="{filename}"\r\n'
-                         f"Content-Type: application/octet-stream\r\n\r\n".encode() + data + b"\r\n")
-        body = b"".join(parts) + f"--{boundary}--\r\n".encode()
-        request = urllib.request.Request(self.base + path, data=body,
-                                         headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
-        try:
-            with self.opener.open(request, timeout=300) as response:
-                return response.geturl(), response.read().decode("utf-8")
-        except urllib.error.HTTPError as exc:
-            page = exc.read().decode("utf-8", "replace")
-            problems = re.findall(r'class="(?:field-error|errors)"[^>]*>(.*?)</', page, re.S)
-            raise SystemExit(f"POST {path} answered {exc.code}: {problems or page[:500]}") from None
+        await asyncio.gather(mark_start(), *(user(n, setup, texts, stop, args.timeout, records) for n in range(users)))
+        counters["end"] = (web_cpu_seconds(serve_pid), resource.getrusage(resource.RUSAGE_SELF).ru_utime)
+        counters["window"] = (start, stop)
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def start_server(data_dir: Path, port: int, workers: int, threads: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "TOKENFORGE_DATA_DIR": str(data_dir), "PYTHONPATH": str(REPO),
-           "TOKENFORGE_API_RATE_LIMIT": "100000000/60"}
-    env.pop("DATABASE_URL", None)
-    with (data_dir / "serve.log").open("wb") as log:
-        process = subprocess.Popen([sys.executable, "-m", "webapp.cli", "serve", "--host", "127.0.0.1",
-                                    "--port", str(port), "--workers", str(workers), "--threads", str(threads)],
-                                   cwd=data_dir, env=env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
-                return process
-        except OSError:
-            time.sleep(0.2)
-    process.kill()
-    raise SystemExit("the server did not start; see " + str(data_dir / "serve.log"))
+    asyncio.run(run())
+    start, stop = counters["window"]
+    measured = [r for r in records if r[1] >= start]
+    ok = [r for r in measured if r[3] is None]
+    errors = [r[3] for r in measured if r[3] is not None]
+    warmup_errors = [r[3] for r in records if r[1] < start and r[3] is not None]
+    count = max(1, len(measured))
+    job_after = f"#{setup.job_id} {job_state(setup.admin, setup.job_id)['status']}"
+    return {
+        "users": users, "seconds": args.seconds, "warmup_seconds": args.warmup,
+        "requests": len(measured), "rps": round(len(measured) / args.seconds, 1),
+        "errors": len(errors), "warmup_errors": len(warmup_errors), "error_samples": (errors + warmup_errors)[:5],
+        "latency_ms": {"all": percentiles([r[2] for r in ok]),
+                       **{kind: percentiles([r[2] for r in ok if r[0] == kind]) for kind in KINDS}},
+        "web_cpu_ms_per_request": round(1000 * (counters["end"][0] - counters["start"][0]) / count, 2),
+        "web_cpu_cores": round((counters["end"][0] - counters["start"][0]) / args.seconds, 2),
+        "client_cpu_ms_per_request": round(1000 * (counters["end"][1] - counters["start"][1]) / count, 2),
+        "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
+        "training_job": {"before": job_before, "after": job_after,
+                         "ran_throughout": job_before.endswith("running") and job_after == job_before},
+    }
 
 
-def web_cpu_seconds(serve_pid: int) -> float:
-    """CPU time used so far by the gunicorn web processes (serve's children but the job worker).
-
-    Unlike latency, this hardly depends on what else the machine is running, so it shows what
-    one request costs the server even on a busy, shared machine. Linux only (``/proc``).
-    """
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    children = Path(f"/proc/{serve_pid}/task/{serve_pid}/children")
-    for pid in children.read_text().split() if children.exists() else []:
-        try:
-            if b"worker" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"):
-                continue  # the job worker (``python -m webapp.cli worker``) trains; not web work
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / tick  # utime + stime
-    return total
+# --- setting up, reporting ------------------------------------------------------------------------
 
 
-def prepare(base: str, train_vocab: int) -> tuple[str, int, Browser]:
-    """Sign up, create an API key, import a small tokenizer, queue a training job."""
-    from engine.trainers import train
-
-    browser = Browser(base)
-    password = "load test password"
-    browser.post("signup", {"email": "load@example.com", "name": "Load", "password": password, "confirm": password})
-    _, page = browser.post("account/keys", {"name": "load"}, form_page="account")
-    key = re.search(r'data-testid="new-key">([^<]+)<', page).group(1)
-    rng = random.Random(0)
-    with tempfile.TemporaryDirectory() as tmp:
-        corpus = Path(tmp, "corpus.txt")
-        corpus.write_text("\n".join(text_of(200, rng) for _ in range(2000)), encoding="utf-8")
-        tokenizer = train("bpe", [corpus], {"vocab_size": 600}).tokenizer
-        url, _ = browser.post("import", {"kind": "tokenizer_json", "name": "load-bpe"},
-                              {"file": ("tokenizer.json", tokenizer.to_json().encode())})
-        tokenizer_id = int(url.rstrip("/").split("/")[-2])
-        big = Path(tmp, "train.txt")
-        big.write_text("\n".join(text_of(400, rng) + f" n{i}" for i in range(40_000)), encoding="utf-8")
-        url, _ = browser.post("corpora/", {}, {"files": ("train.txt", big.read_bytes())})
-    corpus_id = url.rstrip("/").split("/")[-1]
-    from webapp.training_form import PREFIX
-
-    form = browser.get("train?algorithm=bpe")  # every option at its default, as the page offers it
-    fields = dict(re.findall(rf'<input type="(?:text|number)" name="({PREFIX}[^"]+)" id="[^"]+" value="([^"]*)"', form))
-    fields.update(re.findall(rf'<textarea name="({PREFIX}[^"]+)" id="[^"]+" rows="3">([^<]*)</textarea>', form))
-    fields.update((name, "on") for name in re.findall(rf'name="({PREFIX}[^"]+)" id="[^"]+" checked', form))
-    for name, options in re.findall(rf'<select name="({PREFIX}[^"]+)" id="[^"]+">(.*?)</select>', form, re.S):
-        chosen = re.search(r'<option value="([^"]*)"[^>]*selected', options) or re.search(r'<option value="([^"]*)"', options)
-        fields[name] = chosen.group(1) if chosen else ""
-    fields[PREFIX + "vocab_size"] = str(train_vocab)
-    browser.post("train", {"algorithm": "bpe", "corpus_ids": corpus_id, **fields})
-    return key, tokenizer_id, browser
+def prepare(base: str, port: int, args: argparse.Namespace, users: int, data_dir: Path) -> tuple[Setup, dict[str, Any]]:
+    """Sign up, make an API key, train the playground's tokenizer, upload the job corpus, log users in."""
+    admin = Browser(base)
+    admin.post("signup", {"email": EMAIL, "name": "Load", "password": PASSWORD, "confirm": PASSWORD})
+    _, page = admin.post("account/keys", {"name": "load"}, form_page="account")
+    key = page.partition('data-testid="new-key">')[2].partition("<")[0]
+    corpus_id = upload_corpus(admin, args.corpus.name, args.corpus.read_bytes())
+    started = time.monotonic()
+    job = queue_training(admin, corpus_id, f"bpe-{args.vocab_size}", {"vocab_size": str(args.vocab_size)})
+    state = wait_for_job(admin, job, (), timeout=args.train_timeout)
+    if state["status"] != "succeeded" or state["tokenizer_id"] is None:
+        raise SetupError(f"training the playground's tokenizer (job {job}) ended {state['status']}: {state['error']}")
+    tokenizer = {"id": state["tokenizer_id"], "requested_vocab_size": args.vocab_size, "vocab_size": state["vocab_size"],
+                 "training_wall_seconds": round(time.monotonic() - started, 1), "corpus": str(args.corpus),
+                 "corpus_bytes": args.corpus.stat().st_size, "stats_bytes": stats_bytes(data_dir, state["tokenizer_id"])}
+    if state["vocab_size"] < args.vocab_size:
+        tokenizer["note"] = (f"{args.corpus.name} is too small for {args.vocab_size:,} tokens: BPE ran out of pairs "
+                             f"seen twice at {state['vocab_size']:,}. Pass a larger --corpus for a {args.vocab_size:,} vocabulary.")
+        print("load_test: " + tokenizer["note"], file=sys.stderr)
+    data = job_corpus(args.corpus, args.job_corpus_mb)
+    job_corpus_id = upload_corpus(admin, "background.txt", data)
+    for corpus in (corpus_id, job_corpus_id):  # the uploads' analyses must not run during a measurement
+        wait_for_analysis(admin, corpus, timeout=args.train_timeout)
+    sessions = []
+    for _ in range(users):
+        browser = Browser(base)
+        browser.post("login", {"email": EMAIL, "password": PASSWORD})
+        sessions.append(browser.cookies())
+    setup = Setup(port, state["tokenizer_id"], key, sessions, admin, job_corpus_id,
+                  {"vocab_size": str(args.job_vocab_size)})
+    return setup, {**tokenizer, "job_corpus_bytes": len(data), "job_vocab_size": args.job_vocab_size}
 
 
-def job_status(browser: Browser) -> str:
-    """The training job's status as its page shows it (the only training job; uploads queue
-    analysis jobs too, so its id is not known in advance)."""
-    job_id = re.search(r'<tr><td>(\d+)</td>', browser.get("jobs")).group(1)
-    page = browser.get(f"jobs/{job_id}")
-    found = re.search(r'status-(queued|running|succeeded|failed|cancelled)', page)
-    error = re.search(r'<p class="errors">(.*?)</p>', page, re.S)
-    return (found.group(1) if found else "unknown") + (f" ({error.group(1).strip()})" if error else "")
+def stats_bytes(data_dir: Path, tokenizer_id: int) -> int | None:
+    """The size of the tokenizer row's stats column, read from the run's own SQLite file."""
+    from webapp.models import Tokenizer
+
+    try:
+        with sqlite3.connect(f"file:{data_dir / 'tokenforge.sqlite3'}?mode=ro", uri=True) as db:
+            row = db.execute(f"SELECT length(CAST(stats AS BLOB)) FROM {Tokenizer.__tablename__} WHERE id = ?",
+                             (tokenizer_id,)).fetchone()
+    except sqlite3.Error:
+        return None
+    return int(row[0]) if row and row[0] is not None else None
+
+
+def markdown(rounds: list[dict[str, Any]]) -> str:
+    lines = ["| users | req/s | p50 ms | p95 ms | p99 ms | max ms | p99 page / htmx / API ms | errors "
+             "| web CPU ms/req | load avg before → after | training job before → after |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rounds:
+        lat = r["latency_ms"]
+        lines.append(f"| {r['users']} | {r['rps']} | {lat['all']['p50_ms']} | {lat['all']['p95_ms']} | {lat['all']['p99_ms']} "
+                     f"| {lat['all']['max_ms']} | {' / '.join(str(lat[k]['p99_ms']) for k in KINDS)} "
+                     f"| {r['errors'] + r['warmup_errors']} | {r['web_cpu_ms_per_request']} "
+                     f"| {r['load_average']['before'][0]} → {r['load_average']['after'][0]} "
+                     f"| {r['training_job']['before']} → {r['training_job']['after']} |")
+    return "\n".join(lines)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--users", default="10,25,50", help="user counts to measure, in order (default: 10,25,50)")
+    parser.add_argument("--seconds", type=float, default=30, help="measured seconds per user count")
+    parser.add_argument("--warmup", type=float, default=5, help="seconds before each measurement, not counted")
+    parser.add_argument("--corpus", type=Path, help="text to train the tokenizer on and to encode "
+                        "(default: the largest of ../shared/data/cs336/*.txt and corpus.en)")
+    parser.add_argument("--vocab-size", type=int, default=32000, help="the playground tokenizer's vocabulary")
+    parser.add_argument("--text-bytes", type=int, default=2048, help="size of each encoded text")
+    parser.add_argument("--job-corpus-mb", type=float, default=24, help="size of the background job's corpus")
+    parser.add_argument("--job-vocab-size", type=int, default=200_000, help="the background job's vocabulary")
+    parser.add_argument("--workers", type=int, default=2, help="serve --workers")
+    parser.add_argument("--threads", type=int, default=4, help="serve --threads")
+    parser.add_argument("--timeout", type=float, default=60, help="seconds before a request counts as an error")
+    parser.add_argument("--train-timeout", type=float, default=1800, help="longest wait for setup training")
+    args = parser.parse_args(argv)
+    try:
+        args.user_counts = [int(n) for n in args.users.split(",")]
+    except ValueError:
+        parser.error(f"--users takes user counts separated by commas, such as 10,25,50; not {args.users!r}")
+    if not args.user_counts or min(args.user_counts) < 1:
+        parser.error(f"--users needs at least one count of 1 or more, not {args.users!r}")
+    args.corpus = args.corpus or default_corpus()
+    if args.corpus is None or not args.corpus.is_file():
+        print(f"load_test: no corpus: {args.corpus or REPO.parent / 'shared/data/cs336'} has no text file. "
+              "Pass --corpus FILE, e.g. /work/corpora/en_5M.txt (../shared/bench/make_corpora.sh).", file=sys.stderr)
+        raise SystemExit(2)
+    return args
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--users", type=int, default=50)
-    parser.add_argument("--seconds", type=float, default=60)
-    parser.add_argument("--think", type=float, default=1.0, help="mean pause between a user's requests")
-    parser.add_argument("--text-bytes", type=int, default=2048)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=4)
-    parser.add_argument("--train-vocab", type=int, default=8000)
-    args = parser.parse_args(argv)
+    args = parse_args(argv)
+    texts = Texts(args.corpus, args.text_bytes)
     port = free_port()
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     with tempfile.TemporaryDirectory(prefix="tokenforge-load-") as tmp:
-        server = start_server(Path(tmp), port, args.workers, args.threads)
+        server = start_server(Path(tmp), port, args.workers, args.threads, LIMITS_ENV)
+        rounds: list[dict[str, Any]] = []
         try:
-            key, tokenizer_id, browser = prepare(f"http://127.0.0.1:{port}/", args.train_vocab)
-            before = job_status(browser)
-            cpu_before, load_before = web_cpu_seconds(server.pid), os.getloadavg()[0]
-            result = asyncio.run(run_users(port, key, tokenizer_id, args.users, args.seconds, args.think,
-                                           args.text_bytes))
-            summary = {**result.summary(args.seconds), "users": args.users, "seconds": args.seconds,
-                       "think_s": args.think, "text_bytes": args.text_bytes, "cpus": os.cpu_count(),
-                       "training_job": f"{before} -> {job_status(browser)}",
-                       "web_cpu_ms_per_request": round(1000 * (web_cpu_seconds(server.pid) - cpu_before)
-                                                       / max(1, len(result.latencies) + len(result.errors)), 2),
-                       "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
+            setup, tokenizer = prepare(f"http://127.0.0.1:{port}/", port, args, max(args.user_counts), Path(tmp))
+            for users in args.user_counts:
+                rounds.append(measure(setup, texts, users, args, server.pid))
+                print(f"load_test: {users} users: {rounds[-1]['rps']} req/s, p99 {rounds[-1]['latency_ms']['all']['p99_ms']} ms, "
+                      f"{rounds[-1]['errors']} errors", file=sys.stderr)
         finally:
-            server.send_signal(signal.SIGTERM)
-            try:
-                server.wait(60)
-            except subprocess.TimeoutExpired:
-                server.kill()
-    print(json.dumps(summary, indent=2, ensure_ascii=False))
-    return summary
+            stop_server(server)
+            if not rounds or any(r["errors"] or r["warmup_errors"] for r in rounds):  # keep the tracebacks
+                kept = Path(tempfile.gettempdir()) / f"tokenforge-load-serve-{os.getpid()}.log"
+                shutil.copyfile(Path(tmp) / "serve.log", kept)
+                print(f"load_test: the server's log is in {kept}", file=sys.stderr)
+    report = {"commit": commit.stdout.strip(), "cpus": os.cpu_count(), "workers": args.workers, "threads": args.threads,
+              "text_bytes": args.text_bytes, "loop": list(STEPS), "tokenizer": tokenizer, "rounds": rounds}
+    print(json.dumps(report, indent=2, ensure_ascii=False))
+    print(markdown(rounds))
+    for r in rounds:
+        if not r["training_job"]["ran_throughout"]:
+            print(f"load_test: warning: the training job did not run through the {r['users']}-user measurement "
+                  f"({r['training_job']['before']} → {r['training_job']['after']})", file=sys.stderr)
+    return report
+
+
+def _stop_on_sigterm(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt  # unwinds through main's finally, which stops the server
 
 
 if __name__ == "__main__":
-    sys.exit(1 if main()["errors"] else 0)
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    try:
+        result = main()
+    except SetupError as exc:
+        print(f"load_test: {exc}", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(1 if any(r["errors"] or r["warmup_errors"] for r in result["rounds"]) else 0)
