@@ -1,6 +1,7 @@
 """Tokenforge's tokenizer engine: pure Python on ``regex``.
 
-The public API is what ``__all__`` lists; everything else is internal and may change.
+The public API is what ``__all__`` lists; everything else is internal and may change. The bounds
+on imported tokenizers and the encode time budget are in ``engine.limits``.
 """
 
 from __future__ import annotations
@@ -8,12 +9,14 @@ from __future__ import annotations
 from engine.ascii_split import fastest_split
 from engine.errors import (
     ConfigError,
+    EncodeTimeout,
     FormatError,
     SpecialTokenError,
     TokenforgeError,
     TrainingCancelled,
     UnknownTokenIdError,
 )
+from engine.limits import time_budget
 from engine.metrics import evaluate
 from engine.models.baselines import ByteLevel, CharLevel, MaxMatch, WordLevel
 from engine.models.bpe import BPE
@@ -37,6 +40,7 @@ __all__ = [
     "WordLevel",
     "WordPiece",
     "ConfigError",
+    "EncodeTimeout",
     "FormatError",
     "SpecialTokenError",
     "TokenSpan",
@@ -50,5 +54,6 @@ __all__ = [
     "get_normalizer",
     "get_pretokenizer",
     "option_specs",
+    "time_budget",
     "train",
 ]

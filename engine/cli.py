@@ -18,12 +18,12 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, NoReturn
 
 from engine.cli_train import add_train_arguments, cmd_train
 from engine.errors import SpecialTokenError, TokenforgeError
 from engine.formats import read_utf8
+from engine.limits import read_bytes, time_budget
 from engine.tokenizer import Tokenizer
 
 Handler = Callable[[argparse.Namespace], int]
@@ -75,7 +75,7 @@ def _read_text(path: str) -> str:
 def _load_tokenizer(path: str) -> Tokenizer:
     from engine.serialization import loads
 
-    return loads(Path(path).read_bytes())
+    return loads(read_bytes(path, source=path))
 
 
 # --------------------------------------------------------------------------- encode, eval
@@ -88,8 +88,21 @@ def cmd_encode(args: argparse.Namespace) -> int:
     allowed: Any = frozenset(args.allowed_special or ())
     if "all" in allowed:
         allowed = "all"
-    print(json.dumps(tokenizer.encode(text, allowed_special=allowed)))
+    with time_budget(args.time_limit):  # None (the default): a file takes as long as it takes
+        ids = tokenizer.encode(text, allowed_special=allowed)
+    print(json.dumps(ids))
     return 0
+
+
+def _seconds(raw: str) -> float:
+    """A positive number of seconds, for argparse."""
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, not {raw!r}")
+    return value
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -149,6 +162,8 @@ def register(subparsers: Any) -> None:
     encode.add_argument("--allowed-special", action="append", metavar="TOKEN",
                         help="a special token to encode as such, or 'all' (repeatable)")
     encode.add_argument("--text", help="the text to encode")
+    encode.add_argument("--time-limit", type=_seconds, metavar="SECONDS",
+                        help="stop with an error if pattern matching takes longer (default: no limit)")
     encode.add_argument("file", nargs="?", metavar="FILE", help="a UTF-8 file to encode ('-' for stdin)")
 
     imp = _add(subparsers, "import", cmd_import, "convert GPT-2 / tiktoken / vocab.txt files to tokenizer.json")

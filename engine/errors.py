@@ -43,3 +43,11 @@ class TrainingCancelled(TokenforgeError):
 
 class UnknownTokenIdError(TokenforgeError, ValueError):
     """An id passed to decode is not in the vocabulary."""
+
+
+class EncodeTimeout(TokenforgeError, ValueError):
+    """Encoding ran past the time budget of ``engine.limits.time_budget`` (usually a slow pattern).
+
+    It is a ``ValueError`` as well, like the other errors about what the caller passed, so code
+    that reports bad input by catching ``ValueError`` reports this too instead of failing.
+    """

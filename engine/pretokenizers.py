@@ -20,6 +20,7 @@ from typing import Any, NamedTuple, Protocol
 import regex
 
 from engine.errors import ConfigError, FormatError
+from engine.limits import check_pattern, expired, regex_timeout, shown
 
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
 GPT4_PATTERN = (
@@ -41,6 +42,16 @@ PATTERNS: dict[str, str] = {"gpt2": GPT2_PATTERN, "gpt4": GPT4_PATTERN, "o200k":
 # Hugging Face's ByteLevel(use_regex=True) splits with GPT-2's pattern (written without the
 # possessive quantifiers, which match the same pieces).
 HF_BYTELEVEL_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+# A new pattern is tried on this sample: a piece may not be empty, and a pattern that needs more
+# than _PROBE_SECONDS here backtracks catastrophically (the commas and repeats are what
+# ``(?:.*,){6}X``-like patterns choke on; such patterns are also caught later by the time budget).
+_PROBE = "Hello, world! It's 2024: naïve café, 日本語 👋\n\t  a,b,c,d,e,f,g,h,i,j,k,l aaaaaaaaaaaaaaaaaaaaaaaa!"
+_PROBE_SECONDS = 0.5
+_SLOW_PATTERN = (
+    "The pre-tokenizer pattern",
+    "it backtracks too much on this input (nested repeats such as (?:.*,){6} do). "
+    "Simplify the pattern, or encode a shorter text.",
+)
 
 
 class Piece(NamedTuple):
@@ -73,27 +84,60 @@ class PreTokenizer(Protocol):
 
 
 class RegexSplit:
-    """Pieces are the matches of a regex (text between matches is dropped, as tiktoken does)."""
+    """Pieces are the matches of a regex (text between matches is dropped, as tiktoken does).
+
+    The whole match is the piece, as in Hugging Face's ``Split`` and tiktoken, also when the
+    pattern has capturing groups (``findall`` would return the groups instead). Matching
+    respects the caller's ``engine.limits.time_budget``.
+    """
 
     def __init__(self, pattern: str, name: str | None = None) -> None:
+        check_pattern(pattern)
         try:
             self._regex = regex.compile(pattern)
-        except regex.error as exc:
-            raise ConfigError(f"The pre-tokenizer pattern {pattern!r} is not a valid regex: {exc}.") from None
-        if self._regex.match("") is not None and self._regex.fullmatch("") is not None:
-            raise ConfigError(
-                f"The pre-tokenizer pattern {pattern!r} matches the empty string; "
-                "every piece must contain at least one character."
-            )
+        except (regex.error, OverflowError, RecursionError) as exc:
+            raise ConfigError(f"The pre-tokenizer pattern {shown(pattern)} is not a valid regex: {exc}.") from None
         self.pattern = pattern
         self.name = name or next((n for n, p in PATTERNS.items() if p == pattern), "custom")
-        self.pieces = self._regex.findall  # type: ignore[method-assign]
+        self._check_matches()
 
-    def pieces(self, text: str) -> list[str]:  # replaced per instance by regex.findall
-        return self._regex.findall(text)
+    def _check_matches(self) -> None:
+        """Refuse a pattern that matches an empty piece, or that is slow on a short sample already."""
+        try:
+            if self._regex.fullmatch("", timeout=_PROBE_SECONDS) is not None:
+                where = "the empty string"
+            else:
+                at = next((m.start() for m in self._regex.finditer(_PROBE, timeout=_PROBE_SECONDS)
+                           if m.start() == m.end()), None)
+                where = None if at is None else f"an empty piece (at character {at} of {_PROBE!r})"
+        except TimeoutError:
+            raise ConfigError(
+                f"The pre-tokenizer pattern {shown(self.pattern)} took over {_PROBE_SECONDS:g} s on a "
+                f"{len(_PROBE)}-character sample; it backtracks without end (nested repeats such as "
+                "(?:.*,)* do). Simplify it."
+            ) from None
+        if where is not None:
+            raise ConfigError(
+                f"The pre-tokenizer pattern {shown(self.pattern)} matches {where}; "
+                "every piece must contain at least one character."
+            )
+
+    def pieces(self, text: str) -> list[str]:
+        """The matches of the pattern in ``text``, within the current time budget."""
+        try:
+            timeout = regex_timeout(*_SLOW_PATTERN)
+            if self._regex.groups:
+                return [m.group() for m in self._regex.finditer(text, timeout=timeout)]
+            return self._regex.findall(text, timeout=timeout)
+        except TimeoutError:
+            raise expired(*_SLOW_PATTERN) from None
 
     def split(self, text: str) -> list[Piece]:
-        return [Piece(m.group(), m.start(), m.end()) for m in self._regex.finditer(text)]
+        try:
+            matches = self._regex.finditer(text, timeout=regex_timeout(*_SLOW_PATTERN))
+            return [Piece(m.group(), m.start(), m.end()) for m in matches]
+        except TimeoutError:
+            raise expired(*_SLOW_PATTERN) from None
 
     def to_hf(self) -> dict[str, Any]:
         return {
@@ -221,9 +265,19 @@ def pretokenizer_from_hf(data: dict[str, Any] | None) -> PreTokenizer | None:
     kind = data.get("type")
     if kind == "Split":
         pattern = data.get("pattern", {})
-        if "Regex" in pattern:
+        if not isinstance(pattern, dict) or not isinstance(pattern.get("Regex"), str):
+            raise FormatError(f"Split pre-tokenizers need a {{\"Regex\": pattern}}; {shown(pattern)} is not supported.")
+        # Only "Isolated" keeps each match as a piece, which is what RegexSplit does; reading
+        # another behaviour as it would give other ids than Hugging Face without a word.
+        if data.get("behavior", "Isolated") != "Isolated" or data.get("invert", False):
+            raise FormatError(
+                f"Split pre-tokenizers are supported with behavior \"Isolated\" and invert false only, "
+                f"not {shown(data.get('behavior'))} with invert {shown(data.get('invert'))}."
+            )
+        try:
             return RegexSplit(pattern["Regex"])
-        raise FormatError(f"Split pre-tokenizers with a plain-string pattern are not supported: {pattern!r}.")
+        except ConfigError as exc:
+            raise FormatError(str(exc)) from None
     if kind == "WhitespaceSplit":
         return WhitespaceSplit()
     if kind in ("BertPreTokenizer", "Whitespace"):

@@ -18,6 +18,7 @@ from typing import Any
 
 from engine.decoders import ByteLevelDecoder, ConcatDecoder, decoder_from_hf
 from engine.errors import FormatError
+from engine.limits import MAX_SPECIAL_TOKENS, check_count, check_special_tokens, shown
 from engine.normalizers import normalizer_from_hf
 from engine.post_processors import post_processor_from_hf
 from engine.pretokenizers import GPT2_PATTERN, PreTokenizer, RegexSplit, pretokenizer_from_hf
@@ -109,7 +110,7 @@ def _split_byte_level(data: dict[str, Any] | None) -> tuple[bool, PreTokenizer |
 
 def _model_class(kind: object) -> Any:
     if not isinstance(kind, str) or kind not in MODEL_TYPES:
-        raise FormatError(f"The model type {kind!r} is not supported; supported: {', '.join(MODEL_TYPES)}.")
+        raise FormatError(f"The model type {shown(kind)} is not supported; supported: {', '.join(MODEL_TYPES)}.")
     module, _, name = MODEL_TYPES[kind].partition(":")
     return getattr(importlib.import_module(module), name)
 
@@ -119,14 +120,17 @@ def from_hf_dict(data: Any) -> Tokenizer:
     if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
         raise FormatError("This is not a tokenizer.json document: it has no \"model\" object.")
     specials: dict[str, int] = {}
-    for entry in data.get("added_tokens") or []:
+    added = data.get("added_tokens") or []
+    if not isinstance(added, list):
+        raise FormatError(f'"added_tokens" must be a list, not {type(added).__name__}.')
+    check_count(len(added), MAX_SPECIAL_TOKENS, "added tokens (engine.limits.MAX_SPECIAL_TOKENS)")
+    for entry in added:
         if not isinstance(entry, dict) or not isinstance(entry.get("content"), str) or not isinstance(entry.get("id"), int):
-            raise FormatError(f"An added token must have a string content and an integer id: {entry!r}.")
+            raise FormatError(f"An added token must have a string content and an integer id: {shown(entry)}.")
         if entry["content"] in specials:
-            raise FormatError(f"The added token {entry['content']!r} appears twice.")
+            raise FormatError(f"The added token {shown(entry['content'])} appears twice.")
         specials[entry["content"]] = entry["id"]
-    if len(set(specials.values())) != len(specials):
-        raise FormatError("Two added tokens share one id.")
+    check_special_tokens(specials)  # non-empty, short, ids in range, one id each
     byte_level, pre = _split_byte_level(data.get("pre_tokenizer"))
     model_data = data["model"]
     kind = model_data.get("type") or ("BPE" if "merges" in model_data else None)
@@ -145,15 +149,20 @@ def from_hf_dict(data: Any) -> Tokenizer:
 
 
 def loads(text: str | bytes) -> Tokenizer:
-    """Parse a ``tokenizer.json`` document; malformed input raises FormatError, never anything else."""
+    """Parse a ``tokenizer.json`` document; malformed input raises FormatError, never anything else.
+
+    The size of ``text`` is the caller's to bound (``engine.limits.read_bytes`` for files).
+    """
     try:
         data = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except RecursionError:
+        raise FormatError("The file is not valid JSON here: it is nested too deeply.") from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an integer of over 4,300 digits
         line = getattr(exc, "lineno", None)
         raise FormatError(f"The file is not valid JSON ({getattr(exc, 'msg', exc)}).", line=line) from None
     try:
         return from_hf_dict(data)
     except FormatError:
         raise
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise FormatError(f"The tokenizer.json document is malformed: {exc!s}.") from None
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError, RecursionError) as exc:
+        raise FormatError(f"The tokenizer.json document is malformed: {str(exc)[:200]}.") from None

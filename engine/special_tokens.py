@@ -4,6 +4,10 @@ Special tokens are matched on the raw text before normalization and pre-tokeniza
 special token is never split or merged. Where two special tokens overlap at the same position
 the longer one wins (``<|endoftext|><|endoftext|>`` beats ``<|endoftext|>``), which is why the
 alternation is built longest first.
+
+The tokens are checked on construction (``engine.limits.check_special_tokens``): an empty one
+would match between every two characters. Matching respects ``engine.limits.time_budget``,
+and only a few alternations are kept (the API lets each request name its own allowed set).
 """
 
 from __future__ import annotations
@@ -14,8 +18,11 @@ from typing import Literal
 import regex
 
 from engine.errors import SpecialTokenError
+from engine.limits import check_special_tokens, expired, regex_timeout
 
 AllowedSpecial = Literal["all"] | Collection[str]
+_KEPT_PATTERNS = 8  # alternations kept per tokenizer; more distinct allowed sets start afresh
+_SLOW = ("Looking for special tokens", "encode a shorter text.")
 
 
 def _alternation(tokens: Collection[str]) -> regex.Pattern[str] | None:
@@ -30,6 +37,7 @@ class SpecialTokens:
 
     def __init__(self, tokens: Mapping[str, int] | None = None) -> None:
         self.ids: dict[str, int] = dict(tokens or {})
+        check_special_tokens(self.ids)
         self.by_id: dict[int, str] = {i: t for t, i in self.ids.items()}
         self._patterns: dict[frozenset[str], regex.Pattern[str] | None] = {}
 
@@ -40,9 +48,12 @@ class SpecialTokens:
         return token in self.ids
 
     def _pattern(self, tokens: frozenset[str]) -> regex.Pattern[str] | None:
-        if tokens not in self._patterns:
-            self._patterns[tokens] = _alternation(tokens)
-        return self._patterns[tokens]
+        found = self._patterns.get(tokens, False)
+        if found is False:
+            if len(self._patterns) >= _KEPT_PATTERNS:
+                self._patterns = {}  # a new dict, not clear(): other threads may be reading the old one
+            found = self._patterns[tokens] = _alternation(tokens)
+        return found
 
     def resolve(self, allowed_special: AllowedSpecial, disallowed_special: AllowedSpecial) -> tuple[frozenset[str], frozenset[str]]:
         """Turn tiktoken-style arguments into (allowed, disallowed) sets of known tokens."""
@@ -64,7 +75,10 @@ class SpecialTokens:
         pattern = self._pattern(disallowed)
         if pattern is None:
             return
-        match = pattern.search(text)
+        try:
+            match = pattern.search(text, timeout=regex_timeout(*_SLOW))
+        except TimeoutError:
+            raise expired(*_SLOW) from None
         if match is not None:
             token = match.group()
             raise SpecialTokenError(
@@ -78,7 +92,11 @@ class SpecialTokens:
         pattern = self._pattern(allowed)
         position = 0
         if pattern is not None:
-            for match in pattern.finditer(text):
+            try:
+                matches = list(pattern.finditer(text, timeout=regex_timeout(*_SLOW)))
+            except TimeoutError:
+                raise expired(*_SLOW) from None
+            for match in matches:
                 if match.start() > position:
                     yield position, match.start(), None
                 yield match.start(), match.end(), self.ids[match.group()]

@@ -15,7 +15,7 @@ from flask_login import current_user
 from flask_wtf.csrf import CSRFProtect
 from werkzeug.wrappers import Response
 
-from webapp import auth, converters, db, errors, filters, requests, security
+from webapp import auth, converters, db, errors, filters, requests, security, time_budget
 from webapp.config import finish_settings, load_settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,6 +48,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     filters.init_app(app)
     auth.init_app(app)  # login sessions, API keys, and the gate in front of every view
     security.init_app(app)  # CSP and security headers, API rate limits, busy-database answers
+    time_budget.init_app(app)  # ENCODE_TIMEOUT seconds of pattern matching per request, then a 422
 
     from webapp import accounts, corpora, sharing, teams, tokenizers
 

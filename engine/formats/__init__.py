@@ -1,7 +1,8 @@
 """Readers and writers of tokenizer file formats other than ``tokenizer.json``.
 
 ``read_utf8`` is the one way the format modules and the CLI read a whole file as text, so a file
-that is not UTF-8 gets the same message naming the byte offset everywhere.
+that is not UTF-8 gets the same message naming the byte offset everywhere, and a file larger than
+``engine.limits.MAX_FILE_BYTES`` is refused before it is read whole.
 """
 
 from __future__ import annotations
@@ -9,13 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.errors import FormatError
+from engine.limits import read_bytes
 
 
 def read_utf8(path: str | Path, *, source: str | None = None) -> str:
     """The file's text; invalid UTF-8 raises FormatError naming ``source`` (default: the file name)."""
     path = Path(path)
+    data = read_bytes(path, source=source or path.name)
     try:
-        return path.read_bytes().decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FormatError(
             f"The file is not UTF-8 text (bad byte at offset {exc.start}).", source=source or path.name

@@ -24,6 +24,16 @@ from pathlib import Path
 from engine.byte_unicode import UNICODE_TO_BYTE, bytes_to_symbols
 from engine.errors import ConfigError, FormatError
 from engine.formats import read_utf8
+from engine.limits import (
+    MAX_MERGES,
+    MAX_SPECIAL_TOKENS,
+    MAX_VOCAB_SIZE,
+    check_count,
+    check_id,
+    check_special_tokens,
+    check_token,
+    shown,
+)
 from engine.models.bpe import BPE
 from engine.presets import byte_level_bpe
 from engine.pretokenizers import PreTokenizer
@@ -85,13 +95,13 @@ def parse_vocab_lines(text: str, *, source: str = "vocab.json") -> tuple[dict[st
             raise fail("The file is not valid JSON here.", i) from None
         i = skip(i)
         if i >= end or text[i] != ":":
-            raise fail(f"Expected ':' after the token {token!r}.", i)
+            raise fail(f"Expected ':' after the token {shown(token)}.", i)
         try:
             token_id, i = decoder.raw_decode(text, skip(i + 1))
         except (ValueError, RecursionError):  # JSONDecodeError, or an int of over 4300 digits
-            raise fail(f"The id of token {token!r} is not valid JSON.", i) from None
-        if not isinstance(token_id, int) or isinstance(token_id, bool) or token_id < 0:
-            raise fail(f"The id of token {token!r} must be a non-negative integer, not {token_id!r}.", start)
+            raise fail(f"The id of token {shown(token)} is not valid JSON.", i) from None
+        check_token(token, line=line_at(start), source=source)
+        check_id(token_id, token, line=line_at(start), source=source)
         if token in vocab:
             raise fail(f"The token {token!r} appears twice.", start)
         if token_id in owners:
@@ -99,6 +109,8 @@ def parse_vocab_lines(text: str, *, source: str = "vocab.json") -> tuple[dict[st
         vocab[token] = token_id
         lines[token] = line_at(start)
         owners[token_id] = token
+        check_count(len(vocab), MAX_VOCAB_SIZE, "vocabulary entries or more (engine.limits.MAX_VOCAB_SIZE)",
+                    source=source)
         i = skip(i)
         if i < end and text[i] == ",":
             i = skip(i + 1)
@@ -121,9 +133,12 @@ def parse_merges_txt(text: str, *, source: str = "merges.txt") -> list[tuple[str
         parts = line.split(" ")
         if len(parts) != 2 or not parts[0] or not parts[1]:
             raise FormatError(
-                f"A merge must be two tokens separated by one space, not {line!r}.", line=number, source=source
+                f"A merge must be two tokens separated by one space, not {shown(line)}.", line=number, source=source
             )
+        check_token(parts[0], line=number, source=source)
+        check_token(parts[1], line=number, source=source)
         merges.append((parts[0], parts[1], number))
+        check_count(len(merges), MAX_MERGES, "merges or more (engine.limits.MAX_MERGES)", source=source)
     return merges
 
 
@@ -157,6 +172,8 @@ def build_gpt2(
         if token not in specials:
             specials[token] = vocab[token] if token in vocab else next_id
             next_id += token not in vocab
+            check_count(len(specials), MAX_SPECIAL_TOKENS, "special tokens (engine.limits.MAX_SPECIAL_TOKENS)")
+    check_special_tokens(specials)
     by_bytes: dict[bytes, int] = {}
     model_vocab: dict[int, bytes] = {}
     for token, token_id in vocab.items():

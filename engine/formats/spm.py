@@ -13,6 +13,8 @@ import math
 from pathlib import Path
 
 from engine.errors import FormatError
+from engine.formats import read_utf8
+from engine.limits import MAX_VOCAB_SIZE, check_count, check_token, shown
 from engine.models.unigram import BYTE_PIECES, Unigram
 
 CONTROL_PIECES = ("<unk>", "<s>", "</s>", "<pad>")
@@ -39,16 +41,18 @@ def loads_vocab(text: str, *, source: str | None = None) -> Unigram:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the final newline
+    check_count(len(lines), MAX_VOCAB_SIZE, "lines, one piece each (engine.limits.MAX_VOCAB_SIZE)", source=source)
     for number, line in enumerate(lines, start=1):
         piece, tab, raw = line.partition("\t")
         if not tab or not piece:
             raise FormatError("Expected 'piece<TAB>score'.", line=number, source=source)
+        check_token(piece, line=number, source=source)
         try:
             score = float(raw)
         except ValueError:
-            raise FormatError(f"The score {raw!r} is not a number.", line=number, source=source) from None
+            raise FormatError(f"The score {shown(raw)} is not a number.", line=number, source=source) from None
         if not math.isfinite(score):
-            raise FormatError(f"The score {raw!r} is not a finite number.", line=number, source=source)
+            raise FormatError(f"The score {shown(raw)} is not a finite number.", line=number, source=source)
         if piece in seen:
             raise FormatError(f"The piece {piece!r} already appeared on line {seen[piece]}.", line=number, source=source)
         seen[piece] = number
@@ -64,4 +68,5 @@ def loads_vocab(text: str, *, source: str | None = None) -> Unigram:
 
 
 def load_vocab(path: str | Path) -> Unigram:
-    return loads_vocab(Path(path).read_text(encoding="utf-8"), source=str(path))
+    """Read a ``.vocab`` file (see :func:`loads_vocab`); one over ``MAX_FILE_BYTES`` is refused."""
+    return loads_vocab(read_utf8(path, source=str(path)), source=str(path))

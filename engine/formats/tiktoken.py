@@ -26,12 +26,23 @@ from typing import Any
 from engine.byte_unicode import bytes_to_symbols
 from engine.errors import ConfigError, FormatError
 from engine.formats import read_utf8
+from engine.limits import (
+    MAX_RANK_FILE_WORK,
+    MAX_SPECIAL_TOKENS,
+    MAX_VOCAB_SIZE,
+    check_count,
+    check_id,
+    check_special_tokens,
+    check_token,
+    shown,
+)
 from engine.models.bpe import BPE
 from engine.presets import byte_level_bpe
 from engine.pretokenizers import PreTokenizer, RegexSplit, get_pretokenizer
 from engine.tokenizer import Tokenizer
 
 WHOLE_TEXT_PATTERN = r"[\s\S]+"  # a tokenizer without a pre-tokenizer: the whole text is one piece
+MAX_NAME_LENGTH = 200  # the sidecar's "name" is shown as a title, like the web app's 200-character names
 
 
 def sidecar_path(rank_path: str | Path) -> Path:
@@ -51,17 +62,19 @@ def parse_ranks(text: str, *, source: str = "ranks.tiktoken") -> list[tuple[byte
             continue
         fields = line.split()
         if len(fields) != 2:
-            raise FormatError(f"A line must be a base64 token and a rank, not {line!r}.", line=number, source=source)
+            raise FormatError(f"A line must be a base64 token and a rank, not {shown(line)}.", line=number, source=source)
         encoded, rank_text = fields
         try:
             token = base64.b64decode(encoded, validate=True)
         except (binascii.Error, ValueError):
-            raise FormatError(f"{encoded!r} is not valid base64.", line=number, source=source) from None
+            raise FormatError(f"{shown(encoded)} is not valid base64.", line=number, source=source) from None
         if not rank_text.isascii() or not rank_text.isdigit() or len(rank_text) > 18:
-            raise FormatError(f"The rank must be a non-negative integer, not {rank_text!r}.", line=number, source=source)
+            raise FormatError(f"The rank must be a non-negative integer, not {shown(rank_text)}.", line=number, source=source)
         rank = int(rank_text)
         if not token:
             raise FormatError("A token cannot be empty.", line=number, source=source)
+        check_token(token, line=number, source=source)
+        check_id(rank, bytes_to_symbols(token), line=number, source=source)
         if token in seen_tokens:
             raise FormatError(
                 f"The token {bytes_to_symbols(token)!r} appears twice (first on line {seen_tokens[token]}).",
@@ -73,6 +86,7 @@ def parse_ranks(text: str, *, source: str = "ranks.tiktoken") -> list[tuple[byte
         seen_tokens[token] = number
         seen_ranks[rank] = number
         entries.append((token, rank, number))
+        check_count(len(entries), MAX_VOCAB_SIZE, "tokens or more (engine.limits.MAX_VOCAB_SIZE)", source=source)
     return entries
 
 
@@ -103,6 +117,12 @@ def build_tiktoken(
     """Derive the merges of a rank file and assemble a byte-level BPE tokenizer."""
     ordered = sorted(entries, key=lambda e: e[1])
     ranks = {token: rank for token, rank, _ in ordered}
+    work = sum(len(token) ** 2 for token in ranks)
+    if work > MAX_RANK_FILE_WORK:
+        raise FormatError(
+            f"The tokens are too long in all to derive their merges: the sum of their squared lengths is "
+            f"{work:,}, over the {MAX_RANK_FILE_WORK:,} accepted (engine.limits.MAX_RANK_FILE_WORK); "
+            "real rank files stay far below.", source=source)
     missing = [b for b in range(256) if bytes([b]) not in ranks]
     if missing:
         raise FormatError(
@@ -130,6 +150,8 @@ def build_tiktoken(
         if token not in specials:
             specials[token] = next_id
             next_id += 1
+            check_count(len(specials), MAX_SPECIAL_TOKENS, "special tokens (engine.limits.MAX_SPECIAL_TOKENS)")
+    check_special_tokens(specials, source=source)
     clash = sorted(set(specials.values()) & set(ranks.values()))
     if clash:
         raise FormatError(f"The special token id {clash[0]} is also the rank of a mergeable token.", source=source)
@@ -152,11 +174,10 @@ def parse_sidecar(text: str, *, source: str = "sidecar.json") -> dict[str, Any]:
         isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in specials.values()
     ):
         raise FormatError('"special_tokens" must map each token to a non-negative integer id.', source=source)
-    if len(set(specials.values())) != len(specials):
-        raise FormatError("Two special tokens share one id.", source=source)
+    check_special_tokens(specials, source=source)
     name = data.get("name", "")
-    if not isinstance(name, str):
-        raise FormatError('"name" must be a string.', source=source)
+    if not isinstance(name, str) or len(name) > MAX_NAME_LENGTH:
+        raise FormatError(f'"name" must be a string of at most {MAX_NAME_LENGTH} characters.', source=source)
     return {"name": name, "pat_str": data["pat_str"], "special_tokens": specials}
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.errors import FormatError
+from engine.limits import MAX_VOCAB_SIZE, check_count, check_token, read_bytes
 
 if TYPE_CHECKING:
     from engine.tokenizer import Tokenizer
@@ -26,7 +27,7 @@ def read_vocab_txt(path: str | Path) -> dict[str, int]:
     """Read a vocab.txt into ``{token: id}``; empty lines, duplicates and bad UTF-8 raise FormatError."""
     source = str(path)
     try:
-        text = Path(path).read_bytes().decode("utf-8")
+        text = read_bytes(path, source=source).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FormatError(f"The file is not UTF-8 (byte {exc.start} cannot be decoded).", source=source) from None
     except OSError as exc:
@@ -40,10 +41,12 @@ def parse_vocab_txt(text: str, *, source: str = "vocab.txt") -> dict[str, int]:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the newline that ends the last line
+    check_count(len(lines), MAX_VOCAB_SIZE, "lines, one token each (engine.limits.MAX_VOCAB_SIZE)", source=source)
     for number, line in enumerate(lines, 1):
         token = line.removesuffix("\r")
         if token == "":
             raise FormatError("The line is empty; vocab.txt has one token per line.", line=number, source=source)
+        check_token(token, line=number, source=source)
         if token in vocab:
             raise FormatError(
                 f"The token {token!r} already appeared on line {vocab[token] + 1}; each token must appear once.",

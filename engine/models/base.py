@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from engine.errors import ConfigError, FormatError
+from engine.limits import MAX_VOCAB_SIZE, check_count, check_id, check_token
 
 
 @runtime_checkable
@@ -57,6 +58,8 @@ class StringVocabulary:
     def __init__(self, vocab: Mapping[str, int], *, unk_token: str | None = "[UNK]") -> None:
         self._ids = dict(vocab)
         self._tokens = {i: t for t, i in self._ids.items()}
+        for edge in {min(self._tokens, default=0), max(self._tokens, default=0)} & self._tokens.keys():
+            check_id(edge, self._tokens[edge])  # vocab_size is the largest id + 1
         if len(self._tokens) != len(self._ids):
             raise FormatError(f"Two tokens of the {self.kind} vocabulary share one id; every token needs its own id.")
         self.unk_token = unk_token
@@ -88,3 +91,17 @@ class StringVocabulary:
 
     def _sorted_vocab(self) -> dict[str, int]:
         return dict(sorted(self._ids.items(), key=lambda item: item[1]))
+
+
+def read_string_vocab(data: Mapping[str, Any], kind: str) -> dict[str, int]:
+    """The ``"vocab"`` object of a Hugging Face model whose tokens are strings, checked against the limits."""
+    vocab = data.get("vocab")
+    if not isinstance(vocab, Mapping):
+        raise FormatError(f"The {kind} model needs a \"vocab\" object mapping tokens to non-negative integer ids.")
+    check_count(len(vocab), MAX_VOCAB_SIZE, "vocabulary entries (engine.limits.MAX_VOCAB_SIZE)")
+    for token, token_id in vocab.items():
+        if not isinstance(token, str):
+            raise FormatError(f"The {kind} vocabulary's tokens must be strings, not {token!r}.")
+        check_token(token)
+        check_id(token_id, token)
+    return dict(vocab)

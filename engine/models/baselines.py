@@ -23,19 +23,11 @@ from typing import Any
 
 from engine.byte_unicode import BYTE_TO_UNICODE, UNICODE_TO_BYTE
 from engine.errors import ConfigError, FormatError
-from engine.models.base import StringVocabulary
+from engine.limits import check_token, shown
+from engine.models.base import StringVocabulary, read_string_vocab
 from engine.models.bpe import hf_byte_level_model
 
 DIRECTIONS = ("forward", "backward")
-
-
-def _read_vocab(data: Mapping[str, Any], kind: str) -> dict[str, int]:
-    vocab = data.get("vocab")
-    if not isinstance(vocab, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0 for k, v in vocab.items()
-    ):
-        raise FormatError(f"The {kind} model needs a \"vocab\" object mapping tokens to non-negative integer ids.")
-    return dict(vocab)
 
 
 class WordLevel(StringVocabulary):
@@ -56,8 +48,10 @@ class WordLevel(StringVocabulary):
     def from_hf(cls, data: Mapping[str, Any], *, special_tokens: Mapping[str, int] | None = None) -> WordLevel:
         unk = data.get("unk_token")
         if unk is not None and not isinstance(unk, str):
-            raise FormatError(f"The WordLevel unk_token must be a string, not {unk!r}.")
-        return cls(_read_vocab(data, "WordLevel"), unk_token=unk)
+            raise FormatError(f"The WordLevel unk_token must be a string, not {shown(unk)}.")
+        if unk is not None:
+            check_token(unk)
+        return cls(read_string_vocab(data, "WordLevel"), unk_token=unk)
 
 
 class CharLevel(WordLevel):
@@ -157,8 +151,10 @@ class MaxMatch(StringVocabulary):
     def from_hf(cls, data: Mapping[str, Any], *, special_tokens: Mapping[str, int] | None = None) -> MaxMatch:
         direction = data.get("direction", "forward")
         if direction not in DIRECTIONS:
-            raise FormatError(f"The MaxMatch direction must be 'forward' or 'backward', not {direction!r}.")
+            raise FormatError(f"The MaxMatch direction must be 'forward' or 'backward', not {shown(direction)}.")
         unk = data.get("unk_token")
         if unk is not None and not isinstance(unk, str):
-            raise FormatError(f"The MaxMatch unk_token must be a string, not {unk!r}.")
-        return cls(_read_vocab(data, "MaxMatch"), direction=direction, unk_token=unk)
+            raise FormatError(f"The MaxMatch unk_token must be a string, not {shown(unk)}.")
+        if unk is not None:
+            check_token(unk)
+        return cls(read_string_vocab(data, "MaxMatch"), direction=direction, unk_token=unk)

@@ -22,6 +22,7 @@ from typing import Any
 
 from engine.byte_unicode import bytes_to_symbols, symbols_to_bytes
 from engine.errors import FormatError
+from engine.limits import MAX_MERGES, MAX_VOCAB_SIZE, check_count, check_id, check_token, shown
 
 # The rank of an adjacent pair that has no merge: above every real rank, and still a one-digit
 # CPython int (< 2**30), so comparisons with it stay on the interpreter's fast path.
@@ -39,6 +40,10 @@ class BPE:
 
     def __init__(self, vocab: Mapping[int, bytes], merges: Sequence[tuple[bytes, bytes]]) -> None:
         self._bytes: dict[int, bytes] = dict(vocab)
+        # Tables below are indexed by id, so the ids must be bounded before they are sized.
+        for edge in {min(self._bytes, default=0), max(self._bytes, default=0)} & self._bytes.keys():
+            check_id(edge, bytes_to_symbols(self._bytes[edge]))
+        check_count(len(merges), MAX_MERGES, "merges (engine.limits.MAX_MERGES)")
         self._ids: dict[bytes, int] = {}
         for token_id, data in sorted(self._bytes.items()):
             self._ids.setdefault(data, token_id)
@@ -196,12 +201,17 @@ class BPE:
         raw_vocab = data.get("vocab")
         if not isinstance(raw_vocab, dict):
             raise FormatError("The BPE model has no vocab object.")
+        check_count(len(raw_vocab), MAX_VOCAB_SIZE, "vocabulary entries (engine.limits.MAX_VOCAB_SIZE)")
+        raw_merges = data.get("merges") or []
+        if not isinstance(raw_merges, list):
+            raise FormatError(f"The BPE merges must be a list, not {type(raw_merges).__name__}.")
+        check_count(len(raw_merges), MAX_MERGES, "merges (engine.limits.MAX_MERGES)")
         vocab: dict[int, bytes] = {}
         for token, token_id in raw_vocab.items():
             if token in special_tokens:
                 continue
-            if not isinstance(token_id, int) or isinstance(token_id, bool) or token_id < 0:
-                raise FormatError(f"The id of token {token!r} must be a non-negative integer, not {token_id!r}.")
+            check_token(token)  # in the byte alphabet one character is one byte
+            check_id(token_id, token)
             try:
                 data_bytes = symbols_to_bytes(token)
             except KeyError:
@@ -212,7 +222,7 @@ class BPE:
             if token_id in vocab:
                 raise FormatError(f"Id {token_id} is used by two tokens ({token!r} and another).")
             vocab[token_id] = data_bytes
-        merges = [parse_merge(entry, index + 1) for index, entry in enumerate(data.get("merges") or [])]
+        merges = [parse_merge(entry, index + 1) for index, entry in enumerate(raw_merges)]
         return cls(vocab, merges)
 
 
@@ -239,10 +249,12 @@ def parse_merge(entry: object, line: int) -> tuple[bytes, bytes]:
     elif isinstance(entry, list | tuple):
         parts = list(entry)
     else:
-        raise FormatError(f"A merge must be a string or a pair, not {entry!r}.", line=line)
+        raise FormatError(f"A merge must be a string or a pair, not {shown(entry)}.", line=line)
     if len(parts) != 2 or not all(isinstance(p, str) and p for p in parts):
-        raise FormatError(f"A merge must have exactly two parts separated by one space: {entry!r}.", line=line)
+        raise FormatError(f"A merge must have exactly two parts separated by one space: {shown(entry)}.", line=line)
+    for part in parts:
+        check_token(part, line=line)
     try:
         return symbols_to_bytes(parts[0]), symbols_to_bytes(parts[1])
     except KeyError:
-        raise FormatError(f"The merge {entry!r} has characters outside the byte-level alphabet.", line=line) from None
+        raise FormatError(f"The merge {shown(entry)} has characters outside the byte-level alphabet.", line=line) from None

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.errors import FormatError
+from engine.limits import MAX_VOCAB_SIZE, check_count, check_token, shown
 
 UNK_PENALTY = 10.0  # sentencepiece's kUnkPenalty: unknown characters score min_score - 10
 BYTE_PIECES = tuple(f"<0x{b:02X}>" for b in range(256))
@@ -45,15 +46,16 @@ class Unigram:
     ) -> None:
         if not pieces:
             raise FormatError("A Unigram model needs at least one piece.")
+        check_count(len(pieces), MAX_VOCAB_SIZE, "pieces (engine.limits.MAX_VOCAB_SIZE)")
         self._pieces: list[tuple[str, float]] = []
         self._ids: dict[str, int] = {}
         for index, (piece, score) in enumerate(pieces):
             if not isinstance(piece, str) or not piece or not isinstance(score, (int, float)) or isinstance(score, bool):
-                raise FormatError(f"Unigram piece {index} must be a non-empty string and a number, not {piece!r}, {score!r}.")
-            if not math.isfinite(score):
-                raise FormatError(f"Unigram piece {piece!r} has the score {score!r}; scores must be finite numbers.")
+                raise FormatError(f"Unigram piece {index} must be a non-empty string and a number, not {shown(piece)}, {shown(score)}.")
+            if isinstance(score, int) and not -(2**1000) < score < 2**1000 or not math.isfinite(score):
+                raise FormatError(f"Unigram piece {shown(piece)} has the score {shown(score)}; scores must be finite numbers.")
             if piece in self._ids:
-                raise FormatError(f"The Unigram piece {piece!r} appears twice (ids {self._ids[piece]} and {index}).")
+                raise FormatError(f"The Unigram piece {shown(piece)} appears twice (ids {self._ids[piece]} and {index}).")
             self._ids[piece] = index
             self._pieces.append((piece, float(score)))
         if unk_id is not None and not 0 <= unk_id < len(self._pieces):
@@ -197,9 +199,13 @@ class Unigram:
         vocab = data.get("vocab")
         if not isinstance(vocab, list) or not all(isinstance(e, list) and len(e) == 2 for e in vocab):
             raise FormatError('A Unigram model needs "vocab": a list of [piece, score] pairs.')
+        check_count(len(vocab), MAX_VOCAB_SIZE, "pieces (engine.limits.MAX_VOCAB_SIZE)")
+        for piece, _ in vocab:
+            if isinstance(piece, str):
+                check_token(piece)
         unk_id = data.get("unk_id")
         if unk_id is not None and (not isinstance(unk_id, int) or isinstance(unk_id, bool)):
-            raise FormatError(f'The Unigram "unk_id" must be an integer or null, not {unk_id!r}.')
+            raise FormatError(f'The Unigram "unk_id" must be an integer or null, not {shown(unk_id)}.')
         return cls(
             [(e[0], e[1]) for e in vocab],
             unk_id=unk_id,

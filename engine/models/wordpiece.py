@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.errors import ConfigError, FormatError
-from engine.models.base import StringVocabulary
+from engine.limits import check_token
+from engine.models.base import StringVocabulary, read_string_vocab
 
 DEFAULT_UNK = "[UNK]"
 DEFAULT_PREFIX = "##"
@@ -121,11 +122,7 @@ class WordPiece(StringVocabulary):
 
         Special tokens stay in the vocabulary (``[UNK]`` must, to be emitted by the model).
         """
-        vocab = data.get("vocab")
-        if not isinstance(vocab, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in vocab.items()
-        ):
-            raise FormatError("The WordPiece model needs a \"vocab\" object mapping tokens to integer ids.")
+        vocab = read_string_vocab(data, "WordPiece")
         max_chars = data.get("max_input_chars_per_word", DEFAULT_MAX_INPUT_CHARS)
         if not isinstance(max_chars, int) or isinstance(max_chars, bool):
             raise FormatError(f"max_input_chars_per_word must be an integer, not {max_chars!r}.")
@@ -133,4 +130,6 @@ class WordPiece(StringVocabulary):
         unk = data.get("unk_token", DEFAULT_UNK)
         if not isinstance(prefix, str) or not isinstance(unk, str):
             raise FormatError("The WordPiece unk_token and continuing_subword_prefix must be strings.")
+        check_token(unk)
+        check_token(prefix)
         return cls(vocab, unk_token=unk, continuing_subword_prefix=prefix, max_input_chars_per_word=max_chars)

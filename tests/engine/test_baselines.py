@@ -184,6 +184,8 @@ def test_bad_file(tmp_path: Path) -> None:
 
 def test_a_hf_wordlevel_without_vocab_is_a_format_error() -> None:
     with pytest.raises(FormatError, match="WordLevel model needs a \"vocab\" object"):
+        WordLevel.from_hf({"type": "WordLevel", "vocab": ["a", "b"]})
+    with pytest.raises(FormatError, match="The id of token 'a' must be a non-negative integer, not 'zero'"):
         WordLevel.from_hf({"type": "WordLevel", "vocab": {"a": "zero"}})
 
 

@@ -197,7 +197,7 @@ def test_tiktoken_validation_names_the_line(ranks: str, message: str) -> None:
         pytest.param("{", "s.json, line 1: The sidecar is not valid JSON", id="bad-json"),
         pytest.param("{}", 's.json: The sidecar must be a JSON object with a "pat_str" string.', id="no-pattern"),
         pytest.param('{"pat_str": "(", "special_tokens": {}}', "s.json: The pattern is unusable", id="bad-regex"),
-        pytest.param('{"pat_str": "x", "special_tokens": {"a": 1, "b": 1}}', "s.json: Two special tokens share one id.", id="shared-id"),
+        pytest.param('{"pat_str": "x", "special_tokens": {"a": 1, "b": 1}}', "s.json: The special tokens 'a' and 'b' share the id 1; each needs its own.", id="shared-id"),
         pytest.param('{"pat_str": "x", "special_tokens": {"a": 5}}', "x.tiktoken: The special token id 5 is also the rank", id="id-clash"),
     ],
 )

@@ -1,0 +1,202 @@
+"""The engine's bounds: how big an imported tokenizer may be, and how long encoding may match patterns.
+
+A tokenizer file comes from outside, so every number in it is checked before the engine sizes
+anything by it: an id of 2**31 once made ``BPE`` allocate a list of two billion entries. The
+loaders of every format (``serialization``, ``formats/*``, the models' ``from_hf``) call the
+``check_*`` helpers here, and the model constructors check ids again, so the CLI and library
+users get the same refusals as the web app. A refusal is a :class:`FormatError` that names the
+entry and the limit. Each limit admits every real tokenizer we know of with room to spare.
+
+Encoding time is bounded by a *budget*: ``with time_budget(2.0): tokenizer.encode(text)`` lets
+pattern matching in the block take 2 s in all, after which :class:`EncodeTimeout` is raised.
+``regex``'s ``timeout=`` covers one call (a ``finditer`` counts its whole iteration), while one
+encode makes many calls, so the budget is a deadline in a context variable and each call on
+user text passes the time left (``regex_timeout``). Without a budget nothing is limited, which
+is what training and the CLI want. The named patterns' ASCII fast path (``ascii_split``) runs in
+linear time and does not check the budget.
+
+Left out: request sizes (the web app's), training options (``engine.trainers``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+
+from engine.errors import ConfigError, EncodeTimeout, FormatError
+
+MAX_VOCAB_SIZE = 2_000_000
+"""Ids run from 0 to ``MAX_VOCAB_SIZE - 1``. The largest real vocabularies are far below (XLM-V
+901,629; Gemma 262,144; o200k 200,019). Tables indexed by id take 8 bytes an id, so at most
+16 MB, while the id 2**31 that an attacker sent would have needed 17 GB."""
+
+MAX_MERGES = MAX_VOCAB_SIZE
+"""A BPE merge creates a token, so a real merge list is never longer than the vocabulary."""
+
+MAX_RANK_FILE_WORK = 100_000_000
+"""The sum of the squared byte lengths of a tiktoken rank file's tokens. Deriving each token's
+merge replays tiktoken's merge loop, which costs up to the square of the token's length: GPT-2's
+tokens sum to 2.5 M (0.5 s), o200k's to an estimated 15 M, while the prefixes of three
+1,024-byte strings (a 2.5 MB file) summed to 1.1 G and took 48 s."""
+
+MAX_TOKEN_LENGTH = 1024
+"""Characters in one vocabulary token (bytes for byte-level BPE and tiktoken tokens). Real
+tokens are short (GPT-2's longest is 128 bytes, sentencepiece's default limit is 16
+characters); a 10 MB token made every page that lists tokens slow and huge."""
+
+MAX_SPECIAL_TOKENS = 8192
+"""Special (added) tokens in one tokenizer. Llama 3 has 256 and Mistral's Tekken 1,000. They are
+matched by one alternation, whose compile time and memory grow with their total length."""
+
+MAX_SPECIAL_TOKEN_LENGTH = 256
+"""Characters in one special token; the longest real ones are about 30 (``<|reserved_special_token_250|>``)."""
+
+MAX_SPECIAL_CHARS = 131_072
+"""Characters in all special tokens together: an alternation of this size compiles in about a
+second and 30 MB; 10,000 tokens of 256 characters took 21 s and 550 MB."""
+
+MAX_PATTERN_LENGTH = 2048
+"""Characters in a custom pre-tokenizer regex; the o200k pattern, the longest named one, has 422."""
+
+MAX_FILE_BYTES = 256 << 20
+"""Bytes of one file the engine's loaders read. Gemma's tokenizer.json, among the largest, is
+about 34 MB; the web app's own upload limit is smaller still."""
+
+_SHOWN = 40  # characters of a value quoted in a message
+
+
+def shown(value: object) -> str:
+    """``repr(value)``, cut to a readable length (a refused token may be megabytes long)."""
+    if isinstance(value, str | bytes) and len(value) > _SHOWN:
+        unit = "bytes" if isinstance(value, bytes) else "characters"
+        return f"{value[:_SHOWN]!r}… ({len(value):,} {unit})"
+    text = repr(value)
+    return text if len(text) <= 2 * _SHOWN else text[: 2 * _SHOWN] + "…"
+
+
+# ----------------------------------------------------------------------- tokenizer files
+def check_id(token_id: object, token: object, *, line: int | None = None, source: str | None = None) -> int:
+    """``token_id`` if it is an int in ``[0, MAX_VOCAB_SIZE)``; otherwise a FormatError naming ``token``."""
+    if not isinstance(token_id, int) or isinstance(token_id, bool) or token_id < 0:
+        raise FormatError(f"The id of token {shown(token)} must be a non-negative integer, not {shown(token_id)}.",
+                          line=line, source=source)
+    if token_id >= MAX_VOCAB_SIZE:
+        raise FormatError(
+            f"The token {shown(token)} has the id {token_id}; ids must be below {MAX_VOCAB_SIZE:,} "
+            f"(engine.limits.MAX_VOCAB_SIZE). Renumber the vocabulary from 0.",
+            line=line, source=source,
+        )
+    return token_id
+
+
+def check_token(token: str | bytes, *, line: int | None = None, source: str | None = None) -> None:
+    """Refuse a vocabulary token longer than ``MAX_TOKEN_LENGTH``."""
+    if len(token) > MAX_TOKEN_LENGTH:
+        unit = "bytes" if isinstance(token, bytes) else "characters"
+        raise FormatError(
+            f"The token {shown(token)} is longer than {MAX_TOKEN_LENGTH:,} {unit} "
+            "(engine.limits.MAX_TOKEN_LENGTH); no real tokenizer has such a token.",
+            line=line, source=source,
+        )
+
+
+def check_count(count: int, limit: int, what: str, *, source: str | None = None) -> None:
+    """Refuse ``count`` entries of ``what`` beyond ``limit`` (before building anything from them)."""
+    if count > limit:
+        raise FormatError(f"The tokenizer has {count:,} {what}; at most {limit:,} are accepted.", source=source)
+
+
+def check_special_tokens(specials: Mapping[str, int], *, source: str | None = None) -> None:
+    """Refuse special tokens that are empty, too long, too many, out of id range or sharing an id."""
+    check_count(len(specials), MAX_SPECIAL_TOKENS, "special tokens (engine.limits.MAX_SPECIAL_TOKENS)", source=source)
+    owners: dict[int, str] = {}
+    total = 0
+    for token, token_id in specials.items():
+        if not isinstance(token, str) or not token:
+            raise FormatError(
+                f"A special token must be a non-empty string, not {shown(token)} (id {shown(token_id)}); "
+                "an empty one would match between every two characters.", source=source)
+        if len(token) > MAX_SPECIAL_TOKEN_LENGTH:
+            raise FormatError(
+                f"The special token {shown(token)} is longer than {MAX_SPECIAL_TOKEN_LENGTH} characters "
+                "(engine.limits.MAX_SPECIAL_TOKEN_LENGTH).", source=source)
+        check_id(token_id, token, source=source)
+        if token_id in owners:
+            raise FormatError(f"The special tokens {shown(owners[token_id])} and {shown(token)} share the id "
+                              f"{token_id}; each needs its own.", source=source)
+        owners[token_id] = token
+        total += len(token)
+    if total > MAX_SPECIAL_CHARS:
+        raise FormatError(f"The special tokens have {total:,} characters in all; at most {MAX_SPECIAL_CHARS:,} "
+                          "are accepted (engine.limits.MAX_SPECIAL_CHARS).", source=source)
+
+
+def check_pattern(pattern: object) -> str:
+    """``pattern`` if it is a string of at most ``MAX_PATTERN_LENGTH`` characters; ConfigError otherwise."""
+    if not isinstance(pattern, str):
+        raise ConfigError(f"A pre-tokenizer pattern must be a string, not {shown(pattern)}.")
+    if len(pattern) > MAX_PATTERN_LENGTH:
+        raise ConfigError(f"The pre-tokenizer pattern has {len(pattern):,} characters; at most "
+                          f"{MAX_PATTERN_LENGTH:,} are accepted (engine.limits.MAX_PATTERN_LENGTH).")
+    return pattern
+
+
+def read_bytes(path: str | Path, *, source: str | None = None, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of ``path``, refusing files over ``limit`` before reading them whole (OSError passes)."""
+    with open(path, "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise FormatError(f"The file is larger than {limit >> 20} MiB, the most the engine reads "
+                          "(engine.limits.MAX_FILE_BYTES).", source=source or Path(path).name)
+    return data
+
+
+# ----------------------------------------------------------------------- time budget
+_BUDGET: ContextVar[tuple[float, float] | None] = ContextVar("tokenforge_time_budget", default=None)
+"""(monotonic deadline, the budget in seconds) of the innermost ``time_budget``, or None."""
+
+
+@contextmanager
+def time_budget(seconds: float | None) -> Iterator[None]:
+    """Let pattern matching inside the block take at most ``seconds`` in all (None: no limit).
+
+    Nested budgets keep the earlier deadline, so an inner block can only shorten the time left.
+    """
+    if seconds is None:
+        yield
+        return
+    if not isinstance(seconds, int | float) or isinstance(seconds, bool) or not seconds > 0:
+        raise ConfigError(f"A time budget must be a positive number of seconds, not {seconds!r}.")
+    deadline = time.monotonic() + seconds
+    outer = _BUDGET.get()
+    if outer is not None and outer[0] <= deadline:
+        deadline, seconds = outer
+    token = _BUDGET.set((deadline, seconds))
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
+
+
+def regex_timeout(what: str, advice: str) -> float | None:
+    """The ``timeout=`` for one ``regex`` call: the time left, or None without a budget.
+
+    Raises :class:`EncodeTimeout` when the budget is already spent.
+    """
+    budget = _BUDGET.get()
+    if budget is None:
+        return None
+    left = budget[0] - time.monotonic()
+    if left <= 0:
+        raise expired(what, advice)
+    return left
+
+
+def expired(what: str, advice: str) -> EncodeTimeout:
+    """The error for ``what`` (e.g. "The pre-tokenizer pattern") outrunning the current budget."""
+    budget = _BUDGET.get()
+    seconds = f"{budget[1]:g} s" if budget is not None else "its time budget"
+    return EncodeTimeout(f"{what} took longer than {seconds} on this text; {advice}")
