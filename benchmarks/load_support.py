@@ -1,36 +1,46 @@
-"""The plumbing of ``load_test.py``: the server it starts, the clients it talks through, and CPU counters.
+"""The plumbing of ``load_test.py``: the server it starts, the clients it talks through, its setup.
 
 - :func:`start_server` / :func:`stop_server`: ``python -m webapp.cli serve`` in a data folder of
   its own and a process group of its own, stopped with SIGTERM and then SIGKILL.
-- :class:`Browser`: a cookie-keeping ``urllib`` client for setting the server up (sign up, upload,
-  train, log in); it fills in each form's CSRF token. Its requests are never measured.
+- :class:`Browser`: a cookie-keeping ``urllib`` client for setting the server up; it fills in
+  each form's CSRF token. :func:`prepare` uses it as a person would use the pages: sign up,
+  make an API key, upload corpora, train the playground's tokenizer with a job, log the
+  simulated users in. The job helpers queue a training from the train form and read a job's
+  status from its page. None of these requests is measured.
 - :class:`Connection`: the measured client, one keep-alive HTTP/1.1 connection per simulated
   user on ``asyncio`` streams, carrying that user's cookies and taking the ones the server sets.
   It never resends: a reset or a closed connection is raised to the caller, who counts it.
+- :class:`Texts` and :func:`job_corpus`: what is encoded, and what the background job trains on.
 - :func:`web_cpu_seconds`: the CPU time of the web processes, from ``/proc`` (Linux only).
 
-Left out: what the simulated users do and what is reported (``load_test.py``).
+Left out: what the simulated users do, the measurement and the report (``load_test.py``).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import http.cookiejar
 import math
 import os
+import random
 import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # webapp.training_form and webapp.models, for names the pages use
 CSRF_FIELD = re.compile(r'name="csrf_token" value="([^"]+)"')
+EMAIL, PASSWORD = "load@example.com", "load test password"
 
 
 class SetupError(RuntimeError):
@@ -288,3 +298,101 @@ def wait_for_job(browser: Browser, job_id: int, statuses: tuple[str, ...], timeo
         if time.monotonic() > deadline:
             raise SetupError(f"job {job_id} was still {state['status']} after {timeout:.0f} s")
         time.sleep(1)
+
+
+# --- what is encoded, and what the background job trains on ---------------------------------------
+
+
+class Texts:
+    """Varied ``size``-byte texts: runs of lines from a random place in the corpus."""
+
+    def __init__(self, corpus: Path, size: int) -> None:
+        with corpus.open("rb") as handle:  # 8 MiB of lines is variety enough
+            self.lines = [line for line in handle.read(8 << 20).decode("utf-8", "ignore").splitlines() if line.strip()]
+        if not self.lines:
+            raise SetupError(f"{corpus} has no text to encode")
+        self.size = size
+
+    def pick(self, rng: random.Random) -> str:
+        start, out, length = rng.randrange(len(self.lines)), [], 0
+        while length < self.size:
+            out.append(self.lines[(start + len(out)) % len(self.lines)])
+            length += len(out[-1].encode()) + 1
+        return "\n".join(out).encode()[: self.size].decode("utf-8", "ignore")
+
+
+def job_corpus(corpus: Path, megabytes: float) -> bytes:
+    """Text for the background training: the corpus's words, alone or run together in twos and
+    threes, so that it has many distinct words and BPE keeps finding merges for a long time."""
+    with corpus.open("rb") as handle:
+        words = handle.read(8 << 20).decode("utf-8", "ignore").split()
+    rng, lines, size = random.Random(0), [], 0
+    while size < megabytes * 1e6:
+        lines.append(" ".join("".join(rng.choices(words, k=rng.choice((1, 1, 2, 3)))) for _ in range(40)))
+        size += len(lines[-1].encode()) + 1
+    return "\n".join(lines).encode()
+
+
+def stats_bytes(data_dir: Path, tokenizer_id: int) -> int | None:
+    """The size of the tokenizer row's stats column, read from the run's own SQLite file."""
+    from webapp.models import Tokenizer
+
+    try:
+        with sqlite3.connect(f"file:{data_dir / 'tokenforge.sqlite3'}?mode=ro", uri=True) as db:
+            row = db.execute(f"SELECT length(CAST(stats AS BLOB)) FROM {Tokenizer.__tablename__} WHERE id = ?",
+                             (tokenizer_id,)).fetchone()
+    except sqlite3.Error:
+        return None
+    return int(row[0]) if row and row[0] is not None else None
+
+
+# --- the run's account, tokenizer, corpora and sessions -------------------------------------------
+
+
+@dataclass
+class Setup:
+    """What the simulated users need, and the background job's state (``job_id``)."""
+
+    port: int
+    tokenizer_id: int
+    key: str
+    sessions: list[dict[str, str]]  # one login's cookies per simulated user
+    admin: Browser
+    job_corpus_id: int
+    job_options: dict[str, str]
+    job_id: int | None = None
+
+
+def prepare(base: str, port: int, args: argparse.Namespace, users: int, data_dir: Path) -> tuple[Setup, dict[str, Any]]:
+    """Sign up, make an API key, train the playground's tokenizer, upload the job corpus, log users in."""
+    admin = Browser(base)
+    admin.post("signup", {"email": EMAIL, "name": "Load", "password": PASSWORD, "confirm": PASSWORD})
+    _, page = admin.post("account/keys", {"name": "load"}, form_page="account")
+    key = page.partition('data-testid="new-key">')[2].partition("<")[0]
+    if not key:
+        raise SetupError("the account page showed no new API key")
+    corpus_id = upload_corpus(admin, args.corpus.name, args.corpus.read_bytes())
+    started = time.monotonic()
+    job = queue_training(admin, corpus_id, f"bpe-{args.vocab_size}", {"vocab_size": str(args.vocab_size)})
+    state = wait_for_job(admin, job, (), timeout=args.train_timeout)
+    if state["status"] != "succeeded" or state["tokenizer_id"] is None:
+        raise SetupError(f"training the playground's tokenizer (job {job}) ended {state['status']}: {state['error']}")
+    tokenizer = {"id": state["tokenizer_id"], "requested_vocab_size": args.vocab_size, "vocab_size": state["vocab_size"],
+                 "training_wall_seconds": round(time.monotonic() - started, 1), "corpus": str(args.corpus),
+                 "corpus_bytes": args.corpus.stat().st_size, "stats_bytes": stats_bytes(data_dir, state["tokenizer_id"])}
+    if state["vocab_size"] < args.vocab_size:
+        tokenizer["note"] = (f"{args.corpus.name} is too small for {args.vocab_size:,} tokens: BPE ran out of pairs "
+                             f"seen twice at {state['vocab_size']:,}. Pass a larger --corpus for a {args.vocab_size:,} vocabulary.")
+        print("load_test: " + tokenizer["note"], file=sys.stderr)
+    data = job_corpus(args.corpus, args.job_corpus_mb)
+    job_corpus_id = upload_corpus(admin, "background.txt", data)
+    for corpus in (corpus_id, job_corpus_id):  # the uploads' analyses must not run during a measurement
+        wait_for_analysis(admin, corpus, timeout=args.train_timeout)
+    sessions = []
+    for _ in range(users):
+        browser = Browser(base)
+        browser.post("login", {"email": EMAIL, "password": PASSWORD})
+        sessions.append(browser.cookies())
+    setup = Setup(port, state["tokenizer_id"], key, sessions, admin, job_corpus_id,
+                  {"vocab_size": str(args.job_vocab_size)})
+    return setup, {**tokenizer, "job_corpus_bytes": len(data), "job_vocab_size": args.job_vocab_size}

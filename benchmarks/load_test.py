@@ -34,25 +34,22 @@ import random
 import resource
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.parse
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from load_support import (REPO, Browser, Connection, SetupError, percentiles, queue_training,  # noqa: E402
-                          start_server, stop_server, upload_corpus, wait_for_analysis, wait_for_job,
-                          job_state, web_cpu_seconds, free_port)
+from load_support import (REPO, Connection, Setup, SetupError, Texts, free_port, job_state,  # noqa: E402
+                          percentiles, prepare, queue_training, start_server, stop_server, wait_for_job,
+                          web_cpu_seconds)
 
-sys.path.insert(0, str(REPO))
 KINDS = ("page", "htmx_encode", "api_encode")
 STEPS = ("page", "htmx_encode", "htmx_encode", "htmx_encode", "api_encode")  # one user's loop
-EMAIL, PASSWORD = "load@example.com", "load test password"
+# Raised for the run: this measures capacity, not the limiters.
 LIMITS_ENV = {"TOKENFORGE_API_RATE_LIMIT": "1000000000/60", "TOKENFORGE_LOGIN_RATE_LIMIT": "1000000/60",
               "TOKENFORGE_SIGNUP_RATE_LIMIT": "1000000/60"}
 
@@ -62,48 +59,6 @@ def default_corpus() -> Path | None:
     folder = REPO.parent / "shared" / "data" / "cs336"
     found = [p for p in [*folder.glob("*.txt"), folder / "corpus.en"] if p.is_file()]
     return max(found, key=lambda p: p.stat().st_size) if found else None
-
-
-class Texts:
-    """Varied ``size``-byte texts: runs of lines from a random place in the corpus."""
-
-    def __init__(self, corpus: Path, size: int) -> None:
-        with corpus.open("rb") as handle:  # 8 MiB of lines is variety enough
-            self.lines = [line for line in handle.read(8 << 20).decode("utf-8", "ignore").splitlines() if line.strip()]
-        if not self.lines:
-            raise SetupError(f"{corpus} has no text to encode")
-        self.size = size
-
-    def pick(self, rng: random.Random) -> str:
-        start, out, length = rng.randrange(len(self.lines)), [], 0
-        while length < self.size:
-            out.append(self.lines[(start + len(out)) % len(self.lines)])
-            length += len(out[-1].encode()) + 1
-        return "\n".join(out).encode()[: self.size].decode("utf-8", "ignore")
-
-
-def job_corpus(corpus: Path, megabytes: float) -> bytes:
-    """Text for the background training: the corpus's words, alone or run together in twos and
-    threes, so that it has many distinct words and BPE keeps finding merges for a long time."""
-    with corpus.open("rb") as handle:
-        words = handle.read(8 << 20).decode("utf-8", "ignore").split()
-    rng, lines, size = random.Random(0), [], 0
-    while size < megabytes * 1e6:
-        lines.append(" ".join("".join(rng.choices(words, k=rng.choice((1, 1, 2, 3)))) for _ in range(40)))
-        size += len(lines[-1].encode()) + 1
-    return "\n".join(lines).encode()
-
-
-@dataclass
-class Setup:
-    port: int
-    tokenizer_id: int
-    key: str
-    sessions: list[dict[str, str]]  # one login's cookies per simulated user
-    admin: Browser
-    job_corpus_id: int
-    job_options: dict[str, str]
-    job_id: int | None = None
 
 
 # --- what each simulated user does ----------------------------------------------------------------
@@ -220,51 +175,6 @@ def measure(setup: Setup, texts: Texts, users: int, args: argparse.Namespace, se
 
 # --- setting up, reporting ------------------------------------------------------------------------
 
-
-def prepare(base: str, port: int, args: argparse.Namespace, users: int, data_dir: Path) -> tuple[Setup, dict[str, Any]]:
-    """Sign up, make an API key, train the playground's tokenizer, upload the job corpus, log users in."""
-    admin = Browser(base)
-    admin.post("signup", {"email": EMAIL, "name": "Load", "password": PASSWORD, "confirm": PASSWORD})
-    _, page = admin.post("account/keys", {"name": "load"}, form_page="account")
-    key = page.partition('data-testid="new-key">')[2].partition("<")[0]
-    corpus_id = upload_corpus(admin, args.corpus.name, args.corpus.read_bytes())
-    started = time.monotonic()
-    job = queue_training(admin, corpus_id, f"bpe-{args.vocab_size}", {"vocab_size": str(args.vocab_size)})
-    state = wait_for_job(admin, job, (), timeout=args.train_timeout)
-    if state["status"] != "succeeded" or state["tokenizer_id"] is None:
-        raise SetupError(f"training the playground's tokenizer (job {job}) ended {state['status']}: {state['error']}")
-    tokenizer = {"id": state["tokenizer_id"], "requested_vocab_size": args.vocab_size, "vocab_size": state["vocab_size"],
-                 "training_wall_seconds": round(time.monotonic() - started, 1), "corpus": str(args.corpus),
-                 "corpus_bytes": args.corpus.stat().st_size, "stats_bytes": stats_bytes(data_dir, state["tokenizer_id"])}
-    if state["vocab_size"] < args.vocab_size:
-        tokenizer["note"] = (f"{args.corpus.name} is too small for {args.vocab_size:,} tokens: BPE ran out of pairs "
-                             f"seen twice at {state['vocab_size']:,}. Pass a larger --corpus for a {args.vocab_size:,} vocabulary.")
-        print("load_test: " + tokenizer["note"], file=sys.stderr)
-    data = job_corpus(args.corpus, args.job_corpus_mb)
-    job_corpus_id = upload_corpus(admin, "background.txt", data)
-    for corpus in (corpus_id, job_corpus_id):  # the uploads' analyses must not run during a measurement
-        wait_for_analysis(admin, corpus, timeout=args.train_timeout)
-    sessions = []
-    for _ in range(users):
-        browser = Browser(base)
-        browser.post("login", {"email": EMAIL, "password": PASSWORD})
-        sessions.append(browser.cookies())
-    setup = Setup(port, state["tokenizer_id"], key, sessions, admin, job_corpus_id,
-                  {"vocab_size": str(args.job_vocab_size)})
-    return setup, {**tokenizer, "job_corpus_bytes": len(data), "job_vocab_size": args.job_vocab_size}
-
-
-def stats_bytes(data_dir: Path, tokenizer_id: int) -> int | None:
-    """The size of the tokenizer row's stats column, read from the run's own SQLite file."""
-    from webapp.models import Tokenizer
-
-    try:
-        with sqlite3.connect(f"file:{data_dir / 'tokenforge.sqlite3'}?mode=ro", uri=True) as db:
-            row = db.execute(f"SELECT length(CAST(stats AS BLOB)) FROM {Tokenizer.__tablename__} WHERE id = ?",
-                             (tokenizer_id,)).fetchone()
-    except sqlite3.Error:
-        return None
-    return int(row[0]) if row and row[0] is not None else None
 
 
 def markdown(rounds: list[dict[str, Any]]) -> str:
