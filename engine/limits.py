@@ -11,8 +11,10 @@ Encoding time is bounded by a *budget*: ``with time_budget(2.0): tokenizer.encod
 pattern matching in the block take 2 s in all, after which :class:`EncodeTimeout` is raised.
 ``regex``'s ``timeout=`` covers one call (a ``finditer`` counts its whole iteration), while one
 encode makes many calls, so the budget is a deadline in a context variable and each call on
-user text passes the time left (``regex_timeout``). Without a budget nothing is limited, which
-is what training and the CLI want. The named patterns' ASCII fast path (``ascii_split``) runs in
+user text passes the time left (``regex_timeout``). ``regex`` measures that timeout in CPU time
+of the process (C ``clock()``), so on a machine busy with other processes one slow call may
+overrun the wall-clock deadline by the time it waited for a core. Without a budget nothing is
+limited, which is what training and the CLI want. The named patterns' ASCII fast path (``ascii_split``) runs in
 linear time and does not check the budget.
 
 Left out: request sizes (the web app's), training options (``engine.trainers``).
@@ -103,15 +105,16 @@ def check_token(token: str | bytes, *, line: int | None = None, source: str | No
         )
 
 
-def check_count(count: int, limit: int, what: str, *, source: str | None = None) -> None:
-    """Refuse ``count`` entries of ``what`` beyond ``limit`` (before building anything from them)."""
+def check_count(count: int, limit: int, what: str, *, name: str, source: str | None = None) -> None:
+    """Refuse ``count`` entries of ``what`` beyond ``limit``, the constant ``name`` of this module."""
     if count > limit:
-        raise FormatError(f"The tokenizer has {count:,} {what}; at most {limit:,} are accepted.", source=source)
+        raise FormatError(f"The tokenizer has {count:,} {what}; at most {limit:,} are accepted "
+                          f"(engine.limits.{name}).", source=source)
 
 
 def check_special_tokens(specials: Mapping[str, int], *, source: str | None = None) -> None:
     """Refuse special tokens that are empty, too long, too many, out of id range or sharing an id."""
-    check_count(len(specials), MAX_SPECIAL_TOKENS, "special tokens (engine.limits.MAX_SPECIAL_TOKENS)", source=source)
+    check_count(len(specials), MAX_SPECIAL_TOKENS, "special tokens", name="MAX_SPECIAL_TOKENS", source=source)
     owners: dict[int, str] = {}
     total = 0
     for token, token_id in specials.items():

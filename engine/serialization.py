@@ -123,7 +123,7 @@ def from_hf_dict(data: Any) -> Tokenizer:
     added = data.get("added_tokens") or []
     if not isinstance(added, list):
         raise FormatError(f'"added_tokens" must be a list, not {type(added).__name__}.')
-    check_count(len(added), MAX_SPECIAL_TOKENS, "added tokens (engine.limits.MAX_SPECIAL_TOKENS)")
+    check_count(len(added), MAX_SPECIAL_TOKENS, "added tokens", name="MAX_SPECIAL_TOKENS")
     for entry in added:
         if not isinstance(entry, dict) or not isinstance(entry.get("content"), str) or not isinstance(entry.get("id"), int):
             raise FormatError(f"An added token must have a string content and an integer id: {shown(entry)}.")

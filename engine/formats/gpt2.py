@@ -109,7 +109,7 @@ def parse_vocab_lines(text: str, *, source: str = "vocab.json") -> tuple[dict[st
         vocab[token] = token_id
         lines[token] = line_at(start)
         owners[token_id] = token
-        check_count(len(vocab), MAX_VOCAB_SIZE, "vocabulary entries or more (engine.limits.MAX_VOCAB_SIZE)",
+        check_count(len(vocab), MAX_VOCAB_SIZE, "vocabulary entries or more", name="MAX_VOCAB_SIZE",
                     source=source)
         i = skip(i)
         if i < end and text[i] == ",":
@@ -138,7 +138,7 @@ def parse_merges_txt(text: str, *, source: str = "merges.txt") -> list[tuple[str
         check_token(parts[0], line=number, source=source)
         check_token(parts[1], line=number, source=source)
         merges.append((parts[0], parts[1], number))
-        check_count(len(merges), MAX_MERGES, "merges or more (engine.limits.MAX_MERGES)", source=source)
+        check_count(len(merges), MAX_MERGES, "merges or more", name="MAX_MERGES", source=source)
     return merges
 
 
@@ -172,7 +172,7 @@ def build_gpt2(
         if token not in specials:
             specials[token] = vocab[token] if token in vocab else next_id
             next_id += token not in vocab
-            check_count(len(specials), MAX_SPECIAL_TOKENS, "special tokens (engine.limits.MAX_SPECIAL_TOKENS)")
+            check_count(len(specials), MAX_SPECIAL_TOKENS, "special tokens", name="MAX_SPECIAL_TOKENS")
     check_special_tokens(specials)
     by_bytes: dict[bytes, int] = {}
     model_vocab: dict[int, bytes] = {}

@@ -41,7 +41,7 @@ def loads_vocab(text: str, *, source: str | None = None) -> Unigram:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the final newline
-    check_count(len(lines), MAX_VOCAB_SIZE, "lines, one piece each (engine.limits.MAX_VOCAB_SIZE)", source=source)
+    check_count(len(lines), MAX_VOCAB_SIZE, "lines, one piece each", name="MAX_VOCAB_SIZE", source=source)
     for number, line in enumerate(lines, start=1):
         piece, tab, raw = line.partition("\t")
         if not tab or not piece:

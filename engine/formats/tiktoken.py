@@ -86,7 +86,7 @@ def parse_ranks(text: str, *, source: str = "ranks.tiktoken") -> list[tuple[byte
         seen_tokens[token] = number
         seen_ranks[rank] = number
         entries.append((token, rank, number))
-        check_count(len(entries), MAX_VOCAB_SIZE, "tokens or more (engine.limits.MAX_VOCAB_SIZE)", source=source)
+        check_count(len(entries), MAX_VOCAB_SIZE, "tokens or more", name="MAX_VOCAB_SIZE", source=source)
     return entries
 
 
@@ -150,7 +150,7 @@ def build_tiktoken(
         if token not in specials:
             specials[token] = next_id
             next_id += 1
-            check_count(len(specials), MAX_SPECIAL_TOKENS, "special tokens (engine.limits.MAX_SPECIAL_TOKENS)")
+            check_count(len(specials), MAX_SPECIAL_TOKENS, "special tokens", name="MAX_SPECIAL_TOKENS")
     check_special_tokens(specials, source=source)
     clash = sorted(set(specials.values()) & set(ranks.values()))
     if clash:

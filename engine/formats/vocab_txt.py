@@ -41,7 +41,7 @@ def parse_vocab_txt(text: str, *, source: str = "vocab.txt") -> dict[str, int]:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the newline that ends the last line
-    check_count(len(lines), MAX_VOCAB_SIZE, "lines, one token each (engine.limits.MAX_VOCAB_SIZE)", source=source)
+    check_count(len(lines), MAX_VOCAB_SIZE, "lines, one token each", name="MAX_VOCAB_SIZE", source=source)
     for number, line in enumerate(lines, 1):
         token = line.removesuffix("\r")
         if token == "":

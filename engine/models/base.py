@@ -98,7 +98,7 @@ def read_string_vocab(data: Mapping[str, Any], kind: str) -> dict[str, int]:
     vocab = data.get("vocab")
     if not isinstance(vocab, Mapping):
         raise FormatError(f"The {kind} model needs a \"vocab\" object mapping tokens to non-negative integer ids.")
-    check_count(len(vocab), MAX_VOCAB_SIZE, "vocabulary entries (engine.limits.MAX_VOCAB_SIZE)")
+    check_count(len(vocab), MAX_VOCAB_SIZE, "vocabulary entries", name="MAX_VOCAB_SIZE")
     for token, token_id in vocab.items():
         if not isinstance(token, str):
             raise FormatError(f"The {kind} vocabulary's tokens must be strings, not {token!r}.")

@@ -43,7 +43,7 @@ class BPE:
         # Tables below are indexed by id, so the ids must be bounded before they are sized.
         for edge in {min(self._bytes, default=0), max(self._bytes, default=0)} & self._bytes.keys():
             check_id(edge, bytes_to_symbols(self._bytes[edge]))
-        check_count(len(merges), MAX_MERGES, "merges (engine.limits.MAX_MERGES)")
+        check_count(len(merges), MAX_MERGES, "merges", name="MAX_MERGES")
         self._ids: dict[bytes, int] = {}
         for token_id, data in sorted(self._bytes.items()):
             self._ids.setdefault(data, token_id)
@@ -201,11 +201,11 @@ class BPE:
         raw_vocab = data.get("vocab")
         if not isinstance(raw_vocab, dict):
             raise FormatError("The BPE model has no vocab object.")
-        check_count(len(raw_vocab), MAX_VOCAB_SIZE, "vocabulary entries (engine.limits.MAX_VOCAB_SIZE)")
+        check_count(len(raw_vocab), MAX_VOCAB_SIZE, "vocabulary entries", name="MAX_VOCAB_SIZE")
         raw_merges = data.get("merges") or []
         if not isinstance(raw_merges, list):
             raise FormatError(f"The BPE merges must be a list, not {type(raw_merges).__name__}.")
-        check_count(len(raw_merges), MAX_MERGES, "merges (engine.limits.MAX_MERGES)")
+        check_count(len(raw_merges), MAX_MERGES, "merges", name="MAX_MERGES")
         vocab: dict[int, bytes] = {}
         for token, token_id in raw_vocab.items():
             if token in special_tokens:

@@ -46,7 +46,7 @@ class Unigram:
     ) -> None:
         if not pieces:
             raise FormatError("A Unigram model needs at least one piece.")
-        check_count(len(pieces), MAX_VOCAB_SIZE, "pieces (engine.limits.MAX_VOCAB_SIZE)")
+        check_count(len(pieces), MAX_VOCAB_SIZE, "pieces", name="MAX_VOCAB_SIZE")
         self._pieces: list[tuple[str, float]] = []
         self._ids: dict[str, int] = {}
         for index, (piece, score) in enumerate(pieces):
@@ -199,7 +199,7 @@ class Unigram:
         vocab = data.get("vocab")
         if not isinstance(vocab, list) or not all(isinstance(e, list) and len(e) == 2 for e in vocab):
             raise FormatError('A Unigram model needs "vocab": a list of [piece, score] pairs.')
-        check_count(len(vocab), MAX_VOCAB_SIZE, "pieces (engine.limits.MAX_VOCAB_SIZE)")
+        check_count(len(vocab), MAX_VOCAB_SIZE, "pieces", name="MAX_VOCAB_SIZE")
         for piece, _ in vocab:
             if isinstance(piece, str):
                 check_token(piece)
