@@ -74,7 +74,9 @@ async def step(conn: Connection, kind: str, setup: Setup, text: str, csrf: tuple
         header = page.partition("<body hx-headers='")[2].partition("'")[0]
         field = page.partition('name="csrf_token" value="')[2].partition('"')[0]
         if status == 200 and header and field and 'id="encode-form"' in page:
-            return None, (json.loads(html.unescape(header))["X-CSRFToken"], field)
+            token = json.loads(html.unescape(header)).get("X-CSRFToken")
+            if isinstance(token, str):
+                return None, (token, field)
     elif kind == "htmx_encode" and csrf is not None:
         # What htmx 2 sends for the encode form (templates/playground/play.html): the form's
         # fields (the hidden CSRF token, the text, the checked "allow special tokens" box), its
@@ -91,7 +93,7 @@ async def step(conn: Connection, kind: str, setup: Setup, text: str, csrf: tuple
         status, body = await conn.request("POST", "/api/v1/encode", {
             "Authorization": f"Bearer {setup.key}", "Content-Type": "application/json"}, payload)
         answer = json.loads(body) if status == 200 else None
-        if isinstance(answer, dict) and isinstance(answer.get("ids"), list) and answer.get("count", 0) > 0:
+        if isinstance(answer, dict) and isinstance(answer.get("ids"), list) and answer.get("count") == len(answer["ids"]) > 0:
             return None, csrf
     else:
         return "htmx_encode: skipped, the page before it failed", csrf
@@ -112,7 +114,9 @@ async def user(number: int, setup: Setup, texts: Texts, stop: float, timeout: fl
             try:
                 error, csrf = await asyncio.wait_for(step(conn, kind, setup, texts.pick(rng), csrf), timeout)
             except (OSError, EOFError, asyncio.IncompleteReadError, asyncio.TimeoutError, ValueError) as exc:
-                conn.close()  # never resent: the next request goes on a new connection
+                # A reset, a closed connection, no answer in time, or an answer that does not
+                # parse: never resent; the next request goes on a new connection.
+                conn.close()
                 error = f"{kind}: {exc!r}"
             records.append((kind, started, time.monotonic() - started, error))
             if kind == "page" and error is not None:
@@ -144,10 +148,10 @@ def measure(setup: Setup, texts: Texts, users: int, args: argparse.Namespace, se
 
         async def mark_start() -> None:
             await asyncio.sleep(args.warmup)
-            counters["start"] = (web_cpu_seconds(serve_pid), resource.getrusage(resource.RUSAGE_SELF).ru_utime)
+            counters["start"] = (web_cpu_seconds(serve_pid), client_cpu_seconds())
 
         await asyncio.gather(mark_start(), *(user(n, setup, texts, stop, args.timeout, records) for n in range(users)))
-        counters["end"] = (web_cpu_seconds(serve_pid), resource.getrusage(resource.RUSAGE_SELF).ru_utime)
+        counters["end"] = (web_cpu_seconds(serve_pid), client_cpu_seconds())
         counters["window"] = (start, stop)
 
     asyncio.run(run())
@@ -173,8 +177,13 @@ def measure(setup: Setup, texts: Texts, users: int, args: argparse.Namespace, se
     }
 
 
-# --- setting up, reporting ------------------------------------------------------------------------
+def client_cpu_seconds() -> float:
+    """This script's own CPU time: it shares the machine with the server, so it is reported."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
+
+# --- reporting ------------------------------------------------------------------------------------
 
 
 def markdown(rounds: list[dict[str, Any]]) -> str:
@@ -213,6 +222,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f"--users takes user counts separated by commas, such as 10,25,50; not {args.users!r}")
     if not args.user_counts or min(args.user_counts) < 1:
         parser.error(f"--users needs at least one count of 1 or more, not {args.users!r}")
+    for name in ("seconds", "text_bytes", "job_corpus_mb", "timeout"):
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name.replace('_', '-')} must be greater than 0, not {getattr(args, name)}")
+    if args.warmup < 0:
+        parser.error(f"--warmup must be 0 or more, not {args.warmup}")
     args.corpus = args.corpus or default_corpus()
     if args.corpus is None or not args.corpus.is_file():
         print(f"load_test: no corpus: {args.corpus or REPO.parent / 'shared/data/cs336'} has no text file. "
@@ -226,18 +240,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     texts = Texts(args.corpus, args.text_bytes)
     port = free_port()
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    rounds: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="tokenforge-load-") as tmp:
-        server = start_server(Path(tmp), port, args.workers, args.threads, LIMITS_ENV)
-        rounds: list[dict[str, Any]] = []
+        server = None
         try:
+            server = start_server(Path(tmp), port, args.workers, args.threads, LIMITS_ENV)
             setup, tokenizer = prepare(f"http://127.0.0.1:{port}/", port, args, max(args.user_counts), Path(tmp))
             for users in args.user_counts:
                 rounds.append(measure(setup, texts, users, args, server.pid))
                 print(f"load_test: {users} users: {rounds[-1]['rps']} req/s, p99 {rounds[-1]['latency_ms']['all']['p99_ms']} ms, "
                       f"{rounds[-1]['errors']} errors", file=sys.stderr)
         finally:
-            stop_server(server)
-            if not rounds or any(r["errors"] or r["warmup_errors"] for r in rounds):  # keep the tracebacks
+            if server is not None:
+                stop_server(server)
+            if len(rounds) < len(args.user_counts) or any(r["errors"] or r["warmup_errors"] for r in rounds):  # keep the tracebacks
                 kept = Path(tempfile.gettempdir()) / f"tokenforge-load-serve-{os.getpid()}.log"
                 shutil.copyfile(Path(tmp) / "serve.log", kept)
                 print(f"load_test: the server's log is in {kept}", file=sys.stderr)
