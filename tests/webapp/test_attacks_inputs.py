@@ -1,0 +1,259 @@
+"""Hostile inputs against every route (issue 11, findings 3 and 10): never a 5xx, JSON for /api/.
+
+:func:`test_no_route_answers_5xx` walks ``app.url_map``: each route's path parameters are filled
+with real ids of objects Alice's team owns and with bad ones (0, the largest id, another team's
+object, ``²``, CRLF, NUL, a very long string), and each method gets query strings, form fields
+and JSON bodies holding ``²``, CRLF, NUL, very long strings, deep nesting and wrong types, as
+Alice, as a visitor, and as a visitor holding a share link. Routes that delete or sign out run
+last, so they do not remove what the others need. The smaller tests pin each fix with the
+message a user sees, and the vocabulary pages are checked against a stored tokenizer that no
+import would accept (a 10 MB token, tokens of thousands of lengths), inserted directly.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import time
+import urllib.parse
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import select
+
+from engine import Tokenizer
+from engine.models.wordpiece import WordPiece
+from engine.pretokenizers import BertPreTokenizer
+from engine.trainers import option_specs
+from tests.webapp.conftest import add_user, login_as
+from tests.webapp.playground_samples import byte_bpe, store, unigram, wordpiece
+from webapp import charts, db, jobs, vocab_browser
+from webapp.errors import MESSAGES
+from webapp.models import Corpus
+from webapp.models_auth import ApiKey, Invite, SharedText, ShareLink, Team
+from webapp.numbers import MAX_ID
+from webapp.training_form import PREFIX, available_algorithms
+
+HX = {"HX-Request": "true"}
+DEEP = "[" * 100_000 + "]" * 100_000
+LONG = "9" * 5_000
+# The values every query string and form field gets, one kind per request.
+NASTY: dict[str, str] = {
+    "superscript": "²",
+    "crlf": "1\r\nSet-Cookie: x=1",
+    "nul": "\x00",
+    "long-digits": LONG,
+    "long-text": "é" * 5_000,
+    "negative": "-1",
+    "float": "1.5",
+    "deep": DEEP[:2_000] + DEEP[-2_000:],
+}
+FIELDS = ["text", "name", "next", "confirm", "confirmed", "what", "team_id", "role", "password", "current",
+          "ids", "email", "days", "q", "page", "group", "corpus", "corpus_id", "corpus_ids", "percent", "part",
+          "algorithm", "kind", "pattern", "lowercase", "special_tokens", "text_field", "replace_errors",
+          "allowed_special", "show_ws", "colour_by_id"]
+DESTRUCTIVE = ("delete", "remove", "revoke", "logout", "cancel")
+
+
+def _json_bodies(tokenizer_id: int) -> dict[str, Any]:
+    """JSON bodies for POST routes: deep nesting and every wrong type the API could meet."""
+    return {
+        "deep": DEEP,
+        "deep-object": '{"tokenizer": ' * 50_000 + "1" + "}" * 50_000,
+        "list": [1, 2],
+        "string": "hello",
+        "number": 5,
+        "tokenizer-superscript": {"tokenizer": "²", "text": "x", "ids": [1]},
+        "tokenizer-huge": {"tokenizer": 10**30, "text": "x", "ids": [1]},
+        "tokenizer-bool": {"tokenizer": True, "text": "x", "ids": [1]},
+        "tokenizer-float": {"tokenizer": 1.0, "text": "x", "ids": [1]},
+        "tokenizer-list": {"tokenizer": [tokenizer_id], "text": "x"},
+        "tokenizer-long-name": {"tokenizer": "x" * 100_000, "text": "x"},
+        "tokenizer-crlf": {"tokenizer": "\r\n", "text": "x"},
+        "text-number": {"tokenizer": tokenizer_id, "text": 5},
+        "text-deep": {"tokenizer": tokenizer_id, "text": [[[[["x"]]]]]},
+        "text-surrogate": {"tokenizer": tokenizer_id, "text": "\ud800x\udfff"},
+        "allowed-string": {"tokenizer": tokenizer_id, "text": "x", "allowed_special": "none"},
+        "allowed-mixed": {"tokenizer": tokenizer_id, "text": "x", "allowed_special": ["<|endoftext|>", 5]},
+        "ids-bools": {"tokenizer": tokenizer_id, "ids": [True, False]},
+        "ids-floats": {"tokenizer": tokenizer_id, "ids": [1.5, 2.0]},
+        "ids-huge": {"tokenizer": tokenizer_id, "ids": [10**30, 2**63]},
+        "ids-negative": {"tokenizer": tokenizer_id, "ids": [-1]},
+        "ids-strings": {"tokenizer": tokenizer_id, "ids": ["²", "1"]},
+        "ids-object": {"tokenizer": tokenizer_id, "ids": {"0": 1}},
+    }
+
+
+def _world(app: Flask, client: FlaskClient) -> dict[str, Any]:
+    """Alice's objects of every kind (and a few of Carol's, in another team), as the routes name them."""
+    bob, _ = add_user(app, "bob@example.com", "Bob", team_id=1, role="member")
+    carol, carol_team = add_user(app, "carol@example.com", "Carol")
+    bpe = store(app, byte_bpe(), stats={"merges": [[116, 104, 9], [256, 101, 7]], "curve": [[256, 1.0], [258, 1.5]]})
+    store(app, wordpiece())
+    store(app, unigram())
+    carol_tokenizer = store(app, byte_bpe("carol's"), team_id=carol_team)
+    answer = client.post("/corpora/", data={"files": [(io.BytesIO(b"the cat sat on the mat\n" * 20), "cats.txt")]})
+    assert answer.status_code == 303, answer.get_data(as_text=True)[:500]
+    assert client.post("/teams", data={"name": "Spare"}).status_code in (200, 302, 303)
+    assert client.post(f"/tokenizers/{bpe}/share", data={"days": ""}).status_code == 303
+    assert client.post("/account/keys", data={"name": "walk"}).status_code in (200, 303)
+    assert client.post("/teams/1/invites", data={"role": "member"}).status_code in (200, 303)
+    with app.app_context():
+        session = db.get_session()
+        corpus = session.scalars(select(Corpus).where(Corpus.team_id == 1)).first()
+        carol_corpus = Corpus(team_id=carol_team, name="c", sha256=corpus.sha256, format="txt",
+                              original_filename="c", upload_bytes=1, size_bytes=1, stats={})
+        session.add(carol_corpus)
+        session.commit()
+        job = jobs.enqueue(session, team_id=1, name="walk job", algorithm="bpe", options={"vocab_size": 300},
+                           corpus_ids=[corpus.id])
+        link = session.scalars(select(ShareLink).where(ShareLink.tokenizer_id == bpe)).one()
+        shared = SharedText(share_link_id=link.id, token="t" * 43, text="the cat")
+        session.add(shared)
+        session.commit()
+        invite = session.scalars(select(Invite)).first()
+        spare = session.scalars(select(Team).where(Team.name == "Spare")).one()
+        key = session.scalars(select(ApiKey)).first()
+        return {
+            "bob": bob, "carol": carol, "bpe": bpe, "carol_tokenizer": carol_tokenizer,
+            "corpus": corpus.id, "carol_corpus": carol_corpus.id, "job": job.id, "link": link.id,
+            "share_token": link.token, "text_token": shared.token, "invite": invite.id if invite else 1,
+            "invite_token": invite.token if invite else "nope", "spare_team": spare.id, "carol_team": carol_team,
+            "key": key.id if key else 1,
+        }
+
+
+def _path_values(endpoint: str, name: str, world: dict[str, Any]) -> list[str]:
+    """Real and bad values of one path parameter of ``endpoint``."""
+    real: dict[str, Any] = {
+        "tokenizer_id": world["bpe"], "corpus_id": world["corpus"], "job_id": world["job"],
+        "link_id": world["link"], "key_id": world["key"], "team_id": world["spare_team"],
+        "invite_id": world["invite"], "user_id": world["bob"], "token_id": 257,
+        "text_token": world["text_token"], "key": "tokenizer.json", "filename": "tokenizer.json",
+        "token": world["invite_token"] if endpoint.startswith("teams.") else world["share_token"],
+    }
+    other_team = {"tokenizer_id": world["carol_tokenizer"], "corpus_id": world["carol_corpus"],
+                  "team_id": world["carol_team"], "user_id": world["carol"]}
+    if name == "filename" and endpoint == "static":
+        return ["app.css", "..%2f..%2fpyproject.toml", "%00"]
+    values = [str(real[name])]
+    if name in other_team:
+        values.append(str(other_team[name]))
+    if name.endswith("_id"):
+        values += ["0", str(MAX_ID)]
+    else:
+        values += ["²", "a\r\nb", "\x00", "x" * 3_000]
+    return values
+
+
+def _paths(rule: Any, world: dict[str, Any]) -> Iterator[str]:
+    """The rule's URL with each parameter in turn given each of its values (the others real)."""
+    args = sorted(rule.arguments)
+    if not args:
+        yield rule.rule
+        return
+    choices = {name: _path_values(rule.endpoint, name, world) for name in args}
+    seen: set[str] = set()
+    for varied in args:
+        for value in choices[varied]:
+            path = rule.rule
+            for name in args:
+                raw = value if name == varied else choices[name][0]
+                quoted = raw if "%" in raw else urllib.parse.quote(raw, safe="")
+                path = re.sub(rf"<(?:[a-z]+:)?{name}>", quoted, path)
+            if path not in seen:
+                seen.add(path)
+                yield path
+
+
+def _form(value: str) -> dict[str, Any]:
+    fields: dict[str, Any] = {name: value for name in FIELDS}
+    for algorithm in available_algorithms():
+        fields.update((PREFIX + spec.name, value) for spec in option_specs(algorithm))
+    fields["corpus_ids"] = [value, value]
+    fields["ids"] = [value, value]
+    return fields
+
+
+def _problem(response: Any, method: str, path: str, what: str) -> str | None:
+    """What is wrong with this answer (a 5xx, or a non-JSON /api/ error), or None."""
+    where = f"{method} {path[:80]!r} with {what}"
+    if response.status_code >= 500:
+        return f"{where}: {response.status_code}"
+    if path.startswith("/api/") and response.status_code >= 400:
+        error = response.json.get("error") if response.is_json and isinstance(response.json, dict) else None
+        if not (isinstance(error, str) and error.strip()):
+            return f"{where}: a {response.status_code} without a JSON error sentence"
+    return None
+
+
+@pytest.fixture
+def walk_app(tmp_path: Any) -> Iterator[Flask]:
+    from tests.webapp.conftest import make_app
+
+    app = make_app(tmp_path, f"sqlite:///{tmp_path / 'walk.sqlite3'}", API_RATE_LIMIT="1000000/60",
+                   LOGIN_RATE_LIMIT="1000000/60", SIGNUP_RATE_LIMIT="1000000/60", PROPAGATE_EXCEPTIONS=False)
+    yield app
+    db.get_engine(app).dispose()
+
+
+API_ONLY_BODIES = ("deep", "list", "text-number", "tokenizer-superscript")
+
+
+@pytest.mark.slow
+def test_no_route_answers_5xx(walk_app: Flask) -> None:
+    app = walk_app
+    world = _world(app, login_as(app.test_client(), 1))
+    rules = [r for r in app.url_map.iter_rules() if r.endpoint != "static"]
+    rules.sort(key=lambda r: any(word in r.endpoint for word in DESTRUCTIVE))  # stable: the rest first
+    bodies = _json_bodies(world["bpe"])
+    forms = {kind: _form(value) for kind, value in NASTY.items()}
+    queries = {kind: urllib.parse.urlencode({name: value for name in FIELDS}) for kind, value in NASTY.items()}
+
+    def visitors() -> Iterator[tuple[str, FlaskClient]]:
+        yield "alice", login_as(app.test_client(), 1)
+        yield "visitor", app.test_client()
+        sharer = app.test_client()
+        sharer.get(f"/s/{world['share_token']}")
+        yield "share visitor", sharer
+
+    def send(client: FlaskClient, method: str, path: str, kind: str, who: str) -> None:
+        if kind in NASTY:
+            if method == "GET":
+                response = client.get(f"{path}?{queries[kind]}", headers=HX if kind == "crlf" else {})
+            else:
+                response = client.open(path, method=method, data=forms[kind])
+        elif kind in bodies:
+            body = bodies[kind]
+            response = client.open(path, method=method, content_type="application/json",
+                                   data=body if isinstance(body, str) else json.dumps(body))
+        else:  # raw percent-escapes: NUL, invalid UTF-8, a superscript two
+            response = client.open(path, method=method, query_string="page=%00&q=%ff%fe&group=1+%C2%B2&ids=%C2%B2")
+        problem = _problem(response, method, path, f"{kind} as {who}")
+        if problem:
+            problems.append(problem)
+        nonlocal sent
+        sent += 1
+
+    sent = 0
+    problems: list[str] = []
+    for rule in rules:
+        methods = sorted(rule.methods - {"HEAD", "OPTIONS"})
+        paths = list(_paths(rule, world))
+        for who, client in visitors():
+            send(client, "PUT", paths[0], "escapes", who)  # a 405 everywhere (JSON under /api/)
+            for method in methods:
+                # Every nasty value on the real path; each bad path value with one plain request.
+                kinds = [*NASTY, "escapes"]
+                if method != "GET":
+                    kinds += list(bodies) if rule.rule.startswith("/api/") else list(API_ONLY_BODIES)
+                for kind in kinds:
+                    send(client, method, paths[0], kind, who)
+                for path in paths[1:]:
+                    send(client, method, path, "escapes", who)
+    assert sent > 1000
+    assert problems == [], f"{len(problems)} bad answers:\n" + "\n".join(problems[:60])
