@@ -1,15 +1,17 @@
 """What every job child process does first, whatever it runs (``train_child``, ``analyse_child``).
 
 The worker starts each job in a fresh ``spawn`` process so a crash, an out-of-memory kill or a
-runaway job cannot take the worker down. Such a child must not outlive its worker (a SIGKILLed
-worker cannot kill it), must leave Ctrl-C to the worker, and runs at lower CPU priority than the
-web processes. Each child sends exactly one outcome message (:func:`send_outcome`); what the
-messages carry is each child's own business.
+runaway job cannot take the worker down. Such a child leads a process group of its own, which
+every process it starts joins (the trainers' counting pools, forks and shards), so that the
+worker can end the whole job at once (``engine.processes.kill_group``) however it ends; it must
+not outlive its worker (a SIGKILLed worker cannot kill it: the parent-death signal does), must
+leave Ctrl-C to the worker, and runs at lower CPU priority than the web processes. Each child
+sends exactly one outcome message (:func:`send_outcome`); what the messages carry is each
+child's own business.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import sys
@@ -18,23 +20,14 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent(parent_pid: int) -> None:
-    """Ask Linux to kill us if the worker dies, so a SIGKILLed worker leaves no orphan child."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass  # not Linux: the child's own parent checks stop it at its next poll
-    if os.getppid() != parent_pid:  # the worker died before prctl took effect
-        os._exit(1)
+from engine.processes import die_with_parent, lead_group
 
 
 def start_child(parent_pid: int, nice: int) -> None:
-    """Tie the child to its worker, ignore Ctrl-C (the worker decides), lower its priority."""
-    die_with_parent(parent_pid)
+    """Lead a process group, die with the worker, ignore Ctrl-C (the worker decides), lower priority."""
+    lead_group()
+    if not die_with_parent(signal.SIGKILL, parent_pid=parent_pid):
+        os._exit(1)  # the worker died before the request took effect: nobody wants the result
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if nice:
         try:

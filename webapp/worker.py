@@ -12,9 +12,15 @@ and checks for a cancel request. Outcomes:
 - the child dies without a result (killed, out of memory): the job fails at once, saying so;
 - a cancel is requested: the child is told to stop, and killed if it has not within
   ``CANCEL_GRACE_SECONDS``;
-- the worker itself is killed: its heartbeats stop, and any worker's :func:`jobs.recover_stale`
-  re-queues the job (or fails it after ``MAX_ATTEMPTS``);
+- the job runs longer than ``JOB_TIME_LIMIT``: it is stopped like a cancel, and fails with a
+  sentence naming the limit and its setting;
+- the worker itself is killed: the child dies with it (the parent-death signal), ``serve``'s
+  supervisor re-queues the job at once (``supervisor.py``), and failing that any worker's
+  :func:`jobs.recover_stale` does once the heartbeats are stale (or fails it after ``MAX_ATTEMPTS``);
 - the worker is asked to stop (SIGTERM): the child is killed and the job goes back to the queue.
+
+However a job ends, the worker then kills the child's whole process group (the child leads
+one, ``job_child.py``), so no counting pool, fork or shard the trainer started outlives it.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from typing import Any
 
 from sqlalchemy.orm import sessionmaker
 
+from engine.processes import kill_group
 from webapp import analyse_child, jobs, train_child
 from webapp.db import make_engine
 from webapp.models import Corpus, Job
@@ -38,6 +45,12 @@ from webapp.storage import CorpusStore
 
 log = logging.getLogger("tokenforge.worker")
 RECOVER_EVERY_SECONDS = 5.0
+EXIT_WAIT_SECONDS = 5.0  # how long a child that reported its outcome may take to exit by itself
+
+
+def worker_id_for(pid: int) -> str:
+    """The id a worker process with ``pid`` on this machine claims jobs under."""
+    return f"{socket.gethostname()}:{pid}"
 
 
 class Worker:
@@ -51,7 +64,7 @@ class Worker:
         self.engine = make_engine(settings["DATABASE_URL"])
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
         self.store = CorpusStore(settings["CORPUS_DIR"])
-        self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
+        self.worker_id = worker_id or worker_id_for(os.getpid())
         self.stopping = threading.Event()
         self.child_pid: int | None = None  # the running trainer, for tests and logs
 
@@ -112,21 +125,76 @@ class Worker:
             name=f"tokenforge-{kind}-{job_id}",
             # Not a daemon: the engine's trainers count words on a process pool, and daemonic
             # processes may not have children. The child still dies with this worker (prctl
-            # PDEATHSIG in job_child) and is killed in ``finally`` below.
+            # PDEATHSIG in job_child), and it and its own children are killed in ``finally``.
             daemon=False,
         )
         child.start()
         child_conn.close()
         self.child_pid = child.pid
+        job_process = _JobProcess(child)
         try:
-            return self._supervise(job_id, kind, child, parent_conn)
+            return self._supervise(job_id, kind, job_process, parent_conn)
         finally:
             self.child_pid = None
             parent_conn.close()
-            if child.is_alive():
-                child.kill()
-            child.join()
+            job_process.exited(EXIT_WAIT_SECONDS)  # a child that reported may exit by itself
+            job_process.end()  # whatever is left of the job, grandchildren included, is killed
             child.close()
+
+    def _supervise(self, job_id: int, kind: str, child: _JobProcess, conn: Any) -> str:
+        """Relay progress and heartbeats until the child ends; record the outcome."""
+        interval = float(self.settings["HEARTBEAT_SECONDS"])
+        grace = float(self.settings["CANCEL_GRACE_SECONDS"])
+        time_limit = float(self.settings["JOB_TIME_LIMIT"])
+        started = time.monotonic()
+        progress = _Progress()
+        outcome: tuple[Any, ...] | None = None
+        stop_sent_at: float | None = None  # when "cancel" went to the child (a cancel or the time limit)
+        timed_out = False
+        next_beat = time.monotonic()
+        while outcome is None:
+            wait([conn, child.process.sentinel], timeout=max(0.0, next_beat - time.monotonic()))
+            try:
+                while conn.poll():
+                    message = conn.recv()
+                    if message[0] == "progress":
+                        progress.update(*message[1:])
+                    else:
+                        outcome = message
+                        break
+            except (EOFError, OSError):
+                pass  # the child is gone; its exit code says how
+            if outcome is None and child.exited():
+                outcome = ("died", child.end())
+                break
+            if self.stopping.is_set():
+                child.end()
+                with self.sessions() as session:
+                    jobs.release(session, job_id, self.worker_id)
+                return "queued"
+            if outcome is not None or time.monotonic() < next_beat:
+                continue
+            next_beat = time.monotonic() + interval
+            with self.sessions() as session:
+                ours, cancel = jobs.heartbeat(session, job_id, self.worker_id, **progress.row())
+            if not ours:  # re-queued by a recoverer, or deleted: someone else owns it now
+                child.end()
+                return "lost"
+            if not timed_out and time.monotonic() - started > time_limit:
+                timed_out = True
+                log.warning("job %s ran longer than the time limit of %g s; stopping it", job_id, time_limit)
+            if (cancel or timed_out) and stop_sent_at is None:
+                try:
+                    conn.send("cancel")
+                except OSError:
+                    pass  # the child has just exited: the next pass reads how
+                stop_sent_at = time.monotonic()
+            elif stop_sent_at is not None and time.monotonic() - stop_sent_at > grace:
+                child.end()
+                outcome = ("cancelled",)
+        if timed_out and outcome[0] != "done":
+            outcome = ("timeout", time_limit)
+        return self._record(job_id, kind, outcome)
 
     def _corpus_paths(self, session: Any, corpus_ids: list[int], kind: str) -> tuple[list[str], str | None]:
         paths = []
@@ -138,50 +206,6 @@ class Worker:
                 return [], f"Corpus #{corpus_id} was deleted before {what} started."
             paths.append(str(path))
         return paths, None
-
-    def _supervise(self, job_id: int, kind: str, child: Any, conn: Any) -> str:
-        """Relay progress and heartbeats until the child ends; record the outcome."""
-        interval = float(self.settings["HEARTBEAT_SECONDS"])
-        grace = float(self.settings["CANCEL_GRACE_SECONDS"])
-        progress = _Progress()
-        outcome: tuple[Any, ...] | None = None
-        cancel_sent_at: float | None = None
-        next_beat = time.monotonic()
-        while outcome is None:
-            wait([conn, child.sentinel], timeout=max(0.0, next_beat - time.monotonic()))
-            try:
-                while conn.poll():
-                    message = conn.recv()
-                    if message[0] == "progress":
-                        progress.update(*message[1:])
-                    else:
-                        outcome = message
-                        break
-            except (EOFError, OSError):
-                pass  # the child is gone; its exit code says how
-            if outcome is None and not child.is_alive():
-                child.join()
-                outcome = ("died", child.exitcode)
-                break
-            if self.stopping.is_set():
-                child.kill()
-                with self.sessions() as session:
-                    jobs.release(session, job_id, self.worker_id)
-                return "queued"
-            if time.monotonic() >= next_beat:
-                next_beat = time.monotonic() + interval
-                with self.sessions() as session:
-                    ours, cancel = jobs.heartbeat(session, job_id, self.worker_id, **progress.row())
-                if not ours:  # re-queued by a recoverer, or deleted: someone else owns it now
-                    child.kill()
-                    return "lost"
-                if cancel and cancel_sent_at is None:
-                    conn.send("cancel")
-                    cancel_sent_at = time.monotonic()
-                elif cancel_sent_at is not None and time.monotonic() - cancel_sent_at > grace:
-                    child.kill()
-                    outcome = ("cancelled",)
-        return self._record(job_id, kind, outcome)
 
     def _record(self, job_id: int, kind: str, outcome: tuple[Any, ...]) -> str:
         with self.sessions() as session:
@@ -197,10 +221,56 @@ class Worker:
                 return "cancelled"
             if outcome[0] == "error":
                 error = outcome[1]
+            elif outcome[0] == "timeout":
+                error = _time_limit_reason(outcome[1], kind)
             else:
                 error = _death_reason(outcome[1], kind)
             jobs.finish(session, job_id, self.worker_id, "failed", error=error)
             return "failed"
+
+
+class _JobProcess:
+    """A job child and the process group it leads; :meth:`end` kills both, once.
+
+    The child is never reaped before its group is signalled: until it is, its pid (the group's
+    id) cannot be given to another process, so the group signal reaches only the job's own
+    processes. That is why exit is watched on the sentinel, not with ``is_alive`` (which reaps).
+    """
+
+    def __init__(self, process: Any) -> None:
+        self.process = process
+        self.ended = False
+
+    def exited(self, timeout: float = 0.0) -> bool:
+        """Whether the child has exited (waiting up to ``timeout`` seconds), without reaping it."""
+        return self.ended or bool(wait([self.process.sentinel], timeout=timeout))
+
+    def end(self) -> int | None:
+        """Kill the child (if still running) and every process in its group; reap it; its exit code."""
+        if not self.ended:
+            self.ended = True
+            self.process.kill()  # only signals: a no-op once it has exited, and it does not reap
+            kill_group(self.process.pid)
+            self.process.join()
+        return self.process.exitcode
+
+
+def _duration(seconds: float) -> str:
+    """``21600`` -> "6 hours", ``90`` -> "90 seconds", for messages."""
+    for unit, size in (("hour", 3600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            count = int(seconds // size)
+            return f"{count} {unit}{'s' if count != 1 else ''}"
+    return f"{seconds:g} second{'s' if seconds != 1 else ''}"
+
+
+def _time_limit_reason(limit: float, kind: str) -> str:
+    """A sentence for a job stopped by the time limit: the limit, and the setting that sets it."""
+    what = "analysis" if kind == "analyse" else "training"
+    advice = "" if kind == "analyse" else " Train on less text or a smaller vocabulary, or"
+    return (f"The {what} ran longer than the time limit of {_duration(limit)} and was stopped. "
+            f"Nothing was saved.{advice}{' ask' if advice else ' Ask'} the administrator to raise the "
+            f"setting TOKENFORGE_JOB_TIME_LIMIT (now {limit:g} second{'s' if limit != 1 else ''}).")
 
 
 def _death_reason(exitcode: int | None, kind: str) -> str:

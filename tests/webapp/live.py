@@ -3,7 +3,9 @@
 :class:`LiveApp` runs ``python -m webapp.cli serve`` on 127.0.0.1 with its data folder in a
 test's ``tmp_path``, in a process group of its own, so :meth:`LiveApp.crash` can SIGKILL the
 whole app at once (gunicorn, its workers, the job worker and any trainer), the way a power cut
-or an OOM-killed container would. :class:`Client` is a cookie-keeping HTTP client that fills in
+or an OOM-killed container would. Every process the app starts carries its
+:data:`TAG_VARIABLE` in its environment, so :func:`tagged_processes` finds what is left of it
+however it was re-parented or regrouped (a job leads a process group of its own). :class:`Client` is a cookie-keeping HTTP client that fills in
 CSRF tokens and never raises on a 4xx/5xx, so tests can assert every status they saw.
 
 Left out: the browser fixtures (``tests/browser/conftest.py``) and the in-process Flask client.
@@ -24,6 +26,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +35,7 @@ REPO = Path(__file__).resolve().parents[2]
 EMAIL = "admin@example.com"
 PASSWORD = "correct horse battery staple"
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
+TAG_VARIABLE = "TOKENFORGE_TEST_TAG"
 
 
 def free_port() -> int:
@@ -49,13 +53,14 @@ class LiveApp:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.log = data_dir / "serve.log"
+        self.tag = uuid.uuid4().hex
         self.args = ["--workers", str(workers), "--threads", str(threads)]
         if not job_worker:
             self.args.append("--no-worker")
         self.env = {**os.environ, "TOKENFORGE_DATA_DIR": str(data_dir), "PYTHONPATH": str(REPO),
                     "TOKENFORGE_HEARTBEAT_SECONDS": "0.3", "TOKENFORGE_WORKER_NICE": "0",
                     "TOKENFORGE_API_RATE_LIMIT": "100000/60", "TOKENFORGE_LOGIN_RATE_LIMIT": "1000/60",
-                    **(env or {})}
+                    TAG_VARIABLE: self.tag, **(env or {})}
         self.env.pop("DATABASE_URL", None)
         self.env.pop("TOKENFORGE_CORPUS_DIR", None)
         self.process: subprocess.Popen[bytes] | None = None
@@ -128,6 +133,10 @@ class LiveApp:
         tmp = self.store / "tmp"
         return sorted(tmp.iterdir()) if tmp.is_dir() else []
 
+    def processes(self) -> list[int]:
+        """Every live process this app started, wherever it now is in the process tree."""
+        return tagged_processes(self.tag)
+
 
 def group_alive(pgid: int) -> bool:
     """Whether any non-zombie process is left in the process group."""
@@ -139,6 +148,52 @@ def group_alive(pgid: int) -> bool:
         if int(fields[2]) == pgid and fields[0] != "Z":
             return True
     return False
+
+
+def tagged_processes(tag: str) -> list[int]:
+    """The live (non-zombie) processes whose environment has ``TOKENFORGE_TEST_TAG=tag``.
+
+    Children inherit the environment (forked ones share their parent's), so this finds every
+    process a tagged process started, even orphans re-parented to init. The calling process is
+    left out (``monkeypatch.setenv`` tags the children of an in-process worker, not itself).
+    """
+    needle = f"{TAG_VARIABLE}={tag}".encode()
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if needle not in (proc / "environ").read_bytes().split(b"\0"):
+                continue
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:  # gone, or not ours to read
+            continue
+        if state != "Z" and int(proc.name) != os.getpid():
+            found.append(int(proc.name))
+    return sorted(found)
+
+
+def children(pid: int) -> list[int]:
+    """The child processes of ``pid`` (those of every thread), or [] once it is gone."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found.extend(int(p) for p in (task / "children").read_text().split())
+        except OSError:
+            continue
+    return sorted(found)
+
+
+def process_commands(pgid: int) -> dict[int, list[str]]:
+    """The command lines of the live processes in a process group, by pid."""
+    found = {}
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+            argv = (proc / "cmdline").read_bytes().decode().split("\0")[:-1]
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            found[int(proc.name)] = argv
+    return found
 
 
 @dataclass
@@ -205,11 +260,11 @@ def multipart(fields: dict[str, str], filename: str, data: bytes,
     return body, f"multipart/form-data; boundary={boundary}"
 
 
-def train_fields(client: Client, vocab_size: int) -> dict[str, str]:
-    """The BPE training form's fields at their defaults (as the page offers them), plus a vocabulary size."""
+def train_fields(client: Client, vocab_size: int, algorithm: str = "bpe") -> dict[str, str]:
+    """The training form's fields at their defaults (as the page offers them), plus a vocabulary size."""
     from webapp.training_form import PREFIX
 
-    form = client.request("train?algorithm=bpe").body
+    form = client.request(f"train?algorithm={algorithm}").body
     fields = dict(re.findall(rf'<input type="(?:text|number)" name="({PREFIX}[^"]+)" id="[^"]+" value="([^"]*)"', form))
     fields.update(re.findall(rf'<textarea name="({PREFIX}[^"]+)" id="[^"]+" rows="3">([^<]*)</textarea>', form))
     fields.update((name, "on") for name in re.findall(rf'name="({PREFIX}[^"]+)" id="[^"]+" checked', form))
@@ -218,4 +273,4 @@ def train_fields(client: Client, vocab_size: int) -> dict[str, str]:
                   or re.search(r'<option value="([^"]*)"', options))
         fields[name] = chosen.group(1) if chosen else ""
     fields[PREFIX + "vocab_size"] = str(vocab_size)
-    return {"algorithm": "bpe", **{name: html.unescape(value) for name, value in fields.items()}}
+    return {"algorithm": algorithm, **{name: html.unescape(value) for name, value in fields.items()}}

@@ -3,6 +3,11 @@
 These tests run the engine's real trainer on tiny corpora. The crash tests kill real
 processes: the training child (the job must fail at once) and a whole ``tokenforge worker``
 process with SIGKILL (its job must be re-queued, then failed after two attempts).
+
+The last tests run a Unigram training on a corpus large enough for the trainer to start
+processes of its own (the counting pool, forks, shards), and check that a cancel, the time
+limit or a SIGKILLed worker leaves none of them behind: every process the job started carries
+a tag in its environment (``live.tagged_processes``), so even orphans are found.
 """
 
 from __future__ import annotations
@@ -10,12 +15,14 @@ from __future__ import annotations
 import datetime as dt
 import io
 import os
+import random
 import signal
 import sqlite3
 import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +34,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from webapp import db, jobs
 from webapp.models import Corpus, Job, Tokenizer, utcnow
+from engine.trainers.limits import max_workers
 from tests.webapp.conftest import login_as
+from tests.webapp.live import TAG_VARIABLE, children, tagged_processes
 from webapp.storage import CorpusStore
 from webapp.worker import Worker
 
@@ -54,7 +63,7 @@ def session_for(app: Flask) -> Session:
     return sessionmaker(db.get_engine(app), expire_on_commit=False)()
 
 
-def add_job(app: Flask, algorithm: str, corpus_text: str = CORPUS) -> int:
+def add_job(app: Flask, algorithm: str, corpus_text: str = CORPUS, options: dict[str, Any] | None = None) -> int:
     stored = CorpusStore(app.config["CORPUS_DIR"]).ingest(
         io.BytesIO(corpus_text.encode()), "tiny.txt", max_bytes=10**8)
     with session_for(app) as session:
@@ -63,7 +72,7 @@ def add_job(app: Flask, algorithm: str, corpus_text: str = CORPUS) -> int:
         session.add(corpus)
         session.commit()
         return jobs.enqueue(session, team_id=1, name="tiny", algorithm=algorithm,
-                            options=small_options(algorithm), corpus_ids=[corpus.id]).id
+                            options=options or small_options(algorithm), corpus_ids=[corpus.id]).id
 
 
 def job_row(app: Flask, job_id: int) -> Job:
@@ -227,3 +236,113 @@ def test_sigterm_puts_the_running_job_back(db_app: Flask, algorithm: str, tmp_pa
     assert process.wait(timeout=60) == 0
     job = job_row(db_app, job_id)
     assert (job.status, job.attempts, job.worker_id) == ("queued", 0, None)
+
+
+# --- no process of a job outlives it ---------------------------------------------------------
+
+needs_two_cpus = pytest.mark.skipif(max_workers() < 2, reason="the trainer starts no processes of its own on one CPU")
+
+
+def unigram_corpus(megabytes: float = 5) -> str:
+    """Over 4 MB (so words are counted on a process pool) of 60,000 made-up words (so the E-step
+    runs in forked shards too): a Unigram training that keeps processes of its own for a while."""
+    rng = random.Random(11)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    vocabulary = ["".join(rng.choices(letters, k=rng.randint(3, 10))) for _ in range(60_000)]
+    lines, size = [], 0
+    while size < megabytes * 1_000_000:
+        line = " ".join(rng.choices(vocabulary, k=12))
+        lines.append(line)
+        size += len(line) + 1
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def tag(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A tag in the environment that every process started from here on inherits; whatever
+    still carries it at the end is killed, so a failing test leaves no process either."""
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()  # the worker's own helper, untagged: it outlives any job
+    tag = uuid.uuid4().hex
+    monkeypatch.setenv(TAG_VARIABLE, tag)
+    yield tag
+    for pid in tagged_processes(tag):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _run_in_thread(worker: Worker, job_id: int) -> tuple[threading.Thread, list[str]]:
+    outcome: list[str] = []
+    thread = threading.Thread(target=lambda: outcome.append(worker.run_job(job_id)))
+    thread.start()
+    return thread, outcome
+
+
+def _trainer_with_processes(worker: Worker) -> int:
+    """Wait until the training child has started processes of its own; return the child's pid."""
+    wait_for(lambda: worker.child_pid is not None and children(worker.child_pid) != [],
+             "the trainer's own processes to start")
+    assert worker.child_pid is not None
+    return worker.child_pid
+
+
+@needs_two_cpus
+@pytest.mark.slow
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_cancelled_unigram_job_leaves_no_process(db_app: Flask, tag: str) -> None:
+    worker = Worker({**db_app.config, "CANCEL_GRACE_SECONDS": 0.5}, worker_id="test-worker")
+    job_id = add_job(db_app, "unigram", unigram_corpus(), {"vocab_size": 2000})
+    with session_for(db_app) as session:
+        assert jobs.claim(session, worker.worker_id) == job_id
+    thread, outcome = _run_in_thread(worker, job_id)
+    child = _trainer_with_processes(worker)
+    assert len(tagged_processes(tag)) >= 2  # the child and at least one counting process
+    # A trainer deep in a step that does not poll for cancels (a seed half, an E-step): only
+    # the kill after the grace period stops it, and that kill must reach its processes too.
+    os.kill(child, signal.SIGSTOP)
+    with session_for(db_app) as session:
+        assert jobs.request_cancel(session, job_id) == "running"
+    thread.join(timeout=60)
+    worker.engine.dispose()
+    assert outcome == ["cancelled"]
+    assert job_row(db_app, job_id).status == "cancelled"
+    wait_for(lambda: tagged_processes(tag) == [], "every process of the cancelled job to exit", limit=10)
+
+
+@needs_two_cpus
+@pytest.mark.slow
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_the_time_limit_fails_a_job_and_leaves_no_process(db_app: Flask, tag: str) -> None:
+    worker = Worker({**db_app.config, "JOB_TIME_LIMIT": 1.0, "CANCEL_GRACE_SECONDS": 0.5}, worker_id="test-worker")
+    job_id = add_job(db_app, "unigram", unigram_corpus(), {"vocab_size": 2000})
+    with session_for(db_app) as session:
+        assert jobs.claim(session, worker.worker_id) == job_id
+    assert worker.run_job(job_id) == "failed"
+    worker.engine.dispose()
+    job = job_row(db_app, job_id)
+    assert (job.status, job.error) == ("failed", (
+        "The training ran longer than the time limit of 1 second and was stopped. Nothing was saved. "
+        "Train on less text or a smaller vocabulary, or ask the administrator to raise the setting "
+        "TOKENFORGE_JOB_TIME_LIMIT (now 1 second)."))
+    with session_for(db_app) as session:
+        assert session.query(Tokenizer).count() == 0
+    wait_for(lambda: tagged_processes(tag) == [], "every process of the stopped job to exit", limit=10)
+
+
+@needs_two_cpus
+@pytest.mark.slow
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_sigkilled_worker_takes_every_process_of_its_job_along(db_app: Flask, tag: str, tmp_path: Path) -> None:
+    job_id = add_job(db_app, "unigram", unigram_corpus(), {"vocab_size": 2000})
+    process = _start_worker_process(db_app, tmp_path / "worker.log")
+    try:
+        wait_for(lambda: job_row(db_app, job_id).status == "running", "the job to start")
+        wait_for(lambda: any(children(c) for c in children(process.pid)), "the trainer's own processes to start")
+        assert len(tagged_processes(tag)) >= 3  # the worker, the training child, its processes
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    wait_for(lambda: tagged_processes(tag) == [], "every process of the job to die with its worker", limit=10)
