@@ -1,12 +1,13 @@
 """The ``tokenforge`` command: ``serve``, ``worker``, ``migrate``, ``backup`` and ``restore``, plus
 the engine's commands.
 
-``serve`` applies the migrations once, deletes upload temp files left by a crash, starts two
-job-worker processes (unless ``--no-worker``): one for every kind of job and a lane that only
-takes corpus analyses, so they never wait behind a long training. Then it runs gunicorn in the
+``serve`` applies the migrations once, deletes upload temp files left by a crash, and (unless
+``--no-worker``) starts the job-worker supervisor (``supervisor.py``), which runs two job
+workers, one for every kind of job and a lane that only takes corpus analyses (so they never
+wait behind a long training), and restarts either if it dies. Then it runs gunicorn in the
 foreground; SIGTERM or Ctrl-C stops gunicorn gracefully and the workers with it (a running job
-goes back to the queue). ``worker`` runs the job loop alone, for more training capacity on
-other machines; ``worker --only KIND`` limits it to one kind of job.
+goes back to the queue, and none of its processes is left). ``worker`` runs the job loop alone,
+for more training capacity on other machines; ``worker --only KIND`` limits it to one kind of job.
 ``train``, ``encode``, ``import`` and ``eval`` come from ``engine/cli.py``.
 """
 
@@ -26,7 +27,7 @@ from engine.cli import one_line_errors, register
 from webapp.config import SettingsError, finish_settings, load_settings
 from webapp.jobs import JOB_KINDS
 
-WORKER_STOP_SECONDS = 15
+SUPERVISOR_STOP_SECONDS = 20  # the supervisor gives its workers 15 s (supervisor.WORKER_STOP_SECONDS)
 
 
 def _settings() -> dict[str, Any]:
@@ -96,11 +97,15 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 
 def _stop(*processes: subprocess.Popen[bytes]) -> None:
-    """Stop the worker processes: SIGTERM, then SIGKILL for any that has not exited in time."""
+    """Stop the supervisor (which stops the workers): SIGTERM, then SIGKILL if it has not exited in time.
+
+    A SIGKILLed supervisor still takes its workers along: they get SIGTERM from the
+    parent-death signal and put their jobs back.
+    """
     running = [p for p in processes if p.poll() is None]
     for process in running:
         process.terminate()
-    deadline = time.monotonic() + WORKER_STOP_SECONDS
+    deadline = time.monotonic() + SUPERVISOR_STOP_SECONDS
     for process in running:
         try:
             process.wait(max(0.0, deadline - time.monotonic()))
@@ -119,41 +124,22 @@ def _clean_uploads(settings: dict[str, Any]) -> None:
               "left by a previous run.", flush=True)
 
 
-def _stop_with_parent(parent_pid: int) -> Any:
-    """A ``preexec_fn`` asking Linux to SIGTERM the job worker when ``serve`` dies.
-
-    ``serve`` stops its worker itself on a clean exit; this covers ``kill -9`` of ``serve``
-    alone, which would otherwise leave the worker running unsupervised (gunicorn's own
-    workers notice their parent is gone and exit). SIGTERM lets the worker put its running job
-    back in the queue. ``serve`` is single-threaded when it starts the worker, so a
-    ``preexec_fn`` is safe here.
-    """
-
-    def arrange() -> None:
-        try:
-            import ctypes
-
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            return  # not Linux: the worker outlives a killed serve, as before
-        if os.getppid() != parent_pid:  # serve died before the request took effect
-            os._exit(0)
-
-    return arrange
-
-
 def cmd_serve(args: argparse.Namespace) -> int:
-    """Migrate, start the job worker, then serve the app with gunicorn."""
+    """Migrate, start the supervised job workers, then serve the app with gunicorn."""
     settings = _settings()
     _migrate(settings)  # once, here, before gunicorn forks: migrating in every worker races
     _clean_uploads(settings)
-    # A general worker, and a lane for analyses, so that an upload's statistics never wait
-    # behind a training job that may run for an hour.
+    # The supervisor runs a general worker and a lane for analyses (so that an upload's
+    # statistics never wait behind a training job that may run for an hour) and restarts them.
+    # It is a process of its own: gunicorn's master reaps every child it has, and forks.
+    from webapp.supervisor import stop_with_parent
+
     workers: list[subprocess.Popen[bytes]] = []
     if not args.no_worker:
-        for only in ([], ["--only", "analyse"]):
-            workers.append(subprocess.Popen([sys.executable, "-m", "webapp.cli", "worker", *only],
-                                            preexec_fn=_stop_with_parent(os.getpid())))
+        # serve is still single-threaded here, so a preexec_fn is safe; it makes Linux SIGTERM
+        # the supervisor if serve is killed outright (a clean exit stops it in ``_stop``).
+        workers.append(subprocess.Popen([sys.executable, "-m", "webapp.supervisor"],
+                                        preexec_fn=stop_with_parent(os.getpid())))
     from webapp import server
 
     try:
