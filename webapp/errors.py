@@ -26,6 +26,10 @@ MESSAGES = {
     404: "There is nothing here. It may have been deleted, or the link may be wrong.",
     405: "That action is not available on this page.",
     413: "The upload is larger than this server accepts.",
+    # Only ``loaded.py`` aborts with 422: a stored tokenizer the engine refuses to load, e.g. one
+    # imported before the engine's limits existed, with a token of megabytes.
+    422: "This tokenizer cannot be opened: it breaks this server's limits (it may have been stored "
+         "before they existed). Delete it, or import it again from a file within the limits.",
     500: "Something went wrong on our side. The error has been logged; please try again.",
 }
 CSRF_MESSAGE = "This form has expired or did not come from this site. Reload the page and try again."
@@ -42,7 +46,8 @@ def _api_message(status: int, error: HTTPException | None) -> str:
     if status == 404:
         return f"There is no API endpoint {where}; GET /api lists the endpoints."
     if status == 405:
-        allowed = ", ".join(sorted(getattr(error, "valid_methods", None) or []))
+        valid = getattr(error, "valid_methods", None) or []
+        allowed = " or ".join(sorted(m for m in valid if m not in ("HEAD", "OPTIONS")))
         return f"{where} is not allowed; use {allowed or 'another method'} on this endpoint."
     if status == 413:
         limit = request.max_content_length

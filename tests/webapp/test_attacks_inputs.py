@@ -257,3 +257,168 @@ def test_no_route_answers_5xx(walk_app: Flask) -> None:
                     send(client, method, path, "escapes", who)
     assert sent > 1000
     assert problems == [], f"{len(problems)} bad answers:\n" + "\n".join(problems[:60])
+
+
+# ----------------------------------------------------------------- finding 10, input by input
+@pytest.fixture
+def three(app: Flask) -> dict[str, int]:
+    return {"bpe": store(app, byte_bpe()), "wp": store(app, wordpiece()), "uni": store(app, unigram())}
+
+
+def _corpus(client: FlaskClient) -> int:
+    client.post("/corpora/", data={"files": [(io.BytesIO(b"the cat sat\n" * 50), "cats.txt")]})
+    page = client.get("/train").get_data(as_text=True)
+    return int(re.search(r'name="corpus_ids" value="(\d+)"', page).group(1))  # type: ignore[union-attr]
+
+
+def test_share_link_days_superscript(client: FlaskClient, three: dict[str, int]) -> None:
+    response = client.post(f"/tokenizers/{three['bpe']}/share", data={"days": "²"})
+    assert response.status_code == 422
+    assert "The expiry must be a whole number of days from 1 to 3650" in response.get_data(as_text=True)
+    assert "got &#39;²&#39;" in response.get_data(as_text=True)
+
+
+def test_train_form_corpus_superscript(client: FlaskClient) -> None:
+    corpus = _corpus(client)
+    page = client.get("/train?corpus=²")
+    assert page.status_code == 200 and f'value="{corpus}" checked' not in page.get_data(as_text=True)
+    assert f'value="{corpus}" checked' in client.get(f"/train?corpus={corpus}").get_data(as_text=True)
+    response = client.post("/train", data={"algorithm": "bpe", "corpus_ids": [str(corpus), "²"]})
+    assert response.status_code == 422
+    assert "&#39;²&#39; is not a corpus id; choose the corpora from the list." in response.get_data(as_text=True)
+
+
+def test_compare_ignores_ids_that_are_not_ids(client: FlaskClient, three: dict[str, int]) -> None:
+    response = client.post("/compare", headers=HX, data={"ids": ["²", str(three["bpe"]), str(three["wp"])], "text": "the"})
+    assert response.status_code == 200
+    assert "2 stretches" in response.get_data(as_text=True) or "stretches of text" in response.get_data(as_text=True)
+    page = client.get(f"/compare?ids=²&ids={three['bpe']}")
+    assert page.status_code == 200 and "Choose between" not in page.get_data(as_text=True)
+
+
+def test_inspector_group_superscript(client: FlaskClient, three: dict[str, int]) -> None:
+    html = client.get(f"/tokenizers/{three['bpe']}/tokens/257?group=257+²+258", headers=HX).get_data(as_text=True)
+    assert "This span is 2 tokens" in html and "?group=257+258" in html
+
+
+@pytest.mark.parametrize("field, value, message", [
+    pytest.param("corpus_id", "²", "Choose a corpus to take the held-out split from.", id="corpus"),
+    pytest.param("percent", "²", "The held-out share must be a whole percentage from 1 to 50, not &#39;²&#39;.", id="percent"),
+    pytest.param("percent", "5" * 5000, "The held-out share must be a whole percentage from 1 to 50", id="long-percent"),
+])
+def test_evaluation_form_superscript(client: FlaskClient, three: dict[str, int], field: str, value: str, message: str) -> None:
+    form = {"corpus_id": str(_corpus(client)), "percent": "10", "part": "last", field: value}
+    response = client.post(f"/tokenizers/{three['bpe']}/insights/evaluate", headers=HX, data=form)
+    assert response.status_code == 422 and message in response.get_data(as_text=True)
+
+
+def test_vocab_search_superscript(client: FlaskClient, three: dict[str, int]) -> None:
+    # "²" is searched as text: the byte 0xb2, which byte-level BPE spells "²", is token 178.
+    response = client.get(f"/tokenizers/{three['bpe']}/vocab?q=²", headers=HX)
+    html = response.get_data(as_text=True)
+    assert response.status_code == 200 and "1 token match <code>²</code>" in html
+    assert re.findall(r'/tokens/(\d+)">', html) == ["178"]
+    assert "0 tokens match" in client.get(f"/tokenizers/{three['wp']}/vocab?q=²", headers=HX).get_data(as_text=True)
+    assert "1 token match" in client.get(f"/tokenizers/{three['bpe']}/vocab?q=257", headers=HX).get_data(as_text=True)
+
+
+def test_decode_form_superscript(client: FlaskClient, three: dict[str, int]) -> None:
+    response = client.post(f"/tokenizers/{three['bpe']}/decode", headers=HX, data={"ids": "257, ²"})
+    assert response.status_code == 422
+    assert "Item 2, &#39;²&#39;, is not a token id" in response.get_data(as_text=True)
+
+
+def test_jsonl_upload_nested_too_deeply(client: FlaskClient) -> None:
+    body = b'{"text": "fine"}\n' + b"[" * 100_000 + b"]" * 100_000 + b"\n"
+    response = client.post("/corpora/", data={"files": [(io.BytesIO(body), "deep.jsonl")]})
+    assert response.status_code == 422
+    assert "&#39;deep.jsonl&#39;, line 2 is nested too deeply to read" in response.get_data(as_text=True)
+
+
+# ----------------------------------------------------------------- the JSON API's errors
+@pytest.mark.parametrize("body, status, message", [
+    pytest.param(DEEP, 400, "The JSON body is nested too deeply", id="deep-list"),
+    pytest.param('{"tokenizer": ' * 50_000 + "1" + "}" * 50_000, 400, "nested too deeply", id="deep-object"),
+    pytest.param({"tokenizer": "²", "text": "x"}, 404, "There is no tokenizer '²'", id="superscript"),
+    pytest.param({"tokenizer": 10**30, "text": "x"}, 404, "ids are whole numbers from 1", id="huge-id"),
+    pytest.param({"tokenizer": True, "text": "x"}, 400, 'Give "tokenizer"', id="bool-id"),
+    pytest.param({"tokenizer": 1.0, "text": "x"}, 400, 'Give "tokenizer"', id="float-id"),
+    pytest.param({"tokenizer": "x" * 1000, "text": "x"}, 404, "names are 1 to 200 characters", id="long-name"),
+    pytest.param({"tokenizer": "BPE", "text": "x"}, 404, "There is no tokenizer 'BPE'", id="no-such-name"),
+])
+def test_api_encode_refuses_malformed_bodies(client: FlaskClient, three: dict[str, int], body: Any, status: int,
+                                             message: str) -> None:
+    data = body if isinstance(body, str) else json.dumps(body)
+    response = client.post("/api/v1/encode", data=data, content_type="application/json")
+    assert response.status_code == status, response.get_data(as_text=True)[:300]
+    assert message in response.json["error"]
+
+
+@pytest.mark.parametrize("ids, bad", [
+    pytest.param([True], "True", id="bool"), pytest.param([1.0], "1.0", id="float"),
+    pytest.param([2**63], str(2**63), id="beyond-64-bits"), pytest.param([-1], "-1", id="negative"),
+    pytest.param(["1"], "'1'", id="string"),
+])
+def test_api_decode_refuses_wrong_ids(client: FlaskClient, three: dict[str, int], ids: list[Any], bad: str) -> None:
+    response = client.post("/api/v1/decode", json={"tokenizer": three["bpe"], "ids": ids})
+    assert response.status_code == 400
+    assert response.json["error"].startswith(f'Give "ids" as a list of non-negative integers; {bad} is not one')
+
+
+def test_api_decode_output_is_bounded(client: FlaskClient, three: dict[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    from webapp import api
+
+    monkeypatch.setattr(api, "MAX_DECODE_BYTES", 10)
+    response = client.post("/api/v1/decode", json={"tokenizer": three["bpe"], "ids": [257] * 4})  # "the" x 4
+    assert response.status_code == 413
+    assert response.json["error"] == "These 4 ids decode to more than 10 bytes; decode fewer ids at a time."
+
+
+def test_api_body_size_is_bounded(client: FlaskClient, three: dict[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    from webapp import api
+
+    monkeypatch.setattr(api, "MAX_BODY_BYTES", 100)
+    response = client.post("/api/v1/encode", json={"tokenizer": three["bpe"], "text": "x" * 200})
+    assert response.status_code == 413 and response.is_json
+    assert "larger than the API's limit of 100 bytes" in response.json["error"]
+
+
+@pytest.mark.parametrize("method, path, status, message", [
+    pytest.param("GET", "/api/v1/nothing", 404, "There is no API endpoint GET /api/v1/nothing; GET /api lists", id="404"),
+    pytest.param("POST", "/api/v2/encode", 404, "There is no API endpoint POST /api/v2/encode", id="404-post"),
+    pytest.param("GET", "/api/v1/encode", 405, "GET /api/v1/encode is not allowed; use POST", id="405"),
+    pytest.param("DELETE", "/api/v1/tokenizers", 405, "use GET", id="405-delete"),
+])
+@pytest.mark.parametrize("who", ["alice", "visitor"])
+def test_api_404_and_405_are_json(app: Flask, method: str, path: str, status: int, message: str, who: str) -> None:
+    client = login_as(app.test_client(), 1) if who == "alice" else app.test_client()
+    response = client.open(path, method=method)
+    assert response.status_code == status and response.is_json
+    assert message in response.json["error"]
+    if status == 405:
+        assert method not in response.headers["Allow"]
+
+
+def test_html_pages_keep_html_errors(client: FlaskClient) -> None:
+    response = client.get("/apis-are-elsewhere")
+    assert response.status_code == 404 and response.mimetype == "text/html"
+    assert client.post("/api").status_code == 405  # the docs page is a page, not the API
+
+
+def test_api_500_and_csrf_failures_are_json(tmp_path: Any) -> None:
+    from tests.webapp.conftest import make_app
+
+    app = make_app(tmp_path, f"sqlite:///{tmp_path / 'csrf.sqlite3'}", WTF_CSRF_ENABLED=True, PROPAGATE_EXCEPTIONS=False)
+
+    def boom() -> str:
+        raise RuntimeError("a bug")
+
+    app.add_url_rule("/api/v1/boom", "boom", boom)
+    app.add_url_rule("/api/v1/form", "form", lambda: "ok", methods=["POST"])  # not CSRF-exempt
+    client = login_as(app.test_client(), 1)
+    crashed = client.get("/api/v1/boom")
+    assert crashed.status_code == 500 and crashed.json == {"error": MESSAGES[500]}
+    refused = client.post("/api/v1/form", data={"x": "1"})
+    assert refused.status_code == 400
+    assert refused.json == {"error": "This form has expired or did not come from this site. Reload the page and try again."}
+    db.get_engine(app).dispose()
