@@ -3,7 +3,8 @@
 Four kinds: a ``tokenizer.json``; GPT-2's ``vocab.json`` + ``merges.txt`` with the split pattern
 chosen from a list; a WordPiece ``vocab.txt``; a tiktoken rank file with its pattern (from the
 list or its sidecar). Every failure is an :class:`ImportProblem` whose message names the file
-and the problem (the engine's ``FormatError`` names the line). An imported tokenizer must also
+as uploaded and the problem (the engine's ``FormatError`` names the line). The engine's loaders
+enforce the bounds of ``engine.limits`` (ids, vocabulary, token length, special tokens). An imported tokenizer must also
 survive the round trip through ``tokenizer.json``, since that is how the database stores it.
 
 Left out: HTTP, storing the row (``transfer.py``), and the parsers (``engine.formats``).
@@ -57,10 +58,16 @@ def _specials(raw: str) -> list[str]:
     return [s for s in (part.strip() for part in raw.replace(",", "\n").splitlines()) if s]
 
 
-def _vocab_txt(text: str, lowercase: bool) -> Tokenizer:
+def _name(files: dict[str, Upload | None], key: str, default: str) -> str:
+    """The uploaded file's name for messages ("vocab.json, line 7: ..."), cut to a readable length."""
+    upload = files.get(key)
+    return (upload.filename if upload is not None and upload.filename else default)[:100]
+
+
+def _vocab_txt(text: str, lowercase: bool, source: str) -> Tokenizer:
     from engine.formats.vocab_txt import bert_tokenizer, parse_vocab_txt
 
-    return bert_tokenizer(parse_vocab_txt(text), lowercase=lowercase)
+    return bert_tokenizer(parse_vocab_txt(text, source=source), lowercase=lowercase, source=source)
 
 
 def read(kind: str, files: dict[str, Upload | None], *, pattern: str = "gpt2", specials: str = "",
@@ -74,11 +81,13 @@ def read(kind: str, files: dict[str, Upload | None], *, pattern: str = "gpt2", s
         elif kind == "gpt2":
             from engine.formats import gpt2
 
-            vocab = gpt2.parse_vocab_json(_text(files.get("vocab"), "vocab.json"))
-            merges = gpt2.parse_merges_txt(_text(files.get("merges"), "merges.txt"))
-            tokenizer = gpt2.build_gpt2(vocab, merges, pretokenizer=_pattern(pattern), special_tokens=_specials(specials))
+            vocab_name, merges_name = _name(files, "vocab", "vocab.json"), _name(files, "merges", "merges.txt")
+            vocab, lines = gpt2.parse_vocab_lines(_text(files.get("vocab"), "vocab.json"), source=vocab_name)
+            merges = gpt2.parse_merges_txt(_text(files.get("merges"), "merges.txt"), source=merges_name)
+            tokenizer = gpt2.build_gpt2(vocab, merges, pretokenizer=_pattern(pattern), special_tokens=_specials(specials),
+                                        vocab_source=vocab_name, merges_source=merges_name, vocab_lines=lines)
         elif kind == "vocab_txt":
-            tokenizer = _vocab_txt(_text(files.get("file"), "vocab.txt"), lowercase)
+            tokenizer = _vocab_txt(_text(files.get("file"), "vocab.txt"), lowercase, _name(files, "file", "vocab.txt"))
         else:
             from engine.formats import tiktoken
 
@@ -87,7 +96,8 @@ def read(kind: str, files: dict[str, Upload | None], *, pattern: str = "gpt2", s
             tokenizer = tiktoken.loads_tiktoken(
                 _text(files.get("file"), "rank file"), sidecar_text,
                 pretokenizer=None if sidecar_text and not pattern else _pattern(pattern),
-                special_tokens=_specials(specials))
+                special_tokens=_specials(specials), source=_name(files, "file", "rank file"),
+                sidecar_source=_name(files, "sidecar", "sidecar"))
     except ImportProblem:
         raise
     except (TokenforgeError, ValueError, KeyError, TypeError, RecursionError) as exc:
