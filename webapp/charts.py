@@ -96,7 +96,7 @@ def line_chart(points: Sequence[tuple[float, float]], *, label_x: str, label_y: 
 
     path = " ".join(f"{'M' if i == 0 else 'L'}{px(x):.1f},{py(y):.1f}" for i, (x, y) in enumerate(clean))
     body = [f'<path class="chart-line" d="{path}" fill="none"/>']
-    step = max(1, len(clean) // 60)  # at most ~60 dots, the line carries the rest
+    step = max(1, -(-len(clean) // 60))  # at most 61 dots (the last included), the line carries the rest
     for x, y in clean[::step] + ([clean[-1]] if (len(clean) - 1) % step else []):
         body.append(f'<circle class="chart-dot" cx="{px(x):.1f}" cy="{py(y):.1f}" r="3">'
                     f'<title>{escape(_fmt(x))}: {escape(_fmt(y))}</title></circle>')

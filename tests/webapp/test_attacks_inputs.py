@@ -422,3 +422,105 @@ def test_api_500_and_csrf_failures_are_json(tmp_path: Any) -> None:
     assert refused.status_code == 400
     assert refused.json == {"error": "This form has expired or did not come from this site. Reload the page and try again."}
     db.get_engine(app).dispose()
+
+
+# ----------------------------------------------------------------- finding 3: bounded pages
+PAGES = ["/tokenizers/{}/vocab", "/tokenizers/{}/vocab?q=b&page=2", "/tokenizers/{}/insights", "/tokenizers/{}",
+         "/tokenizers/{}/tokens/{}", "/tokenizers/{}/play", "/tokenizers/{}/downloads", "/compare?ids={}&ids={}"]
+MAX_PAGE_BYTES = 400_000
+LENGTHS = range(1, 1025)  # every length up to the engine's MAX_TOKEN_LENGTH
+
+
+def _wordpiece(tokens: list[str]) -> Tokenizer:
+    """A WordPiece whose vocabulary is ``tokens``: its constructor takes any string, however long."""
+    vocab = {"[UNK]": 0, **{token: i for i, token in enumerate(tokens, start=1)}}
+    return Tokenizer(WordPiece(vocab), pre_tokenizer=BertPreTokenizer(), name="pathological")
+
+
+def _insert(app: Flask, tokenizer: Tokenizer, name: str) -> int:
+    """Store ``tokenizer`` as a row directly, bypassing every import check."""
+    return store(app, tokenizer, name=name)
+
+
+def _share(app: Flask, tokenizer_id: int) -> FlaskClient:
+    with app.app_context():
+        session = db.get_session()
+        session.add(ShareLink(tokenizer_id=tokenizer_id, token=f"share{tokenizer_id}" + "x" * 30, created_by=1))
+        session.commit()
+    visitor = app.test_client()
+    assert visitor.get(f"/s/share{tokenizer_id}" + "x" * 30).status_code == 303
+    return visitor
+
+
+def test_histogram_and_rows_stay_bounded_for_a_10_mb_token() -> None:
+    tokenizer = _wordpiece(["a" * 10_000_000, *("b" * n for n in LENGTHS), *("c" * 10**k for k in range(3, 7))])
+    started = time.monotonic()
+    bars = vocab_browser.length_histogram(tokenizer)
+    assert len(bars) == charts.MAX_BARS  # not ten million: lengths are binned
+    assert bars[0] == ("1–166,667", 1024 + 1 + 3)  # the b-tokens, [UNK], and c-tokens of 1,000 to 100,000
+    assert bars[5] == ("833,336–1,000,002", 1)  # the c-token of a million
+    assert bars[-1] == ("9,833,354–10,000,000", 1) and sum(count for _, count in bars) == 1024 + 1 + 4 + 1
+    chart = charts.bar_chart(bars, label_x="length", label_y="tokens", title="t")
+    assert chart.count('class="chart-bar"') == charts.MAX_BARS and len(chart) < 30_000
+    page = vocab_browser.search(tokenizer, "a")
+    longest = vocab_browser.longest(tokenizer, 3)
+    assert [r.byte_length for r in longest] == [10_000_000, 1_000_000, 100_000]
+    assert longest[0].text == "a" * 256 + "…" and longest[0].token == "a" * 256 + "…"
+    assert page.total == 1 and len(page.rows[0].text) == 257
+    assert time.monotonic() - started < 30  # generous: the unbinned histogram took minutes and gigabytes
+
+
+def test_bar_and_line_charts_have_a_bounded_size() -> None:
+    bars = charts.bar_chart([(i, i % 7) for i in range(1, 100_001)], label_x="x", label_y="y", title="t")
+    assert bars.count('class="chart-bar"') == charts.MAX_BARS
+    assert "<title>1–1,667: " in bars  # merged ranges say which values they hold
+    line = charts.line_chart([(i, 1.0 + 1 / i) for i in range(1, 100_001)], label_x="x", label_y="y", title="t")
+    assert line.count("L") <= charts.MAX_POINTS and line.count("<circle") <= 61
+    points = charts.numeric_points([[1, 2], ["x", 3], [float("inf"), 1], [True, 1], [2], 5, [3, 4.5]])
+    assert points == [(1.0, 2.0), (3.0, 4.5)]
+
+
+def test_stored_tokenizer_with_a_10_mb_token_cannot_blow_up_a_page(app: Flask, client: FlaskClient) -> None:
+    """A row stored before the engine's limits: refused at load (a 422 page), quickly and small."""
+    tokenizer_id = _insert(app, _wordpiece(["a" * 10_000_000, *("b" * n for n in range(1, 3001))]), "huge token")
+    other = store(app, wordpiece())
+    visitor = _share(app, tokenizer_id)
+    started = time.monotonic()
+    for who, browser in (("alice", client), ("share visitor", visitor)):
+        for page in PAGES:
+            url = page.format(tokenizer_id, 1) if "compare" not in page else page.format(tokenizer_id, other)
+            response = browser.get(url)
+            if who == "share visitor" and response.status_code in (303, 404):  # team-only pages, or compare's other
+                continue
+            body = response.get_data()
+            assert len(body) < MAX_PAGE_BYTES, (who, url, len(body))
+            assert response.status_code in (200, 422), (who, url, response.status_code)
+            if response.status_code == 422:
+                assert b"This tokenizer cannot be opened: it breaks this server&#39;s limits" in body
+    assert time.monotonic() - started < 60  # the vocabulary page alone took more than 60 s
+
+
+def test_pages_of_a_tokenizer_with_tokens_of_every_length_are_bounded(app: Flask, client: FlaskClient) -> None:
+    """The longest tokens the engine loads, of every length up to it: binned bars, cut text, small pages."""
+    tokens = [*("b" * n for n in LENGTHS), *("é" * n for n in range(1, 1025, 7))]
+    tokenizer_id = _insert(app, _wordpiece(tokens), "every length")
+    other = store(app, wordpiece())
+    visitor = _share(app, tokenizer_id)
+    longest_id = len(LENGTHS)  # "b" * 1024
+    for who, browser in (("alice", client), ("share visitor", visitor)):
+        for page in PAGES:
+            url = page.format(tokenizer_id, longest_id) if "compare" not in page else page.format(tokenizer_id, other)
+            response = browser.get(url)
+            if who == "share visitor" and response.status_code in (303, 404):
+                continue
+            html = response.get_data(as_text=True)
+            assert response.status_code == 200, (who, url, response.status_code)
+            assert len(html.encode()) < MAX_PAGE_BYTES, (who, url, len(html))
+            assert "b" * 257 not in html and "é" * 257 not in html, (who, url)
+    vocab = visitor.get(f"/tokenizers/{tokenizer_id}/vocab").get_data(as_text=True)
+    assert vocab.count('class="chart-bar"') == 59  # up to 2,046 bytes ("é" * 1,023) in bars of 35 lengths
+    assert f"<code>{'é' * 128}…</code>" in vocab  # 256 bytes of a 2,046-byte token, then an ellipsis
+    inspector = client.get(f"/tokenizers/{tokenizer_id}/tokens/{longest_id}").get_data(as_text=True)
+    assert "Bytes (1,024)" in inspector and "only the first 256 bytes are shown" in inspector
+    hex_shown = re.search(r'data-testid="inspector-hex">([^<]*)<', inspector).group(1)  # type: ignore[union-attr]
+    assert hex_shown == " ".join(["62"] * 256)  # the first 256 of the 1,024 "b" bytes
