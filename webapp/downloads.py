@@ -13,6 +13,7 @@ Left out: HTTP (``transfer.py``) and the formats themselves (``engine.serializat
 
 from __future__ import annotations
 
+import functools
 import io
 import zipfile
 from collections.abc import Callable
@@ -129,17 +130,28 @@ def build(tok: Tokenizer, key: str) -> dict[str, bytes]:
         raise ExportError(str(exc)) from None
 
 
+MAX_REASON = 300  # characters of a reason shown on the page (an engine message may quote a token)
+
+
 def plan(tok: Tokenizer) -> list[Format]:
     """Every format, with the reason it cannot represent this tokenizer where that is so."""
+    return list(_plan(tok))
+
+
+@functools.lru_cache(maxsize=8)
+def _plan(tok: Tokenizer) -> tuple[Format, ...]:
+    """Built once per loaded tokenizer (they are immutable): writing and reading back every
+    format of a large vocabulary takes seconds, too slow to repeat on each view of the page."""
     out = []
     for key, (label, files, description, _builder) in BUILDERS.items():
         try:
             build(tok, key)
             reason = None
         except ExportError as exc:
-            reason = str(exc)
+            text = str(exc)
+            reason = text if len(text) <= MAX_REASON else text[:MAX_REASON] + "…"
         out.append(Format(key, label, files, description, reason))
-    return out
+    return tuple(out)
 
 
 README = """# {name}

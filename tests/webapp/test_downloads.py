@@ -16,6 +16,21 @@ from webapp import downloads
 TEXT = "the wé, Hello worlds! 日本 👋"
 
 
+def test_plan_builds_each_format_once_per_tokenizer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The downloads page is viewed often; writing and re-reading every format is not redone."""
+    calls: list[str] = []
+    real = downloads.build
+
+    def counting(tok: object, key: str) -> dict[str, bytes]:
+        calls.append(key)
+        return real(tok, key)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(downloads, "build", counting)
+    tok = byte_bpe()
+    first, second = downloads.plan(tok), downloads.plan(tok)
+    assert first == second and calls == list(downloads.BUILDERS)
+
+
 def test_plan_offers_what_each_model_can_be_written_as() -> None:
     bpe = {f.key: f for f in downloads.plan(byte_bpe())}
     assert [k for k, f in bpe.items() if f.available] == ["tokenizer.json", "gpt2", "tiktoken"]
