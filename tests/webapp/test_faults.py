@@ -8,6 +8,12 @@
 - The whole app (serve, job worker, trainer) crashed with one job running and one queued: after
   a restart both finish, the running one on its second attempt. ``serve`` killed alone takes
   its job worker with it (no unsupervised worker survives).
+- A job worker SIGKILLed under ``serve``: serve's supervisor re-queues its job at once (the
+  heartbeat timeout is set to an hour, so nothing else could) and starts a new worker, which
+  finishes the job; a worker that keeps dying is restarted after a growing back-off.
+- SIGTERM of ``serve`` in the middle of a Unigram training leaves no process at all: not the
+  trainer's counting pool or forks either (every process of the app carries a tag in its
+  environment, so orphans are found wherever they went).
 - Many clients uploading, renaming and queueing jobs at once against SQLite, while the job
   worker writes heartbeats: every answer is a 2xx/3xx or a 4xx with a message, never a 5xx.
 
@@ -19,9 +25,11 @@ from __future__ import annotations
 import datetime as dt
 import fcntl
 import gzip
+import logging
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -30,10 +38,12 @@ from pathlib import Path
 import pytest
 from flask import Flask
 
-from tests.webapp.live import Client, LiveApp, group_alive, multipart, train_fields
+from tests.webapp.live import Client, LiveApp, children, group_alive, multipart, process_commands, train_fields
 from tests.webapp.test_worker import (  # noqa: F401 - ``algorithm`` is a fixture
-    CORPUS, _kill_worker_mid_job, _start_worker_process, add_job, algorithm, job_row, session_for, wait_for,
+    CORPUS, _kill_worker_mid_job, _start_worker_process, add_job, algorithm, job_row, needs_two_cpus, session_for,
+    unigram_corpus, wait_for,
 )
+from webapp import supervisor
 from webapp.models import Job, Tokenizer, utcnow
 from webapp.storage import CorpusStore
 
@@ -234,6 +244,107 @@ def test_killing_serve_alone_stops_its_job_workers_too(tmp_path: Path) -> None:
                  limit=30)
     finally:
         app.crash()
+
+
+# --- serve supervises its job workers -----------------------------------------------------------
+
+
+def _worker_pid(app: LiveApp, lane: list[str]) -> int | None:
+    """The pid of serve's job worker for ``lane`` ([] for every kind of job), if one runs."""
+    assert app.process is not None
+    for pid, argv in process_commands(app.process.pid).items():
+        if argv[1:4] == ["-m", "webapp.cli", "worker"] and argv[4:] == lane:
+            return pid
+    return None
+
+
+def test_serve_restarts_a_killed_job_worker_and_its_job_finishes(tmp_path: Path) -> None:
+    # Heartbeats would go stale only after an hour: the job can come back in time only because
+    # serve saw its worker die.
+    app = LiveApp(tmp_path / "data", env={"TOKENFORGE_STALE_SECONDS": "3600", "TOKENFORGE_MAX_ATTEMPTS": "2"})
+    app.start()
+    try:
+        client = Client(app.url)
+        client.signup()
+        corpus_id = client.upload("tiny.txt", CORPUS.encode()).url.rstrip("/").rsplit("/", 1)[-1]
+        assert client.post("train", {**train_fields(client, 300), "corpus_ids": corpus_id}).status == 200
+        [(job_id,)] = app.rows("SELECT id FROM jobs WHERE kind = 'train'")
+        status = lambda: app.rows("SELECT status, attempts FROM jobs WHERE id = ?", job_id)[0]  # noqa: E731
+        wait_for(lambda: status()[0] == "running", "the job to start")
+        killed = _worker_pid(app, [])
+        assert killed is not None
+        release = _hold_writes(app)  # the job cannot finish before the kill
+        os.kill(killed, signal.SIGKILL)
+        wait_for(lambda: killed not in process_commands(app.process.pid), "the worker to die")  # type: ignore[union-attr]
+        release()
+
+        wait_for(lambda: _worker_pid(app, []) not in (None, killed), "serve to start a new worker", limit=30)
+        wait_for(lambda: status()[0] in FINISHED, "the job to finish", limit=90)
+        assert status() == ("succeeded", 2)
+        assert app.rows("SELECT COUNT(*) FROM tokenizers WHERE job_id = ?", job_id) == [(1,)]
+        log = app.log.read_text()
+        assert (f"the job worker for every kind of job (pid {killed}) was killed by SIGKILL after " in log
+                and " s; restarting it in 1 s" in log), log
+        assert f"jobs of the dead worker {killed}: {{'cancelled': [], 'failed': [], 'requeued': [{job_id}]}}" in log
+        assert _worker_pid(app, ["--only", "analyse"]) is not None  # the other lane was left alone
+        assert app.stop() == 0
+    finally:
+        app.crash()
+
+
+def test_a_worker_that_keeps_dying_is_restarted_ever_more_slowly(
+        db_app: Flask, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(supervisor, "MIN_BACKOFF_SECONDS", 0.05)
+    monkeypatch.setattr(supervisor, "MAX_BACKOFF_SECONDS", 0.2)
+    caplog.set_level(logging.WARNING, "tokenforge.supervisor")
+    crashing = supervisor.Supervisor(dict(db_app.config), lanes=[()],
+                                     command=[sys.executable, "-c", "raise SystemExit(3)"])
+    thread = threading.Thread(target=crashing.run)
+    thread.start()
+    try:
+        wait_for(lambda: crashing.lanes[0].restarts >= 5, "five deaths", limit=60)
+    finally:
+        crashing.stop()
+        thread.join(timeout=60)
+    deaths = [r.getMessage() for r in caplog.records if "restarting it in" in r.getMessage()]
+    assert [m.rsplit(" ", 2)[-2] for m in deaths[:5]] == ["0.05", "0.1", "0.2", "0.2", "0.2"]
+    assert all(" exited with code 3 after 0 s; " in m for m in deaths)
+
+
+def test_a_worker_that_ran_for_a_while_is_restarted_after_the_shortest_back_off() -> None:
+    lanes = supervisor.Supervisor({}, lanes=[()])
+    lane = lanes.lanes[0]
+    for lived, backoff in [(0.0, 1.0), (0.5, 2.0), (3.0, 4.0), (supervisor.STABLE_SECONDS, 1.0), (1.0, 2.0)]:
+        lanes._schedule(lane, lived=lived)
+        assert lane.backoff == backoff
+    for _ in range(10):
+        lanes._schedule(lane, lived=0.0)
+    assert lane.backoff == supervisor.MAX_BACKOFF_SECONDS
+
+
+@needs_two_cpus
+def test_sigterm_of_serve_mid_training_leaves_no_process(tmp_path: Path) -> None:
+    app = LiveApp(tmp_path / "data")
+    app.start()
+    try:
+        client = Client(app.url)
+        client.signup()
+        answer = client.upload("big.txt", unigram_corpus().encode())
+        corpus_id = answer.url.rstrip("/").rsplit("/", 1)[-1]
+        fields = {**train_fields(client, 2000, "unigram"), "corpus_ids": corpus_id}
+        assert client.post("train", fields).status == 200
+        [(job_id,)] = app.rows("SELECT id FROM jobs WHERE kind = 'train'")
+        worker = _worker_pid(app, [])
+        assert worker is not None
+        # The training child has processes of its own (the counting pool, then forks and shards).
+        wait_for(lambda: any(children(c) for c in children(worker)), "the trainer's own processes to start")
+        assert app.stop() == 0
+        wait_for(lambda: app.processes() == [], "every process of the app to exit", limit=30)
+        assert app.rows("SELECT status, attempts FROM jobs WHERE id = ?", job_id) == [("queued", 0)]
+    finally:
+        app.crash()
+        for pid in app.processes():  # orphans a failure left behind
+            os.kill(pid, signal.SIGKILL)
 
 
 # --- concurrent writes against SQLite ---------------------------------------------------------
