@@ -13,8 +13,8 @@ Left out: HTTP (``transfer.py``) and the formats themselves (``engine.serializat
 
 from __future__ import annotations
 
-import functools
 import io
+import weakref
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -133,15 +133,24 @@ def build(tok: Tokenizer, key: str) -> dict[str, bytes]:
 MAX_REASON = 300  # characters of a reason shown on the page (an engine message may quote a token)
 
 
+# Plans live as long as their tokenizer (``loaded.py``'s cache decides that), not longer.
+_plans: weakref.WeakKeyDictionary[Tokenizer, tuple[Format, ...]] = weakref.WeakKeyDictionary()
+
+
 def plan(tok: Tokenizer) -> list[Format]:
-    """Every format, with the reason it cannot represent this tokenizer where that is so."""
-    return list(_plan(tok))
+    """Every format, with the reason it cannot represent this tokenizer where that is so.
+
+    Built once per tokenizer object (they are immutable): writing and reading back every
+    format of a large vocabulary takes seconds, too slow to repeat on each view of the page.
+    Two threads may both build it once; they get the same answer.
+    """
+    cached = _plans.get(tok)
+    if cached is None:
+        cached = _plans[tok] = _plan(tok)
+    return list(cached)
 
 
-@functools.lru_cache(maxsize=8)
 def _plan(tok: Tokenizer) -> tuple[Format, ...]:
-    """Built once per loaded tokenizer (they are immutable): writing and reading back every
-    format of a large vocabulary takes seconds, too slow to repeat on each view of the page."""
     out = []
     for key, (label, files, description, _builder) in BUILDERS.items():
         try:

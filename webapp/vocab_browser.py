@@ -16,7 +16,7 @@ Left out: HTML (``templates/playground/vocab.html``) and the SVG histogram (``ch
 
 from __future__ import annotations
 
-import functools
+import weakref
 from collections import Counter
 from dataclasses import dataclass
 
@@ -63,9 +63,20 @@ def _surface(tokenizer: Tokenizer, token_id: int) -> bytes:
     return data
 
 
-@functools.lru_cache(maxsize=16)
+# Rows live as long as their tokenizer object, which ``loaded.py``'s cache keeps or drops; an
+# lru_cache here would keep evicted tokenizers (and their rows) alive on its own count.
+_cache: weakref.WeakKeyDictionary[Tokenizer, tuple[VocabRow, ...]] = weakref.WeakKeyDictionary()
+
+
 def _rows(tokenizer: Tokenizer) -> tuple[VocabRow, ...]:
     """Every row, in id order, built once per loaded tokenizer (tokenizers are immutable)."""
+    rows = _cache.get(tokenizer)
+    if rows is None:
+        rows = _cache[tokenizer] = _build_rows(tokenizer)
+    return rows
+
+
+def _build_rows(tokenizer: Tokenizer) -> tuple[VocabRow, ...]:
     model = tokenizer.model
     origins: dict[int, tuple[int, int, int]] = getattr(model, "origins", {})
     scores = model.pieces() if model.kind == "unigram" and hasattr(model, "pieces") else None
