@@ -207,3 +207,25 @@ def test_release_returns_the_job_without_spending_an_attempt(db_app: Flask) -> N
         job = session.get(Job, job_id)
         session.refresh(job)
         assert (job.status, job.attempts, job.worker_id) == ("queued", 0, None)
+
+
+def test_recover_worker_requeues_a_dead_workers_job_at_once(db_app: Flask) -> None:
+    with new_session(db_app) as session:
+        mine, theirs, cancelling, spent = add_jobs(session, 4)
+        for job_id, worker in ((mine, "host:1"), (theirs, "host:2"), (cancelling, "host:1"), (spent, "host:1")):
+            assert jobs.claim(session, worker) == job_id
+        jobs.request_cancel(session, cancelling)
+        session.execute(text("UPDATE jobs SET attempts = 2 WHERE id = :id"), {"id": spent})
+        session.commit()
+        why = "its worker process (pid 1) was killed by SIGKILL"
+        assert jobs.recover_worker(session, "host:1", max_attempts=2, why=why) == {
+            "cancelled": [cancelling], "failed": [spent], "requeued": [mine]}
+        rows = {job.id: job for job in session.scalars(select(Job)).all()}
+        for job in rows.values():
+            session.refresh(job)
+        assert (rows[mine].status, rows[mine].worker_id, rows[mine].attempts) == ("queued", None, 1)
+        assert rows[mine].error == "Re-queued because its worker process (pid 1) was killed by SIGKILL."
+        assert rows[theirs].status == "running"  # another worker's job, heartbeat fresh or not
+        assert rows[cancelling].status == "cancelled"
+        assert (rows[spent].status, rows[spent].error) == (
+            "failed", "Training failed after 2 attempts: each time, its worker process (pid 1) was killed by SIGKILL.")

@@ -1,0 +1,104 @@
+"""Issue #11, finding 4, from the web form: training options that would cost processes, memory or
+time are refused with a 422 and the engine's sentence, and no job is queued.
+
+``opt-num_workers=48`` once took a 2-CPU server from 7 to 56 processes. The bounds live in the
+engine (``engine/trainers/limits.py``, tested in ``tests/engine/test_trainer_limits.py``); these
+tests check that the form really goes through them. The job-side bounds (time limit, fair
+queue, no orphans) are in ``test_worker.py``, ``test_jobs.py`` and ``test_faults.py``.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import re
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import select
+
+from engine.trainers import option_specs
+from engine.trainers.limits import MAX_PIECE_LENGTH, MAX_SUB_ITERATIONS, cpu_count, max_workers
+from webapp import db
+from webapp.models import Job
+
+
+def _form(algorithm: str, **options: str) -> dict[str, str]:
+    """The training form at its defaults for a corpus of team 1, with ``options`` changed."""
+    data = {"algorithm": algorithm, "corpus_ids": "1", "name": ""}
+    for spec in option_specs(algorithm):
+        if spec.type == "bool":
+            if spec.default:
+                data[f"opt-{spec.name}"] = "on"
+        elif spec.type == "list":
+            data[f"opt-{spec.name}"] = "\n".join(spec.default or [])
+        else:
+            data[f"opt-{spec.name}"] = "" if spec.default is None else str(spec.default)
+    data.update({f"opt-{name}": value for name, value in options.items()})
+    return data
+
+
+@pytest.fixture
+def corpus(client: FlaskClient) -> None:
+    client.post("/corpora/", data={"files": [(io.BytesIO(b"a b c a b"), "c.txt")]},
+                content_type="multipart/form-data")
+
+
+def _field_error(page: str, name: str) -> str | None:
+    found = re.search(rf'<div class="field invalid">.*?name="opt-{name}".*?'
+                      r'<p class="field-error" role="alert">(.*?)</p>', page, re.S)
+    return html.unescape(found.group(1)) if found else None
+
+
+def _train_jobs(app: Flask) -> list[Job]:
+    with app.app_context():
+        return list(db.get_session().scalars(select(Job).where(Job.kind == "train")))
+
+
+@pytest.mark.usefixtures("corpus")
+def test_num_workers_48_is_refused_with_the_cpu_limit(client: FlaskClient, app: Flask) -> None:
+    if cpu_count() >= 48:
+        pytest.skip("this machine has 48 CPUs or more")
+    response = client.post("/train", data=_form("bpe", vocab_size="300", num_workers="48"))
+    assert response.status_code == 422
+    plural = "s" if cpu_count() != 1 else ""
+    assert _field_error(response.get_data(as_text=True), "num_workers") == (
+        f"num_workers=48 must be between 1 and {max_workers()} (this machine has {cpu_count()} CPU{plural}); "
+        "pass a smaller num_workers, or leave it empty for one per CPU.")
+    assert _train_jobs(app) == []
+
+
+@pytest.mark.usefixtures("corpus")
+@pytest.mark.parametrize(
+    ("algorithm", "options", "field", "message"),
+    [
+        pytest.param("unigram", {"max_piece_length": "100000"}, "max_piece_length",
+                     f"max_piece_length=100000 is above the limit of {MAX_PIECE_LENGTH}", id="piece-length"),
+        pytest.param("unigram", {"n_sub_iterations": "1000000"}, "n_sub_iterations",
+                     f"n_sub_iterations=1000000 is above the limit of {MAX_SUB_ITERATIONS}", id="em-iterations"),
+        pytest.param("unigram", {"seed_size": "99999999999"}, "seed_size",
+                     "seed_size=99999999999 is above the limit of 10,000,000", id="seed-size"),
+        pytest.param("unigram", {"shrinking_factor": "0.99999"}, "shrinking_factor",
+                     "shrinking_factor must be above 0 and at most 0.95, not 0.99999", id="shrinking"),
+        pytest.param("wordpiece", {"vocab_size": "9" * 30}, "vocab_size",
+                     "vocab_size=999999999999… (30 characters) is above the limit of 1,000,000", id="wordpiece-vocab"),
+        pytest.param("bpe", {"vocab_size": "300", "special_tokens": "\n".join(f"<s{i}>" for i in range(2000))},
+                     "special_tokens", "special_tokens lists 2,000 tokens, above the limit of 1,000", id="specials"),
+    ],
+)
+def test_costly_options_are_refused_inline(client: FlaskClient, app: Flask, algorithm: str,
+                                           options: dict[str, str], field: str, message: str) -> None:
+    response = client.post("/train", data=_form(algorithm, **options))
+    assert response.status_code == 422
+    error = _field_error(response.get_data(as_text=True), field)
+    assert error is not None and error.startswith(message), error
+    assert _train_jobs(app) == []
+
+
+@pytest.mark.usefixtures("corpus")
+def test_the_most_workers_the_machine_allows_are_accepted(client: FlaskClient, app: Flask) -> None:
+    response = client.post("/train", data=_form("bpe", vocab_size="300", num_workers=str(max_workers())))
+    assert response.status_code == 303
+    [job] = _train_jobs(app)
+    assert job.options["num_workers"] == max_workers()
