@@ -191,9 +191,9 @@ def change_password() -> Response:
     return redirect(url_for("accounts.account"), 303)
 
 
-@bp.post("/account/sessions/end")
+@bp.post("/account/logout-elsewhere")
 @login_required
-def end_other_sessions() -> Response:
+def logout_elsewhere() -> Response:
     """Sign out everywhere else: every session but this one ends (copies of this cookie too)."""
     user = current_user._get_current_object()
     auth.end_sessions(user)

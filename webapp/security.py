@@ -5,11 +5,12 @@
   handlers, no ``style=`` attributes; ``tests/webapp/test_security.py`` checks the templates),
   plus ``X-Content-Type-Options``, ``Referrer-Policy`` (share tokens are in URLs, so they must
   never leak through the Referer header) and framing protection.
-- The JSON API's encode and decode calls are rate-limited per user (or per IP address).
+- The JSON API's encode and decode calls are rate-limited per user (or per IP address), in the
+  limiter every web process shares (``ratelimit.py``), with the API's own window.
 - A database that stays locked longer than the busy timeout becomes a 503 with a plain sentence
   asking to retry, never a 500 and never the driver's "database is locked" text.
 
-Left out: CSRF (flask-wtf, wired in ``create_app``) and login limits (``accounts.py``).
+Left out: CSRF (flask-wtf, wired in ``create_app``) and login and sign-up limits (``accounts.py``).
 """
 
 from __future__ import annotations

@@ -166,7 +166,7 @@ def test_sign_out_everywhere_else(app: Flask) -> None:
     login(browser, "alice@example.com")
     other_device, thief = app.test_client(), copy_of(browser, app)
     login(other_device, "alice@example.com")
-    assert browser.post("/account/sessions/end").status_code == 303
+    assert browser.post("/account/logout-elsewhere").status_code == 303
     assert browser.get("/account").status_code == 200
     assert other_device.get("/account").status_code == 303
     assert thief.get("/account").status_code == 303

@@ -75,8 +75,10 @@ def test_login_logout_and_the_gate(anon_client: FlaskClient) -> None:
 
 
 @pytest.mark.parametrize("target", ["https://evil.example/", "//evil.example/x", "/\\evil.example",
-                                    "javascript:alert(1)", ""], ids=["absolute", "scheme-relative",
-                                                                     "backslash", "javascript", "empty"])
+                                    "javascript:alert(1)", "", "/x\r\nLocation: //evil", "/\t/evil.example",
+                                    "/a//evil.example", "corpora/", "/\u2028"],
+                         ids=["absolute", "scheme-relative", "backslash", "javascript", "empty", "crlf",
+                              "tab", "inner-double-slash", "relative", "line-separator"])
 def test_login_never_redirects_off_site(app: Flask, target: str) -> None:
     with app.test_request_context():
         assert safe_next(target) == "/"

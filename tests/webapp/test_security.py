@@ -276,3 +276,22 @@ def test_gunicorn_workers_share_the_login_limit_across_a_restart(tmp_path: Path)
         assert attempt() == 429
     finally:
         live.stop()
+
+
+def test_migration_0004_downgrades_keeping_the_accounts(app: Flask) -> None:
+    from sqlalchemy import inspect
+
+    app.test_client().post("/login", data={"email": "alice@example.com", "password": "guess"})
+    url = app.config["DATABASE_URL"]
+    db.get_engine(app).dispose()
+    db.downgrade(url, "0003")
+    engine = db.make_engine(url)
+    try:
+        with engine.connect() as conn:
+            assert "rate_limits" not in inspect(conn).get_table_names()
+            assert "session_generation" not in {c["name"] for c in inspect(conn).get_columns("users")}
+            assert conn.execute(text("SELECT email FROM users")).scalars().all() == ["alice@example.com"]
+    finally:
+        engine.dispose()
+    db.upgrade(url)
+    assert app.test_client().post("/login", data={"email": "alice@example.com", "password": PASSWORD}).status_code == 303
