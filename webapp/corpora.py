@@ -29,6 +29,7 @@ from webapp.storage import CorpusStore, UploadError
 
 bp = Blueprint("corpora", __name__, url_prefix="/corpora")
 MAX_NAME = 200
+MAX_LISTED = 500  # rows on the list page, newest first
 INTERRUPTED = "The upload was interrupted before it finished. Nothing was stored; please try again."
 
 
@@ -52,7 +53,9 @@ def clean_filename(raw: str) -> str:
 
 
 def _all_corpora() -> list[Corpus]:
-    return list(get_session().scalars(scoped(Corpus).order_by(Corpus.created_at.desc(), Corpus.id.desc())))
+    """The newest ``MAX_LISTED`` corpora, for the list page."""
+    return list(get_session().scalars(scoped(Corpus).order_by(Corpus.created_at.desc(), Corpus.id.desc())
+                                      .limit(MAX_LISTED)))
 
 
 def _get_or_404(corpus_id: int) -> Corpus:
@@ -68,6 +71,7 @@ def index() -> Response:
 def _index_page(errors: list[str], form: dict[str, object], status: int = 200) -> Response:
     corpora = _all_corpora()
     return render("corpora/index.html", corpora=corpora, errors=errors, form=form, status=status,
+                  capped=len(corpora) == MAX_LISTED,
                   states=analysis_states(get_session(), corpora))
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from flask import Blueprint, abort, flash, redirect, request, url_for
 from sqlalchemy import select
+from sqlalchemy.orm import defer
 from werkzeug.wrappers import Response
 
 from engine import TokenforgeError
@@ -28,10 +29,11 @@ from webapp.numbers import parse_id
 bp = Blueprint("tokenizers", __name__)
 MAX_CORPORA = 1000  # corpus checkboxes one form may submit; more is not a person choosing
 SHOWN_MERGES = 50
+MAX_LISTED = 500  # rows on a list page, newest first (as the job list)
 
 
 def _corpora() -> list[Corpus]:
-    return list(get_session().scalars(scoped(Corpus).order_by(Corpus.name, Corpus.id)))
+    return list(get_session().scalars(scoped(Corpus).order_by(Corpus.name, Corpus.id).limit(MAX_CORPORA)))
 
 
 def _corpus_ids(raw: list[str]) -> list[int]:
@@ -142,11 +144,13 @@ def cancel(job_id: int) -> Response:
 @bp.get("/tokenizers")
 def index() -> Response:
     """All tokenizers, newest first."""
-    rows = get_session().scalars(scoped(Tokenizer).order_by(Tokenizer.id.desc())).all()
+    # The list needs neither the JSON document nor the training stats, which can be megabytes each.
+    rows = get_session().scalars(scoped(Tokenizer).options(defer(Tokenizer.tokenizer_json), defer(Tokenizer.stats))
+                                 .order_by(Tokenizer.id.desc()).limit(MAX_LISTED)).all()
     active = get_session().scalars(
         scoped(Job).where(Job.status.in_(("queued", "running")), Job.kind == "train").order_by(Job.id)
     ).all()
-    return render("tokenizers/index.html", tokenizers=rows, active=active)
+    return render("tokenizers/index.html", tokenizers=rows, active=active, capped=len(rows) == MAX_LISTED)
 
 
 @bp.get("/tokenizers/<int:tokenizer_id>")

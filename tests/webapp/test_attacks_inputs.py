@@ -524,3 +524,19 @@ def test_pages_of_a_tokenizer_with_tokens_of_every_length_are_bounded(app: Flask
     assert "Bytes (1,024)" in inspector and "only the first 256 bytes are shown" in inspector
     hex_shown = re.search(r'data-testid="inspector-hex">([^<]*)<', inspector).group(1)  # type: ignore[union-attr]
     assert hex_shown == " ".join(["62"] * 256)  # the first 256 of the 1,024 "b" bytes
+
+
+def test_list_pages_are_capped(app: Flask, client: FlaskClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    from webapp import corpora, tokenizers
+
+    monkeypatch.setattr(tokenizers, "MAX_LISTED", 2)
+    monkeypatch.setattr(corpora, "MAX_LISTED", 2)
+    ids = [store(app, byte_bpe(f"bpe {i}")) for i in range(3)]
+    html = client.get("/tokenizers").get_data(as_text=True)
+    assert re.findall(r'href="/tokenizers/(\d+)">bpe', html) == [str(ids[2]), str(ids[1])]
+    assert "Only the newest 2 tokenizers are listed." in html
+    for i in range(3):
+        client.post("/corpora/", data={"files": [(io.BytesIO(f"text {i}\n".encode()), f"c{i}.txt")]})
+    html = client.get("/corpora/").get_data(as_text=True)
+    assert re.findall(r'href="/corpora/\d+">(c\d)\.txt', html) == ["c2", "c1"]
+    assert "Only the newest 2 corpora are listed." in html
