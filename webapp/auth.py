@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from flask import Flask, abort, current_app, g, jsonify, redirect, request, session, url_for
 from flask_login import LoginManager, current_user, login_user
-from sqlalchemy import Select, or_, select, update
+from sqlalchemy import Select, func, or_, select, update
 from werkzeug.security import check_password_hash, generate_password_hash
 from werkzeug.wrappers import Response
 
@@ -196,12 +196,17 @@ def owned_or_404(model: type[Row], row_id: int) -> Row:
 
 
 def current_team() -> Team:
-    """The team new corpora, jobs and tokenizers go to: the one chosen, else the first."""
+    """The team new corpora, jobs and tokenizers go to: the one chosen, else the first owned."""
     ids = team_ids()
     if not ids:
         abort(403)  # every account has a team; losing all of them is a state we refuse to act in
     chosen = session.get("team_id")
-    team_id = chosen if chosen in ids else min(ids)
+    if chosen in ids:
+        team_id = chosen
+    else:  # a fresh session: a team of one's own, never one joined later that has a smaller id
+        owned = get_session().scalar(select(func.min(Membership.team_id)).where(
+            Membership.user_id == current_user.id, Membership.role == "owner"))
+        team_id = owned if owned is not None else min(ids)
     team = get_session().get(Team, team_id)
     if team is None:
         abort(404)

@@ -75,6 +75,19 @@ def test_opening_an_invite_then_logging_in_joins_nothing(app: Flask, client: Fla
         assert db.get_session().scalar(select(Corpus.team_id).where(Corpus.name == "more.txt")) == bob_team
 
 
+def test_after_joining_a_new_login_still_works_in_your_own_team(app: Flask, client: FlaskClient) -> None:
+    bob, bob_team = add_user(app, "bob@example.com", "Bob")
+    url = invite_url(client)
+    browser = app.test_client()
+    login(browser, "bob@example.com", next=url)
+    browser.post(url)
+    browser.post("/logout")
+    login(browser, "bob@example.com")  # a fresh session has no working team chosen
+    browser.post("/corpora/", data={"files": [(io.BytesIO(b"bob's diary"), "diary.txt")]})
+    with app.app_context():  # Alice's team has the smaller id, but Bob owns his own
+        assert db.get_session().scalar(select(Corpus.team_id).where(Corpus.name == "diary.txt")) == bob_team
+
+
 def test_joining_needs_the_csrf_token(app: Flask, client: FlaskClient) -> None:
     bob, bob_team = add_user(app, "bob@example.com", "Bob")
     url = invite_url(client)
