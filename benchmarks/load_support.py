@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import html
 import http.cookiejar
 import math
 import os
@@ -33,7 +34,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -282,7 +283,9 @@ def job_state(browser: Browser, job_id: int) -> dict[str, Any]:
     status = re.search(r'data-status="(\w+)"', page)
     error = re.search(r'<p class="errors">(.*?)</p>', page, re.S)
     done = re.search(r'class="done">.*?href="/tokenizers/(\d+)".*?\(([\d,]+) tokens\)', page, re.S)
+    progress = re.search(r'data-status="running".*?</p>\s*<p>(.*?)</p>', page, re.S)
     return {"id": job_id, "status": status.group(1) if status else "unknown",
+            "progress": " ".join(html.unescape(re.sub(r"<[^>]+>", " ", progress.group(1))).split()) if progress else None,
             "error": error.group(1).strip() if error else None,
             "tokenizer_id": int(done.group(1)) if done else None,
             "vocab_size": int(done.group(2).replace(",", "")) if done else None}
@@ -351,7 +354,7 @@ def stats_bytes(data_dir: Path, tokenizer_id: int) -> int | None:
 
 @dataclass
 class Setup:
-    """What the simulated users need, and the background job's state (``job_id``)."""
+    """What the simulated users need, and the background jobs queued so far (``job_ids``)."""
 
     port: int
     tokenizer_id: int
@@ -360,7 +363,7 @@ class Setup:
     admin: Browser
     job_corpus_id: int
     job_options: dict[str, str]
-    job_id: int | None = None
+    job_ids: list[int] = field(default_factory=list)
 
 
 def prepare(base: str, port: int, args: argparse.Namespace, users: int, data_dir: Path) -> tuple[Setup, dict[str, Any]]:

@@ -6,8 +6,9 @@ Through the web pages, as a person would, it signs up, creates an API key, uploa
 and trains a ``--vocab-size`` BPE on it with a training job, so the tokenizer's row holds the
 statistics a real training writes (an import stores none). It uploads a second, larger corpus
 made from the first one's words and keeps a training job on it running through every
-measurement: before each one it queues a new job if the last has ended, and it reports the
-job's status before and after. The job worker runs at its normal nice level.
+measurement: before each one it makes sure that one job is running and a second is queued
+behind it (the worker starts that one within a second if the first ends mid-measurement), and
+it reports the jobs' statuses before and after. The job worker runs at its normal nice level.
 
 Each simulated user has a login session of its own and one keep-alive connection, and repeats
 what a playground user does, with no pause (a closed loop: the next request leaves when the
@@ -31,6 +32,7 @@ import html
 import json
 import os
 import random
+import re
 import resource
 import shutil
 import signal
@@ -127,18 +129,28 @@ async def user(number: int, setup: Setup, texts: Texts, stop: float, timeout: fl
 # --- one measurement ------------------------------------------------------------------------------
 
 
-def keep_training(setup: Setup) -> str:
-    """Queue a training job unless one is queued or running, wait until it runs; return its status."""
-    state = job_state(setup.admin, setup.job_id) if setup.job_id else {"status": "none"}
-    if state["status"] not in ("queued", "running"):
-        setup.job_id = queue_training(setup.admin, setup.job_corpus_id, "background training", setup.job_options)
-        state = wait_for_job(setup.admin, setup.job_id, ("running",), timeout=300)
-    return f"#{setup.job_id} {state['status']}"
+def keep_training(setup: Setup) -> list[int]:
+    """Have a background job running and a second one queued behind it, which the worker starts
+    within a second should the first end during a measurement; return their ids."""
+    live = [job for job in setup.job_ids if job_state(setup.admin, job)["status"] in ("queued", "running")]
+    while len(live) < 2:
+        live.append(queue_training(setup.admin, setup.job_corpus_id, "background training", setup.job_options))
+        setup.job_ids.append(live[-1])
+    wait_for_job(setup.admin, live[0], ("running",), timeout=300)
+    return live
+
+
+def training_now(setup: Setup, jobs: list[int]) -> tuple[str, int | None]:
+    """The statuses of ``jobs`` as one line, and the id of the one running."""
+    states = [job_state(setup.admin, job) for job in jobs]
+    line = ", ".join(f"#{s['id']} {s['status']}" + (f" ({s['progress']})" if s["progress"] else "") for s in states)
+    return line, next((s["id"] for s in states if s["status"] == "running"), None)
 
 
 def measure(setup: Setup, texts: Texts, users: int, args: argparse.Namespace, serve_pid: int) -> dict[str, Any]:
     """Run ``users`` users for the warm-up plus ``args.seconds``; summarise the measured part."""
-    job_before, load_before = keep_training(setup), os.getloadavg()
+    jobs = keep_training(setup)
+    (job_before, running_before), load_before = training_now(setup, jobs), os.getloadavg()
     records: list[tuple[str, float, float, str | None]] = []
     counters: dict[str, tuple[float, float]] = {}
 
@@ -161,7 +173,7 @@ def measure(setup: Setup, texts: Texts, users: int, args: argparse.Namespace, se
     errors = [r[3] for r in measured if r[3] is not None]
     warmup_errors = [r[3] for r in records if r[1] < start and r[3] is not None]
     count = max(1, len(measured))
-    job_after = f"#{setup.job_id} {job_state(setup.admin, setup.job_id)['status']}"
+    job_after, running_after = training_now(setup, jobs)
     return {
         "users": users, "seconds": args.seconds, "warmup_seconds": args.warmup,
         "requests": len(measured), "rps": round(len(measured) / args.seconds, 1),
@@ -173,7 +185,7 @@ def measure(setup: Setup, texts: Texts, users: int, args: argparse.Namespace, se
         "client_cpu_ms_per_request": round(1000 * (counters["end"][1] - counters["start"][1]) / count, 2),
         "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
         "training_job": {"before": job_before, "after": job_after,
-                         "ran_throughout": job_before.endswith("running") and job_after == job_before},
+                         "ran_throughout": running_before is not None and running_after is not None},
     }
 
 
@@ -196,8 +208,13 @@ def markdown(rounds: list[dict[str, Any]]) -> str:
                      f"| {lat['all']['max_ms']} | {' / '.join(str(lat[k]['p99_ms']) for k in KINDS)} "
                      f"| {r['errors'] + r['warmup_errors']} | {r['web_cpu_ms_per_request']} "
                      f"| {r['load_average']['before'][0]} → {r['load_average']['after'][0]} "
-                     f"| {r['training_job']['before']} → {r['training_job']['after']} |")
+                     f"| {_statuses(r['training_job']['before'])} → {_statuses(r['training_job']['after'])} |")
     return "\n".join(lines)
+
+
+def _statuses(line: str) -> str:
+    """``#4 running (merging: 10 of 99), #5 queued`` without the progress: ``#4 running, #5 queued``."""
+    return re.sub(r" \([^)]*\)", "", line)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
