@@ -295,3 +295,13 @@ def test_migration_0004_downgrades_keeping_the_accounts(app: Flask) -> None:
         engine.dispose()
     db.upgrade(url)
     assert app.test_client().post("/login", data={"email": "alice@example.com", "password": PASSWORD}).status_code == 303
+
+
+def test_concurrent_hits_never_overshoot_the_limit(app: Flask) -> None:
+    """The check and the count are one statement: racing callers get exactly the budget."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    limiter = limiter_on(app, FakeClock())
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda _: limiter.hit("shared", (50, 100.0)), range(120)))
+    assert answers.count(None) == 50
