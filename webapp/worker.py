@@ -167,7 +167,7 @@ class Worker:
             if outcome is None and child.exited():
                 outcome = ("died", child.end())
                 break
-            if self.stopping.is_set():
+            if outcome is None and self.stopping.is_set():  # a result that came in is still stored
                 child.end()
                 with self.sessions() as session:
                     jobs.release(session, job_id, self.worker_id)
