@@ -31,7 +31,7 @@ import regex
 from engine.ascii_split import fastest_split
 from engine.decoders import ByteLevelDecoder, Decoder
 from engine.errors import UnknownTokenIdError
-from engine.limits import regex_timeout
+from engine.limits import read_bytes, regex_timeout
 from engine.models.base import Model
 from engine.normalizers import Normalizer, normalize_aligned
 from engine.offsets import TokenSpan, char_byte_offsets, token_char_bounds
@@ -376,7 +376,10 @@ class Tokenizer:
 
     @classmethod
     def from_file(cls, path: str | Path) -> Tokenizer:
-        return cls.from_json(Path(path).read_text(encoding="utf-8"))
+        """Load a ``tokenizer.json``; a file over ``engine.limits.MAX_FILE_BYTES`` is refused unread."""
+        from engine.serialization import loads
+
+        return loads(read_bytes(path))
 
 
 def replace_surrogates(text: str) -> str:
