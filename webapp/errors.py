@@ -90,6 +90,8 @@ def init_app(app: Flask) -> None:
 
     @app.errorhandler(RequestEntityTooLarge)
     def too_large(error: RequestEntityTooLarge) -> tuple[str, int] | Response:
+        if error.description and error.description != RequestEntityTooLarge.description:
+            return _page(413, error.description)  # raised with its own sentence (requests.py's limits)
         if wants_json():
             return _page(413, _api_message(413, error))
         limit = current_app.config["MAX_UPLOAD_BYTES"]
