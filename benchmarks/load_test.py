@@ -57,9 +57,13 @@ LIMITS_ENV = {"TOKENFORGE_API_RATE_LIMIT": "1000000000/60", "TOKENFORGE_LOGIN_RA
 
 
 def default_corpus() -> Path | None:
-    """The largest of ``../shared/data/cs336/*.txt`` and ``corpus.en`` beside the repository."""
+    """The largest text of ``../shared/data/cs336/*.txt`` and ``corpus.en`` beside the repository.
+
+    ``gpt2_merges.txt`` and ``train-bpe-reference-merges.txt`` are left out: they are the
+    largest ``.txt`` files there, but tokenizer files, not text a person would encode.
+    """
     folder = REPO.parent / "shared" / "data" / "cs336"
-    found = [p for p in [*folder.glob("*.txt"), folder / "corpus.en"] if p.is_file()]
+    found = [p for p in [*folder.glob("*.txt"), folder / "corpus.en"] if p.is_file() and "merges" not in p.name]
     return max(found, key=lambda p: p.stat().st_size) if found else None
 
 
@@ -286,7 +290,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 def _stop_on_sigterm(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt  # unwinds through main's finally, which stops the server
+    """Stop as Ctrl-C does: asyncio's own SIGINT handler cancels the users and closes their
+    connections (so the server need not wait for them), then main's ``finally`` stops it."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # started in the background by a script
+        raise KeyboardInterrupt
+    os.kill(os.getpid(), signal.SIGINT)
 
 
 if __name__ == "__main__":
