@@ -18,8 +18,12 @@ JSON API encode with a Bearer key. A short warm-up is not counted. A request tha
 non-2xx answer, a wrong body, a reset or a closed connection is an error; nothing is resent.
 Static files (CSS, htmx) are left out: browsers cache them.
 
-It prints one JSON object and a Markdown table for ``docs/benchmarks.md``, and exits 1 on any
-error (2 when no corpus is found or the server cannot be set up).
+For each user count it reports requests/s; p50/p95/p99/max latency overall and per kind of
+request; errors; the web processes' CPU per request (from ``/proc``: unlike latency, the
+machine's other load hardly changes it) and this script's own; the load average before and
+after; and the training jobs' statuses (``ran_throughout``: one was running at the start and
+one at the end). It prints one JSON object and a Markdown table for ``docs/benchmarks.md``, and
+exits 1 on any error (2 when no corpus is found or the server cannot be set up).
 
     python benchmarks/load_test.py --corpus /work/corpora/en_5M.txt
 """
@@ -171,7 +175,7 @@ def measure(setup: Setup, texts: Texts, users: int, args: argparse.Namespace, se
         counters["window"] = (start, stop)
 
     asyncio.run(run())
-    start, stop = counters["window"]
+    start = counters["window"][0]
     measured = [r for r in records if r[1] >= start]
     ok = [r for r in measured if r[3] is None]
     errors = [r[3] for r in measured if r[3] is not None]
