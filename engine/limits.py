@@ -22,6 +22,7 @@ Left out: request sizes (the web app's), training options (``engine.trainers``).
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -62,6 +63,11 @@ second and 30 MB; 10,000 tokens of 256 characters took 21 s and 550 MB."""
 
 MAX_PATTERN_LENGTH = 2048
 """Characters in a custom pre-tokenizer regex; the o200k pattern, the longest named one, has 422."""
+
+MAX_PATTERN_SIZE = 100_000
+"""Elements of a custom pattern once its counted repeats are expanded (``(?:a{1000}){1000}`` is a
+million). ``regex`` expands them while compiling, which no timeout can stop: that pattern took
+0.2 s, and ``((a{1000}){1000}){1000}``, 24 characters, did not finish compiling."""
 
 MAX_FILE_BYTES = 256 << 20
 """Bytes of one file the engine's loaders read. Gemma's tokenizer.json, among the largest, is
@@ -138,13 +144,71 @@ def check_special_tokens(specials: Mapping[str, int], *, source: str | None = No
 
 
 def check_pattern(pattern: object) -> str:
-    """``pattern`` if it is a string of at most ``MAX_PATTERN_LENGTH`` characters; ConfigError otherwise."""
+    """``pattern`` if it is a string within ``MAX_PATTERN_LENGTH`` and ``MAX_PATTERN_SIZE``; ConfigError otherwise."""
     if not isinstance(pattern, str):
         raise ConfigError(f"A pre-tokenizer pattern must be a string, not {shown(pattern)}.")
     if len(pattern) > MAX_PATTERN_LENGTH:
         raise ConfigError(f"The pre-tokenizer pattern has {len(pattern):,} characters; at most "
                           f"{MAX_PATTERN_LENGTH:,} are accepted (engine.limits.MAX_PATTERN_LENGTH).")
+    if expanded_size(pattern) > MAX_PATTERN_SIZE:
+        raise ConfigError(f"The pre-tokenizer pattern {shown(pattern)} has nested counted repeats that expand to "
+                          f"over {MAX_PATTERN_SIZE:,} elements (engine.limits.MAX_PATTERN_SIZE); use * or + "
+                          "instead of large {n} counts inside repeated groups.")
     return pattern
+
+
+_COUNT = re.compile(r"\{(\d*)(,?)(\d*)\}")
+_NAMED_ESCAPE = re.compile(r"\\[pPNxuUg]\{[^}]*\}")
+
+
+def expanded_size(pattern: str) -> int:
+    """An upper estimate of the number of elements ``pattern`` has once counted repeats are expanded.
+
+    It is a scan, not a parser: an escape or a character class is one element, a group is the
+    sum of its elements (alternatives add up), and ``X{m,n}`` counts ``X`` max(m, n) times.
+    Values are capped just above ``MAX_PATTERN_SIZE``, so the arithmetic stays small.
+    """
+    cap = MAX_PATTERN_SIZE + 1
+    stack: list[list[int]] = [[0, 0]]  # per open group: [its size so far, the size of its last element]
+    i, end = 0, len(pattern)
+    while i < end:
+        char, size = pattern[i], 1
+        if char == "\\":
+            named = _NAMED_ESCAPE.match(pattern, i)  # \p{L}, \x{41}: its braces are not a count
+            i = named.end() if named else i + 2
+        elif char == "[":
+            # The class ends at the first unescaped "]". A nested set of the V1 syntax ends
+            # earlier than the compiler thinks, so its rest counts as elements: an overestimate.
+            i += 1 + (pattern[i + 1 : i + 2] == "^")
+            i += pattern[i : i + 1] == "]"  # a leading "]" is a member
+            while i < end and pattern[i] != "]":
+                i += 2 if pattern[i] == "\\" else 1
+            i += 1
+        elif char == "(":
+            stack.append([0, 0])
+            i += 1
+            continue
+        elif char == ")" and len(stack) > 1:
+            size = max(stack.pop()[0], 1)
+            i += 1
+        elif char == "{" and (count := _COUNT.match(pattern, i)) and (count.group(1) or count.group(3)):
+            times = max(int(count.group(1) or 0), int(count.group(3) or 0))
+            top = stack[-1]
+            top[0] = min(top[0] + top[1] * (times - 1), cap)
+            top[1] = min(top[1] * times, cap)
+            i = count.end()
+            continue
+        elif char in "*+?|":
+            i += 1
+            continue
+        else:
+            i += 1
+        top = stack[-1]
+        top[0], top[1] = min(top[0] + size, cap), size
+    while len(stack) > 1:  # an unclosed group: the compiler will refuse the pattern anyway
+        size = stack.pop()[0]
+        stack[-1][0] = min(stack[-1][0] + size, cap)
+    return stack[0][0]
 
 
 def read_bytes(path: str | Path, *, source: str | None = None, limit: int = MAX_FILE_BYTES) -> bytes:

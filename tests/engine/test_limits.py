@@ -255,10 +255,23 @@ def test_a_capturing_group_gives_whole_matches_as_hugging_face_does() -> None:
     pytest.param("a" * (MAX_PATTERN_LENGTH + 1), "has 2,049 characters; at most 2,048", id="too-long"),
     pytest.param(r"(a", "is not a valid regex", id="invalid"),
     pytest.param(r"(?:(?:a|a)*)*b|\S", "took over 0.5 s on a", id="slow-on-the-sample"),
+    # 24 characters that regex.compile never finished expanding (no timeout applies to compiling)
+    pytest.param(r"((a{1000}){1000}){1000}|\S", "has nested counted repeats that expand to over 100,000 elements",
+                 id="compile-bomb"),
+    pytest.param(r"[[](a{1000}){1000}", "expand to over 100,000", id="bomb-behind-a-bracket"),
 ])
 def test_unusable_patterns_are_refused_with_the_reason(pattern: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
         RegexSplit(pattern)
+
+
+def test_real_patterns_are_far_below_the_expansion_limit() -> None:
+    from engine.limits import expanded_size
+    from engine.pretokenizers import PATTERNS
+
+    assert {name: expanded_size(p) for name, p in PATTERNS.items()} == {"gpt2": 21, "gpt4": 26, "o200k": 56}
+    assert expanded_size(r"(ab|cd){3}\p{L}{2}[{}]{5}") == 12 + 2 + 5
+    assert RegexSplit(r"\w{1,60000}|\s").pieces("ab c") == ["ab", " ", "c"]
 
 
 # --------------------------------------------------------------------------- finding 5: ReDoS
