@@ -258,8 +258,8 @@ def wait_for_analysis(browser: Browser, corpus_id: int, timeout: float) -> None:
         time.sleep(1)
 
 
-def queue_training(browser: Browser, corpus_id: int, name: str, options: dict[str, str]) -> int:
-    """Queue a BPE training job from the train form, every option at the form's default but ``options``."""
+def train_form_fields(browser: Browser, options: dict[str, str]) -> dict[str, str]:
+    """The BPE train form's option fields, every one at the form's default but ``options``."""
     from webapp.training_form import PREFIX
 
     form = browser.get("train?algorithm=bpe")
@@ -270,6 +270,12 @@ def queue_training(browser: Browser, corpus_id: int, name: str, options: dict[st
         chosen = re.search(r'<option value="([^"]*)"[^>]*selected', choices) or re.search(r'<option value="([^"]*)"', choices)
         fields[field] = chosen.group(1) if chosen else ""
     fields.update((PREFIX + key, value) for key, value in options.items())
+    return fields
+
+
+def queue_training(browser: Browser, corpus_id: int, name: str, options: dict[str, str]) -> int:
+    """Queue a BPE training job from the train form, every option at the form's default but ``options``."""
+    fields = train_form_fields(browser, options)
     url, _ = browser.post("train", {"algorithm": "bpe", "corpus_ids": str(corpus_id), "name": name, **fields})
     found = re.search(r"/jobs/(\d+)$", url.rstrip("/"))
     if found is None:
