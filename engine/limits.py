@@ -10,12 +10,13 @@ entry and the limit. Each limit admits every real tokenizer we know of with room
 Encoding time is bounded by a *budget*: ``with time_budget(2.0): tokenizer.encode(text)`` lets
 pattern matching in the block take 2 s in all, after which :class:`EncodeTimeout` is raised.
 ``regex``'s ``timeout=`` covers one call (a ``finditer`` counts its whole iteration), while one
-encode makes many calls, so the budget is a deadline in a context variable and each call on
-user text passes the time left (``regex_timeout``). ``regex`` measures that timeout in CPU time
-of the process (C ``clock()``), so on a machine busy with other processes one slow call may
-overrun the wall-clock deadline by the time it waited for a core. Without a budget nothing is
-limited, which is what training and the CLI want. The named patterns' ASCII fast path (``ascii_split``) runs in
-linear time and does not check the budget.
+encode makes many calls, so the budget lives in a context variable: each call on user text
+(``run_budgeted``) gets the time left as its timeout and is charged what it took. ``regex``
+measures its timeout in CPU time of the process (C ``clock()``), so the budget does too: wall
+time is longer on a busy machine, and in a threaded server other threads' matching counts.
+Parsing and the model's merging are not charged. Without a budget nothing is limited, which is
+what training and the CLI want. The named patterns' ASCII fast path (``ascii_split``) runs in
+linear time and is not charged.
 
 Left out: request sizes (the web app's), training options (``engine.trainers``).
 """
@@ -24,10 +25,11 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
+from typing import TypeVar
 
 from engine.errors import ConfigError, EncodeTimeout, FormatError
 
@@ -74,6 +76,7 @@ MAX_FILE_BYTES = 256 << 20
 about 34 MB; the web app's own upload limit is smaller still."""
 
 _SHOWN = 40  # characters of a value quoted in a message
+T = TypeVar("T")
 
 
 def shown(value: object) -> str:
@@ -222,48 +225,65 @@ def read_bytes(path: str | Path, *, source: str | None = None, limit: int = MAX_
 
 
 # ----------------------------------------------------------------------- time budget
-_BUDGET: ContextVar[tuple[float, float] | None] = ContextVar("tokenforge_time_budget", default=None)
-"""(monotonic deadline, the budget in seconds) of the innermost ``time_budget``, or None."""
+class _Budget:
+    """The pattern-matching seconds a ``time_budget`` block grants, and how many are left."""
+
+    __slots__ = ("seconds", "left")
+
+    def __init__(self, seconds: float, left: float) -> None:
+        self.seconds = seconds
+        self.left = left
+
+
+_BUDGET: ContextVar[_Budget | None] = ContextVar("tokenforge_time_budget", default=None)
+"""The innermost ``time_budget`` of this context (each thread and each request has its own), or None."""
 
 
 @contextmanager
 def time_budget(seconds: float | None) -> Iterator[None]:
     """Let pattern matching inside the block take at most ``seconds`` in all (None: no limit).
 
-    Nested budgets keep the earlier deadline, so an inner block can only shorten the time left.
+    Only the time spent in the budgeted pattern calls counts, not parsing or the model's work.
+    A nested budget gets no more than the outer one has left, and what it spends is the outer's.
     """
     if seconds is None:
         yield
         return
     if not isinstance(seconds, int | float) or isinstance(seconds, bool) or not seconds > 0:
         raise ConfigError(f"A time budget must be a positive number of seconds, not {seconds!r}.")
-    deadline = time.monotonic() + seconds
     outer = _BUDGET.get()
-    if outer is not None and outer[0] <= deadline:
-        deadline, seconds = outer
-    token = _BUDGET.set((deadline, seconds))
+    budget = _Budget(float(seconds), float(seconds) if outer is None else min(float(seconds), outer.left))
+    start_left = budget.left
+    token = _BUDGET.set(budget)
     try:
         yield
     finally:
         _BUDGET.reset(token)
+        if outer is not None:
+            outer.left -= start_left - budget.left
 
 
-def regex_timeout(what: str, advice: str) -> float | None:
-    """The ``timeout=`` for one ``regex`` call: the time left, or None without a budget.
+def run_budgeted(call: Callable[[float | None], T], what: str, advice: str) -> T:
+    """``call(timeout)`` for one ``regex`` call on user text, charged to the current budget.
 
-    Raises :class:`EncodeTimeout` when the budget is already spent.
+    ``timeout`` is the time left (None without a budget). The time the call takes is measured
+    with the clock ``regex`` uses for its timeout, the process's CPU time. A call that runs out
+    raises :class:`EncodeTimeout` naming ``what`` and giving ``advice``.
     """
     budget = _BUDGET.get()
     if budget is None:
-        return None
-    left = budget[0] - time.monotonic()
-    if left <= 0:
-        raise expired(what, advice)
-    return left
+        return call(None)
+    if budget.left <= 0:
+        raise _expired(budget, what, advice)
+    started = time.process_time()
+    try:
+        return call(budget.left)
+    except TimeoutError:
+        budget.left = 0.0
+        raise _expired(budget, what, advice) from None
+    finally:
+        budget.left -= time.process_time() - started
 
 
-def expired(what: str, advice: str) -> EncodeTimeout:
-    """The error for ``what`` (e.g. "The pre-tokenizer pattern") outrunning the current budget."""
-    budget = _BUDGET.get()
-    seconds = f"{budget[1]:g} s" if budget is not None else "its time budget"
-    return EncodeTimeout(f"{what} took longer than {seconds} on this text; {advice}")
+def _expired(budget: _Budget, what: str, advice: str) -> EncodeTimeout:
+    return EncodeTimeout(f"{what} took longer than {budget.seconds:g} s on this text; {advice}")

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple, Protocol
 import regex
 
 from engine.errors import ConfigError, FormatError
-from engine.limits import check_pattern, expired, regex_timeout, shown
+from engine.limits import check_pattern, run_budgeted, shown
 
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
 GPT4_PATTERN = (
@@ -123,21 +123,17 @@ class RegexSplit:
             )
 
     def pieces(self, text: str) -> list[str]:
-        """The matches of the pattern in ``text``, within the current time budget."""
-        try:
-            timeout = regex_timeout(*_SLOW_PATTERN)
-            if self._regex.groups:
-                return [m.group() for m in self._regex.finditer(text, timeout=timeout)]
-            return self._regex.findall(text, timeout=timeout)
-        except TimeoutError:
-            raise expired(*_SLOW_PATTERN) from None
+        """The matches of the pattern in ``text``, charged to the current time budget."""
+        if self._regex.groups:
+            return run_budgeted(lambda timeout: [m.group() for m in self._regex.finditer(text, timeout=timeout)],
+                                *_SLOW_PATTERN)
+        return run_budgeted(lambda timeout: self._regex.findall(text, timeout=timeout), *_SLOW_PATTERN)
 
     def split(self, text: str) -> list[Piece]:
-        try:
-            matches = self._regex.finditer(text, timeout=regex_timeout(*_SLOW_PATTERN))
-            return [Piece(m.group(), m.start(), m.end()) for m in matches]
-        except TimeoutError:
-            raise expired(*_SLOW_PATTERN) from None
+        return run_budgeted(
+            lambda timeout: [Piece(m.group(), m.start(), m.end()) for m in self._regex.finditer(text, timeout=timeout)],
+            *_SLOW_PATTERN,
+        )
 
     def to_hf(self) -> dict[str, Any]:
         return {

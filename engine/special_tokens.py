@@ -18,7 +18,7 @@ from typing import Literal
 import regex
 
 from engine.errors import SpecialTokenError
-from engine.limits import check_special_tokens, expired, regex_timeout
+from engine.limits import check_special_tokens, run_budgeted
 
 AllowedSpecial = Literal["all"] | Collection[str]
 _KEPT_PATTERNS = 8  # alternations kept per tokenizer; more distinct allowed sets start afresh
@@ -75,10 +75,7 @@ class SpecialTokens:
         pattern = self._pattern(disallowed)
         if pattern is None:
             return
-        try:
-            match = pattern.search(text, timeout=regex_timeout(*_SLOW))
-        except TimeoutError:
-            raise expired(*_SLOW) from None
+        match = run_budgeted(lambda timeout: pattern.search(text, timeout=timeout), *_SLOW)
         if match is not None:
             token = match.group()
             raise SpecialTokenError(
@@ -92,10 +89,7 @@ class SpecialTokens:
         pattern = self._pattern(allowed)
         position = 0
         if pattern is not None:
-            try:
-                matches = list(pattern.finditer(text, timeout=regex_timeout(*_SLOW)))
-            except TimeoutError:
-                raise expired(*_SLOW) from None
+            matches = run_budgeted(lambda timeout: list(pattern.finditer(text, timeout=timeout)), *_SLOW)
             for match in matches:
                 if match.start() > position:
                     yield position, match.start(), None

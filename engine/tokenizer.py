@@ -10,9 +10,8 @@ text: most words repeat.
 
 Offsets for highlighting are computed in ``encode_with_offsets`` with the helpers of
 ``offsets.py``; file formats and training live elsewhere. Inside an
-``engine.limits.time_budget`` the pre-tokenizer's and special tokens' patterns stop at the
-deadline, and the model is not started on another new pre-token after it (a single long
-pre-token is merged to its end).
+``engine.limits.time_budget`` the pre-tokenizer's and the special tokens' patterns are charged
+to the budget and stop when it is spent; the model's merging is not charged.
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ import regex
 from engine.ascii_split import fastest_split
 from engine.decoders import ByteLevelDecoder, Decoder
 from engine.errors import UnknownTokenIdError
-from engine.limits import read_bytes, regex_timeout
+from engine.limits import read_bytes
 from engine.models.base import Model
 from engine.normalizers import Normalizer, normalize_aligned
 from engine.offsets import TokenSpan, char_byte_offsets, token_char_bounds
@@ -43,7 +42,6 @@ from engine.special_tokens import AllowedSpecial, SpecialTokens
 # Pre-token → ids cache size. en_5M has ~70k distinct pre-tokens: at 1 << 16 an LRU thrashed (a second
 # pass still missed 48k times, 0.8 s instead of 0.3 s). Worst case ~250 bytes an entry, ~32 MB.
 CACHE_SIZE = 1 << 17
-_SLOW_ENCODE = ("Encoding", "encode a shorter text.")  # what ran out of time, and the advice
 # A safe place to cut streamed text: after a newline that sits between two non-space
 # characters, the second not "/". None of the supported patterns joins such a newline to what
 # follows (o200k's punctuation rule does take "/" after a newline: "{\n//" is one piece), so
@@ -89,16 +87,8 @@ class Tokenizer:
         self._reset_cache()
 
     def _reset_cache(self) -> None:
-        self._cache = PreTokenCache(self._tokenize_in_budget, CACHE_SIZE)
+        self._cache = PreTokenCache(self.model.tokenize, CACHE_SIZE)
         self._surfaces = SurfaceBytes(getattr(self.model, "surface_bytes", self.model.token_bytes))
-
-    def _tokenize_in_budget(self, piece: str) -> list[int]:
-        """The model's ids for a pre-token the cache has not seen, unless the time budget is spent.
-
-        Only cache misses pay for the check, and a miss costs a model run anyway.
-        """
-        regex_timeout(*_SLOW_ENCODE)
-        return self.model.tokenize(piece)
 
     # Pickling drops the caches, so tokenizers can be sent to worker processes.
     def __getstate__(self) -> dict[str, Any]:

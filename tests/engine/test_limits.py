@@ -288,17 +288,26 @@ def test_a_backtracking_pattern_stops_at_the_time_budget() -> None:
         tok.encode_with_offsets("," * 2000)
 
 
-def test_budgets_nest_to_the_earlier_deadline_and_end_with_their_block() -> None:
-    from engine.limits import _BUDGET
+def _times_out(timeout: float | None) -> None:
+    raise TimeoutError  # what regex raises when a call outruns its timeout
 
-    assert _BUDGET.get() is None
-    with time_budget(10):
+
+def test_budgets_charge_pattern_calls_and_nest() -> None:
+    from engine.limits import _BUDGET, run_budgeted
+
+    assert run_budgeted(lambda timeout: timeout, "x", "y") is None  # no budget: no timeout at all
+    with time_budget(5):
         outer = _BUDGET.get()
+        assert outer is not None and 4.9 < run_budgeted(lambda timeout: timeout, "x", "y") <= 5  # type: ignore[operator]
         with time_budget(100):
-            assert _BUDGET.get() == outer  # an inner block cannot extend the time left
+            assert run_budgeted(lambda timeout: timeout, "x", "y") <= 5  # type: ignore[operator]
         with time_budget(1):
-            assert _BUDGET.get()[1] == 1  # type: ignore[index]
-        assert _BUDGET.get() == outer
+            with pytest.raises(EncodeTimeout, match=r"^The thing took longer than 1 s on this text; do less.$"):
+                run_budgeted(_times_out, "The thing", "do less.")
+            with pytest.raises(EncodeTimeout):  # spent: the next call is refused before it starts
+                run_budgeted(lambda timeout: timeout, "The thing", "do less.")
+        assert 3.9 < outer.left < 4  # the inner block spent its whole second of the outer five
+        assert run_budgeted(lambda timeout: timeout, "x", "y") == pytest.approx(outer.left, abs=0.1)
     assert _BUDGET.get() is None
     with pytest.raises(ConfigError, match="positive number of seconds, not 0"):
         with time_budget(0):
