@@ -6,8 +6,8 @@ returns ``{text, count}``; ``GET /api/v1/tokenizers`` lists what can be used. ``
 an id or an exact name. Special tokens follow tiktoken: text containing one is refused unless
 ``allowed_special`` allows it (``"all"`` or a list). Every error is JSON ``{"error": sentence}``
 with a 4xx status, and so are malformed bodies: wrong JSON types, deep nesting, bodies over
-``MAX_BODY_BYTES`` (``errors.py`` answers the 404, 405 and 413 of every ``/api/`` path in JSON
-too). The API is exempt from CSRF because it only accepts ``application/json``,
+``requests.BODY_BYTES`` (``errors.py`` answers the 404, 405 and 413 of every ``/api/`` path in
+JSON too). The API is exempt from CSRF because it only accepts ``application/json``,
 which a cross-site form cannot send. ``GET /api`` is the documentation page with curl examples.
 
 Left out: API keys and rate limits (issue 6).
@@ -29,10 +29,6 @@ from webapp.playground import limits
 
 bp = Blueprint("api", __name__)
 MAX_IDS = 1_000_000
-# A million ids written as JSON take about 7 MB, and the longest text the API encodes (200,000
-# characters, each possibly a 12-byte escaped surrogate pair) about 2.4 MB: 16 MiB fits both
-# with room, and no body bigger than that is read into memory.
-MAX_BODY_BYTES = 16 << 20
 
 
 def _error(message: str, status: int = 400) -> Response:
@@ -44,8 +40,6 @@ def _error(message: str, status: int = 400) -> Response:
 def _body() -> dict[str, Any] | Response:
     if not request.is_json:
         return _error("Send a JSON body with the header Content-Type: application/json.", 415)
-    limit = request.max_content_length
-    request.max_content_length = MAX_BODY_BYTES if limit is None else min(limit, MAX_BODY_BYTES)
     try:
         body = request.get_json(silent=True)
     except RecursionError:  # json's parser recurses once per nesting level

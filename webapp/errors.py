@@ -19,6 +19,7 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.wrappers import Response
 
 from webapp.htmx import is_htmx
+from webapp.requests import size_text
 
 MESSAGES = {
     400: "The request could not be understood. Go back, check the form and try again.",
@@ -50,12 +51,16 @@ def _api_message(status: int, error: HTTPException | None) -> str:
         allowed = " or ".join(sorted(m for m in valid if m not in ("HEAD", "OPTIONS")))
         return f"{where} is not allowed; use {allowed or 'another method'} on this endpoint."
     if status == 413:
-        limit = request.max_content_length
-        size = f" of {limit:,} bytes" if limit else ""
-        return f"The request body is larger than the API's limit{size}; send less at a time."
+        return _too_large_message() + " Send less at a time."
     if status == 400 and error is not None and error.description:
         return f"The request could not be understood: {error.description}"
     return MESSAGES.get(status, MESSAGES[400] if status < 500 else MESSAGES[500])
+
+
+def _too_large_message() -> str:
+    """A body cut off at this request's limit (``requests.limit_body``), as a sentence."""
+    limit = request.max_content_length
+    return f"The request is larger than the {size_text(limit)} it may carry." if limit else MESSAGES[413]
 
 
 def _page(status: int, message: str) -> tuple[str, int] | Response:
@@ -94,9 +99,10 @@ def init_app(app: Flask) -> None:
             return _page(413, error.description)  # raised with its own sentence (requests.py's limits)
         if wants_json():
             return _page(413, _api_message(413, error))
-        limit = current_app.config["MAX_UPLOAD_BYTES"]
-        return _page(413, f"The upload is too large. Each corpus file may be at most "
-                          f"{limit / 1024**2:,.0f} MiB.")
+        message = _too_large_message()
+        if request.endpoint == "corpora.upload":
+            message += f" Each corpus file may be at most {size_text(int(current_app.config['MAX_UPLOAD_BYTES']))}."
+        return _page(413, message)
 
     @app.errorhandler(HTTPException)
     def http_error(error: HTTPException) -> tuple[str, int] | Response:

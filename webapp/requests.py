@@ -22,8 +22,9 @@ from flask import Flask, Request, current_app, g, request
 from flask_login import current_user
 from werkzeug.exceptions import RequestEntityTooLarge
 
-#: Every request that is not a signed-in upload: forms, the JSON API (a decode of the API's
-#: 1,000,000 ids is about 8 MB of JSON), share-link encodes.
+#: Every request that is not a signed-in upload: forms, share-link encodes and the JSON API. A
+#: decode of the API's 1,000,000 ids is about 7 MB of JSON, and the longest text it encodes
+#: (200,000 characters, each possibly a 12-byte escaped surrogate pair) about 2.4 MB.
 BODY_BYTES = 16 << 20
 #: A request the login gate will refuse anyway needs no more than a login form.
 REFUSED_BODY_BYTES = 64 << 10
@@ -92,13 +93,21 @@ def body_limit() -> int:
     return REFUSED_BODY_BYTES
 
 
+def size_text(count: int) -> str:
+    """A byte count as people read it: ``100 bytes``, ``64 KiB``, ``1.5 MiB``, ``5,120 MiB``."""
+    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= size:
+            return f"{count / size:,.1f}".removesuffix(".0") + f" {unit}"
+    return f"{count:,} byte{'s' if count != 1 else ''}"
+
+
 def limit_body() -> None:
     """Before every other check: refuse a body declared too large, cap one that is chunked."""
     limit = body_limit()
     request.max_content_length = limit
     if (request.content_length or 0) > limit:
-        raise RequestEntityTooLarge(f"This request may carry at most {limit / 2**20:,.2f} MiB; "
-                                    f"it declared {request.content_length / 2**20:,.2f} MiB.")
+        raise RequestEntityTooLarge(f"This request may carry at most {size_text(limit)}; "
+                                    f"it declared {size_text(request.content_length or 0)}.")
 
 
 def _close_uploads(_exc: BaseException | None) -> None:

@@ -375,12 +375,12 @@ def test_api_decode_output_is_bounded(client: FlaskClient, three: dict[str, int]
 
 
 def test_api_body_size_is_bounded(client: FlaskClient, three: dict[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
-    from webapp import api
+    from webapp import requests
 
-    monkeypatch.setattr(api, "MAX_BODY_BYTES", 100)
+    monkeypatch.setattr(requests, "BODY_BYTES", 100)
     response = client.post("/api/v1/encode", json={"tokenizer": three["bpe"], "text": "x" * 200})
     assert response.status_code == 413 and response.is_json
-    assert "larger than the API's limit of 100 bytes" in response.json["error"]
+    assert response.json["error"].startswith("This request may carry at most 100 bytes; it declared 2")
 
 
 @pytest.mark.parametrize("method, path, status, message", [
