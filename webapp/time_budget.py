@@ -1,8 +1,9 @@
 """Every request gets ``ENCODE_TIMEOUT`` seconds of pattern matching (``engine.limits.time_budget``).
 
 An imported pre-tokenizer pattern can backtrack for minutes on a crafted text (``(?:.*,){6}X``
-on 2,000 commas took 139 s of a core). The budget starts before the view runs and ends at
-teardown; the engine raises ``EncodeTimeout`` at the deadline. The encode, compare and API
+on 2,000 commas took 139 s of a core). The budget opens before the view runs and closes at
+teardown; the engine charges it the CPU time of each pattern call on user text and raises
+``EncodeTimeout`` once the request's matching has used it up. The encode, compare and API
 views already show a ``TokenforgeError`` as a 422 with its message; the handler here is the net
 under every other view (an evaluation, an export check), so a slow pattern is a 422 with the
 engine's sentence, never a 500. Left out: the worker's jobs, bounded by ``JOB_TIME_LIMIT``.
