@@ -80,11 +80,14 @@ T = TypeVar("T")
 
 
 def shown(value: object) -> str:
-    """``repr(value)``, cut to a readable length (a refused token may be megabytes long)."""
+    """``repr(value)``, cut to a readable length (a refused token may be megabytes long, a number
+    thousands of digits)."""
     if isinstance(value, str | bytes) and len(value) > _SHOWN:
         unit = "bytes" if isinstance(value, bytes) else "characters"
         return f"{value[:_SHOWN]!r}… ({len(value):,} {unit})"
     text = repr(value)
+    if isinstance(value, int) and len(text) > 24:
+        return f"{text[:12]}… ({len(text)} digits)"
     return text if len(text) <= 2 * _SHOWN else text[: 2 * _SHOWN] + "…"
 
 

@@ -31,7 +31,8 @@ from engine.pretokenizers import get_pretokenizer
 from engine.trainers.base import Reporter, TrainResult
 from engine.trainers.bpe_merge import merge_words, words_from_counts
 from engine.trainers.counting import count_pretokens
-from engine.trainers.limits import MAX_VOCAB, check_special_count, check_workers, shown
+from engine.limits import shown
+from engine.trainers.limits import MAX_VOCAB, check_special_count, check_workers
 
 # Byte values in GPT-2's vocabulary order (ordered by the code point of their symbol).
 GPT2_BYTE_ORDER: tuple[int, ...] = tuple(sorted(range(256), key=lambda b: ord(BYTE_TO_UNICODE[b])))

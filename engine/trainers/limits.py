@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 
 from engine.errors import ConfigError
+from engine.limits import MAX_SPECIAL_CHARS, MAX_SPECIAL_TOKEN_LENGTH, MAX_SPECIAL_TOKENS, shown
 
 MAX_VOCAB = 1_000_000
 """Largest trained vocabulary; BPE's internal token ids are characters, so they must stay below U+10FFFF."""
@@ -30,8 +31,6 @@ MAX_SHRINKING_FACTOR = 0.95
 """Largest share of pieces a Unigram pruning round may keep: closer to 1, the rounds (each
 ``n_sub_iterations`` E-steps over the corpus) grow without bound (0.95 already needs six times
 the rounds of the default 0.75)."""
-MAX_SPECIAL_TOKENS = 1_000
-"""Most special tokens a trainer accepts; they are matched as one alternation in every text."""
 
 
 def cpu_count() -> int:
@@ -65,12 +64,6 @@ def check_workers(num_workers: int | None, *, name: str = "num_workers", per_cpu
         )
 
 
-def shown(value: object) -> str:
-    """A value for a message: a number of thousands of digits is cut to its first few."""
-    text = str(value)
-    return text if len(text) <= 24 else f"{text[:12]}… ({len(text)} characters)"
-
-
 def check_at_most(name: str, value: int | float, limit: int | float, *, fix: str = "") -> None:
     """Refuse ``value`` above ``limit``, naming the option, the value and the limit."""
     if value > limit:
@@ -79,9 +72,17 @@ def check_at_most(name: str, value: int | float, limit: int | float, *, fix: str
 
 
 def check_special_count(special_tokens: tuple[str, ...]) -> None:
-    """Refuse more than :data:`MAX_SPECIAL_TOKENS` special tokens."""
+    """Refuse special tokens beyond what an import accepts (``engine.limits``: their count, each
+    one's length, and all of them together), so every trained tokenizer can be loaded again."""
     if len(special_tokens) > MAX_SPECIAL_TOKENS:
         raise ConfigError(
             f"special_tokens lists {len(special_tokens):,} tokens, above the limit of {MAX_SPECIAL_TOKENS:,}; "
             "keep the special tokens your models really use."
         )
+    for token in special_tokens:
+        if len(token) > MAX_SPECIAL_TOKEN_LENGTH:
+            raise ConfigError(f"The special token {shown(token)} is longer than {MAX_SPECIAL_TOKEN_LENGTH} "
+                              "characters; pass a shorter one.")
+    if sum(map(len, special_tokens)) > MAX_SPECIAL_CHARS:
+        raise ConfigError(f"The special tokens have more than {MAX_SPECIAL_CHARS:,} characters in all; "
+                          "keep the special tokens your models really use.")

@@ -15,8 +15,9 @@ from engine.cli import main
 from engine.errors import ConfigError
 from engine.trainers import make_options, train
 from engine.trainers.counting import count_pretokens
+from engine.limits import MAX_SPECIAL_TOKENS
 from engine.trainers.limits import (
-    MAX_PIECE_LENGTH, MAX_SEED_SIZE, MAX_SHRINKING_FACTOR, MAX_SPECIAL_TOKENS, MAX_SUB_ITERATIONS, MAX_VOCAB,
+    MAX_PIECE_LENGTH, MAX_SEED_SIZE, MAX_SHRINKING_FACTOR, MAX_SUB_ITERATIONS, MAX_VOCAB,
     MAX_WORKERS, cpu_count, max_workers,
 )
 
@@ -39,7 +40,7 @@ def test_num_workers_has_a_hard_ceiling_whatever_the_machine(monkeypatch: pytest
     with pytest.raises(ConfigError, match=rf"^num_workers=100 must be between 1 and {MAX_WORKERS} "
                                           rf"\(the limit is {MAX_WORKERS} processes\)"):
         make_options("bpe", {"num_workers": 100})
-    with pytest.raises(ConfigError, match=r"num_workers=123456789012… \(40 characters\) must be between"):
+    with pytest.raises(ConfigError, match=r"num_workers=123456789012… \(40 digits\) must be between"):
         make_options("bpe", {"num_workers": "1234567890" * 4})
 
 
@@ -78,12 +79,12 @@ def test_count_pretokens_never_starts_more_than_the_ceiling(tmp_path: Path) -> N
                      f"shrinking_factor must be above 0 and at most {MAX_SHRINKING_FACTOR:g}, not 0.9999 (closer to 1, "
                      "pruning takes ever more rounds); 0.75 is sentencepiece's default.", id="unigram-shrinking"),
         pytest.param("bpe", {"special_tokens": [f"<s{i}>" for i in range(MAX_SPECIAL_TOKENS + 1)]},
-                     "special_tokens lists 1,001 tokens, above the limit of 1,000; keep the special tokens your "
+                     "special_tokens lists 8,193 tokens, above the limit of 8,192; keep the special tokens your "
                      "models really use.", id="bpe-specials"),
         pytest.param("unigram", {"special_tokens": [f"<s{i}>" for i in range(MAX_SPECIAL_TOKENS + 1)]},
-                     "special_tokens lists 1,001 tokens", id="unigram-specials"),
+                     "special_tokens lists 8,193 tokens", id="unigram-specials"),
         pytest.param("byte", {"special_tokens": [f"<s{i}>" for i in range(MAX_SPECIAL_TOKENS + 1)]},
-                     "special_tokens lists 1,001 tokens", id="byte-specials"),
+                     "special_tokens lists 8,193 tokens", id="byte-specials"),
     ],
 )
 def test_costly_options_are_bounded(algorithm: str, options: dict[str, object], message: str) -> None:

@@ -82,9 +82,9 @@ def test_num_workers_48_is_refused_with_the_cpu_limit(client: FlaskClient, app: 
         pytest.param("unigram", {"shrinking_factor": "0.99999"}, "shrinking_factor",
                      "shrinking_factor must be above 0 and at most 0.95, not 0.99999", id="shrinking"),
         pytest.param("wordpiece", {"vocab_size": "9" * 30}, "vocab_size",
-                     "vocab_size=999999999999… (30 characters) is above the limit of 1,000,000", id="wordpiece-vocab"),
-        pytest.param("bpe", {"vocab_size": "300", "special_tokens": "\n".join(f"<s{i}>" for i in range(2000))},
-                     "special_tokens", "special_tokens lists 2,000 tokens, above the limit of 1,000", id="specials"),
+                     "vocab_size=999999999999… (30 digits) is above the limit of 1,000,000", id="wordpiece-vocab"),
+        pytest.param("bpe", {"vocab_size": "300", "special_tokens": "\n".join(f"<s{i}>" for i in range(9000))},
+                     "special_tokens", "special_tokens lists 9,000 tokens, above the limit of 8,192", id="specials"),
     ],
 )
 def test_costly_options_are_refused_inline(client: FlaskClient, app: Flask, algorithm: str,
