@@ -21,6 +21,9 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import subprocess
+import time
+from collections.abc import Callable, Sequence
 
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
@@ -71,3 +74,24 @@ def kill_group(pgid: int, signum: int = signal.SIGKILL) -> bool:
     except AttributeError:  # no process groups on this system
         return False
     return True
+
+
+def stop_processes(processes: Sequence[subprocess.Popen[bytes]], grace: float,
+                   on_kill: Callable[[subprocess.Popen[bytes]], None] | None = None) -> None:
+    """SIGTERM every process still running, then SIGKILL (and reap) those not gone in ``grace`` s.
+
+    One deadline serves them all, so stopping ten processes takes ``grace`` at most, not ten
+    times it. ``on_kill`` hears of each process that had to be killed (to log it).
+    """
+    running = [process for process in processes if process.poll() is None]
+    for process in running:
+        process.terminate()
+    deadline = time.monotonic() + grace
+    for process in running:
+        try:
+            process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            if on_kill is not None:
+                on_kill(process)
+            process.kill()
+            process.wait()

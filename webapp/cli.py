@@ -19,11 +19,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from typing import Any
 
 from engine.cli import one_line_errors, register
+from engine.processes import stop_processes
 from webapp.config import SettingsError, finish_settings, load_settings
 from webapp.jobs import JOB_KINDS
 
@@ -102,16 +102,7 @@ def _stop(*processes: subprocess.Popen[bytes]) -> None:
     A SIGKILLed supervisor still takes its workers along: they get SIGTERM from the
     parent-death signal and put their jobs back.
     """
-    running = [p for p in processes if p.poll() is None]
-    for process in running:
-        process.terminate()
-    deadline = time.monotonic() + SUPERVISOR_STOP_SECONDS
-    for process in running:
-        try:
-            process.wait(max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    stop_processes(processes, SUPERVISOR_STOP_SECONDS)
 
 
 def _clean_uploads(settings: dict[str, Any]) -> None:

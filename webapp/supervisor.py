@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.processes import die_with_parent
+from engine.processes import die_with_parent, stop_processes
 
 log = logging.getLogger("tokenforge.supervisor")
 
@@ -178,18 +178,13 @@ class Supervisor:
 
     def _stop_all(self) -> None:
         """SIGTERM every worker, SIGKILL those still running after ``WORKER_STOP_SECONDS``."""
+        def killed(process: subprocess.Popen[bytes]) -> None:
+            log.warning("the job worker %d did not stop within %g s; killing it", process.pid, WORKER_STOP_SECONDS)
+
         running = [lane.process for lane in self.lanes if lane.process is not None and lane.process.poll() is None]
+        stop_processes(running, WORKER_STOP_SECONDS, on_kill=killed)
         for process in running:
-            process.terminate()
-        deadline = time.monotonic() + WORKER_STOP_SECONDS
-        for process in running:
-            try:
-                process.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                log.warning("the job worker %d did not stop within %g s; killing it", process.pid,
-                            WORKER_STOP_SECONDS)
-                process.kill()
-                process.wait()
+            if process.returncode == -signal.SIGKILL:
                 self._recover(process.pid, f"its worker process (pid {process.pid}) did not stop in time")
         for lane in self.lanes:
             lane.process = None

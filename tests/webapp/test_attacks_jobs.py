@@ -18,25 +18,10 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
-from engine.trainers import option_specs
 from engine.trainers.limits import MAX_PIECE_LENGTH, MAX_SUB_ITERATIONS, cpu_count, max_workers
+from tests.webapp.test_tokenizers import default_form
 from webapp import db
 from webapp.models import Job
-
-
-def _form(algorithm: str, **options: str) -> dict[str, str]:
-    """The training form at its defaults for a corpus of team 1, with ``options`` changed."""
-    data = {"algorithm": algorithm, "corpus_ids": "1", "name": ""}
-    for spec in option_specs(algorithm):
-        if spec.type == "bool":
-            if spec.default:
-                data[f"opt-{spec.name}"] = "on"
-        elif spec.type == "list":
-            data[f"opt-{spec.name}"] = "\n".join(spec.default or [])
-        else:
-            data[f"opt-{spec.name}"] = "" if spec.default is None else str(spec.default)
-    data.update({f"opt-{name}": value for name, value in options.items()})
-    return data
 
 
 @pytest.fixture
@@ -60,7 +45,7 @@ def _train_jobs(app: Flask) -> list[Job]:
 def test_num_workers_48_is_refused_with_the_cpu_limit(client: FlaskClient, app: Flask) -> None:
     if cpu_count() >= 48:
         pytest.skip("this machine has 48 CPUs or more")
-    response = client.post("/train", data=_form("bpe", vocab_size="300", num_workers="48"))
+    response = client.post("/train", data=default_form("bpe", vocab_size="300", num_workers="48"))
     assert response.status_code == 422
     plural = "s" if cpu_count() != 1 else ""
     assert _field_error(response.get_data(as_text=True), "num_workers") == (
@@ -89,7 +74,7 @@ def test_num_workers_48_is_refused_with_the_cpu_limit(client: FlaskClient, app: 
 )
 def test_costly_options_are_refused_inline(client: FlaskClient, app: Flask, algorithm: str,
                                            options: dict[str, str], field: str, message: str) -> None:
-    response = client.post("/train", data=_form(algorithm, **options))
+    response = client.post("/train", data=default_form(algorithm, **options))
     assert response.status_code == 422
     error = _field_error(response.get_data(as_text=True), field)
     assert error is not None and error.startswith(message), error
@@ -98,7 +83,7 @@ def test_costly_options_are_refused_inline(client: FlaskClient, app: Flask, algo
 
 @pytest.mark.usefixtures("corpus")
 def test_the_most_workers_the_machine_allows_are_accepted(client: FlaskClient, app: Flask) -> None:
-    response = client.post("/train", data=_form("bpe", vocab_size="300", num_workers=str(max_workers())))
+    response = client.post("/train", data=default_form("bpe", vocab_size="300", num_workers=str(max_workers())))
     assert response.status_code == 303
     [job] = _train_jobs(app)
     assert job.options["num_workers"] == max_workers()

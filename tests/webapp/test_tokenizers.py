@@ -57,8 +57,8 @@ def test_missing_corpus_and_bad_vocab_are_inline_errors(client: FlaskClient, app
         assert db.get_session().scalars(select(Job)).all() == []
 
 
-def test_a_valid_form_queues_a_job(client: FlaskClient, app: Flask, algorithm: str) -> None:
-    add_corpus(client)
+def default_form(algorithm: str, **options: str) -> dict[str, str]:
+    """The training form at its defaults for corpus 1, as the page fills it, with ``options`` changed."""
     data = {"algorithm": algorithm, "corpus_ids": "1", "name": ""}
     for spec in option_specs(algorithm):
         if spec.type == "bool":
@@ -68,8 +68,13 @@ def test_a_valid_form_queues_a_job(client: FlaskClient, app: Flask, algorithm: s
             data[f"opt-{spec.name}"] = "\n".join(spec.default or [])
         else:
             data[f"opt-{spec.name}"] = "" if spec.default is None else str(spec.default)
-    data["opt-vocab_size"] = "300"
-    response = client.post("/train", data=data)
+    data.update({f"opt-{name}": value for name, value in options.items()})
+    return data
+
+
+def test_a_valid_form_queues_a_job(client: FlaskClient, app: Flask, algorithm: str) -> None:
+    add_corpus(client)
+    response = client.post("/train", data=default_form(algorithm, vocab_size="300"))
     assert (response.status_code, response.headers["Location"]) == (303, "/jobs/2")  # 1: the corpus's analysis
     with app.app_context():
         job = db.get_session().scalars(select(Job).where(Job.kind == "train")).one()
