@@ -4,7 +4,9 @@ A trained merge list is in creation order: a merge that uses a token comes after
 that made it. Imported files need not be: a merge may use a token that a *later* (higher
 rank) merge creates. Then "merge every occurrence of the lowest-ranked pair" and "merge the
 lowest-ranked pair once, leftmost, then look again" differ, and Hugging Face does the second
-(a priority queue of (rank, position)). Both our merge loops must agree with it.
+(a priority queue of (rank, position)). All our merge loops must agree with it: the reference
+``encode_bytes``, ``merge_fast`` (short pieces) and ``merge_long`` (the heap for long pieces),
+on shuffled merge lists, runs of one character and long random texts.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import tokenizers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.models.bpe import LONG_PIECE_BYTES, BPE
+from engine.models.bpe_long import merge_long
 from engine.presets import byte_level_bpe
 from engine.tokenizer import Tokenizer
 
@@ -42,6 +46,15 @@ def test_both_merge_loops_follow_hugging_face_when_a_merge_uses_a_later_token(te
     data = text.encode("utf-8")
     assert tokenizer.model.merge_fast(data) == expected  # type: ignore[attr-defined]
     assert tokenizer.model.encode_bytes(data) == expected  # type: ignore[attr-defined]
+    assert merge_long(model_of(tokenizer), data) == expected
+    assert merge_long(model_of(tokenizer), data) == expected
+
+
+def model_of(tokenizer: Tokenizer) -> BPE:
+    model = tokenizer.model
+    if not isinstance(model, BPE):
+        raise TypeError(f"expected a BPE model, not {type(model).__name__}")
+    return model
 
 
 def test_later_token_example_ids() -> None:
@@ -61,7 +74,7 @@ def shuffled_merges_and_text(draw: st.DrawFn) -> tuple[list[tuple[bytes, bytes]]
         if left + right not in tokens:
             tokens.append(left + right)
             merges.append((left, right))
-    text = b"".join(draw(st.lists(st.sampled_from(tokens), min_size=1, max_size=6)))
+    text = b"".join(draw(st.lists(st.sampled_from(tokens), min_size=1, max_size=draw(st.sampled_from([6, 60])))))
     return draw(st.permutations(merges)), text.decode("ascii")
 
 
@@ -74,3 +87,83 @@ def test_both_merge_loops_equal_hugging_face_on_shuffled_merges(case: tuple[list
     data = text.encode("utf-8")
     assert tokenizer.model.merge_fast(data) == expected  # type: ignore[attr-defined]
     assert tokenizer.model.encode_bytes(data) == expected  # type: ignore[attr-defined]
+    assert merge_long(model_of(tokenizer), data) == expected
+
+
+# ----------------------------------------------------------------------------- long pieces
+def test_merge_long_handles_empty_and_one_byte() -> None:
+    model = model_of(tokenizer_with(LATER_MERGES))
+    assert merge_long(model, b"") == []
+    assert merge_long(model, b"a") == [ord("a")]
+    assert merge_long(model, b"xyz") == [ord("x"), ord("y"), ord("z")]  # no pair merges
+
+
+# Merges of "a" runs in an order where later ranks build tokens earlier ranks use, so how a run
+# of n "a"s ends up depends on n and on merging one occurrence at a time.
+RUN_MERGES = [(b"aa", b"a"), (b"a", b"aaa"), (b"a", b"a"), (b"aaaa", b"aaaa"), (b"aa", b"aa")]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 63, 64, 65, 66, 129, 300, 1001])
+def test_runs_of_one_character_merge_as_hugging_face(n: int) -> None:
+    tokenizer = tokenizer_with(RUN_MERGES)
+    data = b"a" * n
+    expected = hf_ids(tokenizer, data.decode("ascii"))
+    assert merge_long(model_of(tokenizer), data) == expected
+    assert model_of(tokenizer).merge_fast(data) == expected
+
+
+def test_run_of_aaaa_example_ids() -> None:
+    # Ids: 256 "aaa", 257 "aaaa", 258 "aa". Only (a, a), rank 2, applies at first; once the
+    # leftmost "aa" exists, (aa, a) at rank 0 takes the next "a" before any other (a, a), and
+    # the same again on the rest: [aaa, aaa]. Merging every (a, a) at once would give
+    # [aa, aa, aa], then (aa, aa): [aaaa, aa].
+    model = model_of(tokenizer_with(RUN_MERGES))
+    assert merge_long(model, b"aaaaaa") == [256, 256] == model.encode_bytes(b"aaaaaa")
+
+
+@st.composite
+def merges_and_long_text(draw: st.DrawFn) -> tuple[list[tuple[bytes, bytes]], bytes]:
+    """Up to 30 merges over a three-letter alphabet, in a random rank order, and a text of up to
+    2,000 bytes mixing those letters, their tokens and one letter no merge uses."""
+    tokens = [b"a", b"b", b"c"]
+    merges: list[tuple[bytes, bytes]] = []
+    for _ in range(draw(st.integers(1, 30))):
+        left, right = draw(st.sampled_from(tokens)), draw(st.sampled_from(tokens))
+        if left + right not in tokens and len(left + right) <= 16:
+            tokens.append(left + right)
+            merges.append((left, right))
+    text = b"".join(draw(st.lists(st.sampled_from([*tokens, b"d"]), max_size=draw(st.sampled_from([40, 400])))))
+    return draw(st.permutations(merges)), text[:2000]
+
+
+@settings(max_examples=150, deadline=None)
+@given(case=merges_and_long_text())
+def test_merge_long_equals_merge_fast_on_long_random_texts(case: tuple[list[tuple[bytes, bytes]], bytes]) -> None:
+    merges, data = case
+    model = model_of(tokenizer_with(merges))
+    assert merge_long(model, data) == model.merge_fast(data)
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=merges_and_long_text())
+def test_merge_long_equals_reference_and_hugging_face(case: tuple[list[tuple[bytes, bytes]], bytes]) -> None:
+    merges, data = case
+    data = data[:300]  # the reference re-sorts every pair at each merge
+    tokenizer = tokenizer_with(merges)
+    expected = model_of(tokenizer).encode_bytes(data)
+    assert merge_long(model_of(tokenizer), data) == expected
+    if data.isalpha():  # then the gpt2 pattern keeps it one piece, as the model sees it
+        assert hf_ids(tokenizer, data.decode("ascii")) == expected
+
+
+def test_tokenize_gives_long_pieces_to_the_heap_with_the_same_ids_as_hugging_face() -> None:
+    merges = [(b"a", b"b"), (b"ab", b"c"), (b" ", b"abc"), (b"c", b"c"), (b"cc", b"a")]
+    vocab = {b: bytes([b]) for b in range(256)} | {256 + i: left + right for i, (left, right) in enumerate(merges)}
+    tokenizer = byte_level_bpe(vocab, merges, pretokenizer=r"[\s\S]+")  # the whole text is one piece
+    text = "abc ccabc abcc " * 40
+    assert len(text.encode("utf-8")) > LONG_PIECE_BYTES
+    ids = tokenizer.encode(text)
+    assert ids == hf_ids(tokenizer, text)
+    assert ids == model_of(tokenizer).merge_fast(text.encode("utf-8"))
+    # abc, " ", cc, abc, " abc", c, then the next copy's " abc": (ab, c) beats (c, c) in "abcc".
+    assert ids[:7] == [257, 32, 259, 257, 258, ord("c"), 258]
