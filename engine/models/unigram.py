@@ -13,6 +13,10 @@ last piece), which is Hugging Face's order. Special pieces (``<unk>``, control t
 the literal text ``<0x41>`` round-trips. (Hugging Face's Unigram does match them; the two agree
 on any text that does not contain them literally.)
 
+Cost: the lattice looks up only the lengths some piece has, and a pre-token over 16 characters
+charges it to the encode's time budget (``engine.limits.work_meter``): an imported vocabulary
+with pieces of every length up to 1,024 costs 1,024 lookups per character.
+
 Sampling for subword regularization is in ``unigram_sampling.py``; training is
 ``engine.trainers.unigram``; the ``.vocab`` file format is ``engine.formats.spm``.
 """
@@ -21,12 +25,17 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from engine.errors import FormatError
-from engine.limits import MAX_VOCAB_SIZE, check_count, check_token, shown
+from engine.limits import MAX_VOCAB_SIZE, check_count, check_token, shown, work_meter
 
+# Pieces longer than this many characters charge their lattice to the encode's time budget; a
+# shorter one costs at most this many lookups per character, like sentencepiece's default
+# longest piece. Metered loops read the clock every TICK_MASK + 1 positions.
+METERED_CHARS = 16
+TICK_MASK = 63
 UNK_PENALTY = 10.0  # sentencepiece's kUnkPenalty: unknown characters score min_score - 10
 BYTE_PIECES = tuple(f"<0x{b:02X}>" for b in range(256))
 
@@ -79,30 +88,51 @@ class Unigram:
             p: (i, s) for i, (p, s) in enumerate(self._pieces) if p not in excluded
         }
         self.max_piece_length = max((len(p) for p in self._match), default=1)
+        self._lengths = sorted({len(p) for p in self._match})
+        self._advice = (f"split the text into shorter pieces with a pre-tokenizer (metaspace or whitespace), or "
+                        f"encode less at once; this model's pieces are up to {self.max_piece_length:,} characters long.")
         scores = [s for _, s in self._match.values()] or [0.0]
         self.unk_score = min(scores) - UNK_PENALTY
 
     # ----------------------------------------------------------------- encoding
     def lattice(self, piece: str) -> list[list[tuple[int, int, float]]]:
-        """For each start position, the (end, id, score) of every piece matching there.
+        """For each start position, the (end, id, score) of every piece matching there, by end.
 
         An uncovered character gets an ``(end, -1, unk_score)`` entry (``-1`` marks unknown).
         """
+        return list(self._rows(piece))
+
+    def _rows(self, piece: str) -> Iterator[list[tuple[int, int, float]]]:
+        """The lattice one start position at a time, so Viterbi holds one row, not all of them.
+
+        Only the lengths some piece has are looked up: one imported 1,024-character piece
+        would otherwise make every position slice and hash 1,024 substrings. A piece over
+        ``METERED_CHARS`` charges this loop to the encode's time budget (``work_meter``),
+        because a model with pieces of every length up to 1,024 still costs that much.
+        """
         match = self._match.get
+        lengths = self._lengths
+        unk_score = self.unk_score
         n = len(piece)
-        starts: list[list[tuple[int, int, float]]] = []
+        meter = None
+        if n > METERED_CHARS:
+            meter = work_meter(f"The Unigram lattice of a {n:,}-character piece", self._advice)
         for i in range(n):
+            if meter is not None and not i & TICK_MASK:
+                meter.tick()
             here: list[tuple[int, int, float]] = []
-            single = False
-            for end in range(i + 1, min(n, i + self.max_piece_length) + 1):
+            for size in lengths:  # ascending, so here[0] is the shortest match
+                end = i + size
+                if end > n:
+                    break
                 found = match(piece[i:end])
                 if found is not None:
                     here.append((end, found[0], found[1]))
-                    single = single or end == i + 1
-            if not single:
-                here.append((i + 1, -1, self.unk_score))
-            starts.append(here)
-        return starts
+            if not here or here[0][0] != i + 1:
+                here.append((i + 1, -1, unk_score))
+            yield here
+        if meter is not None:
+            meter.tick()
 
     def viterbi(self, piece: str) -> list[tuple[int, int, int]]:
         """The best path as (start, end, id) triples; id ``-1`` is an unknown character."""
@@ -110,7 +140,7 @@ class Unigram:
         best = [-math.inf] * (n + 1)
         back: list[tuple[int, int]] = [(0, 0)] * (n + 1)
         best[0] = 0.0
-        for i, here in enumerate(self.lattice(piece)):
+        for i, here in enumerate(self._rows(piece)):
             base = best[i]
             for end, token_id, score in here:
                 total = base + score

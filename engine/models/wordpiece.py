@@ -5,6 +5,8 @@ the left: at each position the longest vocabulary entry that fits is taken, the 
 bare and the following ones with the continuing-subword prefix (``##``). If some position
 matches nothing, or the word is longer than ``max_input_chars_per_word`` characters, the whole
 word becomes the unknown token; WordPiece never emits half a word next to an ``[UNK]``.
+A word over 100 characters, which only a raised ``max_input_chars_per_word`` lets through, is
+charged to the encode's time budget (``engine.limits.work_meter``).
 
 Covered here: the model, its Hugging Face ``model`` object (``to_hf``/``from_hf``) and the
 character spans of each piece (``surface_bytes``) for highlighting. Training is
@@ -17,12 +19,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.errors import ConfigError, FormatError
-from engine.limits import check_token
+from engine.limits import check_token, work_meter
 from engine.models.base import StringVocabulary, read_string_vocab
 
 DEFAULT_UNK = "[UNK]"
 DEFAULT_PREFIX = "##"
 DEFAULT_MAX_INPUT_CHARS = 100
+# Words longer than this (HF's default cap, so only a raised max_input_chars_per_word lets them
+# through) charge their loop to the encode's time budget, reading the clock every TICK_MASK + 1
+# pieces. A shorter word costs at most 100 lookups per character: 0.9 s for 200,000 characters.
+METERED_CHARS = DEFAULT_MAX_INPUT_CHARS
+TICK_MASK = 63
 
 
 class WordPiece(StringVocabulary):
@@ -58,6 +65,8 @@ class WordPiece(StringVocabulary):
         self._longest = max(map(len, self._initial), default=0)
         self._longest_continuing = max(map(len, self._continuing), default=0)
         self._surface: dict[int, bytes] = {}
+        self._advice = ("split the text into shorter words with a pre-tokenizer, or lower max_input_chars_per_word "
+                        f"(now {max_input_chars_per_word:,}; Hugging Face's default is {DEFAULT_MAX_INPUT_CHARS}).")
 
     # ------------------------------------------------------------------ vocabulary
     # token_bytes (from StringVocabulary) is the piece as stored: "##ing" keeps its prefix,
@@ -81,10 +90,18 @@ class WordPiece(StringVocabulary):
             return []
         if length > self.max_input_chars_per_word:
             return [self._unknown(piece)]
+        # Each step may slice and look up as many substrings as the longest token has characters
+        # (up to 1,024 in an imported vocabulary), so a long word, which only a raised
+        # max_input_chars_per_word lets through, charges its loop to the encode's time budget.
+        meter = None
+        if length > METERED_CHARS:
+            meter = work_meter(f"WordPiece on a {length:,}-character word", self._advice)
         ids: list[int] = []
         table, longest = self._initial, self._longest
         start = 0
         while start < length:
+            if meter is not None and not len(ids) & TICK_MASK:
+                meter.tick()
             end = min(length, start + longest)
             while end > start:
                 found = table.get(piece[start:end])
@@ -96,6 +113,8 @@ class WordPiece(StringVocabulary):
             ids.append(found)
             start = end
             table, longest = self._continuing, self._longest_continuing
+        if meter is not None:
+            meter.tick()
         return ids
 
     def _unknown(self, piece: str) -> int:
