@@ -17,8 +17,8 @@ time is longer on a busy machine, and in a threaded server other threads' matchi
 The models' work on long pieces is charged too, on the same clock (``WorkMeter``): a Unigram
 lattice or a WordPiece word of 200,000 characters against 1,024-character tokens took 20-40 s.
 Parsing, BPE merging (O(n log n) on long pieces) and short pieces are not charged. Without a
-budget nothing is limited, which is what training and the CLI want. The named patterns' ASCII fast path (``ascii_split``) runs in
-linear time and is not charged.
+budget nothing is limited, which is what training and the CLI want. The named patterns' ASCII
+fast path (``ascii_split``) runs in linear time and is not charged.
 
 Left out: request sizes (the web app's), training options (``engine.trainers``).
 """
