@@ -23,11 +23,17 @@ from typing import Any
 
 from engine.byte_unicode import BYTE_TO_UNICODE, UNICODE_TO_BYTE
 from engine.errors import ConfigError, FormatError
-from engine.limits import check_token, shown
+from engine.limits import check_token, shown, work_meter
 from engine.models.base import StringVocabulary, read_string_vocab
 from engine.models.bpe import hf_byte_level_model
 
 DIRECTIONS = ("forward", "backward")
+# Maximum matching tries every length the vocabulary has at each position (up to 1,024 in an
+# imported one), so a piece longer than this charges its loop to the encode's time budget,
+# reading the clock every TICK_MASK + 1 tokens.
+METERED_CHARS = 100
+TICK_MASK = 63
+MATCH_ADVICE = "split the text into shorter words with a pre-tokenizer, or encode a shorter text."
 
 
 class WordLevel(StringVocabulary):
@@ -105,16 +111,26 @@ class MaxMatch(StringVocabulary):
             raise ConfigError(f"Unknown matching direction {direction!r}; use direction='forward' or 'backward'.")
         super().__init__(vocab, unk_token=unk_token)
         self.direction = direction
-        self._longest = max((len(t) for t in self._ids if t != unk_token), default=1)
+        # The token lengths the vocabulary has, longest first: only those are worth a lookup.
+        self._lengths = sorted({len(t) for t in self._ids if t != unk_token}, reverse=True) or [1]
 
     def tokenize(self, piece: str) -> list[int]:
-        return self._forward(piece) if self.direction == "forward" else self._backward(piece)
+        meter = None
+        if len(piece) > METERED_CHARS:
+            meter = work_meter(f"Maximum matching on a {len(piece):,}-character piece", MATCH_ADVICE)
+        ids = self._forward(piece, meter) if self.direction == "forward" else self._backward(piece, meter)
+        if meter is not None:
+            meter.tick()
+        return ids
 
-    def _forward(self, piece: str) -> list[int]:
+    def _forward(self, piece: str, meter: Any) -> list[int]:
         ids, vocab, n, start = [], self._ids, len(piece), 0
         while start < n:
-            for end in range(min(n, start + self._longest), start, -1):
-                found = vocab.get(piece[start:end])
+            if meter is not None and not len(ids) & TICK_MASK:
+                meter.tick()
+            for length in self._lengths:
+                end = start + length
+                found = vocab.get(piece[start:end]) if end <= n else None
                 if found is not None and found != self.unk_id:
                     ids.append(found)
                     start = end
@@ -124,11 +140,14 @@ class MaxMatch(StringVocabulary):
                 start += 1
         return ids
 
-    def _backward(self, piece: str) -> list[int]:
+    def _backward(self, piece: str, meter: Any) -> list[int]:
         ids, vocab, end = [], self._ids, len(piece)
         while end > 0:
-            for start in range(max(0, end - self._longest), end):
-                found = vocab.get(piece[start:end])
+            if meter is not None and not len(ids) & TICK_MASK:
+                meter.tick()
+            for length in self._lengths:
+                start = end - length
+                found = vocab.get(piece[start:end]) if start >= 0 else None
                 if found is not None and found != self.unk_id:
                     ids.append(found)
                     end = start

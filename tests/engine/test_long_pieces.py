@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from engine.errors import EncodeTimeout
 from engine.limits import MAX_TOKEN_LENGTH, time_budget, work_meter
+from engine.models.baselines import MaxMatch
 from engine.models.unigram import Unigram
 from engine.models.wordpiece import WordPiece
 from engine.presets import byte_level_bpe
@@ -155,7 +156,8 @@ def test_work_meter_charges_the_budget_and_refuses_once_it_is_spent() -> None:
 @pytest.mark.parametrize("make", [
     lambda: wordpiece(10**9).model.tokenize("ab" * 200),
     lambda: Unigram([("<unk>", 0.0), ("a", -1.0)]).tokenize("a" * 200),
-], ids=["wordpiece", "unigram"])
+    lambda: MaxMatch({"[UNK]": 0, "a": 1}).tokenize("a" * 200),
+], ids=["wordpiece", "unigram", "maxmatch"])
 def test_long_pieces_are_metered(make: Callable[[], list[int]]) -> None:
     with time_budget(1e-9), pytest.raises(EncodeTimeout):
         make()
@@ -165,3 +167,52 @@ def test_short_pieces_are_not_metered() -> None:
     with time_budget(1e-9):  # nothing charged, so even a spent budget lets short pieces through
         assert wordpiece(10**9).model.tokenize("abab") == [3, 20, 19, 20]
         assert Unigram([("<unk>", 0.0), ("a", -1.0)]).tokenize("a" * 16) == [1] * 16
+
+
+# ----------------------------------------------------------------------------- MaxMatch
+def max_match_reference(vocab: dict[str, int], piece: str, direction: str) -> list[int]:
+    """Try every length from the longest token down at each position (the old loop)."""
+    longest, ids = max(map(len, vocab)), []
+    if direction == "forward":
+        start = 0
+        while start < len(piece):
+            end = next((e for e in range(min(len(piece), start + longest), start, -1)
+                        if piece[start:e] in vocab), start + 1)
+            ids.append(vocab.get(piece[start:end], 0))
+            start = end
+        return ids
+    end = len(piece)
+    while end > 0:
+        start = next((s for s in range(max(0, end - longest), end) if piece[s:end] in vocab), end - 1)
+        ids.append(vocab.get(piece[start:end], 0))
+        end = start
+    return ids[::-1]
+
+
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+def test_max_match_200000_character_piece_with_one_1024_character_token(direction: str) -> None:
+    # Only the lengths the vocabulary has are tried (1, 2 and 1,024), not every length to 1,024.
+    alphabet = "abcdefghijklmnop"
+    vocab = {"[UNK]": 0} | {t: i for i, t in enumerate([*alphabet, *(a + b for a in alphabet for b in alphabet), LONG], 1)}
+    model = MaxMatch(vocab, direction=direction)
+    text = letters(N // 2) + LONG + letters(N // 2, seed=1)[: N // 2 - len(LONG)]
+    with cpu_seconds_below(CPU_BOUND), time_budget(60):
+        ids = model.tokenize(text)
+    assert ids.count(vocab[LONG]) == 1 and len(ids) == 1 + (N - len(LONG)) // 2
+    assert ids[:2000] == max_match_reference(vocab, text[:4000], direction)[:2000]
+
+
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+def test_max_match_agrees_with_the_exhaustive_loop(direction: str) -> None:
+    vocab = {"[UNK]": 0, "a": 1, "ab": 2, "abc": 3, "abcab": 4, "ca": 5, "d": 6}
+    model = MaxMatch(vocab, direction=direction)
+    for seed in range(50):
+        text = "".join(random.Random(seed).choice("abcde") for _ in range(300))
+        assert model.tokenize(text) == max_match_reference(vocab, text, direction)
+
+
+def test_max_match_with_tokens_of_every_length_is_refused_within_the_budget() -> None:
+    vocab = {"[UNK]": 0} | {"q" * k + "z": k for k in range(1, MAX_TOKEN_LENGTH)}  # never matches "q" * N
+    with cpu_seconds_below(CPU_BOUND), time_budget(0.5), pytest.raises(EncodeTimeout) as error:
+        MaxMatch(vocab).tokenize("q" * N)
+    assert str(error.value).startswith("Maximum matching on a 200,000-character piece took longer than 0.5 s")
