@@ -37,7 +37,7 @@ ENV_DEFAULTS: dict[str, tuple[str, str]] = {
     "TOKENFORGE_SIGNUP_RATE_LIMIT": ("5/3600", "Sign-ups allowed per IP address: N/SECONDS."),
     "TOKENFORGE_SESSION_DAYS": ("14", "How many days a login session lasts before signing in again."),
     "TOKENFORGE_JOB_TIME_LIMIT": ("21600", "Seconds a job may run before it is stopped and failed."),
-    "TOKENFORGE_ENCODE_TIMEOUT": ("0.5", "Seconds of pattern matching one playground or API encode may use."),
+    "TOKENFORGE_ENCODE_TIMEOUT": ("0.5", "CPU seconds of pattern matching (and model work on very long pieces) one request may use."),
 }
 
 

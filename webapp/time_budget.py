@@ -1,9 +1,10 @@
-"""Every request gets ``ENCODE_TIMEOUT`` seconds of pattern matching (``engine.limits.time_budget``).
+"""Every request gets ``ENCODE_TIMEOUT`` CPU seconds of pattern matching (``engine.limits.time_budget``).
 
 An imported pre-tokenizer pattern can backtrack for minutes on a crafted text (``(?:.*,){6}X``
-on 2,000 commas took 139 s of a core). The budget opens before the view runs and closes at
-teardown; the engine charges it the CPU time of each pattern call on user text and raises
-``EncodeTimeout`` once the request's matching has used it up. The encode, compare and API
+on 2,000 commas took 139 s of a core), and an imported vocabulary can make a model crawl over
+one huge piece. The budget opens before the view runs and closes at teardown; the engine
+charges it the CPU time of each pattern call on user text and of the models' loops over very
+long pieces (``engine.limits.work_meter``), and raises ``EncodeTimeout`` once it is used up. The encode, compare and API
 views already show a ``TokenforgeError`` as a 422 with its message; the handler here is the net
 under every other view (an evaluation, an export check), so a slow pattern is a 422 with the
 engine's sentence, never a 500. Left out: the worker's jobs, bounded by ``JOB_TIME_LIMIT``.
