@@ -52,6 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from load_support import (REPO, Connection, Setup, SetupError, Texts, free_port, job_state,  # noqa: E402
                           percentiles, prepare, queue_training, start_server, stop_server, wait_for_job,
                           web_cpu_seconds)
+from webapp.cli import default_web_workers  # noqa: E402 - the default serve uses
 
 KINDS = ("page", "htmx_encode", "api_encode")
 STEPS = ("page", "htmx_encode", "htmx_encode", "htmx_encode", "api_encode")  # one user's loop
@@ -236,8 +237,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--text-bytes", type=int, default=2048, help="size of each encoded text")
     parser.add_argument("--job-corpus-mb", type=float, default=24, help="size of the background job's corpus")
     parser.add_argument("--job-vocab-size", type=int, default=200_000, help="the background job's vocabulary")
-    parser.add_argument("--workers", type=int, default=2, help="serve --workers")
-    parser.add_argument("--threads", type=int, default=4, help="serve --threads")
+    parser.add_argument("--workers", type=int, default=default_web_workers(),
+                        help="serve --workers (default: serve's own, one per CPU plus one)")
+    parser.add_argument("--threads", type=int, default=2, help="serve --threads (default: serve's own, 2)")
     parser.add_argument("--timeout", type=float, default=60, help="seconds before a request counts as an error")
     parser.add_argument("--train-timeout", type=float, default=1800, help="longest wait for setup training")
     args = parser.parse_args(argv)

@@ -7,7 +7,7 @@ from being left behind, each covering what the other cannot:
 - :func:`die_with_parent` asks Linux (``prctl(PR_SET_PDEATHSIG)``) to signal a process when its
   parent dies, even by SIGKILL, when nobody is left to clean up. Every process we start calls
   it first, so a killed worker takes its job child along, and the job child its own children.
-- :func:`lead_group` makes a process the leader of a new process group (and session), which
+- :func:`lead_group` makes a process the leader of a new process group, which
   its children and their children join; :func:`kill_group` then stops the whole tree at once,
   the way the job worker ends a job that is cancelled, timed out or abandoned.
 
@@ -47,16 +47,21 @@ def die_with_parent(signum: int = signal.SIGKILL, *, parent_pid: int | None = No
 
 
 def lead_group() -> None:
-    """Make this process the leader of a new session and process group.
+    """Make this process the leader of a new process group, in its parent's session.
 
     Everything it starts afterwards (forks, spawned interpreters) joins the group, so
     :func:`kill_group` with this process's pid reaches all of it, grandchildren included. It
     also leaves the terminal's foreground group: Ctrl-C reaches the parent, which decides.
+
+    Not a new *session* (``setsid``): Linux schedules each session as one group
+    (``sched_autogroup``) and shares the CPU fairly between groups, whatever their nice values,
+    so a training in a session of its own took half of a 2-core machine from the web server
+    despite its nice 10. In the parent's session, nice applies against the web processes.
     """
     try:
-        os.setsid()
+        os.setpgid(0, 0)
     except (OSError, AttributeError):
-        pass  # already a group leader, or no sessions on this system
+        pass  # already a group leader, or no process groups on this system
 
 
 def kill_group(pgid: int, signum: int = signal.SIGKILL) -> bool:
