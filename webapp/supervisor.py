@@ -101,6 +101,7 @@ class Supervisor:
         self.lanes = [Lane(tuple(args)) for args in lanes]
         self.command = list(command)
         self.stopping = threading.Event()
+        self._engine: Any = None  # made on the first recovery: most runs never need one
         self._sessions: Any = None
 
     def stop(self) -> None:
@@ -120,6 +121,9 @@ class Supervisor:
                 self.stopping.wait(POLL_SECONDS)
         finally:
             self._stop_all()
+            if self._engine is not None:  # close the database connections recovering opened
+                self._engine.dispose()
+                self._engine = self._sessions = None
 
     def _start(self, lane: Lane) -> None:
         try:
@@ -173,7 +177,8 @@ class Supervisor:
 
             from webapp.db import make_engine
 
-            self._sessions = sessionmaker(make_engine(self.settings["DATABASE_URL"]), expire_on_commit=False)
+            self._engine = make_engine(self.settings["DATABASE_URL"])
+            self._sessions = sessionmaker(self._engine, expire_on_commit=False)
         return self._sessions
 
     def _stop_all(self) -> None:
