@@ -284,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
                 status, body = send()
                 seconds = time.monotonic() - started
                 growth = max((memory_kib(pid, "VmHWM") - rss) / 1024 for pid, rss in before.items())
-                shown = message_of(body).replace("|", "/")
+                shown = message_of(body).replace("|", "\\|")
                 refused = status in expected
                 if label.startswith("6"):
                     seconds = float(re.search(r"(\d+) ms", body).group(1)) / 1000
