@@ -1,9 +1,19 @@
-"""Attacks on what one request may cost: body sizes (finding 2 of issue #11) and slow senders (6).
+"""Attacks on what one request may cost: body sizes (finding 2 of issue #11), slow senders (6) and
+the playground's hot path (14).
 
-The other findings have their tests beside the code they guard: ``test_attacks_access.py``
-(sessions, invites, the shared limiter, team deletion), ``test_attacks_inputs.py`` (strict
-numbers and bounded pages), ``test_attacks_jobs.py`` (workers, orphans, the time limit, the
-fair queue) and the engine's import and pattern-time tests.
+Every finding of issue #11 has its tests; the others stand beside the code they guard:
+
+- 1, 3, 5, 12 (imports and pattern time): ``tests/engine/test_limits.py``,
+  ``tests/engine/test_import_fuzz.py``, ``tests/webapp/test_import_attacks.py``; one long piece
+  in any model: ``tests/engine/test_long_pieces.py``; pages of a pathological stored
+  tokenizer: ``tests/webapp/test_attacks_inputs.py``;
+- 4, 13 (options, time limit, fair queue, workers, orphans): ``tests/webapp/test_attacks_jobs.py``,
+  ``tests/engine/test_trainer_limits.py``, ``tests/webapp/test_jobs.py``,
+  ``tests/webapp/test_worker.py``, ``tests/webapp/test_faults.py``;
+- 7, 8, 9, 11 (invites, sessions, the shared limiter, team deletion):
+  ``tests/webapp/test_attacks_access.py`` and ``tests/webapp/test_security.py``;
+- 10 (no input gives a 500; API errors are JSON): ``tests/webapp/test_attacks_inputs.py``,
+  which walks every route.
 
 Bodies are fed through a stream that counts what the app read, so "refused before reading"
 is asserted as bytes, not as time.
