@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from load_support import (  # noqa: E402
-    CSRF_FIELD, Browser, free_port, start_server, stop_server, train_form_fields,
+    CSRF_FIELD, Browser, free_port, multipart_request, start_server, stop_server, train_form_fields,
 )
 
 MB = 1 << 20
@@ -90,34 +90,26 @@ class Attacker:
     def __init__(self, base: str, browser: Browser) -> None:
         self.base, self.browser = base, browser
 
-    def _open(self, request: urllib.request.Request, opener: Callable[..., object] | None) -> Answer:
+    def _open(self, request: urllib.request.Request) -> Answer:
         try:
-            with (opener or self.browser.opener.open)(request, timeout=120) as response:  # type: ignore[operator]
+            with self.browser.opener.open(request, timeout=120) as response:
                 return response.status, response.read().decode("utf-8", "replace")
         except urllib.error.HTTPError as exc:
             return exc.code, exc.read().decode("utf-8", "replace")
 
     def form(self, path: str, fields: dict[str, str], files: dict[str, tuple[str, bytes]] | None = None,
              form_page: str | None = None) -> Answer:
-        """POST a multipart form with the CSRF token of ``form_page``, without following redirects."""
+        """POST a multipart form with the CSRF token of ``form_page``; the answer after any redirect."""
         token = CSRF_FIELD.search(self.browser.get(form_page or path))
         fields = {"csrf_token": token.group(1) if token else "", **fields}
-        boundary = "tokenforgeattack"
-        parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
-                 for k, v in fields.items()]
-        for name, (filename, data) in (files or {}).items():
-            parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; filename="{filename}"\r\n'
-                         "Content-Type: application/octet-stream\r\n\r\n".encode() + data + b"\r\n")
-        request = urllib.request.Request(self.base + path, data=b"".join(parts) + f"--{boundary}--\r\n".encode(),
-                                         headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
-        return self._open(request, None)
+        return self._open(multipart_request(self.base + path, fields, files))
 
     def api(self, path: str, body: bytes) -> Answer:
         request = urllib.request.Request(self.base + path, data=body, headers={"Content-Type": "application/json"})
-        return self._open(request, None)
+        return self._open(request)
 
     def get(self, path: str) -> Answer:
-        return self._open(urllib.request.Request(self.base + path), None)
+        return self._open(urllib.request.Request(self.base + path))
 
 
 def raw_body(port: int, head: bytes, send_bytes: int) -> Answer:

@@ -69,16 +69,7 @@ class Browser:
         found = CSRF_FIELD.search(self.get(form_page or path))
         if found is None:
             raise SetupError(f"GET /{form_page or path} has no CSRF token; is it a form page?")
-        fields = {"csrf_token": found.group(1), **fields}
-        boundary = "tokenforgeloadtest"
-        parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
-                 for k, v in fields.items()]
-        for name, (filename, data) in (files or {}).items():
-            parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; filename="{filename}"\r\n'
-                         "Content-Type: application/octet-stream\r\n\r\n".encode() + data + b"\r\n")
-        body = b"".join(parts) + f"--{boundary}--\r\n".encode()
-        request = urllib.request.Request(self.base + path, data=body,
-                                         headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+        request = multipart_request(self.base + path, {"csrf_token": found.group(1), **fields}, files)
         try:
             with self.opener.open(request, timeout=600) as response:
                 return str(response.geturl()), str(response.read().decode("utf-8"))
@@ -89,6 +80,19 @@ class Browser:
 
     def cookies(self) -> dict[str, str]:
         return {cookie.name: cookie.value or "" for cookie in self.jar}
+
+
+def multipart_request(url: str, fields: dict[str, str],
+                      files: dict[str, tuple[str, bytes]] | None = None) -> urllib.request.Request:
+    """A POST of ``fields`` and ``files`` (name -> (filename, bytes)) as ``multipart/form-data``."""
+    boundary = "tokenforgebenchmark"
+    parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
+             for k, v in fields.items()]
+    for name, (filename, data) in (files or {}).items():
+        parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; filename="{filename}"\r\n'
+                     "Content-Type: application/octet-stream\r\n\r\n".encode() + data + b"\r\n")
+    return urllib.request.Request(url, data=b"".join(parts) + f"--{boundary}--\r\n".encode(),
+                                  headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
 
 
 def free_port() -> int:

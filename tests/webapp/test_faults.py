@@ -216,17 +216,9 @@ def test_crashed_app_restarts_with_the_queued_job_run_and_the_running_one_resume
 
 
 def worker_commands(pgid: int) -> list[list[str]]:
-    """The command lines of the ``tokenforge worker`` processes in a process group."""
-    found = []
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
-            argv = (proc / "cmdline").read_bytes().decode().split("\0")[:-1]
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z" and argv[1:4] == ["-m", "webapp.cli", "worker"]:
-            found.append(argv[4:])
-    return sorted(found)
+    """The arguments of the ``tokenforge worker`` processes in a process group."""
+    return sorted(argv[4:] for argv in process_commands(pgid).values()
+                  if argv[1:4] == ["-m", "webapp.cli", "worker"])
 
 
 def test_killing_serve_alone_stops_its_job_workers_too(tmp_path: Path) -> None:
