@@ -77,10 +77,10 @@ def signup() -> Response:
         return render("auth/signup.html", closed=True, errors={}, form={}, invite=None, status=403)
     if request.method == "GET":
         return render("auth/signup.html", closed=False, errors={}, form={}, invite=invite)
-    limit = ratelimit.parse_limit(current_app.config["SIGNUP_RATE_LIMIT"])
-    wait = ratelimit.limiter().hit(f"signup-ip:{ratelimit.client_ip()}", limit)
-    if wait is not None:
-        return ratelimit.too_many(wait, "sign-ups from this address")
+    refused = ratelimit.refuse("SIGNUP_RATE_LIMIT", f"signup-ip:{ratelimit.client_ip()}",
+                               "sign-ups from this address")
+    if refused is not None:
+        return refused
     errors, email, name, password = _validate_signup(request.form)
     if errors:
         return render("auth/signup.html", closed=False, errors=errors, form=request.form, invite=invite,
@@ -110,18 +110,16 @@ def login() -> Response:
     if request.method == "GET":
         return render("auth/login.html", error=None, email="", next=target)
     email = request.form.get("email", "").strip().lower()[:254]
-    limit = ratelimit.parse_limit(current_app.config["LOGIN_RATE_LIMIT"])
-    limiter = ratelimit.limiter()
     for key in (f"login-ip:{ratelimit.client_ip()}", f"login-email:{email}"):
-        wait = limiter.hit(key, limit)
-        if wait is not None:
-            return ratelimit.too_many(wait, "login attempts")
+        refused = ratelimit.refuse("LOGIN_RATE_LIMIT", key, "login attempts")
+        if refused is not None:
+            return refused
     user = get_session().scalar(select(User).where(User.email == email))
     matches = auth.check_password(user, request.form.get("password", "")[:MAX_PASSWORD])
     if user is None or not matches:
         return render("auth/login.html", error="The e-mail address or the password is wrong.",
                       email=email, next=target, status=401)
-    limiter.reset(f"login-email:{email}")
+    ratelimit.limiter().reset(f"login-email:{email}")
     # Nothing else happens at login: a pending invite is joined on its own page, by a click.
     auth.start_session(user, keep=KEEP_ON_LOGIN)
     return redirect(target, 303)
@@ -168,10 +166,10 @@ def choose_team() -> Response:
 @login_required
 def change_password() -> Response:
     """Change the password; every other session of the account ends, this one goes on."""
-    limit = ratelimit.parse_limit(current_app.config["LOGIN_RATE_LIMIT"])
-    wait = ratelimit.limiter().hit(f"password:{current_user.id}", limit)
-    if wait is not None:  # the current password is checked here: the same budget as a login
-        return ratelimit.too_many(wait, "password attempts")
+    # The current password is checked here: the same budget as a login.
+    refused = ratelimit.refuse("LOGIN_RATE_LIMIT", f"password:{current_user.id}", "password attempts")
+    if refused is not None:
+        return refused
     form = request.form
     errors: dict[str, str] = {}
     if not auth.check_password(current_user, form.get("current", "")[:MAX_PASSWORD]):

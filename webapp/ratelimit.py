@@ -164,6 +164,15 @@ def limiter() -> Limiter:
     return found  # type: ignore[no-any-return]
 
 
+def refuse(setting: str, key: str, what: str) -> Response | None:
+    """Count one event of ``key`` against the limit in the app setting ``setting``.
+
+    Returns the 429 answer (naming ``what``) once the budget is spent, else None.
+    """
+    wait = limiter().hit(key, parse_limit(current_app.config[setting]))
+    return too_many(wait, what) if wait is not None else None
+
+
 def client_ip() -> str:
     """The address the request came from (set ``ProxyFix`` up front if behind a proxy)."""
     return request.remote_addr or "unknown"

@@ -57,9 +57,7 @@ def limit_api() -> Response | None:
     if request.endpoint not in LIMITED_API_ENDPOINTS:
         return None
     who = f"user:{current_user.id}" if current_user.is_authenticated else f"ip:{ratelimit.client_ip()}"
-    limit = ratelimit.parse_limit(current_app.config["API_RATE_LIMIT"])
-    wait = ratelimit.limiter().hit(f"api:{who}", limit)
-    return ratelimit.too_many(wait, "API calls") if wait is not None else None
+    return ratelimit.refuse("API_RATE_LIMIT", f"api:{who}", "API calls")
 
 
 def _is_busy(error: OperationalError) -> bool:
