@@ -36,3 +36,15 @@ def parse_int(raw: object, *, low: int = 0, high: int = MAX_ID) -> int | None:
 def parse_id(raw: object) -> int | None:
     """A database id (1 to :data:`MAX_ID`) from a form field or JSON value, else None."""
     return parse_int(raw, low=1)
+
+
+def parse_ids(raw: object, *, most: int) -> list[int]:
+    """The valid ids among the first ``most`` items of a list (anything else is skipped).
+
+    For lists from outside or stored with a row (a form's checked boxes, a tokenizer's
+    ``corpus_ids``); what is not a list holds no ids.
+    """
+    if not isinstance(raw, list):
+        return []
+    parsed = (parse_id(value) for value in raw[:most])
+    return [value for value in parsed if value is not None]

@@ -24,7 +24,7 @@ from webapp.htmx import is_htmx, render
 from webapp.inspector import shown_text
 from webapp.loaded import load
 from webapp.models import Corpus, Job, Tokenizer
-from webapp.numbers import parse_id
+from webapp.numbers import parse_id, parse_ids
 
 bp = Blueprint("tokenizers", __name__)
 MAX_CORPORA = 1000  # corpus checkboxes one form may submit; more is not a person choosing
@@ -36,21 +36,15 @@ def _corpora() -> list[Corpus]:
     return list(get_session().scalars(scoped(Corpus).order_by(Corpus.name, Corpus.id).limit(MAX_CORPORA)))
 
 
-def _corpus_ids(raw: list[str]) -> list[int]:
-    """The valid corpus ids among submitted values (anything else is not a corpus, so ignored)."""
-    parsed = (parse_id(value) for value in raw[:MAX_CORPORA])
-    return [value for value in parsed if value is not None]
-
-
 def _train_page(algorithm: str, *, form: dict[str, Any] | None = None,
                 errors: dict[str, str] | None = None, status: int = 200) -> Response:
     algorithms = training_form.available_algorithms()
     if algorithm not in algorithms:
         algorithm = algorithms[0] if algorithms else ""
     fields = training_form.fields_for(algorithm, form, errors) if algorithm else []
-    selected = set(_corpus_ids((form or {}).get("corpus_ids", [])))
+    selected = set(parse_ids((form or {}).get("corpus_ids", []), most=MAX_CORPORA))
     if form is None:
-        selected = set(_corpus_ids([request.args.get("corpus", "")]))
+        selected = set(parse_ids([request.args.get("corpus", "")], most=1))
     return render(
         "tokenizers/train.html", "options", algorithm=algorithm, algorithms=algorithms,
         fields=fields, corpora=_corpora(), selected=selected, errors=errors or {},
@@ -75,7 +69,7 @@ def train() -> Response:
                            errors={"": f"Choose an algorithm; {algorithm!r} is not available."})
     options, errors = training_form.parse(algorithm, form)
     submitted = [value for value in form["corpus_ids"] if value.strip()]
-    ids = _corpus_ids(submitted)
+    ids = parse_ids(submitted, most=MAX_CORPORA)
     corpora = list(get_session().scalars(scoped(Corpus).where(Corpus.id.in_(ids)))) if ids else []
     if len(submitted) > MAX_CORPORA:
         errors["corpus_ids"] = f"Choose at most {MAX_CORPORA:,} corpora; {len(submitted):,} were sent."
@@ -158,9 +152,7 @@ def show(tokenizer_id: int) -> Response:
     """A tokenizer's summary: how it was trained, its size and its first merges."""
     tokenizer = owned_or_404(Tokenizer, tokenizer_id)
     job = get_session().scalar(scoped(Job).where(Job.id == tokenizer.job_id)) if tokenizer.job_id else None
-    stored = tokenizer.config.get("corpus_ids")
-    parsed = [parse_id(i) for i in stored[:MAX_CORPORA]] if isinstance(stored, list) else []
-    corpus_ids = [i for i in parsed if i is not None]
+    corpus_ids = parse_ids(tokenizer.config.get("corpus_ids"), most=MAX_CORPORA)
     corpora = get_session().scalars(scoped(Corpus).where(Corpus.id.in_(corpus_ids))).all() if corpus_ids else []
     merges = tokenizer.stats.get("merges") or []
     if not isinstance(merges, list):

@@ -22,7 +22,8 @@ from webapp.htmx import render
 from webapp.loaded import Loaded, load
 from webapp.models import Corpus
 from webapp.models import Tokenizer as TokenizerRow
-from webapp.numbers import parse_id, parse_int
+from webapp.numbers import parse_id, parse_ids, parse_int
+from webapp.tokenizers import MAX_CORPORA
 
 bp = Blueprint("vocab", __name__)
 
@@ -53,8 +54,7 @@ def _insights_context(loaded: Loaded) -> dict[str, Any]:
     curve = loaded.stats.get("curve")
     points = charts.numeric_points(curve if isinstance(curve, list) else [])
     corpora = list(get_session().scalars(scoped(Corpus).order_by(Corpus.name)))
-    stored = loaded.row.config.get("corpus_ids")
-    trained_on = {i for i in (stored if isinstance(stored, list) else []) if parse_id(i) is not None}
+    trained_on = set(parse_ids(loaded.row.config.get("corpus_ids"), most=MAX_CORPORA))
     if loaded.row.job_id:
         from webapp.models import Job
 
