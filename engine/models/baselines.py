@@ -23,16 +23,15 @@ from typing import Any
 
 from engine.byte_unicode import BYTE_TO_UNICODE, UNICODE_TO_BYTE
 from engine.errors import ConfigError, FormatError
-from engine.limits import check_token, shown, work_meter
+from engine.limits import TICK_MASK, check_token, shown, work_meter
 from engine.models.base import StringVocabulary, read_string_vocab
 from engine.models.bpe import hf_byte_level_model
 
 DIRECTIONS = ("forward", "backward")
 # Maximum matching tries every length the vocabulary has at each position (up to 1,024 in an
 # imported one), so a piece longer than this charges its loop to the encode's time budget,
-# reading the clock every TICK_MASK + 1 tokens.
+# reading the clock every engine.limits.TICK_MASK + 1 tokens.
 METERED_CHARS = 100
-TICK_MASK = 63
 MATCH_ADVICE = "split the text into shorter words with a pre-tokenizer, or encode a shorter text."
 
 

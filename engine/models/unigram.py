@@ -29,13 +29,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from engine.errors import FormatError
-from engine.limits import MAX_VOCAB_SIZE, check_count, check_token, shown, work_meter
+from engine.limits import MAX_VOCAB_SIZE, TICK_MASK, check_count, check_token, shown, work_meter
 
 # Pieces longer than this many characters charge their lattice to the encode's time budget; a
 # shorter one costs at most this many lookups per character, like sentencepiece's default
-# longest piece. Metered loops read the clock every TICK_MASK + 1 positions.
+# longest piece. Metered loops read the clock every engine.limits.TICK_MASK + 1 positions.
 METERED_CHARS = 16
-TICK_MASK = 63
 UNK_PENALTY = 10.0  # sentencepiece's kUnkPenalty: unknown characters score min_score - 10
 BYTE_PIECES = tuple(f"<0x{b:02X}>" for b in range(256))
 

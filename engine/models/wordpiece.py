@@ -19,17 +19,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.errors import ConfigError, FormatError
-from engine.limits import check_token, work_meter
+from engine.limits import TICK_MASK, check_token, work_meter
 from engine.models.base import StringVocabulary, read_string_vocab
 
 DEFAULT_UNK = "[UNK]"
 DEFAULT_PREFIX = "##"
 DEFAULT_MAX_INPUT_CHARS = 100
 # Words longer than this (HF's default cap, so only a raised max_input_chars_per_word lets them
-# through) charge their loop to the encode's time budget, reading the clock every TICK_MASK + 1
-# pieces. A shorter word costs at most 100 lookups per character: 0.9 s for 200,000 characters.
+# through) charge their loop to the encode's time budget, reading the clock every
+# engine.limits.TICK_MASK + 1 pieces. A shorter word costs at most 100 lookups per character: 0.9 s for 200,000 characters.
 METERED_CHARS = DEFAULT_MAX_INPUT_CHARS
-TICK_MASK = 63
 
 
 class WordPiece(StringVocabulary):
