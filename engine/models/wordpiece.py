@@ -27,7 +27,8 @@ DEFAULT_PREFIX = "##"
 DEFAULT_MAX_INPUT_CHARS = 100
 # Words longer than this (HF's default cap, so only a raised max_input_chars_per_word lets them
 # through) charge their loop to the encode's time budget, reading the clock every
-# engine.limits.TICK_MASK + 1 pieces. A shorter word costs at most 100 lookups per character: 0.9 s for 200,000 characters.
+# engine.limits.TICK_MASK + 1 pieces. A shorter word costs at most 100 lookups per character:
+# 0.9 s for 200,000 characters.
 METERED_CHARS = DEFAULT_MAX_INPUT_CHARS
 
 
