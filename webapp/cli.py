@@ -26,8 +26,10 @@ from engine.cli import one_line_errors, register
 from engine.processes import stop_processes
 from webapp.config import SettingsError, finish_settings, load_settings
 from webapp.jobs import JOB_KINDS
+from webapp.supervisor import WORKER_STOP_SECONDS, stop_with_parent
 
-SUPERVISOR_STOP_SECONDS = 20  # the supervisor gives its workers 15 s (supervisor.WORKER_STOP_SECONDS)
+#: The supervisor gives its workers WORKER_STOP_SECONDS to put their jobs back, then needs a moment.
+SUPERVISOR_STOP_SECONDS = WORKER_STOP_SECONDS + 5
 
 
 def _settings() -> dict[str, Any]:
@@ -123,7 +125,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # The supervisor runs a general worker and a lane for analyses (so that an upload's
     # statistics never wait behind a training job that may run for an hour) and restarts them.
     # It is a process of its own: gunicorn's master reaps every child it has, and forks.
-    from webapp.supervisor import stop_with_parent
 
     workers: list[subprocess.Popen[bytes]] = []
     if not args.no_worker:
