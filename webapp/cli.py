@@ -14,6 +14,7 @@ for more training capacity on other machines; ``worker --only KIND`` limits it t
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import logging
 import os
 import signal
@@ -180,11 +181,21 @@ def _safe_url(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
+def installed_version() -> str:
+    """The version pip installed, read from the package metadata so it is written in one place:
+    ``pyproject.toml``."""
+    try:
+        return importlib.metadata.version("tokenforge")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser, with the engine's subcommands when the engine provides them."""
     parser = argparse.ArgumentParser(
         prog="tokenforge", description="Train, inspect and serve tokenizers (see the README)."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {installed_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = sub.add_parser("serve", help="run the web app, a job worker and a lane for corpus analyses")
