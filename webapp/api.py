@@ -3,8 +3,9 @@
 ``POST /api/v1/encode`` takes ``{tokenizer, text, allowed_special}`` and returns
 ``{ids, tokens, offsets, count}``; ``POST /api/v1/decode`` takes ``{tokenizer, ids}`` and
 returns ``{text, count}``; ``GET /api/v1/tokenizers`` lists what can be used. ``tokenizer`` is
-an id or an exact name. Special tokens follow tiktoken: text containing one is refused unless
-``allowed_special`` allows it (``"all"`` or a list). Every error is JSON ``{"error": sentence}``
+an id or an exact name. Special tokens follow the playground's rule
+(``encode_view.encode_spans``): text spelling one is that special token only when
+``allowed_special`` allows it (``"all"`` or a list), and plain text otherwise. Every error is JSON ``{"error": sentence}``
 with a 4xx status, and so are malformed bodies: wrong JSON types, deep nesting, bodies over
 ``requests.BODY_BYTES`` (``errors.py`` answers the 404, 405 and 413 of every ``/api/`` path in
 JSON too). The API is exempt from CSRF because it only accepts ``application/json``,
@@ -21,7 +22,7 @@ from flask import Blueprint, Flask, jsonify, request
 from werkzeug.wrappers import Response
 
 from engine import TokenforgeError
-from webapp.encode_view import MAX_DECODE_BYTES, check_decode_size
+from webapp.encode_view import MAX_DECODE_BYTES, check_decode_size, encode_spans
 from webapp.htmx import render
 from webapp.loaded import Loaded, all_rows, find
 from webapp.numbers import parse_id, parse_int
@@ -100,7 +101,7 @@ def encode() -> Response:
     if allowed != "all" and len(allowed) > MAX_IDS:
         return _error(f'"allowed_special" lists {len(allowed):,} strings; give at most {MAX_IDS:,}, or "all".')
     try:
-        spans = loaded.tokenizer.encode_with_offsets(text, allowed_special="all" if allowed == "all" else frozenset(allowed))
+        spans = encode_spans(loaded.tokenizer, text, "all" if allowed == "all" else frozenset(allowed))
     except TokenforgeError as exc:
         return _error(str(exc), 422)
     ids = [s.id for s in spans]

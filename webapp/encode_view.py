@@ -3,10 +3,15 @@
 One function shared by the encode view, the compare view and the render benchmark, so all
 three measure and show the same thing. Large inputs stay fast and safe: the whole text is
 encoded and counted, but only the first ``limit`` tokens become display spans, and the result
-says so. With specials not allowed, special-token text is encoded as ordinary text (the
-playground's toggle), never an error.
+says so.
 
-Left out: HTTP (``playground.py``) and the JSON API's tiktoken-style errors (``api.py``).
+The special-token rule, one for the page and the JSON API (:func:`encode_spans`): text that
+spells a special token becomes that one token only where it is allowed; where it is not, it is
+encoded as the ordinary text it is (tiktoken's ``disallowed_special=()``), never an error. So
+what a user pastes cannot smuggle a control token into the ids, and no request fails because of
+what its text happens to say.
+
+Left out: HTTP (``playground.py``, ``api.py``).
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from dataclasses import dataclass, field
 from collections.abc import Sequence
 
 from engine import Tokenizer
+from engine.special_tokens import AllowedSpecial
+from engine.offsets import TokenSpan
 from webapp.numbers import MAX_ID, parse_int
 from webapp.spans import Counts, DisplaySpan, counts, group_spans, show_whitespace
 
@@ -47,14 +54,20 @@ class Encoded:
         return ", ".join(map(str, self.ids))
 
 
+def encode_spans(tokenizer: Tokenizer, text: str, allowed_special: AllowedSpecial) -> list[TokenSpan]:
+    """Encode under the special-token rule: allowed specials are one token, others plain text.
+
+    Naming a string that is not one of the tokenizer's special tokens in ``allowed_special``
+    still raises the engine's error (a typo should be told, not ignored).
+    """
+    return tokenizer.encode_with_offsets(text, allowed_special=allowed_special, disallowed_special=())
+
+
 def encode_for_display(tokenizer: Tokenizer, text: str, *, allowed_special: bool = True,
                        show_ws: bool = False, colour_by_id: bool = False,
                        limit: int = RENDER_TOKENS) -> Encoded:
     """Encode ``text`` and build the display spans of its first ``limit`` tokens."""
-    if allowed_special:
-        token_spans = tokenizer.encode_with_offsets(text, allowed_special="all")
-    else:
-        token_spans = tokenizer.encode_with_offsets(text, disallowed_special=())
+    token_spans = encode_spans(tokenizer, text, "all" if allowed_special else frozenset())
     ids = [s.id for s in token_spans]
     spans = group_spans(text, token_spans, tokenizer, limit=limit, colour_by_id=colour_by_id)
     shown_tokens = min(limit, len(ids))

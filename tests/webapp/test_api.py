@@ -24,9 +24,11 @@ def test_encode_returns_ids_tokens_offsets_and_count(client: FlaskClient, bpe: i
 def test_encode_by_name_and_with_specials(client: FlaskClient, bpe: int) -> None:
     response = client.post("/api/v1/encode", json={"tokenizer": "tiny-bpe", "text": f"the{EOT}", "allowed_special": "all"})
     assert response.json["ids"] == [257, 261]
-    refused = client.post("/api/v1/encode", json={"tokenizer": bpe, "text": f"the{EOT}"})
-    assert refused.status_code == 422
-    assert "allowed_special" in refused.json["error"] and EOT in refused.json["error"]
+    # Not allowed: the special-token rule encodes its text as ordinary text, as the page does.
+    plain = client.post("/api/v1/encode", json={"tokenizer": bpe, "text": f"the{EOT}"})
+    assert plain.status_code == 200
+    assert plain.json["ids"] == [257, *EOT.encode()] and 261 not in plain.json["ids"]
+    assert "".join(plain.json["tokens"][1:]) == EOT  # byte-level pieces spelling <|endoftext|>
 
 
 def test_encode_matches_tiktoken_on_gpt2(client: FlaskClient, app: Flask) -> None:

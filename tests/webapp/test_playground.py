@@ -51,6 +51,21 @@ def test_specials_not_allowed_are_plain_text(client: FlaskClient, ids: dict[str,
     assert len(spans_of(html)) == len(EOT)
 
 
+@pytest.mark.parametrize("allowed", [True, False], ids=["allowed", "not-allowed"])
+def test_page_and_api_follow_one_special_token_rule(client: FlaskClient, ids: dict[str, int], allowed: bool) -> None:
+    """One rule for both: allowed special text is one token, otherwise plain text, never a 422."""
+    text = f"the{EOT}the"
+    form = {"text": text, **({"allowed_special": "on"} if allowed else {})}
+    page = client.post(f"/tokenizers/{ids['bpe']}/encode", headers=HX, data=form)
+    api = client.post("/api/v1/encode", json={"tokenizer": ids["bpe"], "text": text,
+                                              "allowed_special": "all" if allowed else []})
+    assert (page.status_code, api.status_code) == (200, 200)
+    shown = [int(i) for i in re.findall(r'class="tid" data-t="\d+">(\d+)<', page.get_data(as_text=True))]
+    expected = [257, 261, 257] if allowed else [257, *EOT.encode(), 257]
+    assert shown == api.json["ids"] == expected
+    assert "encoded as ordinary text" in client.get(f"/tokenizers/{ids['bpe']}/play").get_data(as_text=True)
+
+
 def test_whitespace_toggle_adds_markers(client: FlaskClient, ids: dict[str, int]) -> None:
     html = client.post(f"/tokenizers/{ids['bpe']}/encode", headers=HX,
                        data={"text": "a b\tc\n", "show_ws": "on"}).get_data(as_text=True)
