@@ -9,7 +9,13 @@ being escaped first.
 Real text repeats its tokens (`` the``, ``,``), and the hover line of an id is the same on every
 keystroke, so short strings are escaped through a small LRU cache: a hit costs a fifth of a
 call to ``escape``. Long strings (a big gap, a long special token's text) are escaped directly
-and never cached, so the cache stays small. Left out: which spans there are (``spans.py``).
+and never cached, so the cache stays small.
+
+Keyboard: the spans are one tab stop, not thousands. Only the first token span has
+``tabindex="0"``; ``static/js/playground.js`` moves that roving tab stop with the arrow keys
+(Home/End for the ends) and inspects the focused token on Enter or Space. Leaving the other
+spans without a ``tabindex`` also keeps the hot path's output small.
+Left out: which spans there are (``spans.py``).
 """
 
 from __future__ import annotations
@@ -35,9 +41,13 @@ def escaped(text: str) -> str:
 
 
 def spans_markup(result: Encoded, differs: Collection[int] = ()) -> Markup:
-    """One ``<span>`` per display span; token spans carry their ids, indices and hover text."""
+    """One ``<span>`` per display span; token spans carry their ids, indices and hover text.
+
+    The first token span is the group's only tab stop (the roving focus described above).
+    """
     out = []
     append = out.append
+    stop = ' tabindex="0"'  # the first token span's; empty once given out
     for position, (span, shown) in enumerate(zip(result.spans, result.shown)):
         text = escaped(shown)
         parts = span.parts
@@ -54,8 +64,9 @@ def spans_markup(result: Encoded, differs: Collection[int] = ()) -> Markup:
             indices, ids, title = part.index, part.id, part.title_line
         else:
             indices, ids, title = span.indices, span.ids, span.title
-        append(f'<span class="{classes}" tabindex="0" role="button" data-t="{indices}" '
+        append(f'<span class="{classes}"{stop} role="button" data-t="{indices}" '
                f'data-ids="{ids}" title="{escaped(title)}">{text}</span>')
+        stop = ""
     return Markup("".join(out))
 
 

@@ -1,6 +1,8 @@
 // The playground's behaviours (no inline scripts: the CSP forbids them).
 // - Hovering or focusing a token span highlights its ids, and an id highlights its span.
 // - Clicking a span (or Enter/Space on it) loads the token inspector through htmx.
+// - The spans of one encoding are one tab stop (roving tabindex: the server gives the first
+//   token tabindex="0"); arrow keys move it between tokens, Home/End to the ends.
 // - Buttons with data-copy="#selector" copy that element's value or text.
 (function () {
   "use strict";
@@ -42,7 +44,7 @@
   }
   document.addEventListener("click", function (event) {
     var span = event.target.closest && event.target.closest(".tok[data-ids]");
-    if (span) { inspect(span); }
+    if (span) { makeStop(span); inspect(span); }
     var button = event.target.closest && event.target.closest("[data-copy]");
     if (button) {
       var source = document.querySelector(button.getAttribute("data-copy"));
@@ -56,9 +58,27 @@
       }
     }
   });
+  var MOVES = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 };
+  function rove(span, key) {
+    var tokens = span.parentNode.querySelectorAll(".tok[data-ids]");
+    var at = Array.prototype.indexOf.call(tokens, span);
+    var next = key === "Home" ? 0 : key === "End" ? tokens.length - 1 : at + MOVES[key];
+    if (next < 0 || next >= tokens.length || next === at) { return; }
+    makeStop(tokens[next]);
+    tokens[next].focus();
+    tokens[next].scrollIntoView({ block: "nearest" });
+  }
+  function makeStop(span) {  // only the current token of a group stays a tab stop
+    span.parentNode.querySelectorAll('.tok[tabindex="0"]').forEach(function (n) { n.removeAttribute("tabindex"); });
+    span.setAttribute("tabindex", "0");
+  }
   document.addEventListener("keydown", function (event) {
-    if (event.key !== "Enter" && event.key !== " ") { return; }
     var span = event.target.closest && event.target.closest(".tok[data-ids]");
-    if (span) { event.preventDefault(); inspect(span); }
+    if (!span || event.altKey || event.ctrlKey || event.metaKey) { return; }
+    if (event.key === "Enter" || event.key === " ") {
+      event.preventDefault(); inspect(span);
+    } else if (MOVES[event.key] || event.key === "Home" || event.key === "End") {
+      event.preventDefault(); rove(span, event.key);
+    }
   });
 })();

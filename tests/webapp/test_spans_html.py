@@ -33,3 +33,14 @@ def test_repeated_rendering_is_identical() -> None:
 def test_escaped_matches_markupsafe_for_short_and_long_text() -> None:
     for text in ["<a href='x'>&\"", "<" * 1000]:
         assert escaped(text) == str(escape(text)) == escaped(text)
+
+
+def test_the_spans_are_one_tab_stop() -> None:
+    """Only the first token span is tabbable (the script roves it); gaps and the rest are not."""
+    result = encode_for_display(byte_bpe(), " the the wé the " * 30)
+    html = str(spans_markup(result))
+    tokens = re.findall(r'<span class="tok[^"]*"[^>]*>', html)
+    assert len(tokens) > 100
+    assert html.count("tabindex") == 1 and ' tabindex="0"' in tokens[0]
+    assert all("tabindex" not in tag for tag in tokens[1:])
+    assert str(spans_markup(encode_for_display(byte_bpe(), ""))) == ""  # nothing to focus, no stop
