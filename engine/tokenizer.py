@@ -38,6 +38,7 @@ from engine.post_processors import TemplateProcessing
 from engine.pretoken_cache import PreTokenCache
 from engine.pretokenizers import Piece, PreTokenizer, RegexSplit
 from engine.special_tokens import AllowedSpecial, SpecialTokens
+from engine.tokenizer_json import dumps, pipeline_from_hf_dict, pipeline_from_json
 
 # Pre-token → ids cache size. en_5M has ~70k distinct pre-tokens: at 1 << 16 an LRU thrashed (a second
 # pass still missed 48k times, 0.8 s instead of 0.3 s). Worst case ~250 bytes an entry, ~32 MB.
@@ -351,15 +352,18 @@ class Tokenizer:
 
     # ----------------------------------------------------------------- files
     def to_json(self) -> str:
-        from engine.serialization import dumps
-
+        """This tokenizer as ``tokenizer.json`` text (deterministic; ``tokenizer_json.py``)."""
         return dumps(self)
 
     @classmethod
-    def from_json(cls, data: str) -> Tokenizer:
-        from engine.serialization import loads
+    def from_json(cls, data: str | bytes) -> Tokenizer:
+        """Load ``tokenizer.json`` text; malformed input raises FormatError."""
+        return cls(**pipeline_from_json(data))
 
-        return loads(data)
+    @classmethod
+    def from_hf_dict(cls, data: Any) -> Tokenizer:
+        """Build a tokenizer from a parsed ``tokenizer.json`` object, validating as it goes."""
+        return cls(**pipeline_from_hf_dict(data))
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(self.to_json(), encoding="utf-8")
@@ -367,9 +371,7 @@ class Tokenizer:
     @classmethod
     def from_file(cls, path: str | Path) -> Tokenizer:
         """Load a ``tokenizer.json``; a file over ``engine.limits.MAX_FILE_BYTES`` is refused unread."""
-        from engine.serialization import loads
-
-        return loads(read_bytes(path))
+        return cls.from_json(read_bytes(path))
 
 
 def replace_surrogates(text: str) -> str:
