@@ -16,9 +16,9 @@ from flask_wtf.csrf import CSRFProtect
 from werkzeug.wrappers import Response
 
 from webapp import auth, converters, db, errors, filters, requests, security, time_budget
+from webapp.assets import asset_dir
 from webapp.config import finish_settings, load_settings
 
-ROOT = Path(__file__).resolve().parent.parent
 csrf = CSRFProtect()
 
 
@@ -26,8 +26,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     """Build the app from environment settings, overridden by ``test_config`` in tests."""
     app = Flask(
         __name__,
-        template_folder=str(ROOT / "templates"),
-        static_folder=str(ROOT / "static"),
+        template_folder=str(asset_dir("templates")),
+        static_folder=str(asset_dir("static")),
     )
     app.config.from_mapping(load_settings())
     if test_config:

@@ -16,7 +16,8 @@ from flask import Flask, current_app, g
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
-MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+from webapp.assets import asset_dir
+
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 
 
@@ -78,7 +79,7 @@ def _alembic_config(url: str) -> Any:
     from alembic.config import Config
 
     config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.set_main_option("script_location", str(asset_dir("migrations")))
     # "%" is ConfigParser interpolation syntax; passwords in URLs may contain it.
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     return config
