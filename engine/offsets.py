@@ -13,6 +13,7 @@ tokens into whole graphemes for display is the web view's job.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Sequence
 from itertools import accumulate
 from typing import NamedTuple
 
@@ -57,3 +58,40 @@ def token_char_bounds(piece: str, byte_lengths: list[int]) -> list[tuple[int, in
         bounds.append((start_char, end_char))
         position = end
     return bounds
+
+
+def unknown_lengths(piece: str, surfaces: Sequence[bytes], unknown: Sequence[bool]) -> list[int] | None:
+    """Byte lengths of consecutive tokens of ``piece`` where some stand for unknown text.
+
+    An unknown token (``<unk>``) stands for input its own bytes do not spell, so its length is
+    found from its neighbours: it runs up to where the next token's bytes occur (at least one
+    character on), or to the end of the piece. That is exact for models whose known tokens are
+    made only of known characters, such as Unigram, which fuses a run of unknown characters into
+    one ``<unk>`` between known pieces; before this, one ``<unk>`` made every token of the piece
+    cover the whole piece. Returns None when the tokens do not fit the piece (two unknown tokens
+    in a row, or a known token whose bytes are not where it stands), for the caller's fallback.
+    """
+    data = piece.encode("utf-8")
+    boundaries = char_byte_offsets(piece)
+    lengths: list[int] = []
+    position = 0
+    for index, (surface, is_unknown) in enumerate(zip(surfaces, unknown)):
+        if not is_unknown:
+            if not data.startswith(surface, position):
+                return None
+            lengths.append(len(surface))
+            position += len(surface)
+            continue
+        if position >= len(data):
+            return None
+        if index + 1 == len(surfaces):
+            end = len(data)
+        elif unknown[index + 1]:
+            return None
+        else:
+            end = data.find(surfaces[index + 1], boundaries[bisect_right(boundaries, position)])
+            if end < 0:
+                return None
+        lengths.append(end - position)
+        position = end
+    return lengths if position == len(data) else None

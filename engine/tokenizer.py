@@ -33,7 +33,7 @@ from engine.errors import UnknownTokenIdError
 from engine.limits import read_bytes
 from engine.models.base import Model
 from engine.normalizers import Normalizer, normalize_aligned
-from engine.offsets import TokenSpan, char_byte_offsets, token_char_bounds
+from engine.offsets import TokenSpan, char_byte_offsets, token_char_bounds, unknown_lengths
 from engine.post_processors import TemplateProcessing
 from engine.pretoken_cache import PreTokenCache
 from engine.pretokenizers import Piece, PreTokenizer, RegexSplit
@@ -272,9 +272,13 @@ class Tokenizer:
         pieces = self._split_with_offsets(normalized, aligned=align is not None)
         surface = self._surfaces.__getitem__
         unaligned = align is None
+        unk_id = getattr(self.model, "unk_id", None)
         for piece in pieces:
             ids = self._cache.lookup(piece.text)
             lengths = [len(surface(i)) for i in ids]
+            if unk_id is not None and unk_id in ids:  # an unknown token's bytes are not the text it covers
+                found = unknown_lengths(piece.text, list(map(surface, ids)), [i == unk_id for i in ids])
+                lengths = found if found is not None else lengths
             if piece.offsets is None and piece.text.isascii() and sum(lengths) == len(piece.text):
                 # The common case, kept cheap: the piece came from as many ASCII input characters
                 # (normalized one for one, if at all), so one byte per character inside it.

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from engine.decoders import ByteLevelDecoder, WordPieceDecoder
+from engine.decoders import ByteLevelDecoder, MetaspaceDecoder, WordPieceDecoder
 from engine.metrics import evaluate
 from engine.models.baselines import ByteLevel, WordLevel
+from engine.models.unigram import Unigram
 from engine.models.wordpiece import WordPiece
-from engine.pretokenizers import BertPreTokenizer
+from engine.pretokenizers import BertPreTokenizer, Metaspace
 from engine.tokenizer import Tokenizer
 
 
@@ -43,3 +44,29 @@ def test_empty_text() -> None:
     assert (report["tokens"], report["bytes_per_token"], report["fertility"], report["unk_rate"], report["lossless"]) == (
         0, None, None, 0.0, True,
     )
+
+
+def test_unigram_unknown_character_leaves_its_neighbours_their_own_text() -> None:
+    # "\n" is in no piece, so the word "▁.\ncd" encodes as ▁. <unk> cd. Every token of it used to
+    # be given the whole word (the longest tokens showed "▁." as " .\ncd").
+    pieces = [("<unk>", 0.0), ("▁ab", -1.0), ("▁.", -1.0), ("cd", -2.0)]
+    pieces += [(c, -3.0) for c in "▁ab.cd"]
+    tokenizer = Tokenizer(Unigram(pieces, unk_id=0), pre_tokenizer=Metaspace(), decoder=MetaspaceDecoder())
+    text = "ab .\ncd"
+    spans = tokenizer.encode_with_offsets(text)
+    assert [(tokenizer.id_to_token(s.id), text[s.char_start : s.char_end], s.byte_start, s.byte_end) for s in spans] == [
+        ("▁ab", "ab", 0, 2), ("▁.", " .", 2, 4), ("<unk>", "\n", 4, 5), ("cd", "cd", 5, 7),
+    ]
+    report = evaluate(tokenizer, text)
+    assert [(t["token"], t["text"]) for t in report["longest_tokens"]] == [("▁ab", "ab"), ("▁.", " ."), ("cd", "cd")]
+    assert report["unk_tokens"] == 1
+
+
+def test_a_run_of_unknown_characters_is_one_unknown_token_with_its_own_span() -> None:
+    pieces = [("<unk>", 0.0), ("▁x", -1.0), ("y", -1.0), ("▁", -2.0)]
+    tokenizer = Tokenizer(Unigram(pieces, unk_id=0), pre_tokenizer=Metaspace(), decoder=MetaspaceDecoder())
+    text = "xéé€y"  # é and € are unknown and fused into one <unk> of 7 bytes ("<unk>" itself has 5)
+    spans = tokenizer.encode_with_offsets(text)
+    assert [(tokenizer.id_to_token(s.id), text[s.char_start : s.char_end], s.byte_start, s.byte_end) for s in spans] == [
+        ("▁x", "x", 0, 1), ("<unk>", "éé€", 1, 8), ("y", "y", 8, 9),
+    ]
