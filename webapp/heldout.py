@@ -3,8 +3,9 @@
 The user picks a corpus, a fraction (1–50 %) and which end to take (the first or the last
 part). The split starts and ends on document boundaries where the fraction allows, and is
 capped at ``MAX_EVAL_BYTES`` so a page view never encodes gigabytes. The numbers come from
-``engine.metrics.evaluate``. A corpus the tokenizer was trained on is not really held out; the
-view says so.
+``engine.metrics.evaluate``; :func:`report` turns them into what the page shows: a small table
+of labelled figures, the first round-trip difference as a sentence, and the longest tokens as
+rows. A corpus the tokenizer was trained on is not really held out; the view says so.
 
 Left out: HTTP and the corpus store itself (``storage.py``).
 """
@@ -19,6 +20,7 @@ from typing import Any
 from engine import Tokenizer
 from engine.metrics import evaluate as engine_evaluate
 from webapp.corpus_stats import DOCUMENT_SEPARATOR
+from webapp.inspector import shown_text
 
 MAX_EVAL_BYTES = 1 << 20
 
@@ -62,3 +64,76 @@ def read_split(path: Path, fraction: float, part: str, *, cap: int = MAX_EVAL_BY
 def evaluate(tokenizer: Tokenizer, split: Split) -> dict[str, Any]:
     """The engine's metrics on the split's text."""
     return dict(engine_evaluate(tokenizer, split.text))
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """One row of the evaluation table; ``as_`` is the ``readable`` filter's style ("percent" or "")."""
+
+    label: str
+    value: Any
+    as_: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LongToken:
+    """One of the longest tokens the text used, with the text it covered there."""
+
+    id: int | None
+    token: str
+    text: str
+    chars: int | None
+    count: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """The evaluation as the page shows it."""
+
+    figures: list[Figure]
+    lossless: bool
+    difference: str  # a sentence; empty when decoding gives the text back
+    longest: list[LongToken]
+
+
+def _shown(text: object) -> str:
+    return shown_text(str(text).encode("utf-8"), 80) if text is not None else ""
+
+
+def _number(value: object) -> int | float | None:
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def difference_sentence(difference: object) -> str:
+    """Where decoding first differs from the text, as a sentence (empty when it does not)."""
+    if not isinstance(difference, dict):
+        return ""
+    offset = _number(difference.get("char_offset"))
+    where = f" at character {offset:,}" if isinstance(offset, int) else ""
+    before = difference.get("context_before")
+    after = f" (after “{_shown(before)}”)" if before else ""
+    return (f"Decoding does not give the text back: it first differs{where}{after}, "
+            f"where the text has “{_shown(difference.get('expected'))}” and the decoded ids give "
+            f"“{_shown(difference.get('got'))}”.")
+
+
+def report(result: dict[str, Any]) -> Report:
+    """The engine's figures as labelled rows, a sentence and the longest tokens."""
+    n = result.get
+    figures = [
+        Figure("Characters", n("chars")), Figure("Bytes", n("bytes")), Figure("Words", n("words")),
+        Figure("Tokens", n("tokens")), Figure("Bytes per token", n("bytes_per_token")),
+        Figure("Characters per token", n("chars_per_token")), Figure("Tokens per word", n("fertility")),
+        Figure("Unknown tokens", n("unk_tokens")), Figure("Unknown share", n("unk_rate"), "percent"),
+        Figure("Vocabulary used", f"{_number(n('vocab_used')) or 0:,} of {_number(n('vocab_size')) or 0:,}"),
+        Figure("Vocabulary used (share)", n("vocab_utilisation"), "percent"),
+        Figure("Round trip", "lossless" if n("lossless") else "differs"),
+    ]
+    longest = []
+    for entry in n("longest_tokens") or []:
+        if isinstance(entry, dict):
+            token_id, chars, count = (_number(entry.get(key)) for key in ("id", "chars", "count"))
+            longest.append(LongToken(token_id if isinstance(token_id, int) else None, _shown(entry.get("token")),
+                                     _shown(entry.get("text")), chars if isinstance(chars, int) else None,
+                                     count if isinstance(count, int) else None))
+    return Report(figures, bool(n("lossless")), difference_sentence(n("first_difference")), longest)

@@ -16,15 +16,14 @@ from sqlalchemy import select
 from sqlalchemy.orm import defer
 from werkzeug.wrappers import Response
 
-from engine import TokenforgeError
-from webapp import jobs, training_form
+from webapp import jobs, summary, training_form
 from webapp.auth import owned_or_404, scoped
 from webapp.db import get_session
 from webapp.htmx import is_htmx, render
-from webapp.inspector import shown_text
 from webapp.loaded import load
 from webapp.models import Corpus, Job, Tokenizer
 from webapp.numbers import parse_id, parse_ids
+from webapp.presets import INSTALL_COMMAND, preset_rows
 
 bp = Blueprint("tokenizers", __name__)
 MAX_CORPORA = 1000  # corpus checkboxes one form may submit; more is not a person choosing
@@ -137,54 +136,33 @@ def cancel(job_id: int) -> Response:
 
 @bp.get("/tokenizers")
 def index() -> Response:
-    """All tokenizers, newest first."""
+    """The team's tokenizers, newest first, and the presets every team can read."""
     # The list needs neither the JSON document nor the training stats, which can be megabytes each.
     rows = get_session().scalars(scoped(Tokenizer).options(defer(Tokenizer.tokenizer_json), defer(Tokenizer.stats))
                                  .order_by(Tokenizer.id.desc()).limit(MAX_LISTED)).all()
     active = get_session().scalars(
         scoped(Job).where(Job.status.in_(("queued", "running")), Job.kind == "train").order_by(Job.id)
     ).all()
-    return render("tokenizers/index.html", tokenizers=rows, active=active, capped=len(rows) == MAX_LISTED)
+    return render("tokenizers/index.html", tokenizers=rows, active=active, capped=len(rows) == MAX_LISTED,
+                  presets=preset_rows(get_session()), presets_command=INSTALL_COMMAND)
 
 
 @bp.get("/tokenizers/<int:tokenizer_id>")
 def show(tokenizer_id: int) -> Response:
-    """A tokenizer's summary: how it was trained, its size and its first merges."""
+    """A tokenizer's summary: how it was trained or imported, what its model holds, its first merges."""
     tokenizer = owned_or_404(Tokenizer, tokenizer_id)
     job = get_session().scalar(scoped(Job).where(Job.id == tokenizer.job_id)) if tokenizer.job_id else None
     corpus_ids = parse_ids(tokenizer.config.get("corpus_ids"), most=MAX_CORPORA)
     corpora = get_session().scalars(scoped(Corpus).where(Corpus.id.in_(corpus_ids))).all() if corpus_ids else []
-    merges = tokenizer.stats.get("merges") or []
-    if not isinstance(merges, list):
-        merges = []
-    return render("tokenizers/show.html", tokenizer=tokenizer, job=job, corpora=corpora,
-                  merges=_readable_merges(tokenizer_id, merges[:SHOWN_MERGES]), merge_count=len(merges))
-
-
-def _readable_merges(tokenizer_id: int, merges: list[Any]) -> list[tuple[str, str, int | None]]:
-    """The training stats' merges (token ids) as the text of their two parts, with the count.
-
-    Texts are cut (``shown_text``): an imported tokenizer's token may be megabytes long.
-    """
-    if not merges:
-        return []
     engine_tokenizer = load(tokenizer_id).tokenizer
-
-    def text(token_id: object) -> str:
-        if not isinstance(token_id, int) or isinstance(token_id, bool):
-            return "?"
-        try:
-            return shown_text(engine_tokenizer.token_bytes(token_id))
-        except (TokenforgeError, TypeError):
-            return f"#{token_id}"
-
-    rows = []
-    for merge in merges:
-        if not isinstance(merge, (list, tuple)) or len(merge) < 2:
-            continue
-        count = merge[2] if len(merge) > 2 and isinstance(merge[2], int) and not isinstance(merge[2], bool) else None
-        rows.append((text(merge[0]), text(merge[1]), count))
-    return rows
+    stats = tokenizer.stats or {}
+    options = tokenizer.config.get("options")
+    imported = tokenizer.config.get("import")
+    return render("tokenizers/show.html", tokenizer=tokenizer, job=job, corpora=corpora,
+                  figures=summary.figures(engine_tokenizer, stats),
+                  merges=summary.first_merges(engine_tokenizer, stats, SHOWN_MERGES),
+                  options=options if isinstance(options, dict) else {},
+                  imported=imported if isinstance(imported, dict) else {})
 
 
 @bp.get("/tokenizers/<int:tokenizer_id>/delete")

@@ -96,7 +96,7 @@ def evaluate(tokenizer_id: int) -> Response:
         try:
             split = heldout.read_split(store().path(corpus.sha256), percent / 100, form.get("part", "last")[:20])
             context["split"] = split
-            context["evaluation"] = heldout.evaluate(context["loaded"].tokenizer, split)
+            context["evaluation"] = heldout.report(heldout.evaluate(context["loaded"].tokenizer, split))
             context["eval_corpus"] = corpus
         except (OSError, ValueError) as exc:
             context["eval_error"] = f"The split could not be evaluated: {exc}"
