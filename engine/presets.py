@@ -1,12 +1,19 @@
-"""Presets assemble pipeline components into the tokenizers people know; they add no logic."""
+"""Presets assemble pipeline components into the tokenizers people know; they add no logic.
+
+Also here: the catalogue of OpenAI's encodings (:data:`TIKTOKEN_ENCODINGS`), their patterns and
+special tokens written as tiktoken defines them. Their rank files are not shipped: the web app's
+``tokenforge presets install`` fetches them (``webapp/preset_install.py``), and
+``engine.formats.tiktoken.build_tiktoken`` turns ranks plus an entry of the catalogue into a tokenizer.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from engine.decoders import ByteLevelDecoder
 from engine.models.bpe import BPE
-from engine.pretokenizers import PreTokenizer, get_pretokenizer
+from engine.pretokenizers import PATTERNS, PreTokenizer, get_pretokenizer
 from engine.tokenizer import Tokenizer
 
 
@@ -25,3 +32,39 @@ def byte_level_bpe(
     model = BPE({i: b for i, b in vocab.items() if i not in special_ids}, merges)
     pre = get_pretokenizer(pretokenizer) if isinstance(pretokenizer, str) else pretokenizer
     return Tokenizer(model, pre_tokenizer=pre, special_tokens=specials, decoder=ByteLevelDecoder(), name=name)
+
+
+# The encodings of OpenAI's models, as tiktoken defines them (tiktoken_ext/openai_public.py):
+# the split pattern and the special tokens live in code, the mergeable ranks in a file.
+ENDOFTEXT = "<|endoftext|>"
+FIM_PREFIX = "<|fim_prefix|>"
+FIM_MIDDLE = "<|fim_middle|>"
+FIM_SUFFIX = "<|fim_suffix|>"
+ENDOFPROMPT = "<|endofprompt|>"
+
+
+@dataclass(frozen=True, slots=True)
+class TiktokenEncoding:
+    """One of OpenAI's encodings: what ``tiktoken.Encoding`` takes besides the ranks."""
+
+    name: str  # tiktoken's name for it
+    title: str  # what people call it
+    pattern: str  # a key of engine.pretokenizers.PATTERNS: tiktoken's pat_str, byte for byte
+    special_tokens: Mapping[str, int]
+
+    @property
+    def pat_str(self) -> str:
+        """The split regex, as tiktoken spells it."""
+        return PATTERNS[self.pattern]
+
+
+TIKTOKEN_ENCODINGS: dict[str, TiktokenEncoding] = {
+    e.name: e for e in (
+        TiktokenEncoding("r50k_base", "GPT-2 (r50k_base)", "gpt2", {ENDOFTEXT: 50256}),
+        TiktokenEncoding("p50k_base", "Codex (p50k_base)", "gpt2", {ENDOFTEXT: 50256}),
+        TiktokenEncoding("cl100k_base", "GPT-4 (cl100k_base)", "gpt4",
+                         {ENDOFTEXT: 100257, FIM_PREFIX: 100258, FIM_MIDDLE: 100259, FIM_SUFFIX: 100260,
+                          ENDOFPROMPT: 100276}),
+        TiktokenEncoding("o200k_base", "GPT-4o (o200k_base)", "o200k", {ENDOFTEXT: 199999, ENDOFPROMPT: 200018}),
+    )
+}

@@ -53,17 +53,32 @@ def sidecar_path(rank_path: str | Path) -> Path:
 
 def parse_ranks(text: str, *, source: str = "ranks.tiktoken") -> list[tuple[bytes, int, int]]:
     """Read ``(token bytes, rank, line number)`` from a rank file, rejecting duplicates."""
+
+    def fields() -> Iterable[tuple[str, str, int]]:
+        for number, line in enumerate(text.split("\n"), start=1):
+            line = line.strip()
+            if not line:
+                continue
+            parts = line.split()
+            if len(parts) != 2:
+                raise FormatError(f"A line must be a base64 token and a rank, not {shown(line)}.", line=number,
+                                  source=source)
+            yield parts[0], parts[1], number
+
+    return checked_ranks(fields(), source=source)
+
+
+def checked_ranks(fields: Iterable[tuple[str, str, int]], *, source: str) -> list[tuple[bytes, int, int]]:
+    """Decode ``(base64 token, decimal rank, line)`` triples into ``(bytes, rank, line)``, checked.
+
+    Every rank format that spells tokens in base64 (tiktoken's files, the npm packages' tables in
+    ``js_tiktoken.py``) goes through here, so they refuse the same things with the same messages:
+    bad base64 or rank, empty or over-long tokens, ids past the bound, duplicates of either.
+    """
     entries: list[tuple[bytes, int, int]] = []
     seen_tokens: dict[bytes, int] = {}
     seen_ranks: dict[int, int] = {}
-    for number, line in enumerate(text.split("\n"), start=1):
-        line = line.strip()
-        if not line:
-            continue
-        fields = line.split()
-        if len(fields) != 2:
-            raise FormatError(f"A line must be a base64 token and a rank, not {shown(line)}.", line=number, source=source)
-        encoded, rank_text = fields
+    for encoded, rank_text, number in fields:
         try:
             token = base64.b64decode(encoded, validate=True)
         except (binascii.Error, ValueError):
