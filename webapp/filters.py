@@ -45,6 +45,14 @@ def duration(seconds: float | None) -> str:
     return f"{hours} h {minutes} min"
 
 
+def remaining(seconds: float | None) -> str:
+    """An ETA as "about 12 s left" or "about 3 min 5 s left": whole seconds, nothing under one."""
+    if seconds is None or seconds < 1:
+        return ""
+    whole = int(round(seconds))
+    return f"about {whole} s left" if whole < 60 else f"about {duration(whole)} left"
+
+
 def number(value: float | int | None, digits: int = 4) -> str:
     """``66410.0`` -> "66,410", ``3.891234`` -> "3.891", ``0.00012`` -> "0.00012": separators, no exponent.
 
@@ -119,5 +127,5 @@ def label(name: str) -> str:
 
 def init_app(app: Flask) -> None:
     """Register the filters."""
-    for f in (when, duration, number, percent, yes_no, chips, readable, label):
+    for f in (when, duration, remaining, number, percent, yes_no, chips, readable, label):
         app.add_template_filter(f)

@@ -66,6 +66,20 @@ def enqueue_analysis(session: Session, corpus: Corpus) -> Job:
 JOB_KINDS = ("analyse", "train")
 
 
+def run_seconds(job: Job, now: dt.datetime | None = None) -> float | None:
+    """How long ``job`` has run: until it finished, or until now while it runs; None if it never started."""
+    if job.started_at is None:
+        return None
+    end = job.finished_at or (now or utcnow() if job.status == "running" else None)
+    if end is None:
+        return None
+
+    def aware(moment: dt.datetime) -> dt.datetime:  # SQLite gives naive UTC times back
+        return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
+
+    return max(0.0, (aware(end) - aware(job.started_at)).total_seconds())
+
+
 def claim(session: Session, worker_id: str, *, kinds: Collection[str] | None = None) -> int | None:
     """Atomically mark the next queued job as running for ``worker_id``; return its id.
 

@@ -53,7 +53,16 @@ def _train_page(algorithm: str, *, form: dict[str, Any] | None = None,
 
 @bp.get("/train")
 def train_form() -> Response:
-    """The training form; htmx requests (changing the algorithm) get only the options."""
+    """The training form; htmx requests (changing the algorithm) get only the options.
+
+    ``?again=JOB`` fills it with that job's corpora, name and options ("train again"); nothing
+    starts until the form is submitted.
+    """
+    if "again" in request.args:
+        job = _job_or_404(parse_id(request.args["again"]) or 0)
+        form: dict[str, Any] = {"name": job.name, "corpus_ids": [str(i) for i in job.corpus_ids],
+                                **training_form.form_from_options(job.algorithm, job.options or {})}
+        return _train_page(job.algorithm, form=form)
     return _train_page(request.args.get("algorithm", "bpe"))
 
 
@@ -113,8 +122,8 @@ def _job_context(job: Job) -> dict[str, Any]:
 @bp.get("/jobs")
 def job_list() -> Response:
     """All training jobs, newest first."""
-    rows = get_session().scalars(scoped(Job).where(Job.kind == "train").order_by(Job.id.desc()).limit(500)).all()
-    return render("tokenizers/jobs.html", jobs=rows)
+    rows = get_session().scalars(scoped(Job).where(Job.kind == "train").order_by(Job.id.desc()).limit(MAX_LISTED)).all()
+    return render("tokenizers/jobs.html", jobs=rows, run_seconds=jobs.run_seconds)
 
 
 @bp.get("/jobs/<int:job_id>")

@@ -82,6 +82,25 @@ def fields_for(algorithm: str, form: Mapping[str, str] | None = None,
     return fields
 
 
+def form_from_options(algorithm: str, options: Mapping[str, Any]) -> dict[str, str]:
+    """The submitted form that would give ``options`` (for "train again with these options").
+
+    Options the algorithm no longer has are dropped and missing ones take their default, so a
+    job stored before an option was added or removed still fills the form.
+    """
+    form: dict[str, str] = {}
+    for spec in option_specs(algorithm):
+        value = options.get(spec.name, spec.default)
+        if spec.type == "bool":
+            if value:
+                form[PREFIX + spec.name] = "on"
+        elif isinstance(value, (list, tuple)):
+            form[PREFIX + spec.name] = "\n".join(str(v) for v in value)
+        else:
+            form[PREFIX + spec.name] = "" if value is None else str(value)
+    return form
+
+
 def _raw_values(algorithm: str, form: Mapping[str, str]) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for spec in option_specs(algorithm):

@@ -40,6 +40,7 @@ from sqlalchemy.orm import sessionmaker
 from engine.processes import kill_group
 from webapp import analyse_child, jobs, train_child
 from webapp.db import make_engine
+from webapp.eta import Progress
 from webapp.models import Corpus, Job
 from webapp.storage import CorpusStore
 
@@ -147,7 +148,7 @@ class Worker:
         grace = float(self.settings["CANCEL_GRACE_SECONDS"])
         time_limit = float(self.settings["JOB_TIME_LIMIT"])
         started = time.monotonic()
-        progress = _Progress()
+        progress = Progress()
         outcome: tuple[Any, ...] | None = None
         stop_sent_at: float | None = None  # when "cancel" went to the child (a cancel or the time limit)
         timed_out = False
@@ -281,26 +282,3 @@ def _death_reason(exitcode: int | None, kind: str) -> str:
         why = " (SIGKILL: often the system running out of memory)" if signum == 9 else ""
         return f"The {what} process was killed by signal {signum}{why}. Nothing was saved."
     return f"The {what} process exited unexpectedly with code {exitcode}. Nothing was saved."
-
-
-class _Progress:
-    """The latest progress report, with an ETA estimated from the current stage's pace."""
-
-    def __init__(self) -> None:
-        self.stage: str | None = None
-        self.current = 0
-        self.total = 0
-        self.stage_started = time.monotonic()
-
-    def update(self, stage: str, current: int, total: int) -> None:
-        if stage != self.stage:
-            self.stage, self.stage_started = stage, time.monotonic()
-        self.current, self.total = current, total
-
-    def row(self) -> dict[str, Any]:
-        eta = None
-        if self.total > 0 and 0 < self.current <= self.total:
-            elapsed = time.monotonic() - self.stage_started
-            eta = elapsed * (self.total - self.current) / self.current
-        return {"stage": self.stage, "current": self.current, "total": self.total,
-                "eta_seconds": eta}

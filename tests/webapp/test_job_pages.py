@@ -1,0 +1,139 @@
+"""Job pages (issue 16, item 6): a stable ETA, "train again", duration and progress in the list."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import re
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import select
+
+from webapp import db, filters
+from webapp.eta import MIN_STAGE_SECONDS, Progress
+from webapp.models import Job
+
+
+class Clock:
+    """A fake monotonic clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def run(progress: Progress, clock: Clock, stage: str, steps: list[tuple[float, int]], total: int) -> list[float | None]:
+    """Feed (seconds later, current) reports; return the ETA after each."""
+    etas = []
+    for later, current in steps:
+        clock.now += later
+        progress.update(stage, current, total)
+        etas.append(progress.eta())
+    return etas
+
+
+def test_a_steady_stage_gets_an_eta_once_stable_and_it_is_right() -> None:
+    clock = Clock()
+    progress = Progress(clock)
+    etas = run(progress, clock, "merges", [(0.2, 10 * i) for i in range(1, 61)], 1000)  # 50 steps/s, 12 s in
+    assert all(eta is None for eta in etas[: int(MIN_STAGE_SECONDS / 0.2) - 1])
+    assert etas[-1] == pytest.approx((1000 - 600) / 50)  # 8 s left at 50 steps a second
+
+
+def test_slow_first_steps_never_promise_the_wrong_end() -> None:
+    """BPE's first merges wait for the pair counts: 42 merges in 3 s, then 5,000 merges a second."""
+    clock = Clock()
+    progress = Progress(clock)
+    total = 60_000
+    steps = [(0.2, 3 * i) for i in range(1, 15)]  # 42 merges over 2.8 s
+    steps += [(0.2, 42 + 1000 * i) for i in range(1, 60)]  # then 5,000 a second: the stage ends after ~12 s more
+    etas = run(progress, clock, "merges", steps, total)
+    end = clock.now + (total - steps[-1][1]) / 5000
+    for i, eta in enumerate(etas):
+        if eta is not None:
+            true_left = end - (1000 + 0.2 * (i + 1))
+            assert eta <= max(2 * true_left, true_left + 5), (i, eta, true_left)  # never 20 minutes
+
+
+def test_no_eta_for_a_stage_that_jumps_to_its_end_or_for_under_a_second() -> None:
+    clock = Clock()
+    progress = Progress(clock)
+    assert run(progress, clock, "counting", [(1.0, 5), (1.0, 5), (2.0, 5), (0.5, 5)], 5) == [None] * 4
+    etas = run(progress, clock, "merges", [(0.5, 100 * i) for i in range(1, 20)], 1950)  # 200 a second: 0.25 s left
+    assert etas[-1] is None
+    assert progress.row() == {"stage": "merges", "current": 1900, "total": 1950, "eta_seconds": None}
+
+
+def test_remaining_is_in_whole_seconds_and_silent_under_one() -> None:
+    assert [filters.remaining(s) for s in (None, 0.0, 0.4, 1.4, 59.6, 125.0)] == [
+        "", "", "", "about 1 s left", "about 1 min 0 s left", "about 2 min 5 s left"]
+
+
+def add_job(app: Flask, **values: object) -> int:
+    with app.app_context():
+        session = db.get_session()
+        job = Job(team_id=1, name="bpe run", algorithm="bpe", corpus_ids=[1],
+                  options={"vocab_size": 300, "special_tokens": ["<|endoftext|>", "<pad>"], "min_frequency": 3,
+                           "max_token_length": None}, **values)
+        session.add(job)
+        session.commit()
+        return job.id
+
+
+def add_corpus(client: FlaskClient) -> None:
+    client.post("/corpora/", data={"files": [(io.BytesIO(b"a b c a b"), "c.txt")]}, content_type="multipart/form-data")
+
+
+@pytest.mark.parametrize("status", ["succeeded", "failed", "cancelled"])
+def test_every_finished_job_offers_train_again(client: FlaskClient, app: Flask, status: str) -> None:
+    job_id = add_job(app, status=status)
+    html = client.get(f"/jobs/{job_id}").get_data(as_text=True)
+    assert f'href="/train?again={job_id}" data-testid="train-again"' in html
+
+
+def test_a_running_job_offers_no_train_again(client: FlaskClient, app: Flask) -> None:
+    assert "train-again" not in client.get(f"/jobs/{add_job(app, status='running')}").get_data(as_text=True)
+
+
+def test_train_again_fills_the_form_and_starts_nothing(client: FlaskClient, app: Flask) -> None:
+    add_corpus(client)  # corpus 1 (and its analysis job)
+    job_id = add_job(app, status="cancelled")
+    response = client.get(f"/train?again={job_id}")
+    html = response.get_data(as_text=True)
+    assert response.status_code == 200
+    assert re.search(r'name="corpus_ids" value="1" checked', html)
+    assert 'name="name" value="bpe run"' in html
+    assert re.search(r'name="opt-vocab_size" id="opt-vocab_size" value="300"', html)
+    assert re.search(r'name="opt-min_frequency" id="opt-min_frequency" value="3"', html)
+    assert re.search(r'<textarea name="opt-special_tokens" id="opt-special_tokens" rows="3">&lt;\|endoftext\|&gt;\n&lt;pad&gt;</textarea>', html)
+    with app.app_context():
+        assert len(db.get_session().scalars(select(Job).where(Job.kind == "train")).all()) == 1
+
+
+def test_train_again_for_someone_elses_or_no_job_is_not_found(client: FlaskClient) -> None:
+    assert client.get("/train?again=999").status_code == 404
+    assert client.get("/train?again=abc").status_code == 404
+
+
+def test_the_job_list_shows_progress_and_duration(client: FlaskClient, app: Flask) -> None:
+    start = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.timezone.utc)
+    done = add_job(app, status="succeeded", started_at=start, finished_at=start + dt.timedelta(seconds=125))
+    running = add_job(app, status="running", started_at=dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=30),
+                      progress_stage="merges", progress_current=1234, progress_total=5000)
+    queued = add_job(app, status="queued")
+    html = client.get("/jobs").get_data(as_text=True)
+
+    def cells(job_id: int) -> tuple[str, str]:
+        row = re.search(rf'<tr data-job="{job_id}">.*?<td data-testid="progress">(.*?)</td>\s*<td data-testid="duration">(.*?)</td>', html, re.S)
+        assert row is not None
+        return row.group(1), row.group(2)
+
+    assert cells(done) == ("done", "2 min 5 s")
+    progress, duration = cells(running)
+    assert progress == "merges: 1,234 of 5,000 (24.7 %)"
+    assert re.fullmatch(r"3\d s", duration)
+    assert cells(queued) == ("—", "—")
