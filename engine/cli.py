@@ -146,8 +146,9 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- wiring
-def _add(subparsers: Any, name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
-    parser: argparse.ArgumentParser = subparsers.add_parser(name, help=help_text, description=handler.__doc__)
+def _add(subparsers: Any, name: str, handler: Handler, help_text: str, **kwargs: Any) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = subparsers.add_parser(name, help=help_text, description=handler.__doc__,
+                                                            **kwargs)
     parser.set_defaults(func=_guarded(name, handler))
     one_line_errors(parser)
     return parser
@@ -155,7 +156,8 @@ def _add(subparsers: Any, name: str, handler: Handler, help_text: str) -> argpar
 
 def register(subparsers: Any) -> None:
     """Add ``train``, ``encode``, ``import`` and ``eval`` to an argparse subparsers object."""
-    add_train_arguments(_add(subparsers, "train", cmd_train, "train a tokenizer on text files"))
+    # train brings its own -h: the options and defaults of the model named before it
+    add_train_arguments(_add(subparsers, "train", cmd_train, "train a tokenizer on text files", add_help=False))
 
     encode = _add(subparsers, "encode", cmd_encode, "print the token ids of a text as a JSON list")
     encode.add_argument("-t", "--tokenizer", required=True, metavar="TOKENIZER.json")

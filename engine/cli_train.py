@@ -3,7 +3,10 @@
 Each trainer's options dataclass (``engine.trainers.option_specs``) becomes flags:
 ``vocab_size`` becomes ``--vocab-size``, a list field such as ``special_tokens`` a repeatable
 ``--special-token`` (and ``--no-special-tokens``), a bool ``--x/--no-x``. Values are checked by
-the options classes themselves; their messages are rewritten to name the flag. The command
+the options classes themselves; their messages are rewritten to name the flag. Help is per model,
+because help texts and defaults differ between models: ``train --model wordpiece --help`` shows
+WordPiece's options with WordPiece's defaults, and ``train --help`` which flags each model takes,
+all rendered from the same specs, so an option added to a dataclass appears by itself. The command
 writes ``OUTDIR/tokenizer.json`` plus the model's own files and draws a progress bar when stderr
 is a terminal. Error reporting is ``cli.py``'s: everything here raises TokenforgeError.
 """
@@ -11,31 +14,51 @@ is a terminal. Error reporting is ``cli.py``'s: everything here raises Tokenforg
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
 from engine.errors import ConfigError
 from engine.tokenizer import Tokenizer
+from engine.trainers.base import OptionSpec
 
 _OPTION_PREFIX = "option__"  # namespace attributes that hold trainer options
 
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
-    """The fixed arguments of ``train`` and one flag per trainer option."""
+    """The fixed arguments of ``train``, one flag per trainer option, and a help per model.
+
+    ``parser`` must come without argparse's own ``-h`` (``add_help=False``): ours shows the
+    options of the model named before it, or an overview of every model's flags.
+    """
     from engine.trainers import TRAINERS
 
-    parser.add_argument("--model", required=True, choices=list(TRAINERS), help="the algorithm")
+    specs = _trainer_specs()
+    parser.usage = "%(prog)s [-h] --model MODEL -o OUTDIR [OPTION ...] FILE [FILE ...]"
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = _overview(parser.prog, specs)
+    parser.add_argument("-h", "--help", action=_TrainHelp, specs=specs,
+                        help="show this help; after --model MODEL, that model's options and defaults")
+    _add_fixed_arguments(parser, list(TRAINERS))
+    # Every flag of every model, for parsing; each model's help (``_model_help``) describes its own.
+    _add_option_flags(parser, [spec for options in specs.values() for spec in options], shown=False)
+
+
+def _add_fixed_arguments(parser: argparse.ArgumentParser, models: list[str] | None) -> None:
+    """--model (unless one model's help names it already), -o and the corpus files."""
+    if models is not None:
+        parser.add_argument("--model", required=True, choices=models, help="the algorithm")
     parser.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="folder to write the files to")
     parser.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 corpus files")
-    _add_option_flags(parser, _trainer_specs())
 
 
-def _trainer_specs() -> dict[str, list[Any]]:
+def _trainer_specs() -> dict[str, list[OptionSpec]]:
     """The option specs of every trainer that imports; a missing one only loses its flags."""
     from engine.trainers import TRAINERS, option_specs
 
-    specs: dict[str, list[Any]] = {}
+    specs: dict[str, list[OptionSpec]] = {}
     for algorithm in TRAINERS:
         try:
             specs[algorithm] = option_specs(algorithm)
@@ -50,38 +73,112 @@ def _flag(name: str, kind: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def _add_option_flags(parser: argparse.ArgumentParser, specs: dict[str, list[Any]]) -> None:
-    group = parser.add_argument_group("trainer options (which apply depends on --model)")
+# The specs' help is written for the web form too, where an empty field means "no value" and a
+# list is a text box: "(empty: no limit)" says what the missing default means, and "one per
+# line" is how the box is filled. On the command line the first becomes the default's wording
+# and the second goes (the flag repeats instead).
+_EMPTY_MEANS = re.compile(r"\s*\(empty: ([^)]*)\)")
+_FORM_ONLY = re.compile(r",? one per line")
+
+
+def _help_and_default(spec: OptionSpec) -> tuple[str, str]:
+    """The spec's help as the command line reads it, and its default in words."""
+    meaning = _EMPTY_MEANS.search(spec.help)
+    text = _FORM_ONLY.sub("", _EMPTY_MEANS.sub("", spec.help))
+    default = spec.default
+    if default is None or default == "" or (spec.type == "list" and not default):
+        shown = meaning.group(1) if meaning else "none"
+    elif spec.type == "bool":
+        shown = "on" if default else "off"
+    elif spec.type == "list":
+        shown = " ".join(default)
+    else:
+        shown = str(default)
+    return text, shown
+
+
+def _add_option_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+                      options: list[OptionSpec], *, shown: bool) -> None:
+    """One flag per option (the first spec of a name wins); ``shown=False`` parses without listing.
+
+    Values stay strings: the options class checks them, once, for the CLI and the web form alike.
+    """
     seen: set[str] = set()
-    for algorithm, options in specs.items():
-        for spec in options:
-            if spec.name in seen:
-                continue
-            seen.add(spec.name)
-            flags = [_flag(spec.name, spec.type)]
-            if "pretokenizer" in spec.name.replace("_", ""):
-                flags += [f for f in ("--pretokenizer", "--pre-tokenizer") if f not in flags]
-            dest = _OPTION_PREFIX + spec.name
-            models = [a for a, o in specs.items() if any(s.name == spec.name for s in o)]
-            default = "none" if spec.default is None else spec.default
-            text = f"{spec.help} [{', '.join(models)}; default: {default}]"
-            if spec.choices:
-                text += f" (e.g. {', '.join(spec.choices)})"
-            try:
-                if spec.type == "bool":
-                    group.add_argument(*flags, dest=dest, action=argparse.BooleanOptionalAction,
-                                       default=argparse.SUPPRESS, help=text)
-                elif spec.type == "list":
-                    group.add_argument(*flags, dest=dest, action="append", metavar="VALUE",
-                                       default=argparse.SUPPRESS, help=text + " (repeatable)")
-                    group.add_argument("--no-" + spec.name.replace("_", "-"), dest=dest,
-                                       action="store_const", const=[], default=argparse.SUPPRESS,
-                                       help=f"no {spec.name.replace('_', ' ')} at all")
-                else:
-                    group.add_argument(*flags, dest=dest, metavar=spec.type.upper(),
-                                       default=argparse.SUPPRESS, help=text)
-            except argparse.ArgumentError:
-                continue  # the name clashes with a fixed flag (-o, --model): keep the fixed one
+    for spec in options:
+        if spec.name in seen:
+            continue
+        seen.add(spec.name)
+        flags = [_flag(spec.name, spec.type)]
+        if "pretokenizer" in spec.name.replace("_", ""):
+            flags += [f for f in ("--pretokenizer", "--pre-tokenizer") if f not in flags]
+        text, default = _help_and_default(spec)
+        repeat = " Repeat the flag for each." if spec.type == "list" else ""
+        text = f"{text}{repeat} (default: {default})".replace("%", "%%")  # argparse formats help with %
+        if not shown:
+            text = argparse.SUPPRESS
+        try:
+            _add_flag(parser, spec, flags, text, shown)
+        except argparse.ArgumentError:
+            continue  # the name clashes with a fixed flag (-o, --model): keep the fixed one
+
+
+def _add_flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup, spec: OptionSpec,
+              flags: list[str], text: str, shown: bool) -> None:
+    dest = _OPTION_PREFIX + spec.name
+    if spec.type == "bool":
+        parser.add_argument(*flags, dest=dest, action=argparse.BooleanOptionalAction,
+                            default=argparse.SUPPRESS, help=text)
+    elif spec.type == "list":
+        parser.add_argument(*flags, dest=dest, action="append", metavar="TOKEN" if "token" in spec.name else "VALUE",
+                            default=argparse.SUPPRESS, help=text)
+        parser.add_argument("--no-" + spec.name.replace("_", "-"), dest=dest, action="store_const", const=[],
+                            default=argparse.SUPPRESS,
+                            help=f"no {spec.name.replace('_', ' ')} at all" if shown else argparse.SUPPRESS)
+    else:
+        metavar = "{" + ",".join(spec.choices) + "}" if spec.choices else spec.type.upper()
+        parser.add_argument(*flags, dest=dest, metavar=metavar, default=argparse.SUPPRESS, help=text)
+
+
+def _model_help(prog: str, model: str, options: list[OptionSpec]) -> str:
+    """``train --model MODEL --help``: the fixed arguments and that model's options with its defaults."""
+    parser = argparse.ArgumentParser(
+        prog=f"{prog} --model {model}", add_help=False,
+        usage="%(prog)s -o OUTDIR [OPTION ...] FILE [FILE ...]",
+        description=f"Train a {model} tokenizer and write OUTDIR/tokenizer.json plus the model's own files.")
+    _add_fixed_arguments(parser, None)
+    _add_option_flags(parser.add_argument_group(f"{model} options"), options, shown=True)
+    return parser.format_help()
+
+
+def _overview(prog: str, specs: dict[str, list[OptionSpec]]) -> str:
+    """The epilog of ``train --help``: which flags each model takes (their help is per model)."""
+    width = max(len(model) for model in specs) + 2 if specs else 2
+    lines = ["Each model has its own options and defaults; name the model first to see them:",
+             f"  {prog} --model {next(iter(specs), 'MODEL')} --help", ""]
+    for model, options in specs.items():
+        flags = " ".join(dict.fromkeys(_flag(spec.name, spec.type) for spec in options)) or "(none)"
+        lines += textwrap.wrap(flags, width=78, initial_indent="  " + model.ljust(width),
+                               subsequent_indent=" " * (width + 2), break_on_hyphens=False)
+    return "\n".join(lines)
+
+
+class _TrainHelp(argparse.Action):
+    """``-h``/``--help`` for ``train``: argparse calls it where it appears, so ``--model`` named
+    before it is already parsed and picks which model's options to show."""
+
+    def __init__(self, option_strings: list[str], specs: dict[str, list[OptionSpec]],
+                 dest: str = argparse.SUPPRESS, default: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+        self.specs = specs
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        model = getattr(namespace, "model", None)
+        if model in self.specs:
+            sys.stdout.write(_model_help(parser.prog, model, self.specs[model]))
+        else:
+            parser.print_help()
+        parser.exit()
 
 
 class _ProgressBar:

@@ -82,6 +82,8 @@ def train(
     if not paths:
         raise ConfigError("Training needs at least one corpus file.")
     for path in paths:
+        if path.is_dir():
+            raise ConfigError(f"Corpus file {str(path)!r} is a directory; give the files in it instead.")
         if not path.is_file():
             raise ConfigError(f"Corpus file {str(path)!r} does not exist.")
     started = time.perf_counter()

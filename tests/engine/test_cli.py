@@ -5,6 +5,7 @@ run in-process through ``engine.cli.main``; two run the real subprocess."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,9 +13,11 @@ from pathlib import Path
 import pytest
 
 from engine.cli import main
+from engine.cli_train import _flag
 from engine.formats.gpt2 import save_gpt2
 from engine.presets import byte_level_bpe
 from engine.tokenizer import Tokenizer
+from engine.trainers import TRAINERS, option_specs
 
 REPO = Path(__file__).resolve().parents[2]
 EOT = "<|endoftext|>"
@@ -88,6 +91,7 @@ def test_import_vocab_txt(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         pytest.param(["train", "--model", "bpe", "--vocab-size", "abc", "-o", "OUT", "CORPUS"], "tokenforge train: error: --vocab-size must be a whole number, not 'abc'.", id="bad-int"),
         pytest.param(["train", "--model", "bpe", "--vocab-size", "10", "-o", "OUT", "CORPUS"], "tokenforge train: error: vocab_size=10 must be between 257", id="too-small"),
         pytest.param(["train", "--model", "bpe", "-o", "OUT", "nope.txt"], "tokenforge train: error: Corpus file 'nope.txt' does not exist.", id="missing-corpus"),
+        pytest.param(["train", "--model", "bpe", "-o", "OUT", "DIR"], "tokenforge train: error: Corpus file 'DIR' is a directory; give the files in it instead.", id="directory-corpus"),
         pytest.param(["train", "--model", "gpt", "-o", "OUT", "CORPUS"], "tokenforge train: error: argument --model: invalid choice: 'gpt'", id="bad-model"),
         pytest.param(["train", "--model", "bpe", "CORPUS"], "tokenforge train: error: the following arguments are required: -o/--output", id="no-output"),
         pytest.param(["import", "--vocab", "BAD", "--merges", "BAD", "-o", "OUT"], "tokenforge import: error: ", id="bad-vocab"),
@@ -95,11 +99,13 @@ def test_import_vocab_txt(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     ],
 )
 def test_errors_are_one_line(tmp_path: Path, tokenizer_json: Path, capsys: pytest.CaptureFixture[str],
-                             argv: list[str], message: str) -> None:
+                             monkeypatch: pytest.MonkeyPatch, argv: list[str], message: str) -> None:
     (tmp_path / "bad.json").write_text("{not json", encoding="utf-8")
     (tmp_path / "corpus.txt").write_text(CORPUS, encoding="utf-8")
+    (tmp_path / "DIR").mkdir()
     places = {"TOK": str(tokenizer_json), "BAD": str(tmp_path / "bad.json"), "OUT": str(tmp_path / "out"),
               "CORPUS": str(tmp_path / "corpus.txt")}
+    monkeypatch.chdir(tmp_path)  # "DIR" is relative, as a user types it
     code, out, err = run(capsys, *[places.get(a, a) for a in argv])
     assert code != 0 and out == ""
     assert err.startswith(message)
@@ -136,13 +142,89 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO)}
 
 
-@pytest.mark.parametrize("argv", [["nosuch"], ["train", "--model", "bpe", "--bogus", "3", "-o", "out", "f.txt"],
-                                  ["serve", "--port", "abc"]], ids=["unknown-command", "unknown-flag", "bad-port"])
-def test_the_console_script_reports_bad_arguments_in_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    from webapp.cli import main as console_main
+# --------------------------------------------------------------------------- train --help
+FLAG_LINE = re.compile(r"^  (--[a-z-]+)", re.MULTILINE)
 
-    with pytest.raises(SystemExit) as exit_info:
-        console_main(argv)
-    assert exit_info.value.code == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "error:" in err and "usage:" not in err
+
+def help_of(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    code, out, err = run(capsys, "train", *argv)
+    assert (code, err) == (0, "")
+    return out
+
+
+def entry(text: str, flag: str) -> str:
+    """One option's entry in a help text, unwrapped onto one line."""
+    start = re.search(rf"^  {re.escape(flag)}\b", text, re.MULTILINE)
+    assert start, f"{flag} is not listed in:\n{text}"
+    following = FLAG_LINE.search(text, start.end())
+    return " ".join(text[start.start():following.start() if following else len(text)].split())
+
+
+@pytest.mark.parametrize(
+    ("model", "special_tokens"),
+    [
+        pytest.param("bpe", "<|endoftext|>", id="bpe"),
+        pytest.param("wordpiece", "[PAD] [UNK] [CLS] [SEP] [MASK]", id="wordpiece"),
+        pytest.param("wordlevel", "[PAD] [UNK] [CLS] [SEP] [MASK]", id="wordlevel"),
+        pytest.param("char", "[UNK]", id="char"),
+        pytest.param("byte", "none", id="byte"),
+    ],
+)
+def test_each_model_help_shows_its_own_special_tokens(capsys: pytest.CaptureFixture[str], model: str,
+                                                      special_tokens: str) -> None:
+    text = help_of(capsys, "--model", model, "--help")
+    assert text.startswith(f"usage: tokenforge train --model {model} -o OUTDIR")
+    assert entry(text, "--special-token").endswith(f"Repeat the flag for each. (default: {special_tokens})")
+
+
+def test_vocab_size_help_is_each_models_own(capsys: pytest.CaptureFixture[str]) -> None:
+    assert entry(help_of(capsys, "--model", "bpe", "-h"), "--vocab-size") == (
+        "--vocab-size INT Vocabulary size: special tokens + 256 bytes + merges. (default: 32000)")
+    assert entry(help_of(capsys, "--model", "wordlevel", "-h"), "--vocab-size") == (
+        "--vocab-size INT Vocabulary size, special tokens included. (default: 30000)")
+    assert entry(help_of(capsys, "--model", "char", "-h"), "--vocab-size") == (
+        "--vocab-size INT Keep the most frequent characters. (default: all)")
+
+
+def test_form_wording_becomes_command_line_wording(capsys: pytest.CaptureFixture[str]) -> None:
+    bpe = help_of(capsys, "--model", "bpe", "--help")
+    assert entry(bpe, "--max-token-length") == (
+        "--max-token-length INT Never create a token longer than this many bytes. (default: no limit)")
+    assert entry(bpe, "--special-token").startswith("--special-token TOKEN Special tokens; they get ids 0, 1")
+    wordpiece = help_of(capsys, "--model", "wordpiece", "--help")
+    assert entry(wordpiece, "--template") == (
+        "--template STR Post-processing template, e.g. '[CLS] $A [SEP]'. (default: none)")
+    assert entry(wordpiece, "--lowercase").endswith("(default: on)")
+    assert entry(help_of(capsys, "--model", "char", "--help"), "--lowercase").endswith("(default: off)")
+    assert entry(wordpiece, "--normalizer").startswith("--normalizer {none,nfc,nfkc,nfd,nfkd} ")
+
+
+@pytest.mark.parametrize("model", list(TRAINERS))
+def test_each_model_help_lists_exactly_its_options(capsys: pytest.CaptureFixture[str], model: str) -> None:
+    try:
+        specs = option_specs(model)
+    except ImportError as exc:  # a trainer that does not import has no flags, and no help of its own
+        pytest.skip(f"the {model} trainer does not import: {exc}")
+    text = help_of(capsys, "--model", model, "--help")
+    listed = set(FLAG_LINE.findall(text)) - {"--output"}
+    expected = {_flag(spec.name, spec.type) for spec in specs}
+    expected |= {"--no-" + spec.name.replace("_", "-") for spec in specs if spec.type == "list"}
+    assert listed == expected
+    for bad in ("one per line", "(empty:", "default: ]", "(e.g. "):
+        assert bad not in text
+    assert " ".join(text.split()).count("(default: ") == len(specs)
+
+
+def test_train_help_without_a_model_lists_each_models_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    text = help_of(capsys, "--help")
+    assert text.startswith("usage: tokenforge train [-h] --model MODEL -o OUTDIR [OPTION ...] FILE [FILE ...]")
+    assert "  tokenforge train --model bpe --help\n" in text
+    assert re.search(r"^  byte +--special-token$", text, re.MULTILINE)
+    assert "(default:" not in text  # defaults differ per model: only a model's own help shows them
+
+
+def test_a_flag_of_another_model_is_refused_by_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "train", "--model", "char", "--score", "frequency", "-o", str(tmp_path), "x.txt")
+    assert code == 1 and out == ""
+    assert err.startswith("tokenforge train: error: --score is not an option of the char trainer; its options are: "
+                          "--vocab-size, --min-frequency, --special-token,")
