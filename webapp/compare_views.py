@@ -2,7 +2,9 @@
 
 Each tokenizer's spans are shown with its counts, and spans that not every tokenizer cuts the
 same way are marked (``compare.mark_differences``). The form re-encodes as the user types, like
-the encode view; the page is also a plain GET so a comparison can be linked.
+the encode view; the page is also a plain GET so a comparison can be linked. It starts from the
+text of the page it was opened from: ``?text=`` when short, else the text kept in the browser
+(``text_links.py``).
 Left out: the diff itself (``compare.py``) and span grouping (``spans.py``).
 """
 
@@ -20,6 +22,7 @@ from webapp.htmx import render
 from webapp.loaded import all_rows, load
 from webapp.numbers import parse_id
 from webapp.playground import SAMPLE_TEXT, flag, inspect_base, limits
+from webapp.text_links import URL_TEXT_LIMIT
 
 bp = Blueprint("compare", __name__)
 MIN_TOKENIZERS, MAX_TOKENIZERS = 2, 4
@@ -36,10 +39,11 @@ def _selected(source: Any) -> list[int]:
     return seen
 
 
-def _context(ids: list[int], text: str) -> tuple[dict[str, Any], int]:
+def _context(ids: list[int], text: str, text_from: str = "url") -> tuple[dict[str, Any], int]:
     options = {"allowed_special": flag("allowed_special", True), "show_ws": flag("show_ws", False)}
     context: dict[str, Any] = {"rows": all_rows(), "selected": ids, "text": text, "options": options,
-                               "columns": [], "summary": None, "error": None}
+                               "columns": [], "summary": None, "error": None, "text_from": text_from,
+                               "url_text_limit": URL_TEXT_LIMIT}
     max_chars, render_tokens = limits()
     if not MIN_TOKENIZERS <= len(ids) <= MAX_TOKENIZERS:
         context["error"] = (f"Choose between {MIN_TOKENIZERS} and {MAX_TOKENIZERS} tokenizers to compare; "
@@ -68,13 +72,16 @@ def _context(ids: list[int], text: str) -> tuple[dict[str, Any], int]:
 def page() -> Response:
     """The compare page; with ``ids`` (2 to 4) in the query it shows the comparison at once."""
     ids = _selected(request.args)
-    text = request.args.get("text", SAMPLE_TEXT)
+    text = request.args.get("text")
+    text_from = "default" if text is None else "url"
+    text = SAMPLE_TEXT if text is None else text
     if len(ids) < MIN_TOKENIZERS:
         context: dict[str, Any] = {"rows": all_rows(), "selected": ids, "text": text, "columns": [],
-                                   "summary": None, "error": None,
+                                   "summary": None, "error": None, "text_from": text_from,
+                                   "url_text_limit": URL_TEXT_LIMIT,
                                    "options": {"allowed_special": True, "show_ws": False}}
         return render("playground/compare.html", **context)
-    context, status = _context(ids, text)
+    context, status = _context(ids, text, text_from)
     return render("playground/compare.html", status=status, **context)
 
 

@@ -5,6 +5,10 @@ Each route serves the whole page, or for htmx requests only the block it swaps
 bad input (text over the size limit, ids that are not in the vocabulary) re-renders the block
 with a plain-sentence message and a 422, never a 500.
 
+The encode page is a tokenizer's home: opening a tokenizer lands here, a picker switches to
+another one keeping the text (``GET /play?tokenizer=<id>&text=...``, which works without
+script), and ``?text=`` makes the page a permalink (``text_links.py`` says where texts travel).
+
 :func:`init_app` registers this and the playground's other blueprints (compare, vocabulary and
 insights, downloads and imports, the JSON API), so ``create_app`` needs one line.
 Left out: the grouping of tokens into spans (``spans.py``), the comparison (``compare_views.py``).
@@ -14,18 +18,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Flask, current_app, request, url_for
+from flask import Blueprint, Flask, abort, current_app, redirect, request, url_for
 from werkzeug.wrappers import Response
 
 from engine import TokenforgeError
 from webapp.encode_view import MAX_CHARS, RENDER_TOKENS, check_decode_size, encode_for_display, parse_ids
 from webapp.htmx import render
 from webapp.inspector import inspect, shown_text
-from webapp.loaded import Loaded, load
-from webapp.numbers import parse_int
+from webapp.loaded import Loaded, all_rows, load
+from webapp.models import Tokenizer as TokenizerRow
+from webapp.numbers import parse_id, parse_int
+from webapp.text_links import URL_TEXT_LIMIT, play_url
 
 bp = Blueprint("playground", __name__)
 MAX_GROUP = 64  # ids in an inspector link's ?group= (one display span's tokens)
+PICKER_ROWS = 200  # tokenizers offered by the picker, newest first (the current one always)
 
 SAMPLE_TEXT = ("Tokenizers split text into pieces: “Hello, world!” → tokens.\n"
                "Emoji 👩‍🚀 and accents (café, naïve) and 日本語 too.\n    indented code()\n")
@@ -70,13 +77,53 @@ def encode_context(loaded: Loaded, text: str) -> tuple[dict[str, Any], int]:
     return context, 200
 
 
-@bp.get("/tokenizers/<int:tokenizer_id>/play")
-def play(tokenizer_id: int) -> Response:
-    """The encode page: a text box whose tokens are shown as coloured spans as you type."""
-    loaded = load(tokenizer_id)
-    text = request.args.get("text", SAMPLE_TEXT)
+def readable_tokenizers() -> list[TokenizerRow]:
+    """The tokenizers this visitor can open: their teams' (and presets), or those shared with them.
+
+    The one place the picker asks; when the presets listing lands, this is the line to change.
+    """
+    return all_rows()
+
+
+def picker_rows(current: TokenizerRow) -> list[TokenizerRow]:
+    """The picker's choices: the newest readable tokenizers, always including ``current``."""
+    rows = readable_tokenizers()[:PICKER_ROWS]
+    return rows if any(r.id == current.id for r in rows) else [current, *rows]
+
+
+def play_page(loaded: Loaded, text: str, *, text_from: str, address: str | None = None) -> Response:
+    """The whole encode page, for the team's URL and a share link's alike.
+
+    ``text_from`` tells the page script whether ``text`` is the sample ("default", which a text
+    kept in this browser replaces), from the URL ("url") or a shared text ("shared");
+    ``address`` is the path the script writes ``?text=`` onto, when not the page's own.
+    """
     context, status = encode_context(loaded, text)
-    return render("playground/play.html", status=status, **context)
+    return render("playground/play.html", status=status, picker=picker_rows(loaded.row), text_from=text_from,
+                  address=address, url_text_limit=URL_TEXT_LIMIT, **context)
+
+
+# ``/play`` is the picker's form target, a second URL of this same endpoint so that everyone
+# who may open an encode page (share-link visitors too, see ``auth.SHAREABLE_ENDPOINTS``) may
+# switch; ``url_for("playground.play", tokenizer_id=...)`` still builds the page's own URL.
+@bp.get("/play", defaults={"tokenizer_id": None})
+@bp.get("/tokenizers/<int:tokenizer_id>/play")
+def play(tokenizer_id: int | None) -> Response:
+    """The encode page: a text box whose tokens are shown as coloured spans as you type."""
+    text = request.args.get("text")
+    if tokenizer_id is None:
+        return switch(request.args.get("tokenizer", ""), text)
+    return play_page(load(tokenizer_id), SAMPLE_TEXT if text is None else text,
+                     text_from="default" if text is None else "url")
+
+
+def switch(raw_id: str, text: str | None) -> Response:
+    """The picker: send the visitor to the chosen tokenizer's encode page, with the text when short."""
+    tokenizer_id = parse_id(raw_id)
+    if tokenizer_id is None:
+        abort(404)
+    loaded = load(tokenizer_id)  # scoped: a tokenizer this visitor cannot read is a 404
+    return redirect(play_url(loaded.row, text), 303)
 
 
 @bp.post("/tokenizers/<int:tokenizer_id>/encode")
@@ -129,10 +176,13 @@ def inspector(tokenizer_id: int, token_id: int) -> Response:
 
 def init_app(app: Flask) -> None:
     """Register the playground's blueprints (encode, compare, vocabulary, transfer, API)."""
-    from webapp import api, compare_views, spans_html, transfer, vocab_views
+    from webapp import api, compare_views, spans_html, text_links, transfer, vocab_views
 
     app.add_template_global(spans_html.spans_markup, "spans_markup")
     app.add_template_global(spans_html.ids_markup, "ids_markup")
+    for helper in (text_links.play_url, text_links.page_url, text_links.compare_url, text_links.visitor_token,
+                   text_links.url_text):
+        app.add_template_global(helper, helper.__name__)
     app.register_blueprint(bp)
     app.register_blueprint(compare_views.bp)
     app.register_blueprint(vocab_views.bp)

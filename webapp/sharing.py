@@ -1,10 +1,14 @@
 """Share links: read-only access to one tokenizer for anyone holding an unguessable URL.
 
-A link's token is ``secrets.token_urlsafe(32)`` (256 bits). Opening ``/s/<token>`` records it in
-the visitor's session and sends them to the tokenizer's encode page; from then on the read-only
-playground pages (encode, compare, inspector, vocabulary, downloads) accept that tokenizer, and
-compare offers every tokenizer shared with this visitor. Each request re-checks the links, so
-revoking or expiring one takes effect at once. "Share this text too" stores a (tokenizer, text)
+A link's token is ``secrets.token_urlsafe(32)`` (256 bits). ``/s/<token>`` *is* the shared
+tokenizer's encode page, served at that URL (``?text=`` works as on the team's page), and
+``/s/<token>/vocab`` and ``/s/<token>/downloads`` its other read-only pages, so the address bar
+always holds a URL that can be passed on. Opening one also records the token in the visitor's
+session: the pages' own requests (encoding as you type, the inspector, compare) go to the
+team's URLs, which accept that tokenizer from then on, and compare offers every tokenizer
+shared with this visitor. Each request re-checks the links, so revoking or expiring one takes
+effect at once; a revoked or expired link answers 410 with a page that says so and nothing
+else (no name, no date), an unknown one 404. "Share this text too" stores a (tokenizer, text)
 pair on the server under its own token, so long texts never travel in URLs.
 
 Left out: the playground views themselves (``playground.py`` and friends) and scoping
@@ -32,30 +36,48 @@ MAX_EXPIRY_DAYS = 3650
 TEXT_LIMIT = "30/60"  # stored texts per user per minute: enough for people, not for a flood
 
 
-def shared_tokenizer_ids() -> list[int]:
-    """Ids of tokenizers this visitor may read through active share links in their session."""
-    if "shared_ids" not in g:
-        tokens = [t for t in session.get("shares", []) if isinstance(t, str)]
-        ids: list[int] = []
+def _active_shares() -> dict[int, str]:
+    """Tokenizer id -> the token of the active link in this session that opens it (newest first)."""
+    if "shares_by_tokenizer" not in g:
+        tokens = [t for t in session.get("shares", []) if isinstance(t, str)][:MAX_SHARES_IN_SESSION]
+        found: dict[int, str] = {}
         if tokens:
             now = utcnow()
-            for link in get_session().scalars(select(ShareLink).where(ShareLink.token.in_(tokens))):
-                if link.active(now) and link.tokenizer_id not in ids:
-                    ids.append(link.tokenizer_id)
-        g.shared_ids = ids
-    return list(g.shared_ids)
+            links = {link.token: link for link in
+                     get_session().scalars(select(ShareLink).where(ShareLink.token.in_(tokens)))}
+            for token in tokens:  # session order: the link opened last wins
+                link = links.get(token)
+                if link is not None and link.active(now):
+                    found.setdefault(link.tokenizer_id, token)
+        g.shares_by_tokenizer = found
+    return dict(g.shares_by_tokenizer)
+
+
+def shared_tokenizer_ids() -> list[int]:
+    """Ids of tokenizers this visitor may read through active share links in their session."""
+    return list(_active_shares())
+
+
+def share_token(tokenizer_id: int) -> str | None:
+    """The token of an active link in this session that opens ``tokenizer_id``, if any."""
+    return _active_shares().get(tokenizer_id)
 
 
 def _remember(token: str) -> None:
     tokens = [t for t in session.get("shares", []) if isinstance(t, str) and t != token]
     session["shares"] = ([token] + tokens)[:MAX_SHARES_IN_SESSION]
-    g.pop("shared_ids", None)
+    g.pop("shares_by_tokenizer", None)
 
 
 def _active_link(token: str) -> ShareLink:
+    """The link, if it still opens; a 404 if there is no such link, a 410 page if it stopped."""
     link = get_session().scalar(select(ShareLink).where(ShareLink.token == token[:64]))
-    if link is None or not link.active():
+    if link is None:
         abort(404)
+    if not link.active():
+        # Only someone who holds the token sees this, and it names nothing: not the
+        # tokenizer, not its team, not when.
+        abort(render("share/gone.html", status=410, revoked=link.revoked_at is not None))
     return link
 
 
@@ -134,12 +156,25 @@ def share_text(tokenizer_id: int, link_id: int) -> Response:
     return render("share/manage.html", **_manage_context(tokenizer, text_url=url))
 
 
-@bp.get("/s/<token>")
-def open_link(token: str) -> Response:
-    """Open a share link: remember it in this browser's session and show the tokenizer."""
+#: The read-only pages a link serves under ``/s/<token>/<page>``, besides encode at ``/s/<token>``.
+SHARED_PAGES = {"vocab": "vocab.browse", "downloads": "transfer.downloads"}
+
+
+@bp.get("/s/<token>", defaults={"page": "play"})
+@bp.get("/s/<token>/<any(vocab, downloads):page>")
+def open_link(token: str, page: str) -> Response:
+    """A share link's page at its own URL: encode (with ``?text=``), vocabulary or downloads."""
     link = _active_link(token)
     _remember(link.token)
-    return redirect(url_for("playground.play", tokenizer_id=link.tokenizer_id), 303)
+    if page in SHARED_PAGES:
+        view = current_app.view_functions[SHARED_PAGES[page]]
+        return current_app.make_response(view(tokenizer_id=link.tokenizer_id))
+    from webapp.loaded import load
+    from webapp.playground import SAMPLE_TEXT, play_page
+
+    text = request.args.get("text")
+    return play_page(load(link.tokenizer_id), SAMPLE_TEXT if text is None else text,
+                     text_from="default" if text is None else "url")
 
 
 @bp.get("/s/<token>/t/<text_token>")
@@ -152,7 +187,8 @@ def open_text(token: str, text_token: str) -> Response:
         abort(404)
     _remember(link.token)
     from webapp.loaded import load
-    from webapp.playground import encode_context
+    from webapp.playground import play_page
 
-    context, status = encode_context(load(link.tokenizer_id), shared.text)
-    return render("playground/play.html", status=status, **context)
+    # Edits go to the link's own URL in the address bar, not to this fixed text's.
+    return play_page(load(link.tokenizer_id), shared.text, text_from="shared",
+                     address=url_for("sharing.open_link", token=link.token))

@@ -3,7 +3,7 @@
 // - Clicking a span (or Enter/Space on it) loads the token inspector through htmx.
 // - The spans of one encoding are one tab stop (roving tabindex: the server gives the first
 //   token tabindex="0"); arrow keys move it between tokens, Home/End to the ends.
-// - Buttons with data-copy="#selector" copy that element's value or text.
+// - Buttons with data-copy="#selector" copy that element's link, value or text.
 (function () {
   "use strict";
 
@@ -46,18 +46,34 @@
     var span = event.target.closest && event.target.closest(".tok[data-ids]");
     if (span) { makeStop(span); inspect(span); }
     var button = event.target.closest && event.target.closest("[data-copy]");
-    if (button) {
-      var source = document.querySelector(button.getAttribute("data-copy"));
-      if (!source) { return; }
-      var text = source.value !== undefined ? source.value : source.textContent;
-      var done = function () { button.textContent = "Copied"; setTimeout(function () { button.textContent = "Copy"; }, 1500); };
-      if (navigator.clipboard && window.isSecureContext) {
-        navigator.clipboard.writeText(text).then(done, function () { source.select && source.select(); });
-      } else if (source.select) {
-        source.select(); document.execCommand("copy"); done();
-      }
-    }
+    if (button) { copy(button); }
   });
+  function copy(button) {
+    var source = document.querySelector(button.getAttribute("data-copy"));
+    if (!source) { return; }
+    var text = source.href || (source.value !== undefined ? source.value : source.textContent.trim());
+    if (!button.hasAttribute("data-label")) { button.setAttribute("data-label", button.textContent); }
+    var label = button.getAttribute("data-label");
+    var done = function () {
+      button.textContent = "Copied";
+      setTimeout(function () { button.textContent = label; }, 1500);
+    };
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(done, function () { fallback(text) && done(); });
+    } else if (fallback(text)) { done(); }
+  }
+  function fallback(text) {  // plain http on another host: no clipboard API, copy through a selection
+    var area = document.createElement("textarea");
+    area.value = text;
+    area.setAttribute("readonly", "");
+    area.className = "visually-hidden";
+    document.body.appendChild(area);
+    area.select();
+    var ok = false;
+    try { ok = document.execCommand("copy"); } catch (e) { ok = false; }
+    document.body.removeChild(area);
+    return ok;
+  }
   var MOVES = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 };
   function rove(span, key) {
     var tokens = span.parentNode.querySelectorAll(".tok[data-ids]");

@@ -9,6 +9,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
+from tests.webapp.conftest import add_user
 from tests.webapp.playground_samples import EOT, byte_bpe, store, unigram, wordpiece
 
 HX = {"HX-Request": "true"}
@@ -201,3 +202,40 @@ def test_summary_page_shows_merges_as_text(client: FlaskClient, ids: dict[str, i
     rows = re.findall(r"<tr><td>(\d+)</td><td><code>([^<]*)</code></td><td><code>([^<]*)</code></td>"
                       r"<td><code>([^<]*)</code></td><td>([\d,]*)</td></tr>", html)
     assert rows[:2] == [("0", "t", "h", "th", "900"), ("1", "th", "e", "the", "700")]
+
+
+def test_the_picker_switches_tokenizer_keeping_a_short_text(app: Flask, client: FlaskClient,
+                                                           ids: dict[str, int]) -> None:
+    page = client.get(f"/tokenizers/{ids['bpe']}/play?text=hello").get_data(as_text=True)
+    picker = re.search(r'<form id="picker".*?</form>', page, re.S).group()
+    assert 'action="/play"' in picker and 'name="text" value="hello"' in picker
+    assert re.findall(r'<option value="(\d+)"( selected)?', picker) == [
+        (str(ids["uni"]), ""), (str(ids["wp"]), ""), (str(ids["bpe"]), " selected")]
+    switched = client.get(f"/play?tokenizer={ids['wp']}&text=caf%C3%A9+%26+co")
+    assert (switched.status_code, switched.headers["Location"]) == (303, f"/tokenizers/{ids['wp']}/play?text=caf%C3%A9+%26+co")
+    landed = client.get(switched.headers["Location"]).get_data(as_text=True)
+    assert "café &amp; co</textarea>" in landed and 'data-text-from="url"' in landed
+    long_text = "x" * 2001  # too long for a URL: the browser keeps it (continuity.js), the URL does not
+    assert client.get(f"/play?tokenizer={ids['wp']}&text={long_text}").headers["Location"] == f"/tokenizers/{ids['wp']}/play"
+    other = store(app, byte_bpe("other-team"), team_id=add_user(app, "bob@example.com")[1])
+    for bad in ("", "abc", "-1", "99999999999999999999999", str(other)):
+        assert client.get(f"/play?tokenizer={bad}").status_code == 404, bad
+
+
+def test_the_text_travels_to_compare_and_the_permalink(client: FlaskClient, ids: dict[str, int]) -> None:
+    fresh = client.get(f"/tokenizers/{ids['bpe']}/play").get_data(as_text=True)
+    assert 'data-text-from="default"' in fresh  # the sample: a text kept in the browser replaces it
+    assert f'href="/compare?ids={ids["bpe"]}" data-carry-text' in fresh  # the sample does not travel
+    page = client.get(f"/tokenizers/{ids['bpe']}/play?text=the+w%C3%A9").get_data(as_text=True)
+    assert f'href="/compare?ids={ids["bpe"]}&amp;text=the+w%C3%A9" data-carry-text' in page
+    assert f'href="http://localhost/tokenizers/{ids["bpe"]}/play?text=the+w%C3%A9" id="permalink"' in page
+    assert "?text=" in re.search(r'<p class="permalink hint">.*?</p>', page, re.S).group()  # documented on the page
+    compare = client.get(f"/compare?ids={ids['bpe']}&text=the+w%C3%A9").get_data(as_text=True)
+    assert 'data-text-from="url">the wé</textarea>' in compare
+    assert 'data-text-from="default">' in client.get(f"/compare?ids={ids['bpe']}").get_data(as_text=True)
+
+
+def test_opening_a_tokenizer_lands_on_encode(client: FlaskClient, ids: dict[str, int]) -> None:
+    listing = client.get("/tokenizers").get_data(as_text=True)
+    for key in ("bpe", "wp", "uni"):
+        assert f'href="/tokenizers/{ids[key]}/play" data-carry-text' in listing
