@@ -3,8 +3,9 @@
 Words are held as strings whose characters are symbol ids (``chr(id)``), so merging every
 occurrence of a pair in a word is one C-level ``str.replace``; pair counts, the words holding
 each pair and a lazy max-heap are updated from the merged occurrences only. The scores, the
-tie-break rule and the vocabulary order are documented in ``trainers/wordpiece.py``; options,
-corpus reading and the tokenizer built around the vocabulary live there too.
+tie-break rule and the vocabulary order are documented in ``trainers/wordpiece.py``, which also
+reads the corpus and builds the tokenizer around the vocabulary; the options are
+``trainers/wordpiece_options.py``.
 """
 
 from __future__ import annotations
@@ -13,13 +14,10 @@ import heapq
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from operator import add
-from typing import TYPE_CHECKING
 
 from engine.errors import ConfigError
 from engine.trainers.base import Reporter
-
-if TYPE_CHECKING:
-    from engine.trainers.wordpiece import WordPieceOptions
+from engine.trainers.wordpiece_options import WordPieceOptions
 
 _TOP = 0x10FFFF  # tie keys map code point c to _TOP - 1 - c and end each token with chr(_TOP)
 
