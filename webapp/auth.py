@@ -4,7 +4,9 @@ Every corpus, job and tokenizer belongs to a team. A request may read a row when
 member of its team; tokenizers can also be read through a share link the visitor has opened
 (``sharing.py`` records those in the session). There is exactly one way to fetch a row by id
 in a view, :func:`owned_or_404` (or :func:`scoped` for lists), and both answer 404, never 403,
-for rows of other teams, so guessing ids reveals nothing, not even that the row exists.
+for rows of other teams, so guessing ids reveals nothing, not even that the row exists. Rows of no
+team are the preset tokenizers: reads admit them (``scoped(..., presets=True)``), and
+:func:`owned_or_404`, which the views that change a row use, refuses them with a 403.
 
 :func:`gate` runs before every request: pages need a login (the read-only playground pages are
 open to visitors holding a share link), and the JSON API answers 401 in JSON without a session
@@ -35,6 +37,9 @@ from werkzeug.wrappers import Response
 from webapp.db import get_session
 from webapp.models import ApiKey, Membership, Team, User, utcnow
 from webapp.numbers import parse_id, parse_int
+
+PRESET_READ_ONLY = ("This is a preset tokenizer, shared read-only with every team: it cannot be renamed, "
+                    "deleted or shared, and has no training data. Encode, compare, browse and download it freely.")
 
 login_manager = LoginManager()
 login_manager.login_view = "accounts.login"
@@ -176,21 +181,35 @@ def role_in(team_id: int) -> str | None:
         Membership.team_id == team_id, Membership.user_id == current_user.id))
 
 
-def scoped(model: type[Row], *, shared_ids: list[int] | None = None) -> Select[tuple[Row]]:
-    """``select(model)`` limited to the current user's teams (plus ``shared_ids`` by id)."""
+def scoped(model: type[Row], *, shared_ids: list[int] | None = None, presets: bool = False) -> Select[tuple[Row]]:
+    """``select(model)`` limited to the current user's teams (plus ``shared_ids`` by id).
+
+    ``presets=True`` also admits the rows of no team, the preset tokenizers every team may read;
+    only reads ask for them (``loaded.rows_query``).
+    """
     column = model.team_id  # type: ignore[attr-defined]
     condition = column.in_(team_ids())
     if shared_ids:
         condition = or_(condition, model.id.in_(shared_ids))  # type: ignore[attr-defined]
+    if presets:
+        condition = or_(condition, column.is_(None))
     return select(model).where(condition)
 
 
 def owned_or_404(model: type[Row], row_id: int) -> Row:
-    """The ``model`` row with ``row_id`` if it belongs to one of the user's teams, else a 404."""
+    """The ``model`` row with ``row_id`` if it belongs to one of the user's teams, else a 404.
+
+    Views that change a row fetch it here, so a preset (a row of no team) is never theirs: it
+    answers 403 with the reason, since every team can see that it exists.
+    """
     if not 0 < row_id < 2**63:  # a URL can carry any integer; the database cannot compare it
         abort(404)
     row = get_session().scalar(scoped(model).where(model.id == row_id))  # type: ignore[attr-defined]
     if row is None:
+        preset = get_session().scalar(scoped(model, presets=True).where(
+            model.id == row_id, model.team_id.is_(None)))  # type: ignore[attr-defined]
+        if preset is not None:
+            abort(403, description=PRESET_READ_ONLY)
         abort(404)
     return row
 

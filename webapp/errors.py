@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from flask import Flask, current_app, jsonify, render_template, request
 from flask_wtf.csrf import CSRFError
-from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+from werkzeug.exceptions import Forbidden, HTTPException, RequestEntityTooLarge
 from werkzeug.wrappers import Response
 
 from webapp.htmx import is_htmx
@@ -111,6 +111,8 @@ def init_app(app: Flask) -> None:
             message = _api_message(status, error)
         else:
             message = MESSAGES.get(status, MESSAGES[400] if status < 500 else MESSAGES[500])
+        if status == 403 and error.description and error.description != Forbidden.description:
+            message = error.description  # raised with its own sentence (auth.PRESET_READ_ONLY)
         return _with_headers(_page(status, message), error)
 
     @app.errorhandler(Exception)

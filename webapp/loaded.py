@@ -11,8 +11,9 @@ it returns, so each cached tokenizer also memoises its ids' strings (byte-level 
 them anew on every call otherwise); the memo fills with the ids actually used, not the whole
 vocabulary.
 
-Access: :func:`rows_query` is ``auth.scoped`` over the user's teams plus the tokenizers shared
-with this visitor through share links, so every view that loads a tokenizer here is scoped.
+Access: :func:`rows_query` is ``auth.scoped`` over the user's teams plus the presets (rows of no
+team) and the tokenizers shared with this visitor through share links, so every view that loads
+a tokenizer here is scoped. Changing a tokenizer never goes through here (``auth.owned_or_404``).
 """
 
 from __future__ import annotations
@@ -67,18 +68,24 @@ class Loaded:
 
 
 def rows_query() -> Select[tuple[TokenizerRow]]:
-    """Every tokenizer the current user may see, newest first, without the two large columns."""
+    """Every tokenizer the current user may read, newest first, without the two large columns:
+    their teams', the presets (``presets.py``), and those shared with this visitor by link."""
     from webapp.auth import scoped
     from webapp.sharing import shared_tokenizer_ids
 
-    return (scoped(TokenizerRow, shared_ids=shared_tokenizer_ids())
+    return (scoped(TokenizerRow, shared_ids=shared_tokenizer_ids(), presets=True)
             .options(defer(TokenizerRow.tokenizer_json), defer(TokenizerRow.stats))
             .order_by(TokenizerRow.id.desc()))
 
 
-def all_rows() -> list[TokenizerRow]:
-    """The tokenizers to offer in pickers (compare, the API list)."""
-    return list(get_session().scalars(rows_query()))
+def all_rows(*, limit: int | None = None) -> list[TokenizerRow]:
+    """The tokenizers the current user may read, newest first (see :func:`rows_query`).
+
+    The one list every picker offers (encode, compare, the API list) and the tokenizer list
+    page shows; ``row.preset`` tells the presets apart.
+    """
+    query = rows_query()
+    return list(get_session().scalars(query.limit(limit) if limit is not None else query))
 
 
 def _parse(row_id: int) -> Tokenizer:

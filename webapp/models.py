@@ -3,7 +3,7 @@
 Column shapes that repeat are ``Annotated`` aliases; every constraint has a name from the
 metadata's naming convention, so Alembic migrations can alter them on SQLite (batch mode) and
 PostgreSQL alike. Timestamps are stored UTC-aware. Every corpus, job and tokenizer belongs to a
-team (``team_id``); the accounts, teams and sharing tables are in ``models_auth.py``.
+team (``team_id``), except the preset tokenizers, which belong to none; the accounts, teams and sharing tables are in ``models_auth.py``.
 Queue operations live in ``jobs.py``; this module only declares the tables.
 """
 
@@ -39,7 +39,7 @@ NAMING_CONVENTION = {
 JOB_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
 JOB_KINDS = ("train", "analyse")  # training a tokenizer; computing a new corpus's statistics
 FINISHED_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
-TOKENIZER_SOURCES = ("trained", "imported")
+TOKENIZER_SOURCES = ("trained", "imported", "preset")
 
 
 def utcnow() -> dt.datetime:
@@ -143,13 +143,23 @@ class Job(Base):
 
 
 class Tokenizer(Base):
-    """A trained or imported tokenizer; ``tokenizer_json`` is the engine's HF-compatible document."""
+    """A trained, imported or preset tokenizer; ``tokenizer_json`` is the engine's HF-compatible document.
+
+    A preset (``tokenforge presets install``, see ``presets.py``) belongs to no team: every team
+    may read it and none may change it. The check constraint keeps "no team" and "preset" the
+    same thing, so a team's row can never lose its team and become readable by all.
+    """
 
     __tablename__ = "tokenizers"
-    __table_args__ = (CheckConstraint("source IN ('trained', 'imported')", name="source"),)
+    __table_args__ = (
+        CheckConstraint("source IN ('trained', 'imported', 'preset')", name="source"),
+        CheckConstraint("(team_id IS NULL AND preset IS NOT NULL AND source = 'preset') OR "
+                        "(team_id IS NOT NULL AND preset IS NULL AND source != 'preset')", name="preset_has_no_team"),
+    )
 
     id: Mapped[IntPK]
-    team_id: Mapped[TeamFK]
+    team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    preset: Mapped[str | None] = mapped_column(String(40), unique=True)  # the encoding's name, e.g. "cl100k_base"
     name: Mapped[Name]
     algorithm: Mapped[str] = mapped_column(String(40))
     source: Mapped[str] = mapped_column(String(20), default="trained")
