@@ -1,11 +1,16 @@
-"""The vocabulary browser's data: a searchable, paged token list, the longest tokens, lengths.
+"""The vocabulary browser's data: a searchable, sortable, filterable, paged token list, lengths.
 
 Pure functions over an engine :class:`~engine.Tokenizer`. A row is (id, text with escapes,
-vocabulary string, byte length, score or merge rank). A search matches a token's text, its
-vocabulary string, or an exact id. Length is the UTF-8 length of what the token spells, so a
-WordPiece ``##ing`` counts 3 and a Unigram ``▁the`` counts 4 (its ``▁`` is a space).
+vocabulary string, byte length, score or merge rank, kind, script). A search matches a token's
+text, its vocabulary string, or an exact id. Length is the UTF-8 length of what the token
+spells, so a WordPiece ``##ing`` counts 3 and a Unigram ``▁the`` counts 4 (its ``▁`` is a space).
+A listing is sorted by id, length (longest first), merge rank (BPE) or score (Unigram), and
+filtered by kind (single bytes, special tokens, word-initial tokens, tokens inside a word) and
+by script (``scripts.py``). Word-initial means starting with a space for byte-level BPE and
+Unigram (``Ġ``, ``▁``), and not being a continuing piece (``##``) for WordPiece.
 
-Every result is bounded whatever the tokenizer holds: a row keeps at most ``SHOW_BYTES`` of a
+Every result is bounded whatever the tokenizer holds: sort orders are computed once per loaded
+tokenizer (as the rows are), unknown sort or filter names fall back to the defaults, a row keeps at most ``SHOW_BYTES`` of a
 token's text and ``SHOW_CHARS`` of its vocabulary string (a search looks at those too, so a
 10 MB token is neither escaped nor scanned whole), pages hold ``PAGE_SIZE`` rows, queries are
 cut to ``MAX_QUERY`` characters, and the length histogram has at most ``charts.MAX_BARS`` bars
@@ -21,6 +26,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from engine import Tokenizer
+from webapp import scripts
 from webapp.charts import MAX_BARS, RANGE_DASH
 from webapp.inspector import SHOW_BYTES, shown_string, shown_text
 from webapp.numbers import parse_int
@@ -41,6 +47,8 @@ class VocabRow:
     special: bool
     score: float | None
     rank: int | None
+    initial: bool | None  # starts a word (None: the model does not say)
+    script: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,23 +90,78 @@ def _build_rows(tokenizer: Tokenizer) -> tuple[VocabRow, ...]:
     scores = model.pieces() if model.kind == "unigram" and hasattr(model, "pieces") else None
     vocab = dict(model.vocab())
     vocab.update(tokenizer.special_tokens)
+    prefix = getattr(model, "prefix", "") if model.kind == "wordpiece" else None
     rows = []
     for token, token_id in sorted(vocab.items(), key=lambda kv: kv[1]):
         try:
             data = _surface(tokenizer, token_id)
         except (KeyError, IndexError, ValueError):
             continue
+        special = tokenizer.is_special(token_id)
         score = scores[token_id][1] if scores is not None and 0 <= token_id < len(scores) else None
         rank = origins[token_id][0] if token_id in origins else None
-        rows.append(VocabRow(token_id, shown_text(data, SHOW_BYTES), shown_string(token), len(data),
-                             tokenizer.is_special(token_id), score, rank))
+        if special:
+            initial = None
+        elif prefix is not None:
+            initial = not (prefix and token.startswith(prefix) and len(token) > len(prefix))
+        else:
+            initial = data.startswith(b" ")
+        rows.append(VocabRow(token_id, shown_text(data, SHOW_BYTES), shown_string(token), len(data), special,
+                             score, rank, initial, scripts.token_script(data)))
     return tuple(rows)
 
 
-def search(tokenizer: Tokenizer, query: str = "", page: int = 1, *, page_size: int = PAGE_SIZE) -> Page:
-    """The ``page``-th page (1-based) of the rows matching ``query`` (everything when empty)."""
+SORTS = {"id": "id", "length": "length, longest first", "rank": "merge rank", "score": "score, most likely first"}
+KINDS = {"": "all tokens", "byte": "single bytes", "special": "special tokens", "word-initial": "word-initial",
+         "inside": "inside a word"}
+_KIND_TEST = {
+    "byte": lambda r: not r.special and r.byte_length == 1,
+    "special": lambda r: r.special,
+    "word-initial": lambda r: r.initial is True,
+    "inside": lambda r: r.initial is False,
+}
+_SORT_KEY = {
+    "length": lambda r: (-r.byte_length, r.id),
+    "rank": lambda r: (r.rank is None, r.rank or 0, r.id),  # tokens no merge made (bytes, specials) last
+    "score": lambda r: (r.score is None, -(r.score or 0.0), r.id),
+}
+_orders: weakref.WeakKeyDictionary[Tokenizer, dict[str, tuple[VocabRow, ...]]] = weakref.WeakKeyDictionary()
+
+
+def sorts_for(tokenizer: Tokenizer) -> list[str]:
+    """The sorts that mean something for this model (merge rank needs merges, score needs scores)."""
     rows = _rows(tokenizer)
+    return ["id", "length"] + [name for name, field in (("rank", "rank"), ("score", "score"))
+                               if any(getattr(r, field) is not None for r in rows)]
+
+
+def scripts_in(tokenizer: Tokenizer) -> list[tuple[str, int]]:
+    """(script, number of tokens) for the scripts this vocabulary uses, in the filter's order."""
+    counts = Counter(r.script for r in _rows(tokenizer) if not r.special)
+    return [(name, counts[name]) for name in scripts.order(set(counts))]
+
+
+def _sorted(tokenizer: Tokenizer, sort: str) -> tuple[VocabRow, ...]:
+    rows = _rows(tokenizer)
+    if sort not in _SORT_KEY:
+        return rows
+    orders = _orders.setdefault(tokenizer, {})
+    if sort not in orders:
+        orders[sort] = tuple(sorted(rows, key=_SORT_KEY[sort]))
+    return orders[sort]
+
+
+def search(tokenizer: Tokenizer, query: str = "", page: int = 1, *, sort: str = "id", kind: str = "",
+           script: str = "", page_size: int = PAGE_SIZE) -> Page:
+    """The ``page``-th page (1-based) of the rows matching ``query`` (everything when empty),
+    of ``kind`` and ``script`` (any when empty or unknown), in ``sort`` order (id when unknown)."""
+    rows = _sorted(tokenizer, sort)
     query = query[:MAX_QUERY].strip()
+    test = _KIND_TEST.get(kind)
+    if test is not None:
+        rows = tuple(filter(test, rows))
+    if script:
+        rows = tuple(r for r in rows if r.script == script and not r.special)
     if query:
         needle = query.casefold()
         as_id = parse_int(query)

@@ -36,13 +36,26 @@ def _page_number(raw: str | None) -> int:
 
 @bp.get("/tokenizers/<int:tokenizer_id>/vocab")
 def browse(tokenizer_id: int) -> Response:
-    """The vocabulary browser; htmx requests (search, paging) get only the table."""
+    """The vocabulary browser; htmx requests (search, sort, filter, paging) get only the table.
+
+    The whole query (q, sort, kind, script, page) is in the URL, so a listing can be shared and
+    survives a reload; values the tokenizer does not offer fall back to the defaults.
+    """
     loaded = load(tokenizer_id)
-    query = request.args.get("q", "")[:vocab_browser.MAX_QUERY]
-    page = vocab_browser.search(loaded.tokenizer, query, _page_number(request.args.get("page")))
-    lengths = vocab_browser.length_histogram(loaded.tokenizer)
-    return render("playground/vocab.html", "table", loaded=loaded, q=query, page=page,
-                  longest=vocab_browser.longest(loaded.tokenizer), histogram=_histogram(lengths))
+    tokenizer = loaded.tokenizer
+    sorts, scripts = vocab_browser.sorts_for(tokenizer), vocab_browser.scripts_in(tokenizer)
+    args = request.args
+    sort = args.get("sort", "id") if args.get("sort", "id") in sorts else "id"
+    kind = args.get("kind", "") if args.get("kind", "") in vocab_browser.KINDS else ""
+    script = args.get("script", "") if any(name == args.get("script") for name, _ in scripts) else ""
+    query = args.get("q", "")[:vocab_browser.MAX_QUERY]
+    page = vocab_browser.search(tokenizer, query, _page_number(args.get("page")), sort=sort, kind=kind, script=script)
+    chosen = {key: value for key, value in (("q", query), ("sort", sort if sort != "id" else ""),
+                                            ("kind", kind), ("script", script)) if value}
+    return render("playground/vocab.html", "table", loaded=loaded, q=query, page=page, chosen=chosen,
+                  sort=sort, kind=kind, script=script, sorts=sorts, kinds=vocab_browser.KINDS,
+                  sort_names=vocab_browser.SORTS, scripts=scripts,
+                  longest=vocab_browser.longest(tokenizer), histogram=_histogram(vocab_browser.length_histogram(tokenizer)))
 
 
 def _histogram(lengths: list[tuple[int | str, int]]) -> Any:
