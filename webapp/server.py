@@ -16,6 +16,16 @@ changes only that step, the way nginx shields an app server:
 - a connection whose body the app did not read (a 413, a redirect) is closed after the
   answer instead of being drained, so a 5 GiB body declared to a limit of 64 KiB is not read.
 
+Web processes share one listening socket, and a keep-alive connection stays with the process
+that accepted it. Left alone, 50 users settled unevenly over 3 processes: the busiest one's
+users queued behind each other while another process idled, and the p99 was that queue. So
+the worker balances the way nginx's ``least_conn`` does (:class:`Balance`):
+
+- a process whose threads are all busy stops accepting, so a new connection waits in the
+  kernel's queue for the first process with a free thread;
+- a process with requests waiting for a thread answers ``Connection: close``, so that client's
+  next request reconnects and lands where a thread is free.
+
 Each web process also collects garbage less often (:data:`GC_YOUNG_THRESHOLD`).
 
 Left out: the job workers that ``serve`` starts beside it (``cli.py``), and the app itself.
@@ -154,12 +164,41 @@ class _Conn(TConn):  # type: ignore[misc]
         self.reader.start()
 
 
+class Balance:
+    """How busy one web process is, and what that means for new and kept-alive connections.
+
+    ``threads`` requests run at once; more wait in the process's own queue. Only called with
+    the worker's lock held.
+    """
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self.in_flight = 0  # requests handed to the thread pool and not yet finished
+
+    def started(self) -> bool:
+        """Count a request handed to a thread; True when that took the last free thread."""
+        self.in_flight += 1
+        return self.in_flight == self.threads
+
+    def finished(self) -> bool:
+        """Count a finished request; True when that freed the only free thread."""
+        self.in_flight -= 1
+        return self.in_flight == self.threads - 1
+
+    def queued(self) -> bool:
+        """Whether requests are waiting here for a thread: a good moment to shed a connection."""
+        return self.in_flight > self.threads
+
+
 class BufferingWorker(ThreadWorker):  # type: ignore[misc]
-    """gthread, but a request reaches a thread only when it has arrived (module docstring)."""
+    """gthread, but a request reaches a thread only when it has arrived, and a busy process
+    leaves connections to idle ones (module docstring)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._gathering: set[_Conn] = set()
+        self._balance = Balance(self.cfg.threads)
+        self._paused: dict[socket.socket, Any] = {}  # listener -> its accept callback, while busy
 
     def init_process(self) -> None:
         gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
@@ -209,11 +248,42 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
                     pass
             self._drop(conn)
 
+    def enqueue_req(self, conn: _Conn) -> None:
+        with self._lock:
+            if self._balance.started():
+                self._stop_accepting()
+        super().enqueue_req(conn)
+
+    def finish_request(self, fs: Any) -> None:
+        with self._lock:
+            if self._balance.finished():
+                self._resume_accepting()
+        super().finish_request(fs)
+
+    def _stop_accepting(self) -> None:
+        for listener in self.sockets:
+            try:
+                self._paused[listener] = self.poller.get_key(listener).data
+            except KeyError:
+                continue  # not registered yet (the loop starts) or already paused
+            self.poller.unregister(listener)
+
+    def _resume_accepting(self) -> None:
+        paused, self._paused = self._paused, {}
+        if not self.alive:
+            return  # shutting down: the poller may already be closed
+        for listener, accept in paused.items():
+            self.poller.register(listener, selectors.EVENT_READ, accept)
+
     def _drop(self, conn: _Conn) -> None:
         self.nr_conns -= 1
         conn.close()
 
     def handle_request(self, req: Any, conn: _Conn) -> bool:
+        with self._lock:
+            shed = self._balance.queued()
+        if shed:
+            req.must_close = True  # the answer says "Connection: close"; the client reconnects
         keepalive: bool = super().handle_request(req, conn)
         reader = req.body.reader if req is not None and req.body is not None else None
         drained = isinstance(reader, LengthReader) and reader.length == 0
