@@ -5,7 +5,8 @@
 # 2. A virtualenv in .venv with the project and its dev extra (pytest, playwright, tokenizers,
 #    tiktoken, sentencepiece, transformers, psycopg).
 # 3. A throw-away PostgreSQL server on 127.0.0.1, so the database and job tests also run there.
-# 4. pytest over tests/.
+# 4. The presets' rank tables in a cache folder ($TOKENFORGE_TEST_PRESETS_DIR), fetched once.
+# 5. pytest over tests/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,6 +45,20 @@ echo "== starting PostgreSQL on 127.0.0.1:$PGPORT"
 run_pg "'$PGBIN/initdb' -D '$PGROOT/data' -A trust -U postgres -E UTF8 --no-locale" >/dev/null
 run_pg "'$PGBIN/pg_ctl' -D '$PGROOT/data' -o \"-h 127.0.0.1 -p $PGPORT -k '$PGROOT'\" -l '$PGROOT/log' -w start" >/dev/null
 export TOKENFORGE_TEST_POSTGRES_URL="postgresql://postgres@127.0.0.1:$PGPORT/postgres"
+
+# The presets' rank tables, fetched once into a cache outside the repository (tests never download):
+# checked again by hash on every run, downloaded only when missing or changed. Without them the
+# preset parity tests skip.
+PRESETS_CACHE="${TOKENFORGE_TEST_PRESETS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tokenforge/presets}"
+fetch_presets() {
+    echo "== fetching the preset rank tables into $PRESETS_CACHE"
+    .venv/bin/tokenforge presets install --dir "$PRESETS_CACHE"
+}
+if .venv/bin/tokenforge presets install --dir "$PRESETS_CACHE" --from "$PRESETS_CACHE" >/dev/null 2>&1 || fetch_presets; then
+    export TOKENFORGE_TEST_PRESETS_DIR="$PRESETS_CACHE"
+else
+    echo "== no preset rank tables: their tests will skip"
+fi
 
 echo "== running the tests"
 .venv/bin/python -m pytest "$@"
