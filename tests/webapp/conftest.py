@@ -156,3 +156,15 @@ def run_queued_jobs(app: Flask) -> None:
         worker.run(once=True)
     finally:
         worker.engine.dispose()
+
+
+@pytest.fixture
+def algorithm() -> str:
+    """The trainer the job tests run: BPE once the engine has it; until then WordPiece, the other real
+    trainer available (shared by ``test_worker.py`` and ``test_faults.py``)."""
+    from webapp.training_form import available_algorithms
+
+    for name in ("bpe", "wordpiece"):
+        if name in available_algorithms():
+            return name
+    pytest.skip("no trainer is installed in engine/trainers yet")

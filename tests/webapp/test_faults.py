@@ -39,9 +39,9 @@ import pytest
 from flask import Flask
 
 from tests.webapp.live import Client, LiveApp, children, group_alive, multipart, process_commands, train_fields
-from tests.webapp.test_worker import (  # noqa: F401 - ``algorithm`` is a fixture
-    CORPUS, _kill_worker_mid_job, _start_worker_process, add_job, algorithm, job_row, needs_two_cpus, session_for,
-    unigram_corpus, wait_for,
+from tests.webapp.jobs_support import (
+    CORPUS, add_job, job_row, kill_worker_mid_job, needs_two_cpus, session_for, start_worker_process, unigram_corpus,
+    wait_for,
 )
 from webapp import supervisor
 from webapp.models import Job, Tokenizer, utcnow
@@ -65,12 +65,12 @@ def test_a_new_worker_recovers_a_killed_workers_job_and_finishes_it(
     monkeypatch.setenv("TOKENFORGE_HEARTBEAT_SECONDS", "0.2")
     job_id = add_job(db_app, algorithm)
     log = tmp_path / "worker.log"
-    _kill_worker_mid_job(db_app, job_id, 1, log)
+    kill_worker_mid_job(db_app, job_id, 1, log)
     assert (job_row(db_app, job_id).status, job_row(db_app, job_id).attempts) == ("running", 1)
     wait_for(lambda: utcnow() - job_row(db_app, job_id).heartbeat_at > dt.timedelta(seconds=1.5),
              "the killed worker's heartbeat to go stale", limit=30)
 
-    process = _start_worker_process(db_app, log)  # no test code re-queues: the worker does
+    process = start_worker_process(db_app, log)  # no test code re-queues: the worker does
     try:
         wait_for(lambda: job_row(db_app, job_id).status in FINISHED, "the job to finish", limit=60)
     finally:

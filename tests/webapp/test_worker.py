@@ -13,82 +13,27 @@ a tag in its environment (``live.tagged_processes``), so even orphans are found.
 from __future__ import annotations
 
 import datetime as dt
-import io
 import os
-import random
 import signal
-import sqlite3
-import subprocess
-import sys
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from flask import Flask
 from sqlalchemy import select, text
-from sqlalchemy.orm import Session, sessionmaker
 
-from webapp import db, jobs
-from webapp.models import Corpus, Job, Tokenizer, utcnow
-from engine.trainers.limits import max_workers
 from tests.webapp.conftest import login_as
+from tests.webapp.jobs_support import (
+    add_job, hold_job_row, job_row, kill_worker_mid_job, needs_two_cpus, session_for, small_options,
+    start_worker_process, unigram_corpus, wait_for,
+)
 from tests.webapp.live import TAG_VARIABLE, children, tagged_processes
-from webapp.storage import CorpusStore
+from webapp import jobs
+from webapp.models import Tokenizer, utcnow
 from webapp.worker import Worker
 
-REPO = Path(__file__).resolve().parents[2]
-CORPUS = "".join(f"the quick brown fox {i} jumps over the lazy dog {i % 7}\n" for i in range(300))
-
-
-@pytest.fixture
-def algorithm() -> str:
-    """BPE once the engine has it; until then WordPiece, the other real trainer available."""
-    from webapp.training_form import available_algorithms
-
-    for name in ("bpe", "wordpiece"):
-        if name in available_algorithms():
-            return name
-    pytest.skip("no trainer is installed in engine/trainers yet")
-
-
-def small_options(algorithm: str) -> dict[str, Any]:
-    return {"vocab_size": 300} if algorithm == "bpe" else {"vocab_size": 80}
-
-
-def session_for(app: Flask) -> Session:
-    return sessionmaker(db.get_engine(app), expire_on_commit=False)()
-
-
-def add_job(app: Flask, algorithm: str, corpus_text: str = CORPUS, options: dict[str, Any] | None = None) -> int:
-    stored = CorpusStore(app.config["CORPUS_DIR"]).ingest(
-        io.BytesIO(corpus_text.encode()), "tiny.txt", max_bytes=10**8)
-    with session_for(app) as session:
-        corpus = Corpus(team_id=1, name="tiny.txt", sha256=stored.sha256, format="txt",
-                        size_bytes=stored.size_bytes, stats=stored.stats)
-        session.add(corpus)
-        session.commit()
-        return jobs.enqueue(session, team_id=1, name="tiny", algorithm=algorithm,
-                            options=options or small_options(algorithm), corpus_ids=[corpus.id]).id
-
-
-def job_row(app: Flask, job_id: int) -> Job:
-    with session_for(app) as session:
-        job = session.get(Job, job_id)
-        assert job is not None
-        return job
-
-
-def wait_for(condition: Callable[[], bool], what: str, limit: float = 120) -> None:
-    """Poll until ``condition`` holds (a generous deadline guards against hangs only)."""
-    deadline = time.monotonic() + limit
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -156,58 +101,12 @@ def test_a_deleted_corpus_fails_the_job_with_the_reason(db_app: Flask, worker: W
     assert (job.status, job.error) == ("failed", "Corpus #1 was deleted before training started.")
 
 
-def _start_worker_process(app: Flask, log: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "TOKENFORGE_DATA_DIR": app.config["DATA_DIR"],
-           "DATABASE_URL": app.config["DATABASE_URL"], "SECRET_KEY": "test",
-           "TOKENFORGE_WORKER_NICE": "0", "PYTHONPATH": str(REPO)}
-    with log.open("ab") as out:
-        return subprocess.Popen([sys.executable, "-m", "webapp.cli", "worker"], cwd=REPO, env=env,
-                                stdout=out, stderr=subprocess.STDOUT)
-
-
-def _children(pid: int) -> list[int]:
-    path = Path(f"/proc/{pid}/task/{pid}/children")
-    return [int(p) for p in path.read_text().split()] if path.exists() else []
-
-
-def _hold_job_row(app: Flask, job_id: int) -> Callable[[], None]:
-    """Block the worker's next write to the job (so it cannot finish first); return a release."""
-    url = app.config["DATABASE_URL"]
-    if url.startswith("sqlite"):
-        conn = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
-        conn.execute("BEGIN IMMEDIATE")
-        return lambda: (conn.rollback(), conn.close())  # type: ignore[func-returns-value]
-    connection = db.get_engine(app).connect()
-    connection.execute(text("SELECT id FROM jobs WHERE id = :id FOR UPDATE"), {"id": job_id})
-    return lambda: (connection.rollback(), connection.close())  # type: ignore[func-returns-value]
-
-
-def _kill_worker_mid_job(app: Flask, job_id: int, attempt: int, log: Path) -> None:
-    process = _start_worker_process(app, log)
-    try:
-        wait_for(lambda: job_row(app, job_id).status == "running"
-                 and job_row(app, job_id).attempts == attempt, f"attempt {attempt} to start")
-        release = _hold_job_row(app, job_id)
-        children = _children(process.pid)
-        process.send_signal(signal.SIGKILL)
-        process.wait()
-        release()
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    # The training child dies with its worker (PR_SET_PDEATHSIG), leaving no orphan.
-    wait_for(lambda: not any(Path(f"/proc/{c}").exists() and "Z" not in
-                             Path(f"/proc/{c}/stat").read_text().split()[2] for c in children),
-             "the orphaned training child to exit", limit=30)
-
-
 def test_sigkilled_worker_is_requeued_then_failed(db_app: Flask, algorithm: str, tmp_path: Path) -> None:
     job_id = add_job(db_app, algorithm)
     log = tmp_path / "worker.log"
     later = lambda: utcnow() + dt.timedelta(minutes=5)  # noqa: E731 - a heartbeat gone stale
 
-    _kill_worker_mid_job(db_app, job_id, 1, log)
+    kill_worker_mid_job(db_app, job_id, 1, log)
     job = job_row(db_app, job_id)
     assert (job.status, job.attempts) == ("running", 1)
     with session_for(db_app) as session:
@@ -215,7 +114,7 @@ def test_sigkilled_worker_is_requeued_then_failed(db_app: Flask, algorithm: str,
             "requeued"] == [job_id]
     assert job_row(db_app, job_id).status == "queued"
 
-    _kill_worker_mid_job(db_app, job_id, 2, log)
+    kill_worker_mid_job(db_app, job_id, 2, log)
     with session_for(db_app) as session:
         assert jobs.recover_stale(session, stale_seconds=30, max_attempts=2, now=later())[
             "failed"] == [job_id]
@@ -228,9 +127,9 @@ def test_sigkilled_worker_is_requeued_then_failed(db_app: Flask, algorithm: str,
 
 def test_sigterm_puts_the_running_job_back(db_app: Flask, algorithm: str, tmp_path: Path) -> None:
     job_id = add_job(db_app, algorithm)
-    process = _start_worker_process(db_app, tmp_path / "worker.log")
+    process = start_worker_process(db_app, tmp_path / "worker.log")
     wait_for(lambda: job_row(db_app, job_id).status == "running", "the job to start")
-    release = _hold_job_row(db_app, job_id)
+    release = hold_job_row(db_app, job_id)
     process.send_signal(signal.SIGTERM)
     release()
     assert process.wait(timeout=60) == 0
@@ -239,23 +138,6 @@ def test_sigterm_puts_the_running_job_back(db_app: Flask, algorithm: str, tmp_pa
 
 
 # --- no process of a job outlives it ---------------------------------------------------------
-
-needs_two_cpus = pytest.mark.skipif(max_workers() < 2, reason="the trainer starts no processes of its own on one CPU")
-
-
-def unigram_corpus(megabytes: float = 5) -> str:
-    """Over 4 MB (so words are counted on a process pool) of 60,000 made-up words (so the E-step
-    runs in forked shards too): a Unigram training that keeps processes of its own for a while."""
-    rng = random.Random(11)
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    vocabulary = ["".join(rng.choices(letters, k=rng.randint(3, 10))) for _ in range(60_000)]
-    lines, size = [], 0
-    while size < megabytes * 1_000_000:
-        line = " ".join(rng.choices(vocabulary, k=12))
-        lines.append(line)
-        size += len(line) + 1
-    return "\n".join(lines) + "\n"
-
 
 @pytest.fixture
 def tag(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
@@ -337,7 +219,7 @@ def test_the_time_limit_fails_a_job_and_leaves_no_process(db_app: Flask, tag: st
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_a_sigkilled_worker_takes_every_process_of_its_job_along(db_app: Flask, tag: str, tmp_path: Path) -> None:
     job_id = add_job(db_app, "unigram", unigram_corpus(), {"vocab_size": 2000})
-    process = _start_worker_process(db_app, tmp_path / "worker.log")
+    process = start_worker_process(db_app, tmp_path / "worker.log")
     try:
         wait_for(lambda: job_row(db_app, job_id).status == "running", "the job to start")
         wait_for(lambda: any(children(c) for c in children(process.pid)), "the trainer's own processes to start")
