@@ -1,0 +1,100 @@
+"""The ``tokenizer.json`` we export loads in ``transformers`` and encodes held-out text to our ids.
+
+A BPE and a WordPiece are trained by us on the source of one standard-library module and
+compared on text they never saw (another module's source, and a few hand-picked lines with
+accents, CJK, emoji, odd spacing and a special token). ``transformers`` reads the file through
+``PreTrainedTokenizerFast(tokenizer_file=...)``, the way a user loads it, with the hub switched
+off so nothing is ever downloaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from engine.tokenizer import Tokenizer
+from engine.trainers import train
+
+HELD_OUT = [
+    "The quick brown fox jumps over the lazy dog.",
+    "Ünïcödé  ACCENTS, naïve café: déjà vu!",
+    "中文字符 and 日本語 mixed with English.",
+    "emoji 🙂🚀 and tabs\tand  double  spaces\nnew lines\n\n",
+    "numbers 1234567 3.14159 and symbols #$%&*(){}[]",
+    "x",
+]
+
+
+@pytest.fixture(scope="module")
+def transformers() -> Iterator[ModuleType]:
+    """``transformers`` with the hub off: loading a local file must not need the network."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        patch.setenv("TRANSFORMERS_OFFLINE", "1")
+        yield pytest.importorskip("transformers")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """About 100 KB of English prose and code: the source of ``argparse``."""
+    path = tmp_path_factory.mktemp("interop") / "corpus.txt"
+    path.write_text(inspect.getsource(argparse), encoding="utf-8")
+    return path
+
+
+def held_out() -> list[str]:
+    """Text the trainers never saw: ``textwrap``'s source, in lines, and the hand-picked lines."""
+    return [line for line in inspect.getsource(textwrap).splitlines(keepends=True) if line.strip()][:200] + HELD_OUT
+
+
+def load_in_transformers(transformers: ModuleType, tokenizer: Tokenizer, folder: Path) -> object:
+    path = folder / "tokenizer.json"
+    tokenizer.save(path)
+    return transformers.PreTrainedTokenizerFast(tokenizer_file=str(path))
+
+
+def test_bpe_gives_the_same_ids_in_transformers(transformers: ModuleType, corpus: Path, tmp_path: Path) -> None:
+    ours = train("bpe", [corpus], {"vocab_size": 600, "special_tokens": ["<|endoftext|>"]}).tokenizer
+    theirs = load_in_transformers(transformers, ours, tmp_path)
+    assert theirs.vocab_size + len(theirs.added_tokens_decoder) >= ours.vocab_size  # type: ignore[attr-defined]
+    merged = 0
+    for text in held_out():
+        ids = ours.encode(text)
+        assert theirs.encode(text, add_special_tokens=False) == ids, text  # type: ignore[attr-defined]
+        assert theirs.decode(ids) == ours.decode(ids) == text  # type: ignore[attr-defined]
+        merged += len(text.encode()) - len(ids)
+    assert merged > 1000  # the merges were used, not just the 256 bytes
+    with_special = "end of one story<|endoftext|>Once upon a time"
+    assert theirs.encode(with_special, add_special_tokens=False) == ours.encode(  # type: ignore[attr-defined]
+        with_special, allowed_special="all")
+    assert ours.encode("<|endoftext|>", allowed_special="all") == [ours.token_to_id("<|endoftext|>")]
+
+
+def test_wordpiece_gives_the_same_ids_in_transformers(transformers: ModuleType, corpus: Path,
+                                                      tmp_path: Path) -> None:
+    ours = train("wordpiece", [corpus], {"vocab_size": 400, "template": "[CLS] $A [SEP]"}).tokenizer
+    theirs = load_in_transformers(transformers, ours, tmp_path)
+    unknown = ours.token_to_id("[UNK]")
+    pieces = 0
+    for text in held_out():
+        ids = ours.encode(text)
+        assert theirs.encode(text) == ids, text  # type: ignore[attr-defined]
+        assert theirs.encode(text, add_special_tokens=False) == ours.encode(text, add_special_tokens=False), text  # type: ignore[attr-defined]
+        assert ids[0] == ours.token_to_id("[CLS]") and ids[-1] == ours.token_to_id("[SEP]")
+        pieces += sum(1 for i in ids if i != unknown)
+    assert pieces > 1000
+
+
+@pytest.mark.xfail(strict=True, reason="engine.decoders.WordPieceDecoder tidies the joined text (\" 's\" -> \"'s\"); "
+                   "Hugging Face tidies each token alone, so \"parser ' s\" stays spaced there")
+def test_wordpiece_decodes_as_in_transformers(transformers: ModuleType, corpus: Path, tmp_path: Path) -> None:
+    ours = train("wordpiece", [corpus], {"vocab_size": 400}).tokenizer
+    theirs = load_in_transformers(transformers, ours, tmp_path)
+    ids = ours.encode("The parser's Usage: message, don't.")
+    assert theirs.decode(ids) == ours.decode(ids)  # type: ignore[attr-defined]
