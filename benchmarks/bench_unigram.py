@@ -3,7 +3,7 @@
     python benchmarks/bench_unigram.py /work/corpora/en_5M.txt --vocab-size 32000
 
 The corpus is cut into a training part and a held-out part (every ``--holdout-every``-th line).
-Both trainers see the same training file with the same settings (identity normalization, no
+Both trainers see the same training file with the same settings (identity normalization, byte fallback, no
 whitespace collapsing, character coverage 0.9995, 2 threads for sentencepiece); the held-out
 lines are then encoded one by one with each tokenizer and the tokens counted.
 Writes only into a temporary directory.
@@ -62,8 +62,8 @@ def main() -> None:
         tokenizer = result.tokenizer
         ours_tokens = sum(len(tokenizer.encode_ordinary(line)) for line in held)
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-        # Worker processes (E-step shards, seed bands, pruning halves): the largest child's peak.
-        # sentencepiece runs in threads, so every child is ours.
+        # Worker processes (the word counting's): the largest child's peak. sentencepiece runs in
+        # threads, so every child is ours.
         child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
         print(f"tokenforge:    {ours_seconds:.1f} s, held-out tokens {ours_tokens}, peak RSS {rss:.2f} GiB"
               f" (largest worker {child:.2f} GiB); load average {load:.1f} -> {os.getloadavg()[0]:.1f}")
@@ -81,7 +81,7 @@ def time_stages() -> dict[str, list[float]]:
     are wall seconds of the parent, which waits for the workers in each stage.
     """
     from engine.trainers import unigram
-    from engine.trainers.unigram_shards import ShardedLattice
+    from engine.trainers.unigram import lattice
 
     seconds: dict[str, list[float]] = {}
 
@@ -94,10 +94,10 @@ def time_stages() -> dict[str, list[float]]:
                 seconds.setdefault(name, []).append(time.perf_counter() - started)
         return wrapper
 
-    for name in ("count_words", "required_chars", "seed_pieces", "e_step", "m_step", "prune", "_filter"):
+    for name in ("count_words", "required_chars", "seed_pieces", "e_step", "m_step", "viterbi_counts", "prune"):
         setattr(unigram, name, timed(name, getattr(unigram, name)))
-    ShardedLattice.__init__ = timed("lattice build", ShardedLattice.__init__)  # type: ignore[method-assign]
-    ShardedLattice.viterbi_counts = timed("viterbi_counts", ShardedLattice.viterbi_counts)  # type: ignore[method-assign]
+    unigram.Lattice = timed("lattice build", unigram.Lattice)  # type: ignore[attr-defined]
+    lattice.Lattice.filter = timed("filter", lattice.Lattice.filter)  # type: ignore[method-assign]
     return seconds
 
 
@@ -110,7 +110,7 @@ def sentencepiece_run(train_path: Path, out: Path, held: list[str], vocab_size: 
     spm.SentencePieceTrainer.train(
         input=str(train_path), model_prefix=str(out / "sp"), model_type="unigram",
         vocab_size=vocab_size, character_coverage=0.9995, normalization_rule_name="identity",
-        remove_extra_whitespaces=False, num_threads=2, input_sentence_size=0,
+        remove_extra_whitespaces=False, byte_fallback=True, num_threads=2, input_sentence_size=0,
         max_sentence_length=1 << 16, minloglevel=2,
     )
     sp_seconds = time.perf_counter() - started

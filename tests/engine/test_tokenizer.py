@@ -341,7 +341,7 @@ def _unigram_tokenizer() -> Tokenizer:
 
     pieces = ["▁the", "▁cat", "▁", "the", "at", "c", "t", "h", "e", "a", "é", "s"]
     vocab = [("<unk>", 0.0)] + [(p, -1.0 - i / 10) for i, p in enumerate(pieces)]
-    return build_tokenizer(Unigram(vocab, unk_id=0), UnigramOptions(vocab_size=100, special_tokens=("<unk>",)))
+    return build_tokenizer(Unigram(vocab, unk_id=0), UnigramOptions(vocab_size=100, byte_fallback=False, special_tokens=("<unk>",)))
 
 
 def _wordpiece_tokenizer() -> Tokenizer:

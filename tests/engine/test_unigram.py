@@ -1,6 +1,5 @@
-"""Unigram: Viterbi on hand-made vocabularies, sampling, the seed, the trie lattices and pruning
-against their per-word and per-piece references, workers against in-process runs, training
-determinism, .vocab files, and the Hugging Face round trip."""
+"""Unigram: Viterbi on hand-made vocabularies, sampling, the seed, training by hand and end to
+end (determinism, the Hugging Face round trip, bad options), and .vocab files."""
 
 from __future__ import annotations
 
@@ -20,11 +19,7 @@ from engine.models.unigram import BYTE_PIECES, Unigram
 from engine.models.unigram_sampling import nbest
 from engine.trainers import train
 from engine.trainers.unigram import UnigramOptions, build_tokenizer, train_on_counts
-from engine.trainers.unigram_em import digamma, word_marginals
-from engine.trainers.unigram_prune import alternative_sums, alternatives, alternatives_reference
-from engine.trainers.unigram_shards import ShardedLattice, split_words
-from engine.trainers.unigram_trie import TrieLattice
-from engine.trainers.unigram_seed import required_chars, seed_pieces
+from engine.trainers.unigram.seed import required_chars, seed_pieces
 
 ABRA = [("<unk>", 0.0), ("abra", -3.0), ("cad", -3.0), ("ab", -2.5), ("ra", -2.5)] + [
     (c, -3.0) for c in "abcdr"
@@ -119,90 +114,8 @@ def test_seed_by_hand() -> None:
     ]
 
 
-def test_digamma_matches_known_values() -> None:
-    assert digamma(1.0) == pytest.approx(-0.5772156649, abs=1e-9)
-    assert digamma(10.0) == pytest.approx(2.2517525891, abs=1e-9)
-
-
-@pytest.mark.parametrize("dead", [(), (6, 10), (6, 7, 8, 9, 10, 11, 12)], ids=["all-alive", "two-dead", "chars-only"])
-def test_trie_lattice_matches_the_per_word_reference(dead: tuple[int, ...]) -> None:
-    words = ["▁abracadabra", "▁abra", "▁cadabra", "▁bar", "▁x", "▁abr", "ab", "▁abracad", "b"]
-    counts = [3, 2, 1, 5, 1, 4, 2, 7, 1]
-    pieces = ["▁", "a", "b", "r", "c", "d", "abra", "▁abra", "cad", "ab", "ra", "▁cad", "ar"]
-    sid_of = {p: i for i, p in enumerate(pieces)}
-    unk = len(pieces)
-    rng = random.Random(11)
-    prob = [0.0 if i in dead else rng.uniform(0.01, 0.3) for i in range(len(pieces))] + [1e-6]
-    lat = TrieLattice(words, counts, sid_of, 16, unk)
-    assert lat.n_nodes < sum(map(len, words)) + 1  # prefixes are shared
-    lat.filter([p > 0 for p in prob], min_share=0.0)
-    fast = [0.0] * len(prob)
-    z, bad = lat.forward_backward(prob, fast)
-    slow = [0.0] * len(prob)
-    logp = [math.log(p) if p > 0 else -math.inf for p in prob]
-    zs = [word_marginals(w, c, sid_of, logp, 16, unk, slow) for w, c in zip(words, counts)]
-    assert bad == []
-    assert fast == pytest.approx(slow, rel=1e-12)
-    assert [math.log(v) for v in z] == pytest.approx(zs, rel=1e-12)
-
-
-def test_shards_in_workers_match_shards_in_process() -> None:
-    words = Counter({"▁abracadabra": 3, "▁abra": 2, "▁cadabra": 1, "▁bar": 5, "▁x": 1, "▁abr": 4, "ab": 2, "▁zz": 1})
-    assert sorted(sum(split_words(list(words), 2), [])) == sorted(words)
-    pieces = ["▁", "a", "b", "r", "c", "d", "abra", "▁abra", "cad", "ab", "ra", "▁cad", "ar"]
-    sid_of = {p: i for i, p in enumerate(pieces)}
-    prob = [0.05 + 0.01 * i for i in range(len(pieces))] + [1e-6]
-    results = []
-    for workers in (1, 2):
-        lat = ShardedLattice(words, sid_of, 16, len(pieces), workers=workers)
-        assert len(lat.procs) == (2 if workers == 2 else 0)  # the workers really run in processes
-        try:
-            first = lat.e_step(prob)
-            lat.filter([i not in (6, 8) for i in range(len(prob))])
-            results.append((first, lat.e_step([0.0 if i in (6, 8) else p for i, p in enumerate(prob)])))
-        finally:
-            lat.close()
-    assert results[0] == results[1]
-    (expected, loglik, bad), _ = results[0]
-    slow = [0.0] * len(prob)
-    logp = [math.log(p) for p in prob]
-    ref = sum(c * word_marginals(w, c, sid_of, logp, 16, len(pieces), slow) for w, c in words.items())
-    assert bad == [] and loglik == pytest.approx(ref, rel=1e-12) and expected == pytest.approx(slow, rel=1e-12)
-
-
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_pruning_alternatives_match_the_per_piece_reference(seed: int) -> None:
-    rng = random.Random(seed)
-    chars = ["a", "b", "r", "c", "▁"]
-    pieces = chars + sorted({"".join(rng.choice("abrc") for _ in range(rng.randint(2, 6))) for _ in range(40)})
-    pieces += ["ab", "ra", "abra"]  # equal-probability ties: "abra" = "ab"+"ra" when p(abra) = p(ab)·p(ra)
-    pieces = list(dict.fromkeys(pieces))
-    sid_of = {p: i for i, p in enumerate(pieces)}
-    prob = [rng.choice([0.5, 0.25, 0.125, 0.0625]) for _ in pieces] + [1e-9]
-    owners = [i for i, p in enumerate(pieces) if len(p) > 1]
-    strings = [pieces[i] for i in owners]
-    fast = alternatives(owners, strings, sid_of, prob, 16, len(pieces))
-    slow = alternatives_reference(owners, strings, sid_of, prob, 16, len(pieces))
-    assert fast == slow
-
-
-def test_pruning_alternatives_in_two_workers_match() -> None:
-    words = [a + b + c for a in "abcde" for b in "abcde" for c in "abcdef"]
-    pieces = list("abcdef") + words[::3] + [w[:2] for w in words[::5]]
-    pieces = list(dict.fromkeys(pieces))
-    sid_of = {p: i for i, p in enumerate(pieces)}
-    prob = [1.0 / (1 + i % 7) / len(pieces) for i in range(len(pieces))] + [1e-9]
-    owners = [i for i, p in enumerate(pieces) if len(p) > 1]
-    strings = [pieces[i] for i in owners]
-    freq = [float(1 + i % 5) for i in range(len(pieces))] + [0.0]
-    serial = alternative_sums(owners, strings, sid_of, prob, 16, len(pieces), freq, workers=1)
-    assert len(strings) * 300 >= 20_000  # big enough for the workers
-    both = alternative_sums(owners * 300, strings * 300, sid_of, prob, 16, len(pieces), freq)
-    assert [list(column) for column in both] == [list(column) * 300 for column in serial]
-
-
 def test_training_the_hug_corpus() -> None:
-    options = UnigramOptions(vocab_size=20, seed_size=100, special_tokens=("<unk>",))
+    options = UnigramOptions(vocab_size=20, seed_size=100, byte_fallback=False, special_tokens=("<unk>",))
     model, stats = train_on_counts(HUG, options)
     assert [p for p, _ in model.pieces()] == [
         "<unk>", "▁pun", "▁hug", "▁pug", "▁hugs", "▁bun", "b", "g", "h", "n", "p", "s", "u", "▁",
@@ -227,7 +140,7 @@ def corpus(tmp_path: Path) -> Path:
 
 
 def test_training_is_deterministic(corpus: Path) -> None:
-    options = {"vocab_size": 120, "seed_size": 2000}
+    options = {"vocab_size": 120, "seed_size": 2000, "byte_fallback": False}
     first = train("unigram", [corpus], options).tokenizer.to_json()
     second = train("unigram", [corpus], options).tokenizer.to_json()
     assert first == second
@@ -235,7 +148,7 @@ def test_training_is_deterministic(corpus: Path) -> None:
 
 def test_hf_tokenizers_gives_identical_ids(corpus: Path, tmp_path: Path) -> None:
     tokenizers = pytest.importorskip("tokenizers")
-    ours = train("unigram", [corpus], {"vocab_size": 120, "seed_size": 2000}).tokenizer
+    ours = train("unigram", [corpus], {"vocab_size": 120, "seed_size": 2000, "byte_fallback": False}).tokenizer
     path = tmp_path / "tokenizer.json"
     ours.save(path)
     theirs = tokenizers.Tokenizer.from_file(str(path))
@@ -245,7 +158,7 @@ def test_hf_tokenizers_gives_identical_ids(corpus: Path, tmp_path: Path) -> None
 
 def test_vocab_smaller_than_the_alphabet_is_a_config_error(corpus: Path) -> None:
     with pytest.raises(ConfigError, match="required characters"):
-        train("unigram", [corpus], {"vocab_size": 10, "seed_size": 2000})
+        train("unigram", [corpus], {"vocab_size": 10, "seed_size": 2000, "byte_fallback": False})
 
 
 @pytest.mark.parametrize(

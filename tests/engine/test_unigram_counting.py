@@ -78,7 +78,7 @@ def test_training_does_not_depend_on_the_order_of_the_counts(tmp_path: Path) -> 
     path = tmp_path / "corpus.txt"
     path.write_text((TEXT * 5).replace("<|endoftext|>", "the end"), encoding="utf-8")
     counts = count_words([path], None, UnigramOptions(), Reporter())
-    options = UnigramOptions(vocab_size=60, seed_size=500, special_tokens=("<unk>",))
+    options = UnigramOptions(vocab_size=60, seed_size=500, byte_fallback=False, special_tokens=("<unk>",))
     forward, _ = train_on_counts(dict(counts), options)
     backward, _ = train_on_counts(dict(reversed(list(counts.items()))), options)
     assert forward.pieces() == backward.pieces()

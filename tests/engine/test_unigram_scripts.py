@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.trainers.unigram_scripts import ANY, INHERITED, char_class, is_valid_piece, segments
-from engine.trainers.unigram_seed import seed_pieces
+from engine.trainers.unigram.scripts import ANY, INHERITED, char_class, is_valid_piece, segments
+from engine.trainers.unigram.seed import seed_pieces
 
 SPACE = "\u2581"
 ALPHABET = "ab.(15)9β年の中ー，０x" + SPACE + "\u0301"  # Latin, Common, digits, Greek, Han, kana, a mark

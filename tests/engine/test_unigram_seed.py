@@ -1,6 +1,6 @@
 """The Unigram seed against a slow, obviously-correct reference: same pieces, scores and order,
-on random word tables (counts above one, ties in count × length, both script options, bands
-split by first character anyhow, one process or two); and the segment regex against ``segments``."""
+on random word tables (counts above one, ties in count × length, both script options); and the
+segment regex against ``segments``."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.trainers import unigram_seed
-from engine.trainers.unigram_scripts import char_class, segments
-from engine.trainers.unigram_seed import seed_pieces
+from engine.trainers.unigram.scripts import char_class, segments
+from engine.trainers.unigram import seed
+from engine.trainers.unigram.seed import seed_pieces
 
 SPACE = "\u2581"
 # Latin, Common (punctuation, digits), Greek, Han, kana, a combining mark, ▁, and "☃", which is
@@ -61,38 +61,14 @@ def random_table(seed: int) -> tuple[Counter[str], dict[str, int]]:
 
 @pytest.mark.parametrize(("split_by_unicode_script", "split_by_number"), OPTIONS, ids=OPTION_IDS)
 @pytest.mark.parametrize("seed", range(25), ids=lambda s: f"table{s}")
-def test_seed_matches_reference(
-    seed: int, split_by_unicode_script: bool, split_by_number: bool, monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    forks: list[int] = []
-    forked_pair = unigram_seed.forked_pair
-    monkeypatch.setattr(unigram_seed, "forked_pair", lambda here, there: forks.append(1) or forked_pair(here, there))
+def test_seed_matches_reference(seed: int, split_by_unicode_script: bool, split_by_number: bool) -> None:
     words, required = random_table(seed)
     rng = random.Random(seed)
     seed_size = rng.choice([len(required), len(required) + 5, len(required) + 40, 10_000])
     max_piece_length = rng.choice([1, 2, 3, 4, 6, 16])
     kwargs = dict(seed_size=seed_size, max_piece_length=max_piece_length,
                   split_by_unicode_script=split_by_unicode_script, split_by_number=split_by_number)
-    expected = reference_seed(words, required, **kwargs)
-    assert seed_pieces(words, required, workers=1, **kwargs) == expected
-    if seed % 5 == 0:  # the forked band: slower, so on a few tables only
-        assert seed_pieces(words, required, workers=2, **kwargs) == expected
-        assert forks == [1]  # it did fork (not a silent fallback to one process)
-
-
-@pytest.mark.parametrize("seed", range(10), ids=lambda s: f"table{s}")
-def test_any_split_by_first_character_merges_exactly(seed: int) -> None:
-    words, required = random_table(seed)
-    classes = {c: char_class(c, split_by_unicode_script=True, split_by_number=True) for c in required}
-    table = unigram_seed._segment_table(words, classes, SPACE, "\n")
-    want = 30
-    expected = reference_seed(words, required, seed_size=len(required) + want, max_piece_length=8)[len(required):]
-    rng = random.Random(seed)
-    chars = frozenset(required)
-    for _ in range(5):
-        first = frozenset(c for c in sorted(chars) if rng.random() < 0.5)
-        ranked = [unigram_seed._top_substrings(table, first, 8, want), unigram_seed._top_substrings(table, chars - first, 8, want)]
-        assert unigram_seed._merge(ranked, want) == expected, sorted(first)
+    assert seed_pieces(words, required, **kwargs) == reference_seed(words, required, **kwargs)
 
 
 def test_ties_go_to_the_smaller_string() -> None:
@@ -110,5 +86,5 @@ def test_ties_go_to_the_smaller_string() -> None:
 @given(text=st.text(alphabet=ALPHABET + "\n", max_size=40))
 def test_segment_regex_matches_segments(text: str, split_by_unicode_script: bool, split_by_number: bool) -> None:
     classes = {c: char_class(c, split_by_unicode_script=split_by_unicode_script, split_by_number=split_by_number) for c in ALPHABET[:-1]}
-    pattern = unigram_seed._segment_pattern(classes, SPACE)
+    pattern = seed._segment_pattern(classes, SPACE)
     assert [s for s in pattern.findall(text) if s] == list(segments(text, classes, SPACE))

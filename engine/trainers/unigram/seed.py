@@ -10,29 +10,25 @@ right-branching when its count exceeds that of its most frequent one-character e
 Valid pieces follow sentencepiece's rules (``unigram_scripts``): ``▁`` only at the start, no
 character outside the required set, and (with ``split_by_unicode_script``) no neighbouring
 characters of different scripts; decimal digits are Common, so "1." is a piece and "F1" is not.
-Ties in the ranking go to the smaller string (code point order),
-so the seed is deterministic. EM and pruning live in ``unigram.py``/``unigram_em.py``.
+Ties in the ranking go to the smaller string (code point order), so the seed is deterministic.
 
 Speed: valid pieces lie inside a word's *segments*, so the words are first reduced (by one regex
 pass per word count) to a table of distinct segments with summed counts ("▁the", "▁the," and
-"▁the." share "▁the"), and all the counting after that runs in C-level loops
-(``Counter.update``, ``map``, ``compress``), one Python call per (count, segment length, piece
-length). Two processes share the work by the substrings' first character. The slow,
-obviously-correct version is ``reference_seed`` in ``tests/engine/test_unigram_seed.py``.
+"▁the." share "▁the"), and the substrings are counted by ``Counter.update`` over slices, one
+call per (count, segment length, piece length). The slow, obviously-correct version is
+``reference_seed`` in ``tests/engine/test_unigram_seed.py``.
 """
 
 from __future__ import annotations
 
 import re
 import sys
-from bisect import bisect_right
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from itertools import chain, compress, filterfalse, repeat
-from operator import add, eq, getitem, itemgetter, lt, mul, neg
+from operator import add, eq, getitem, itemgetter, lt, mul
 
-from engine.trainers.unigram_fork import MIN_STRINGS, forked_pair, fork_possible
-from engine.trainers.unigram_scripts import ANY, INHERITED, char_class, segments
+from engine.trainers.unigram.scripts import ANY, INHERITED, char_class, segments
 
 __all__ = ["char_class", "required_chars", "seed_pieces", "segments"]
 
@@ -86,15 +82,8 @@ def seed_pieces(
     split_by_unicode_script: bool = True,
     split_by_number: bool = True,
     space: str = "\u2581",
-    workers: int | None = None,
 ) -> list[tuple[str, float]]:
-    """Required characters (scored by count) then the top substrings (scored by count × length).
-
-    The substrings are counted in two halves, split by their first character, in two processes
-    when possible: a substring's one-character extensions start with the same character, so
-    each half's right-branching test needs only its own counts, and the two ranked lists merge
-    exactly. The split balances the halves' work; it never changes the result.
-    """
+    """Required characters (scored by count) then the top substrings (scored by count × length)."""
     classes = {
         c: char_class(c, split_by_unicode_script=split_by_unicode_script, split_by_number=split_by_number)
         for c in required
@@ -102,14 +91,9 @@ def seed_pieces(
     want = max(0, seed_size - len(required))
     separator = next(c for c in map(chr, range(10, sys.maxunicode + 1)) if c not in classes)
     table = _segment_table(word_counts, classes, space, separator)
-    if workers is None:
-        workers = 2 if len(word_counts) >= MIN_STRINGS else 1
-    if workers > 1 and fork_possible():
-        ranked = _two_processes(table, _halves(table, max_piece_length), max_piece_length, want, separator)
-    else:
-        ranked = [_top_substrings(table, None, max_piece_length, want)]
+    top, negated = _top_substrings(table, max_piece_length, want)
     pieces = [(c, float(n)) for c, n in sorted(required.items(), key=lambda kv: (-kv[1], kv[0]))]
-    pieces.extend(_merge(ranked, want))
+    pieces.extend(zip(top, map(float, map(int.__neg__, negated))))
     return pieces
 
 
@@ -170,53 +154,8 @@ def _charset(chars: list[str]) -> str:
     return "[" + "".join(map(re.escape, sorted(chars))) + "]"
 
 
-def _halves(table: SegmentTable, max_piece_length: int) -> list[frozenset[str]]:
-    """Two sets of first characters that split the counting work about evenly.
-
-    A start position in a segment is one substring per piece length that fits there, so each
-    character weighs the sum of that over its positions; the heaviest go first to the lighter
-    half.
-    """
-    longest = max_piece_length + 1
-    # at_weight[w]: the characters at positions where w substrings start; a segment whose count
-    # is not 1 counts twice (its substrings are counted, then added in)
-    at_weight: list[Counter[str]] = [Counter() for _ in range(max(longest, 1))]
-    for count, by_length in table.items():
-        for m, segs in by_length.items():
-            for i in range(m - 1):
-                at_weight[max(0, min(m - i, longest) - 1)].update(map(itemgetter(i), segs if count == 1 else segs * 2))
-    weight: Counter[str] = Counter()
-    for w, chars in enumerate(at_weight):
-        for char, n in chars.items():
-            weight[char] += w * n
-    halves: list[set[str]] = [set(), set()]
-    load = [0, 0]
-    for char, w in sorted(weight.items(), key=lambda kv: (-kv[1], kv[0])):
-        lighter = 0 if load[0] <= load[1] else 1
-        halves[lighter].add(char)
-        load[lighter] += w
-    return [frozenset(h) for h in halves]
-
-
-def _two_processes(
-    table: SegmentTable, halves: list[frozenset[str]], max_piece_length: int, want: int, separator: str,
-) -> list[Ranked]:
-    """The second half here, the first (the one with the heaviest character, which tends to
-    weigh more than its estimate: en_25M 3.3 against 2.7 s) in a forked child, at the same time.
-    The child inherits the segment table at the fork, and sends its pieces back as one string:
-    much cheaper to pickle than 100k strings."""
-
-    def theirs() -> tuple[str, list[int]]:
-        pieces, negated = _top_substrings(table, halves[0], max_piece_length, want)
-        return separator.join(pieces), negated
-
-    mine, (joined, negated) = forked_pair(lambda: _top_substrings(table, halves[1], max_piece_length, want), theirs)
-    return [mine, (joined.split(separator) if negated else [], negated)]
-
-
-def _top_substrings(table: SegmentTable, first: frozenset[str] | None, max_piece_length: int, want: int) -> Ranked:
-    """The best ``want`` right-branching substrings starting with a character in ``first``
-    (``None``: any), ranked."""
+def _top_substrings(table: SegmentTable, max_piece_length: int, want: int) -> Ranked:
+    """The best ``want`` right-branching substrings, ranked."""
     longest = max_piece_length + 1  # counted only to test whether the longest pieces branch
     # 1. counts[L]: every substring of length L inside a segment, weighted by its count. Each
     #    count's segments are counted once, then added count times over.
@@ -224,13 +163,9 @@ def _top_substrings(table: SegmentTable, first: frozenset[str] | None, max_piece
     for count, by_length in table.items():
         into = counts if count == 1 else [Counter() for _ in range(longest + 1)]
         for m, segs in by_length.items():
-            # columns[i]: the segments whose substrings starting at i are counted here
-            columns: Iterable[list[str]] = repeat(segs)
-            if first is not None:
-                columns = [list(compress(segs, map(first.__contains__, map(itemgetter(i), segs)))) for i in range(m - 1)]
             for L in range(2, min(m, longest) + 1):
                 getters = map(itemgetter, map(slice, range(m - L + 1), range(L, m + 1)))
-                into[L].update(chain.from_iterable(map(map, getters, columns)))
+                into[L].update(chain.from_iterable(map(map, getters, repeat(segs))))
         if count != 1:
             for L in range(2, longest + 1):
                 _add_scaled(counts[L], into[L], count)
@@ -257,23 +192,3 @@ def _add_scaled(total: Counter[str], part: Counter[str], scale: int) -> None:
     """``total[s] += scale * part[s]`` for every ``s`` in ``part``, in one C-level pass."""
     keys = part.keys()
     dict.update(total, zip(keys, map(add, map(total.get, keys, repeat(0)), map(mul, part.values(), repeat(scale)))))
-
-
-def _merge(ranked: list[Ranked], want: int) -> list[tuple[str, float]]:
-    """The best ``want`` of one or two ranked lists, as (piece, score)."""
-    if len(ranked) == 1:
-        pieces, negated = ranked[0]
-        return list(zip(pieces[:want], map(float, map(neg, negated[:want]))))
-    (a, na), (b, nb) = ranked
-    top: list[tuple[str, float]] = []
-    i = j = 0
-    # One step per distinct score (thousands, against 100ks of pieces): the pieces with that
-    # score in either list, in string order.
-    while (i < len(a) or j < len(b)) and len(top) < want:
-        n = min(na[i] if i < len(a) else nb[j], nb[j] if j < len(b) else na[i])
-        i_end, j_end = bisect_right(na, n, i), bisect_right(nb, n, j)
-        run = b[j:j_end] if i == i_end else a[i:i_end] if j == j_end else sorted(a[i:i_end] + b[j:j_end])
-        top.extend(zip(run, repeat(float(-n))))
-        i, j = i_end, j_end
-    del top[want:]
-    return top

@@ -1,0 +1,97 @@
+"""The corpus lattice: every segmentation of every distinct word, as numpy edge arrays.
+
+The lattice is built over the prefix trie of the words (``trie``): a word's forward value at
+position ``j`` depends only on its first ``j`` characters, so words that begin alike share it.
+There is an edge ``u → v`` for every piece that spells the last ``L`` characters of node ``v``,
+``u`` being ``v``'s ancestor ``L`` levels up, plus one edge of length 1 for every node whose
+character is no piece (the unknown piece, ``unk``).
+
+Which suffixes are pieces is found without a string operation: with ``T_L(v)`` the node of the
+*pieces'* trie that spells ``v``'s last ``L`` characters, ``T_L(v)`` is the child of
+``T_{L-1}(parent(v))`` by ``v``'s character, one sorted-key lookup (``searchsorted``) for all
+nodes at once, ``L = 1 .. max_piece_length``. It is exact: keys are (node, code point) pairs.
+
+Edges are kept twice: ``in_*`` sorted by end node (forward pass, Viterbi), ``out_*`` sorted by
+start node (backward pass). Inside a node, in-edges are in piece-length order, so the last of
+equal Viterbi scores is the longest piece. Every node keeps its length-1 edge (a required
+character or ``unk``, which are never pruned), so each node has an in-edge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from engine.trainers.unigram.trie import CODE_POINTS, build_trie
+
+
+class Lattice:
+    """The lattices of ``words`` (each weighted by its count) over the pieces of ``sid_of``."""
+
+    def __init__(self, words: Sequence[str], counts: Sequence[float], sid_of: Mapping[str, int], max_len: int, unk: int) -> None:
+        words_trie = build_trie(words)
+        self.base, self.terminal = words_trie.base, words_trie.terminal
+        self.counts = np.asarray(counts, dtype=np.float64)
+        parent, char, n = words_trie.parent, words_trie.char, words_trie.n_nodes
+        pieces_trie = build_trie(list(sid_of))
+        sid_at = np.full(pieces_trie.n_nodes, -1, np.int64)  # the piece each pieces-trie node spells, or -1
+        sid_at[pieces_trie.terminal] = np.fromiter(sid_of.values(), dtype=np.int64, count=len(sid_of))
+        keys, child = pieces_trie.children()
+        src, dst, sid = [], [], []
+        state = np.zeros(n, np.int64)  # T_{L-1} of every node (-1: no piece starts so); T_0 is the root
+        ancestor = np.arange(n)  # each node's ancestor L - 1 levels up, where state >= 0
+        for length in range(1, max_len + 1):
+            nodes = np.flatnonzero(state[parent] >= 0)[int(length == 1):]  # the root is no edge's end
+            prev, up = state[parent[nodes]], ancestor[parent[nodes]]
+            want = prev * CODE_POINTS + char[nodes]
+            at = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
+            hit = keys[at] == want if len(keys) else np.zeros(len(want), bool)
+            piece = np.where(hit, sid_at[child[at]] if len(keys) else -1, -1)
+            edge = piece >= 0
+            if length == 1:  # every node's length-1 edge: its character, or unk
+                edge[:] = True
+                piece[piece < 0] = unk
+            src.append(up[edge])
+            dst.append(nodes[edge])
+            sid.append(piece[edge])
+            state = np.full(n, -1, np.int64)
+            state[nodes[hit]] = child[at[hit]]
+            ancestor[nodes[hit]] = up[hit]
+            if not hit.any():
+                break
+        src_all, dst_all, sid_all = (np.concatenate(a).astype(np.int32) for a in (src, dst, sid))
+        by_dst = np.argsort(dst_all, kind="stable")  # blocks are sorted runs: a cheap merge
+        by_src = np.argsort(src_all, kind="stable")
+        self.in_src, self.in_dst, self.in_sid = src_all[by_dst], dst_all[by_dst], sid_all[by_dst]
+        self.out_src, self.out_dst, self.out_sid = src_all[by_src], dst_all[by_src], sid_all[by_src]
+        self._offsets()
+
+    def _offsets(self) -> None:
+        """Per depth, the first in-edge and out-edge; per node, its first in-edge."""
+        self.in_off = np.searchsorted(self.in_dst, self.base)
+        self.out_off = np.searchsorted(self.out_src, self.base)
+        self.in_first = np.flatnonzero(np.diff(self.in_dst, prepend=-1))  # node v's first edge: in_first[v - 1]
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.base[-1])
+
+    @property
+    def depth(self) -> int:
+        return len(self.base) - 2
+
+    def edges(self) -> int:
+        return len(self.in_sid)
+
+    def filter(self, alive: np.ndarray) -> None:
+        """Drop the edges of dead pieces (their probability is 0, so no result changes)."""
+        keep_in, keep_out = alive[self.in_sid], alive[self.out_sid]
+        self.in_src, self.in_dst, self.in_sid = self.in_src[keep_in], self.in_dst[keep_in], self.in_sid[keep_in]
+        self.out_src, self.out_dst, self.out_sid = self.out_src[keep_out], self.out_dst[keep_out], self.out_sid[keep_out]
+        self._offsets()
+
+    def depth_in(self, j: int) -> tuple[int, int, np.ndarray]:
+        """The in-edges of depth ``j``'s nodes (``e0:e1``) and where each node's run starts in it."""
+        e0, e1 = int(self.in_off[j]), int(self.in_off[j + 1])
+        return e0, e1, self.in_first[self.base[j] - 1 : self.base[j + 1] - 1] - e0

@@ -1,0 +1,64 @@
+"""The Unigram trainer's options: one frozen dataclass, sentencepiece's names and defaults.
+
+One deliberate difference: ``byte_fallback`` is on by default (as in Llama- and Gemma-style
+sentencepiece models), so a tokenizer trained with the defaults encodes every text, newlines
+and characters rarer than ``character_coverage`` included, without ``<unk>``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.errors import ConfigError
+from engine.trainers.limits import (
+    MAX_PIECE_LENGTH, MAX_SEED_SIZE, MAX_SHRINKING_FACTOR, MAX_SUB_ITERATIONS, MAX_VOCAB, check_at_most,
+    check_special_count,
+)
+
+
+@dataclass(frozen=True)
+class UnigramOptions:
+    vocab_size: int = field(default=8000, metadata={"help": "Final vocabulary size, special and byte pieces included."})
+    character_coverage: float = field(default=0.9995, metadata={"help": "Share of characters the vocabulary must cover; rarer ones become <unk> (or bytes)."})
+    seed_size: int = field(default=1_000_000, metadata={"help": "Number of seed pieces (most frequent substrings) EM starts from."})
+    max_piece_length: int = field(default=16, metadata={"help": "Longest piece, in characters."})
+    shrinking_factor: float = field(default=0.75, metadata={"help": "Share of pieces kept by each pruning round."})
+    n_sub_iterations: int = field(default=2, metadata={"help": "EM iterations between two pruning rounds."})
+    normalization: str = field(default="identity", metadata={"help": "Text normalization before training and encoding.", "choices": ("identity", "nfkc", "nfc")})
+    add_dummy_prefix: bool = field(default=True, metadata={"help": "Put a ▁ in front of each line, so the first word looks like the others."})
+    split_by_whitespace: bool = field(default=True, metadata={"help": "Pieces never cross a space (each word is trained on its own)."})
+    split_by_unicode_script: bool = field(default=True, metadata={"help": "Pieces never mix Unicode scripts (Latin with Han, letters with punctuation)."})
+    split_by_number: bool = field(default=True, metadata={"help": "Decimal digits keep their script (Common): \"1.\" is a piece, \"F1\" is not. Off: digits join any script."})
+    byte_fallback: bool = field(default=True, metadata={"help": "Add <0x00>…<0xFF> and spell unknown characters (newlines too) as their UTF-8 bytes, so every text encodes without <unk>."})
+    special_tokens: tuple[str, ...] = field(default=("<unk>", "<s>", "</s>"), metadata={"help": "Special tokens, one per line; the first is the unknown token."})
+
+    def __post_init__(self) -> None:
+        if not 0 < self.character_coverage <= 1:
+            raise ConfigError(f"character_coverage must be in (0, 1], not {self.character_coverage}; 0.9995 suits most languages.")
+        if not 0 < self.shrinking_factor <= MAX_SHRINKING_FACTOR:
+            raise ConfigError(
+                f"shrinking_factor must be above 0 and at most {MAX_SHRINKING_FACTOR:g}, not {self.shrinking_factor} "
+                "(closer to 1, pruning takes ever more rounds); 0.75 is sentencepiece's default."
+            )
+        if self.max_piece_length < 1:
+            raise ConfigError(f"max_piece_length must be at least 1, not {self.max_piece_length}.")
+        check_at_most("max_piece_length", self.max_piece_length, MAX_PIECE_LENGTH,
+                      fix=f"pass max_piece_length of at most {MAX_PIECE_LENGTH} (16 is sentencepiece's default)")
+        if self.n_sub_iterations < 1:
+            raise ConfigError(f"n_sub_iterations must be at least 1, not {self.n_sub_iterations}.")
+        check_at_most("n_sub_iterations", self.n_sub_iterations, MAX_SUB_ITERATIONS,
+                      fix=f"pass n_sub_iterations of at most {MAX_SUB_ITERATIONS} (2 is sentencepiece's default)")
+        check_at_most("vocab_size", self.vocab_size, MAX_VOCAB)
+        check_at_most("seed_size", self.seed_size, MAX_SEED_SIZE,
+                      fix=f"pass seed_size of at most {MAX_SEED_SIZE:,} (1,000,000 is sentencepiece's default)")
+        check_special_count(self.special_tokens)
+        if not self.special_tokens:
+            raise ConfigError("special_tokens needs at least the unknown token, e.g. special_tokens=('<unk>',).")
+        if len(set(self.special_tokens)) != len(self.special_tokens):
+            raise ConfigError(f"special_tokens lists a token twice: {list(self.special_tokens)!r}.")
+        reserved = len(self.special_tokens) + (256 if self.byte_fallback else 0)
+        if self.vocab_size <= reserved:
+            fix = f"raise vocab_size above {reserved}" + (" or pass byte_fallback=False" if self.byte_fallback else "")
+            raise ConfigError(f"vocab_size {self.vocab_size} leaves no room for pieces after {reserved} special and byte pieces; {fix}.")
+        if self.seed_size < self.vocab_size:
+            raise ConfigError(f"seed_size {self.seed_size} is smaller than vocab_size {self.vocab_size}; raise seed_size.")

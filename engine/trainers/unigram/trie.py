@@ -1,0 +1,71 @@
+"""Prefix tries of strings as numpy arrays: the shape every Unigram lattice is built on.
+
+A trie node is a distinct prefix; nodes are numbered depth by depth from the root ``0``, and in
+string order inside a depth. Each node stores its parent and its last character (a code
+point), so a string's suffixes, ancestors and children are all array lookups. Words that begin
+alike share their nodes, which is why the trainer's lattices are built over a trie of the words
+(see ``lattice``) and why a trie of the pieces finds which suffixes are pieces.
+
+The build sorts the strings once, then walks one depth at a time: among the strings at least
+``j`` characters long (still in sorted order), a new node opens where the parent or the ``j``-th
+character differs from the previous string's. Everything after the sort is numpy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+CODE_POINTS = 0x110000  # a (node, character) pair packs exactly into node * CODE_POINTS + char
+
+
+@dataclass(frozen=True)
+class Trie:
+    parent: np.ndarray  # int64 per node (the root is its own parent)
+    char: np.ndarray  # int64 per node: its last character's code point (-1 at the root)
+    base: np.ndarray  # int64: first node of each depth, then one past the last node
+    terminal: np.ndarray  # int64 per input string: its node
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.base[-1])
+
+    @property
+    def depth(self) -> int:
+        return len(self.base) - 2
+
+    def children(self) -> tuple[np.ndarray, np.ndarray]:
+        """The sorted (parent, char) keys of the non-root nodes, and the node of each key."""
+        keys = self.parent[1:] * CODE_POINTS + self.char[1:]
+        order = np.argsort(keys, kind="stable")
+        return keys[order], order + 1
+
+
+def build_trie(strings: Sequence[str]) -> Trie:
+    """The prefix trie of ``strings`` (duplicates share a node)."""
+    order = sorted(range(len(strings)), key=strings.__getitem__)
+    ordered = [strings[i] for i in order]
+    lens = np.fromiter(map(len, ordered), dtype=np.int64, count=len(ordered))
+    starts = np.concatenate(([0], np.cumsum(lens)[:-1])) if len(lens) else lens
+    flat = np.frombuffer("".join(ordered).encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.int64)
+    parents, chars, base = [np.zeros(1, np.int64)], [np.full(1, -1, np.int64)], [0, 1]
+    terminal = np.zeros(len(ordered), np.int64)
+    rows = np.arange(len(ordered))  # the strings at least j characters long, in sorted order
+    node = np.zeros(len(ordered), np.int64)  # each one's node at depth j - 1
+    for j in range(1, int(lens.max(initial=0)) + 1):
+        longer = lens[rows] >= j
+        rows, node = rows[longer], node[longer]
+        char = flat[starts[rows] + j - 1]
+        opens = np.ones(len(rows), bool)
+        opens[1:] = (node[1:] != node[:-1]) | (char[1:] != char[:-1])
+        parents.append(node[opens])
+        chars.append(char[opens])
+        node = base[-1] + np.cumsum(opens) - 1
+        base.append(base[-1] + int(opens.sum()))
+        ending = lens[rows] == j
+        terminal[rows[ending]] = node[ending]
+    in_input_order = np.empty_like(terminal)
+    in_input_order[order] = terminal
+    return Trie(np.concatenate(parents), np.concatenate(chars), np.array(base, np.int64), in_input_order)
