@@ -58,6 +58,8 @@ def test_upload_train_and_see_the_tokenizer(page: Page, live_server: LiveServer,
     page.screenshot(path=str(artifacts_dir / "job-done.png"), full_page=True)
 
     link.click()
+    expect(page).to_have_url(re.compile(r"/tokenizers/\d+/play$"))  # opening a tokenizer lands on Encode
+    page.get_by_role("navigation", name="This tokenizer").get_by_role("link", name="Summary").click()
     expect(page.get_by_test_id("vocab-size")).to_have_text(vocab)
     expect(page.get_by_test_id("training-time")).to_have_text(re.compile(r"\d+(\.\d+)? s"))
     page.screenshot(path=str(artifacts_dir / "tokenizer.png"), full_page=True)
