@@ -209,7 +209,7 @@ class _ProgressBar:
 def _write_model_files(tokenizer: Tokenizer, outdir: Path) -> list[Path]:
     """Write the model's own files beside tokenizer.json (BPE, WordPiece and Unigram have some)."""
     kind = tokenizer.model.kind
-    if kind == "bpe":
+    if kind == "bpe" and getattr(tokenizer.model, "level", "byte") == "byte":  # char-level BPE: tokenizer.json only
         from engine.formats.gpt2 import save_gpt2
 
         save_gpt2(tokenizer, outdir / "vocab.json", outdir / "merges.txt")

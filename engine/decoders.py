@@ -1,7 +1,8 @@
 """Decoders: turn the per-token byte strings of a model back into text bytes.
 
 Byte-level models already produce raw bytes, so their decoder only concatenates. WordPiece
-glues ``##`` continuations to the previous piece and puts spaces between words; Metaspace turns
+glues ``##`` continuations to the previous piece and puts spaces between words; character-level
+BPE turns its ``</w>`` word ends into spaces; Metaspace turns
 ``▁`` back into spaces and drops the dummy prefix. Decoders work on bytes so that a token that
 splits a multi-byte character is handled by the final UTF-8 decode (``errors="replace"``).
 """
@@ -37,6 +38,25 @@ class ConcatDecoder:
 
     def to_hf(self) -> dict[str, Any]:
         return {"type": "Fuse"}
+
+
+class BPESuffixDecoder:
+    """Character-level BPE: the end-of-word suffix becomes a space, the last token's becomes nothing.
+
+    Hugging Face's ``BPEDecoder``. Whitespace other than one space between words is not restored:
+    the classic algorithm splits on whitespace, so decoding gives words joined by single spaces.
+    """
+
+    def __init__(self, suffix: str = "</w>") -> None:
+        self.suffix = suffix
+        self._suffix = suffix.encode("utf-8")
+
+    def decode(self, tokens: list[bytes]) -> bytes:
+        last = len(tokens) - 1
+        return b"".join(token.replace(self._suffix, b"" if i == last else b" ") for i, token in enumerate(tokens))
+
+    def to_hf(self) -> dict[str, Any]:
+        return {"type": "BPEDecoder", "suffix": self.suffix}
 
 
 class WordPieceDecoder:
@@ -102,6 +122,11 @@ def decoder_from_hf(data: dict[str, Any] | None, default: Decoder) -> Decoder:
     if kind == "Metaspace":
         scheme = data.get("prepend_scheme", "always" if data.get("add_prefix_space", True) else "never")
         return MetaspaceDecoder(data.get("replacement", "▁"), add_dummy_prefix=scheme != "never")
+    if kind == "BPEDecoder":
+        suffix = data.get("suffix", "</w>")
+        if not isinstance(suffix, str) or not suffix:
+            raise FormatError(f"The BPEDecoder suffix must be a non-empty string, not {suffix!r}.")
+        return BPESuffixDecoder(suffix)
     if kind == "Fuse":
         return ConcatDecoder()
     if kind == "Sequence":

@@ -39,6 +39,8 @@ MODEL_TYPES: dict[str, str] = {
     "WordLevel": "engine.models.baselines:WordLevel",
     "MaxMatch": "engine.models.baselines:MaxMatch",
 }
+# Character-level BPE is HF's "BPE" with an end_of_word_suffix; another class reads it.
+CHAR_BPE = "engine.models.bpe_char:CharBPE"
 _BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}
 
 
@@ -123,10 +125,10 @@ def _split_byte_level(data: dict[str, Any] | None) -> tuple[bool, PreTokenizer |
     return False, pretokenizer_from_hf(data)
 
 
-def _model_class(kind: object) -> Any:
+def _model_class(kind: object, *, char_level: bool = False) -> Any:
     if not isinstance(kind, str) or kind not in MODEL_TYPES:
         raise FormatError(f"The model type {shown(kind)} is not supported; supported: {', '.join(MODEL_TYPES)}.")
-    module, _, name = MODEL_TYPES[kind].partition(":")
+    module, _, name = (CHAR_BPE if char_level else MODEL_TYPES[kind]).partition(":")
     return getattr(importlib.import_module(module), name)
 
 
@@ -149,10 +151,11 @@ def pipeline_from_hf_dict(data: Any) -> dict[str, Any]:
     byte_level, pre = _split_byte_level(data.get("pre_tokenizer"))
     model_data = data["model"]
     kind = model_data.get("type") or ("BPE" if "merges" in model_data else None)
-    if kind == "BPE" and not byte_level and not model_data.get("end_of_word_suffix"):
+    char_level = kind == "BPE" and not byte_level
+    if char_level and not model_data.get("end_of_word_suffix"):
         raise FormatError("Only byte-level BPE models are supported, and character-level ones with an end_of_word_suffix "
                           "(this one has neither a ByteLevel pre-tokenizer nor a suffix).")
-    model = _model_class(kind).from_hf(model_data, special_tokens=specials)
+    model = _model_class(kind, char_level=char_level).from_hf(model_data, special_tokens=specials)
     default_decoder = ByteLevelDecoder() if byte_level else ConcatDecoder()
     return {
         "model": model,

@@ -17,7 +17,6 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from itertools import repeat
-from operator import itemgetter
 from typing import Any
 
 from engine.byte_unicode import bytes_to_symbols, symbols_to_bytes
@@ -28,8 +27,7 @@ from engine.models.bpe_long import merge_long
 # The rank of an adjacent pair that has no merge: above every real rank, and still a one-digit
 # CPython int (< 2**30), so comparisons with it stay on the interpreter's fast path.
 _NO_MERGE = (1 << 30) - 1
-# An endless supply of it for ``map(dict.get, rows, rights, _NO_MERGE_FOREVER)``: built once,
-# because ``repeat()`` parses keyword arguments on every construction (~900 instructions).
+# An endless supply of it for ``map(dict.get, rows, rights, _NO_MERGE_FOREVER)``.
 _NO_MERGE_FOREVER = repeat(_NO_MERGE)
 # Pieces longer than this many bytes are merged by ``merge_long`` (O(n log n)) instead of
 # ``merge_fast`` (quadratic: 200,000 bytes of "a" took 90 s). Measured on GPT-2's merges, the
@@ -42,6 +40,7 @@ class BPE:
     """A byte-level BPE model: ``vocab`` maps ids to bytes, ``merges`` are pairs in rank order."""
 
     kind = "bpe"
+    level = "byte"  # models/bpe_char.py is the "char" one
     unk_id: int | None = None
 
     def __init__(self, vocab: Mapping[int, bytes], merges: Sequence[tuple[bytes, bytes]]) -> None:
@@ -74,23 +73,9 @@ class BPE:
                     line=rank + 1,
                 )
             self._ranks.setdefault((pair_ids[0], pair_ids[1]), (rank, merged))
-        # The fast path's tables. ``_right_ranks[left][right]`` is the rank of the pair: a row per
-        # left id makes a lookup one list index and one int-keyed dict get, with no tuple to build,
-        # hash and free per lookup (tuple keys cost ~16% more instructions per word on GPT-2).
-        # Ids that start no merge share one empty row, which is never written to.
-        empty: dict[int, int] = {}
-        self._right_ranks: list[dict[int, int]] = [empty] * self.vocab_size
-        for (left_id, right_id), (rank, _) in self._ranks.items():
-            if self._right_ranks[left_id] is empty:
-                self._right_ranks[left_id] = {}
-            self._right_ranks[left_id][right_id] = rank
-        self._merged_at: list[int] = [0] * len(self.merges)
-        for rank, merged in self._ranks.values():
-            self._merged_at[rank] = merged
-        # Rows of the single bytes by byte value, so one ``itemgetter(*data)`` call fetches a
-        # word's first rows; and, when every byte's id is below 256 (GPT-2's are 0-255), the
-        # ids as a ``bytes.translate`` table, which maps a word's bytes to ids in one C call.
-        self._byte_rows = [self._right_ranks[i] for i in self._byte_ids]
+        self._right_ranks, self._merged_at = rank_tables(self._ranks, self.vocab_size)
+        # The ids of the single bytes as a ``bytes.translate`` table when every one is below 256
+        # (GPT-2's are 0-255): a word's bytes become ids in one C call.
         self._byte_table = bytes(self._byte_ids) if max(self._byte_ids) < 256 else None
         # merged id -> (rank, left id, right id): the inspector's "why does this token exist".
         self.origins: dict[int, tuple[int, int, int]] = {
@@ -110,41 +95,12 @@ class BPE:
     def merge_fast(self, data: bytes) -> list[int]:
         """``encode_bytes(data)`` without dropout, a few times faster (tests compare the two).
 
-        It is quadratic in ``len(data)``, the fastest for short pieces; ``tokenize`` gives
-        pieces over ``LONG_PIECE_BYTES`` to :func:`engine.models.bpe_long.merge_long` instead.
-
-        It keeps one rank per adjacent pair (``_NO_MERGE`` where there is none) and applies the
-        lowest rank, leftmost first, one occurrence at a time (Hugging Face's order). Each step
-        finds that rank by sorting a copy of the ranks (``list.sort`` compares ints without
-        generic dispatch; ``min`` parses keyword arguments on every call and costs twice as
-        much on these short lists), then looks up only the new token's two neighbours. ``last``
-        is the index of the last pair, so the loop needs no ``len``; one pair left needs no sort.
+        Quadratic in ``len(data)`` (see :func:`merge_short`), the fastest for short pieces;
+        ``tokenize`` gives pieces over ``LONG_PIECE_BYTES`` to ``bpe_long.merge_long`` instead.
         """
-        if len(data) < 2:
-            return list(map(self._byte_ids.__getitem__, data))
         table = self._byte_table
         ids = list(data.translate(table)) if table is not None else list(map(self._byte_ids.__getitem__, data))
-        rows = self._right_ranks
-        merged_at = self._merged_at
-        no_merge = _NO_MERGE
-        ranks = list(map(dict.get, itemgetter(*data)(self._byte_rows), ids[1:], _NO_MERGE_FOREVER))
-        last = len(ranks) - 1
-        while last:
-            order = ranks.copy()
-            order.sort()
-            if (best := order[0]) == no_merge:
-                return ids
-            i = ranks.index(best)
-            ids[i] = new = merged_at[best]
-            del ids[i + 1], ranks[i]
-            if i:
-                ranks[i - 1] = rows[ids[i - 1]].get(new, no_merge)
-            if i < last:
-                ranks[i] = rows[new].get(ids[i + 1], no_merge)
-            last -= 1
-        if (best := ranks[0]) != no_merge:
-            return [merged_at[best]]
-        return ids
+        return merge_short(ids, self._right_ranks, self._merged_at)
 
     def encode_bytes(self, data: bytes, *, dropout: float = 0.0, rng: random.Random | None = None) -> list[int]:
         """Merge ``data`` into ids; with ``dropout`` > 0 each merge candidate may be skipped.
@@ -270,3 +226,53 @@ def parse_merge(entry: object, line: int) -> tuple[bytes, bytes]:
         return symbols_to_bytes(parts[0]), symbols_to_bytes(parts[1])
     except KeyError:
         raise FormatError(f"The merge {shown(entry)} has characters outside the byte-level alphabet.", line=line) from None
+
+
+def rank_tables(ranks: Mapping[tuple[int, int], tuple[int, int]], vocab_size: int) -> tuple[list[dict[int, int]], list[int]]:
+    """The hot loops' view of ``{(left, right): (rank, merged)}``: ``(rows, merged_at)``.
+
+    ``rows[left][right]`` is the rank of a pair: a row per left id makes a lookup one list index
+    and one int-keyed dict get, with no tuple to build and hash per lookup. Ids that start no
+    merge share one empty row, which is never written to. ``merged_at[rank]`` is the merged id.
+    """
+    empty: dict[int, int] = {}
+    rows: list[dict[int, int]] = [empty] * vocab_size
+    merged_at = [0] * len(ranks)
+    for (left_id, right_id), (rank, merged) in ranks.items():
+        if rows[left_id] is empty:
+            rows[left_id] = {}
+        rows[left_id][right_id] = rank
+        merged_at[rank] = merged
+    return rows, merged_at
+
+
+def merge_short(ids: list[int], rows: Sequence[Mapping[int, int]], merged_at: Sequence[int]) -> list[int]:
+    """Merge ``ids`` (a short piece's symbols) in place: lowest rank first, leftmost first.
+
+    It keeps one rank per adjacent pair (``_NO_MERGE`` where there is none) and applies the
+    lowest rank, its leftmost occurrence, one occurrence at a time (Hugging Face's order). Each
+    step finds that rank by sorting a copy of the ranks (``list.sort`` compares ints without
+    generic dispatch, faster than ``min`` on these short lists), then looks up only the new
+    token's two neighbours. Quadratic in the length, so only for short pieces.
+    """
+    if len(ids) < 2:
+        return ids
+    no_merge = _NO_MERGE
+    ranks = list(map(dict.get, map(rows.__getitem__, ids), ids[1:], _NO_MERGE_FOREVER))
+    last = len(ranks) - 1
+    while last:
+        order = ranks.copy()
+        order.sort()
+        if (best := order[0]) == no_merge:
+            return ids
+        i = ranks.index(best)
+        ids[i] = new = merged_at[best]
+        del ids[i + 1], ranks[i]
+        if i:
+            ranks[i - 1] = rows[ids[i - 1]].get(new, no_merge)
+        if i < last:
+            ranks[i] = rows[new].get(ids[i + 1], no_merge)
+        last -= 1
+    if (best := ranks[0]) != no_merge:
+        return [merged_at[best]]
+    return ids

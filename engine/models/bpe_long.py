@@ -21,6 +21,7 @@ pieces are long (``BPE.tokenize``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from heapq import heapify, heappop, heappush
 from itertools import repeat
 from typing import TYPE_CHECKING
@@ -33,13 +34,15 @@ _DEAD = -1  # the id left at a position whose symbol was merged into its left ne
 
 def merge_long(model: BPE, data: bytes) -> list[int]:
     """The ids of ``data`` merged by ``model``; equal to ``model.merge_fast(data)``, in O(n log n)."""
-    byte_ids = model._byte_ids
-    ids = [byte_ids[b] for b in data]
+    return merge_long_ids([model._byte_ids[b] for b in data], model._right_ranks, model._merged_at)
+
+
+def merge_long_ids(ids: list[int], rows: Sequence[Mapping[int, int]], merged_at: Sequence[int]) -> list[int]:
+    """Merge a long piece's symbol ``ids`` as ``bpe.merge_short`` would; ``rows`` and
+    ``merged_at`` are ``bpe.rank_tables``: ``rows[left][right]`` is a pair's rank."""
     n = len(ids)
     if n < 2:
         return ids
-    rows = model._right_ranks  # rows[left][right] is the rank of the pair, if it has a merge
-    merged_at = model._merged_at
     # A heap entry is one int, rank * 2**shift + position: ints compare faster than tuples, and
     # the order is the same as (rank, position) because every position is below 2**shift.
     shift = n.bit_length()

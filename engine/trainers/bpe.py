@@ -1,12 +1,21 @@
-"""Train a byte-level BPE tokenizer (GPT-2 / GPT-4 style) from corpus files.
+"""Train a BPE tokenizer from corpus files: byte-level (GPT-2 / GPT-4 style) or classic character-level.
 
 The stages: count pre-tokens (``trainers/counting.py``, on all cores), learn merges over the
 distinct pre-tokens (``trainers/bpe_merge.py``), then number the vocabulary and assemble the
-tokenizer with ``engine.presets.byte_level_bpe``.
+tokenizer (``engine.presets.byte_level_bpe``, or :class:`engine.models.bpe_char.CharBPE`).
 
 **Tie-break rule**: each step merges the pair with the highest count; among equal counts the
-lexicographically greatest pair compared as bytes ``(left, right)`` wins. Training stops when
-the vocabulary reaches ``vocab_size`` or the best count falls below ``min_frequency``.
+lexicographically greatest pair compared as bytes ``(left, right)`` wins (at char level: the
+UTF-8 of the symbols, i.e. code-point order). Training stops when the vocabulary reaches
+``vocab_size`` or the best count falls below ``min_frequency``.
+
+``level="char"`` is the textbook algorithm (Sennrich et al.): words split on whitespace by
+default, each starting as its characters with ``</w>`` on the last one (``bpe_char.py``). Its
+vocabulary: special tokens, then the unknown token (unless it is one of them), then the
+alphabet in code-point order, then the merges; a string already in the vocabulary keeps its id
+(two merges can spell the same token), so the vocabulary can end a little smaller. A character
+never seen in training, or dropped because the alphabet did not fit, encodes as the unknown
+token, a run of them as one.
 
 The vocabulary: special tokens get ids ``0..k-1`` in the order given, the 256 single bytes get
 ``k..k+255`` in GPT-2's byte order (the printable bytes ``!``..``~``, ``¡``..``¬``, ``®``..``ÿ``
@@ -15,8 +24,8 @@ GPT-2's ``vocab.json``), and merge ``r`` creates id ``k + 256 + r``. Special tok
 of the text before pre-tokenization, so they never take part in a merge, and no merge crosses a
 pre-token or document boundary.
 
-Left out: encoding (``models/bpe.py``), file formats, and options validation beyond the values
-themselves (the registry in ``trainers/__init__.py`` checks files exist).
+Left out: encoding (``models/bpe.py``, ``models/bpe_char.py``), file formats, and options
+validation beyond the values themselves (the registry in ``trainers/__init__.py`` checks files exist).
 """
 
 from __future__ import annotations
@@ -26,25 +35,35 @@ from pathlib import Path
 from typing import Any
 
 from engine.byte_unicode import BYTE_TO_UNICODE
+from engine.decoders import BPESuffixDecoder
 from engine.errors import ConfigError
+from engine.limits import MAX_TOKEN_LENGTH, shown
+from engine.models.bpe_char import END_OF_WORD, CharBPE
+from engine.presets import byte_level_bpe
 from engine.pretokenizers import get_pretokenizer
+from engine.tokenizer import Tokenizer
 from engine.trainers.base import Reporter, TrainResult
+from engine.trainers.bpe_char import char_alphabet, char_words, symbol_count
 from engine.trainers.bpe_merge import merge_words, words_from_counts
 from engine.trainers.counting import count_pretokens
-from engine.limits import shown
 from engine.trainers.limits import MAX_VOCAB, check_special_count, check_workers
 
 # Byte values in GPT-2's vocabulary order (ordered by the code point of their symbol).
 GPT2_BYTE_ORDER: tuple[int, ...] = tuple(sorted(range(256), key=lambda b: ord(BYTE_TO_UNICODE[b])))
 CURVE_POINTS = 256
+LEVELS = ("byte", "char")
+DEFAULT_SPLIT = {"byte": "gpt2", "char": "whitespace"}
+"""The pre-tokenizer of each level when none is given: GPT-2's pattern, or whitespace (textbook BPE)."""
 
 
 @dataclass(frozen=True)
 class BpeOptions:
-    """Options of the byte-level BPE trainer (CLI flags and the web form are generated from these)."""
+    """Options of the BPE trainer (CLI flags and the web form are generated from these)."""
 
     vocab_size: int = field(
-        default=32000, metadata={"help": "Vocabulary size: special tokens + 256 bytes + merges."}
+        default=32000,
+        metadata={"help": "Vocabulary size: special tokens + the alphabet (256 bytes; at char level the "
+                          "unknown token and the characters seen) + merges."},
     )
     special_tokens: tuple[str, ...] = field(
         default=("<|endoftext|>",),
@@ -53,12 +72,27 @@ class BpeOptions:
     min_frequency: int = field(
         default=2, metadata={"help": "Stop when the most frequent pair occurs fewer times than this."}
     )
-    pretokenizer: str = field(
-        default="gpt2",
-        metadata={"help": "How text is cut before merging: gpt2, gpt4, o200k, whitespace, or a regex."},
+    level: str = field(
+        default="byte",
+        metadata={"help": "byte: GPT-2 style, merges bytes, never an unknown token. char: classic BPE, merges "
+                          "characters with an end-of-word suffix; unseen characters become the unknown token.",
+                  "choices": LEVELS},
+    )
+    pretokenizer: str | None = field(
+        default=None,
+        metadata={"help": "How text is cut before merging: gpt2, gpt4, o200k, whitespace, or a regex "
+                          "(empty: gpt2 at byte level, whitespace at char level)."},
+    )
+    end_of_word_suffix: str = field(
+        default=END_OF_WORD, metadata={"help": "Char level: what marks a word's last character."}
+    )
+    unk_token: str = field(
+        default="<unk>", metadata={"help": "Char level: the token for characters not in the vocabulary."}
     )
     max_token_length: int | None = field(
-        default=None, metadata={"help": "Never create a token longer than this many bytes (empty: no limit)."}
+        default=None,
+        metadata={"help": "Never create a token longer than this many bytes, or characters at char level "
+                          "(empty: no limit)."},
     )
     num_workers: int | None = field(
         default=None, metadata={"help": "Processes that count pre-tokens, at most one per CPU (empty: one per CPU)."}
@@ -66,51 +100,69 @@ class BpeOptions:
 
     def __post_init__(self) -> None:
         check_special_count(self.special_tokens)
-        floor = len(self.special_tokens) + 256
+        if self.level not in LEVELS:
+            raise ConfigError(f"level={shown(self.level)} must be one of: {', '.join(LEVELS)}.")
+        if self.pretokenizer == "":
+            object.__setattr__(self, "pretokenizer", None)  # an empty form field: the level's default
+        base = 256 if self.level == "byte" else 1 + (self.unk_token not in self.special_tokens)
+        floor = len(self.special_tokens) + base
         if not floor <= self.vocab_size <= MAX_VOCAB:
+            what = "256 bytes" if self.level == "byte" else "the unknown token and one character"
             raise ConfigError(
                 f"vocab_size={shown(self.vocab_size)} must be between {floor} (the {len(self.special_tokens)} "
-                f"special tokens + 256 bytes) and {MAX_VOCAB:,}; pass a vocab_size in that range."
+                f"special tokens + {what}) and {MAX_VOCAB:,}; pass a vocab_size in that range."
             )
         if len(set(self.special_tokens)) != len(self.special_tokens) or "" in self.special_tokens:
             raise ConfigError(f"The special tokens {list(self.special_tokens)!r} must be distinct and non-empty.")
+        for name in ("end_of_word_suffix", "unk_token"):
+            value = getattr(self, name)
+            if not value or len(value) > MAX_TOKEN_LENGTH:
+                raise ConfigError(f"{name}={shown(value)} must be 1 to {MAX_TOKEN_LENGTH} characters long.")
         if self.min_frequency < 0:
             raise ConfigError(f"min_frequency={self.min_frequency} must be 0 or more.")
         if self.max_token_length is not None and self.max_token_length < 1:
             raise ConfigError(f"max_token_length={self.max_token_length} must be 1 or more (or empty).")
         check_workers(self.num_workers)
-        get_pretokenizer(self.pretokenizer)  # raises ConfigError naming a bad regex
+        get_pretokenizer(self.split)  # raises ConfigError naming a bad regex
+
+    @property
+    def split(self) -> str:
+        """The pre-tokenizer spec in force: the one given, or the level's default."""
+        return self.pretokenizer or DEFAULT_SPLIT[self.level]
 
 
 OPTIONS = BpeOptions
 
 
-def learn(
-    word_counts: dict[str, int], options: BpeOptions, *, reporter: Reporter | None = None
-) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]], list[tuple[int, int, int, int]]]:
-    """Learn merges from pre-token counts: ``(vocab, merges, merge_stats)`` in final ids.
+def _merge(words: list[str], freqs: list[int], num_merges: int, options: BpeOptions, reporter: Reporter,
+           **alphabet: Any) -> tuple[list[tuple[int, int, int, int]], list[bytes]]:
+    """Run the merge loop, reporting progress (and so polling cancel) as it goes."""
 
-    ``vocab`` maps every id (special tokens included, as their UTF-8) to its bytes;
-    ``merge_stats[r] = (left_id, right_id, count, removed)`` is merge ``r`` with its count when
-    made and the number of tokens it removed from the corpus (see ``merge_words``).
-    """
-    reporter = reporter or Reporter()
-    k = len(options.special_tokens)
-    num_merges = options.vocab_size - k - 256
-
-    # 1. Distinct pre-tokens as token strings (one character per byte) with their counts.
-    words, freqs = words_from_counts(word_counts.items())
-
-    # 2. The merge loop, reporting progress (and so polling cancel) as it goes.
     def tick(done: int) -> None:
         reporter.update("merge", done, num_merges)
 
     merges, token_bytes = merge_words(
         words, freqs, num_merges,
-        min_frequency=options.min_frequency, max_token_length=options.max_token_length, tick=tick,
+        min_frequency=options.min_frequency, max_token_length=options.max_token_length, tick=tick, **alphabet,
     )
     reporter.update("merge", len(merges), num_merges, force=True)
+    return merges, token_bytes
 
+
+def learn(
+    word_counts: dict[str, int], options: BpeOptions, *, reporter: Reporter | None = None
+) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]], list[tuple[int, int, int, int]]]:
+    """Learn byte-level merges from pre-token counts: ``(vocab, merges, merge_stats)`` in final ids.
+
+    ``vocab`` maps every id (special tokens included, as their UTF-8) to its bytes;
+    ``merge_stats[r] = (left_id, right_id, count, removed)`` is merge ``r`` with its count when
+    made and the number of tokens it removed from the corpus (see ``merge_words``).
+    """
+    k = len(options.special_tokens)
+    # 1. Distinct pre-tokens as token strings (one character per byte) with their counts.
+    words, freqs = words_from_counts(word_counts.items())
+    # 2. The merge loop.
+    merges, token_bytes = _merge(words, freqs, options.vocab_size - k - 256, options, reporter or Reporter())
     # 3. Final ids: specials, bytes in GPT-2 order, then merges in rank order.
     final = [0] * len(token_bytes)
     for position, byte in enumerate(GPT2_BYTE_ORDER):
@@ -126,20 +178,50 @@ def learn(
     return vocab, pairs, stats
 
 
+def learn_chars(
+    word_counts: dict[str, int], options: BpeOptions, *, reporter: Reporter | None = None
+) -> tuple[dict[str, int], list[tuple[str, str]], list[tuple[int, int, int, int]]]:
+    """Learn character-level merges: ``(vocab, merges, merge_stats)``, the vocabulary as strings.
+
+    ``vocab`` holds the special tokens, the unknown token, the alphabet and the merged tokens
+    (see the module docstring for the order); ``merge_stats`` is as in :func:`learn`.
+    """
+    suffix = options.end_of_word_suffix
+    vocab: dict[str, int] = {token: i for i, token in enumerate(options.special_tokens)}
+    vocab.setdefault(options.unk_token, len(vocab))
+    # 1. The alphabet that fits beside the specials and the unknown token, and the words over it.
+    alphabet = char_alphabet(word_counts, suffix, options.vocab_size - len(vocab))
+    words, freqs = char_words(word_counts, alphabet, suffix)
+    # 2. The merge loop over symbols; a token's length is its characters, the suffix not counted.
+    merges, token_bytes = _merge(
+        words, freqs, options.vocab_size - len(vocab) - len(alphabet), options, reporter or Reporter(),
+        alphabet=[symbol.encode("utf-8") for symbol in alphabet],
+        lengths=[len(symbol.removesuffix(suffix)) for symbol in alphabet],
+    )
+    # 3. Final ids in creation order; a string already in the vocabulary keeps its id.
+    tokens = [token.decode("utf-8") for token in token_bytes]
+    final = [vocab.setdefault(token, len(vocab)) for token in tokens]
+    pairs = [(tokens[a], tokens[b]) for a, b, _, _ in merges]
+    stats = [(final[a], final[b], count, removed) for a, b, count, removed in merges]
+    return vocab, pairs, stats
+
+
 def compression_curve(
-    word_counts: dict[str, int], merge_stats: list[tuple[int, int, int, int]], base_vocab: int
+    word_counts: dict[str, int], merge_stats: list[tuple[int, int, int, int]], base_vocab: int,
+    *, start_tokens: int | None = None,
 ) -> list[list[float]]:
     """``[vocab_size, bytes_per_token]`` points over training (at most ~256), exact and free.
 
-    The corpus starts as one token per byte and each merge removes a known number of tokens
-    (its count, except for overlapping pairs), so the token count is a running subtraction.
+    The corpus starts as ``start_tokens`` tokens (default: one per byte) and each merge removes
+    a known number of tokens (its count, except for overlapping pairs), so the token count is a
+    running subtraction.
     """
     total_bytes = sum(len(w.encode("utf-8")) * n for w, n in word_counts.items())
     if not total_bytes:
         return []
     step = max(1, len(merge_stats) // CURVE_POINTS)
-    tokens = total_bytes
-    curve = [[base_vocab, 1.0]]
+    tokens = total_bytes if start_tokens is None else start_tokens
+    curve = [[base_vocab, round(total_bytes / tokens, 4)]]
     for rank, (_, _, _, removed) in enumerate(merge_stats, start=1):
         tokens -= removed
         if rank % step == 0 or rank == len(merge_stats):
@@ -148,26 +230,33 @@ def compression_curve(
 
 
 def train(files: list[Path], options: BpeOptions, *, reporter: Reporter) -> TrainResult:
-    """Train byte-level BPE on ``files``; the registry's ``train("bpe", ...)`` calls this."""
+    """Train BPE on ``files``; the registry's ``train("bpe", ...)`` calls this."""
     # 1. Count pre-tokens (special tokens cut out first) on all cores.
     counts = count_pretokens(
         files,
         special_tokens=options.special_tokens,
-        split=options.pretokenizer,
+        split=options.split,
         num_workers=options.num_workers,
         reporter=reporter,
     )
-    # 2. Learn the merges.
-    vocab, merges, merge_stats = learn(counts, options, reporter=reporter)
-    # 3. Assemble the tokenizer and the statistics the playground shows.
-    from engine.presets import byte_level_bpe  # the tokenizer pipeline is only needed here
-
+    # 2. Learn the merges and assemble the tokenizer.
     specials = {token: i for i, token in enumerate(options.special_tokens)}
-    tokenizer = byte_level_bpe(vocab, merges, pretokenizer=options.pretokenizer, special_tokens=specials)
+    tokenizer: Tokenizer
+    if options.level == "byte":
+        vocab, merges, merge_stats = learn(counts, options, reporter=reporter)
+        tokenizer = byte_level_bpe(vocab, merges, pretokenizer=options.split, special_tokens=specials)
+        base_vocab, start_tokens = len(specials) + 256, None
+    else:
+        strings, char_merges, merge_stats = learn_chars(counts, options, reporter=reporter)
+        model = CharBPE(strings, char_merges, unk_token=options.unk_token, end_of_word_suffix=options.end_of_word_suffix)
+        tokenizer = Tokenizer(model, pre_tokenizer=get_pretokenizer(options.split), special_tokens=specials,
+                              decoder=BPESuffixDecoder(options.end_of_word_suffix))
+        base_vocab, start_tokens = len(strings) - len(model.origins), symbol_count(counts.items())
+    # 3. The statistics the playground shows.
     stats: dict[str, Any] = {
         "merges": [[left, right, count] for left, right, count, _ in merge_stats],
-        "curve": compression_curve(counts, merge_stats, len(specials) + 256),
+        "curve": compression_curve(counts, merge_stats, base_vocab, start_tokens=start_tokens),
         "distinct_pretokens": len(counts),
-        "stopped_early": len(merges) < options.vocab_size - len(specials) - 256,
+        "stopped_early": len(merge_stats) < options.vocab_size - base_vocab,
     }
     return TrainResult(tokenizer=tokenizer, stats=stats)

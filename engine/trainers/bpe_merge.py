@@ -1,6 +1,7 @@
 """The byte-level BPE merge loop: from pre-token counts to an ordered list of merges.
 
-This is the hot half of BPE training, written for CPython speed. It covers only the merge
+This is the hot half of BPE training, written for CPython speed, for byte-level and
+character-level BPE alike (they differ only in the alphabet a word starts from). It covers only the merge
 phase; reading the corpus and counting pre-tokens is ``trainers/corpus.py``, options, ids and
 the tokenizer are ``trainers/bpe.py``, and a slow, obviously correct twin of this loop (the
 one the tests compare against) is ``trainers/bpe_reference.py``.
@@ -12,8 +13,8 @@ first, then right; a proper prefix is smaller, as with Python ``bytes``). Traini
 
 Data layout (why it is fast):
 
-* A token is one character: byte ``b`` is ``chr(b)`` and the ``r``-th merge creates
-  ``chr(256 + r)``. Each distinct pre-token is a ``str`` of its tokens with a count, and a
+* A token is one character: alphabet symbol ``t`` (byte ``t`` at byte level) is ``chr(t)``
+  and the ``r``-th merge creates ``chr(len(alphabet) + r)``. Each distinct pre-token is a ``str`` of its tokens with a count, and a
   pair is a 2-character ``str``. Finding occurrences and rewriting a word are then
   ``str.find`` and ``str.replace``, which run in C and go left to right without overlaps,
   exactly as a BPE merge does; no tuple, list or bytes object is made per occurrence. (An
@@ -34,10 +35,12 @@ from __future__ import annotations
 
 import heapq
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from operator import add
 
 _END = chr(0x10000)  # sorts after every chr(1..256) used by _invert
+BYTES: tuple[bytes, ...] = tuple(bytes([b]) for b in range(256))
+"""The byte-level alphabet: internal token ``b`` is byte ``b``."""
 
 
 def _invert(token: bytes) -> str:
@@ -56,6 +59,8 @@ def merge_words(
     freqs: list[int],
     num_merges: int,
     *,
+    alphabet: Sequence[bytes] = BYTES,
+    lengths: Sequence[int] | None = None,
     min_frequency: int = 0,
     max_token_length: int | None = None,
     tick: Callable[[int], None] | None = None,
@@ -63,15 +68,19 @@ def merge_words(
     """Learn up to ``num_merges`` merges over ``words`` (token strings, rewritten in place).
 
     ``words[i]`` spells a distinct pre-token with one character per token (``chr(id)``, see the
-    module docstring) and ``freqs[i]`` is how often it occurs. Returns ``(merges, token_bytes)``
-    where ``merges[r] = (left, right, count, removed)`` in internal ids (token ``256 + r`` is
-    merge ``r``): ``count`` is the pair's count when merged and ``removed`` how many tokens the
-    merge took out of the corpus (less than ``count`` only for overlapping pairs like ``a a a``).
-    ``token_bytes[t]`` is the byte string of internal token ``t``. ``tick(merges_done)`` is
-    called after each merge (and every few thousand words while indexing) so the caller can
-    report progress and raise to cancel.
+    module docstring) and ``freqs[i]`` is how often it occurs. Token ``t < len(alphabet)`` is
+    ``alphabet[t]`` (the 256 bytes by default; character-level BPE passes the UTF-8 of its
+    symbols, which then order ties the same way), and ``lengths[t]`` its length as
+    ``max_token_length`` counts it (default: its bytes). Returns ``(merges, token_bytes)``
+    where ``merges[r] = (left, right, count, removed)`` in internal ids (token
+    ``len(alphabet) + r`` is merge ``r``): ``count`` is the pair's count when merged and
+    ``removed`` how many tokens the merge took out of the corpus (less than ``count`` only for
+    overlapping pairs like ``a a a``). ``token_bytes[t]`` is the byte string of internal token
+    ``t``. ``tick(merges_done)`` is called after each merge (and every few thousand words while
+    indexing) so the caller can report progress and raise to cancel.
     """
-    token_bytes = [bytes([b]) for b in range(256)]
+    token_bytes = list(alphabet)
+    token_len = list(lengths) if lengths is not None else [len(t) for t in token_bytes]
     inv = [_invert(t) for t in token_bytes]
     max_len = max_token_length if max_token_length is not None else 1 << 62
 
@@ -116,6 +125,7 @@ def merge_words(
         t = chr(new)
         merged = token_bytes[ord(a)] + token_bytes[ord(b)]
         token_bytes.append(merged)
+        token_len.append(token_len[ord(a)] + token_len[ord(b)])
         inv.append(_invert(merged))
         removed = -neg
 
@@ -161,7 +171,7 @@ def merge_words(
             if c < floor:
                 continue
             x, y = ord(q[0]), ord(q[1])
-            if len(token_bytes[x]) + len(token_bytes[y]) > max_len:
+            if token_len[x] + token_len[y] > max_len:
                 continue
             heappush(heap, (-c, (key_new + inv[y]) if x == new else (inv[x] + key_new), q))
         if tick is not None:

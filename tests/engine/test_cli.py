@@ -179,7 +179,8 @@ def test_each_model_help_shows_its_own_special_tokens(capsys: pytest.CaptureFixt
 
 def test_vocab_size_help_is_each_models_own(capsys: pytest.CaptureFixture[str]) -> None:
     assert entry(help_of(capsys, "--model", "bpe", "-h"), "--vocab-size") == (
-        "--vocab-size INT Vocabulary size: special tokens + 256 bytes + merges. (default: 32000)")
+        "--vocab-size INT Vocabulary size: special tokens + the alphabet (256 bytes; at char level the unknown "
+        "token and the characters seen) + merges. (default: 32000)")
     assert entry(help_of(capsys, "--model", "wordlevel", "-h"), "--vocab-size") == (
         "--vocab-size INT Vocabulary size, special tokens included. (default: 30000)")
     assert entry(help_of(capsys, "--model", "char", "-h"), "--vocab-size") == (
@@ -189,7 +190,8 @@ def test_vocab_size_help_is_each_models_own(capsys: pytest.CaptureFixture[str]) 
 def test_form_wording_becomes_command_line_wording(capsys: pytest.CaptureFixture[str]) -> None:
     bpe = help_of(capsys, "--model", "bpe", "--help")
     assert entry(bpe, "--max-token-length") == (
-        "--max-token-length INT Never create a token longer than this many bytes. (default: no limit)")
+        "--max-token-length INT Never create a token longer than this many bytes, or characters at char level. "
+        "(default: no limit)")
     assert entry(bpe, "--special-token").startswith("--special-token TOKEN Special tokens; they get ids 0, 1")
     wordpiece = help_of(capsys, "--model", "wordpiece", "--help")
     assert entry(wordpiece, "--template") == (
