@@ -3,8 +3,9 @@
 Each run trains in a fresh child process (so peak RSS is that run's alone) with the same
 pipeline on both sides: NFD + strip accents + lowercase, BERT pre-tokenization, the five BERT
 special tokens, ``vocab_size`` 30000 by default. Ours runs twice per round: ``score=frequency``
-(HF's algorithm, the like-for-like timing) and ``score=likelihood`` (our default). Quality is
-measured on a held-out slice: UNK rate and tokens per whitespace word.
+(HF's algorithm and our default, with HF's ``WordPieceTrainer`` min_frequency of 0: the
+like-for-like timing) and ``score=likelihood`` (min_frequency 2). Quality is measured on a
+held-out slice: UNK rate and tokens per whitespace word; ``quality.py`` compares the defaults.
 
     python benchmarks/bench_wordpiece.py /work/corpora/en_100M.txt \
         --held-out /work/corpora/en_big.txt --held-out-offset 100000000 --runs 3
@@ -43,7 +44,7 @@ def run_ours(corpus: Path, vocab_size: int, score: str, out: Path) -> dict[str, 
     from engine.trainers import train
 
     started = time.perf_counter()
-    # frequency: HF's algorithm with HF's default min_frequency; likelihood: our defaults.
+    # frequency: HF's algorithm with HF's default min_frequency; likelihood: our default min_frequency.
     options = {"vocab_size": vocab_size, "score": score} | ({"min_frequency": 0} if score == "frequency" else {})
     result = train("wordpiece", [corpus], options)
     seconds = time.perf_counter() - started
