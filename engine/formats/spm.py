@@ -5,6 +5,12 @@ This is what ``spm_train`` writes beside its ``.model``; it holds the whole Unig
 Reading it back gives a :class:`~engine.models.unigram.Unigram` model; which id is unknown and
 whether byte fallback is on are not in the file, so they are inferred: ``<unk>`` if present,
 byte fallback if all 256 byte pieces are present. The binary ``.model`` protobuf is left out.
+
+Pieces with tabs: nothing is escaped. A score never holds a tab, so a line splits at its *last*
+tab, and a piece such as ``▁\t`` (which any corpus with tabs yields) is written as it is. This
+reads every file sentencepiece writes exactly as written. A piece with a newline cannot be held
+by a line-per-piece file and is refused with the reason; the trainer never makes one (lines
+are its sentences), so only imported models can have them, and tokenizer.json holds them.
 """
 
 from __future__ import annotations
@@ -21,11 +27,11 @@ CONTROL_PIECES = ("<unk>", "<s>", "</s>", "<pad>")
 
 
 def dumps_vocab(model: Unigram) -> str:
-    """The ``.vocab`` text of ``model``; scores are written exactly (``repr``)."""
+    """The ``.vocab`` text of ``model``; scores are written exactly (``repr``), pieces as they are."""
     lines = []
     for piece, score in model.pieces():
-        if "\t" in piece or "\n" in piece:
-            raise FormatError(f"The piece {piece!r} contains a tab or newline and cannot be written to a .vocab file.")
+        if "\n" in piece:
+            raise FormatError(f"The piece {piece!r} contains a newline, which a .vocab file cannot hold; export tokenizer.json instead.")
         lines.append(f"{piece}\t{score!r}")
     return "\n".join(lines) + "\n"
 
@@ -35,7 +41,7 @@ def save_vocab(model: Unigram, path: str | Path) -> None:
 
 
 def loads_vocab(text: str, *, source: str | None = None) -> Unigram:
-    """Parse ``.vocab`` text; every line must be ``piece<TAB>score``."""
+    """Parse ``.vocab`` text; every line is ``piece<TAB>score``, split at its last tab."""
     pieces: list[tuple[str, float]] = []
     seen: dict[str, int] = {}
     lines = text.split("\n")
@@ -43,7 +49,7 @@ def loads_vocab(text: str, *, source: str | None = None) -> Unigram:
         lines.pop()  # the final newline
     check_count(len(lines), MAX_VOCAB_SIZE, "lines, one piece each", name="MAX_VOCAB_SIZE", source=source)
     for number, line in enumerate(lines, start=1):
-        piece, tab, raw = line.partition("\t")
+        piece, tab, raw = line.rpartition("\t")
         if not tab or not piece:
             raise FormatError("Expected 'piece<TAB>score'.", line=number, source=source)
         check_token(piece, line=number, source=source)

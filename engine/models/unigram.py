@@ -30,6 +30,7 @@ from typing import Any
 
 from engine.errors import FormatError
 from engine.limits import MAX_VOCAB_SIZE, TICK_MASK, check_count, check_token, shown, work_meter
+from engine.models.unigram_sampling import ffbs, sample_nbest
 
 # Pieces longer than this many characters charge their lattice to the encode's time budget; a
 # shorter one costs at most this many lookups per character, like sentencepiece's default
@@ -184,9 +185,15 @@ class Unigram:
         with probability proportional to ``exp(alpha * score)``; ``< 0`` samples from all
         paths by forward-filtering backward-sampling with the scores scaled by ``alpha``.
         """
-        from engine.models.unigram_sampling import sample_path
-
-        return self.ids_for_path(piece, sample_path(self, piece, rng=rng, alpha=alpha, nbest_size=nbest_size))
+        if not piece:
+            return []
+        if nbest_size in (0, 1):
+            path = self.viterbi(piece)
+        elif nbest_size < 0:
+            path = ffbs(self.lattice(piece), rng=rng, alpha=alpha)
+        else:
+            path = sample_nbest(self.lattice(piece), nbest_size, rng=rng, alpha=alpha)
+        return self.ids_for_path(piece, path)
 
     # ----------------------------------------------------------------- vocabulary
     def pieces(self) -> list[tuple[str, float]]:

@@ -1,14 +1,16 @@
 """Subword regularization for the Unigram model: sampled segmentations instead of the best one.
 
-Two of sentencepiece's samplers, on the lattice that ``Unigram.lattice`` builds:
+Two of sentencepiece's samplers, on a lattice as ``Unigram.lattice`` builds it (for each start
+position, the ``(end, id, score)`` of every piece there); they know nothing else of the model:
 
 * ``nbest_size < 0``: forward-filtering backward-sampling over *all* segmentations, each drawn
   with probability proportional to ``exp(alpha * score)``;
 * ``nbest_size > 1``: the ``nbest_size`` best segmentations (exact k-best dynamic programming),
   one drawn with probability proportional to ``exp(alpha * score)``.
 
-``nbest_size`` 0 or 1 is plain Viterbi. Only ``rng`` supplies randomness, so a seeded
-``random.Random`` reproduces a sample. Turning a path into ids is the model's job.
+``nbest_size`` 0 or 1 is plain Viterbi, and choosing among the three, like turning a path into
+ids, is the model's job (``Unigram.sample``). Only ``rng`` supplies randomness, so a seeded
+``random.Random`` reproduces a sample.
 """
 
 from __future__ import annotations
@@ -16,12 +18,10 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from engine.models.unigram import Unigram
+from collections.abc import Sequence
 
 Path = list[tuple[int, int, int]]  # (start, end, id) per piece; id -1 is an unknown character
+Lattice = Sequence[Sequence[tuple[int, int, float]]]  # per start position: (end, id, score)
 
 
 def _logaddexp(a: float, b: float) -> float:
@@ -33,10 +33,9 @@ def _logaddexp(a: float, b: float) -> float:
     return hi + math.log1p(math.exp(lo - hi))
 
 
-def ffbs(model: Unigram, piece: str, *, rng: random.Random, alpha: float) -> Path:
+def ffbs(lattice: Lattice, *, rng: random.Random, alpha: float) -> Path:
     """Draw one segmentation with probability proportional to ``exp(alpha * total score)``."""
-    n = len(piece)
-    lattice = model.lattice(piece)
+    n = len(lattice)
     # 1. Forward: log of the summed weight of every prefix path ending at each position.
     forward = [-math.inf] * (n + 1)
     forward[0] = 0.0
@@ -64,14 +63,14 @@ def ffbs(model: Unigram, piece: str, *, rng: random.Random, alpha: float) -> Pat
     return path
 
 
-def nbest(model: Unigram, piece: str, size: int) -> list[tuple[float, Path]]:
+def nbest(lattice: Lattice, size: int) -> list[tuple[float, Path]]:
     """The ``size`` best segmentations with their scores, best first (ties: earlier found first)."""
-    n = len(piece)
+    n = len(lattice)
     # best[j]: up to ``size`` (score, start, id, rank-at-start) entries for paths ending at j.
     best: list[list[tuple[float, int, int, int]]] = [[] for _ in range(n + 1)]
     best[0] = [(0.0, -1, 0, 0)]
     incoming: list[list[tuple[int, int, float]]] = [[] for _ in range(n + 1)]
-    for start, here in enumerate(model.lattice(piece)):
+    for start, here in enumerate(lattice):
         for end, token_id, score in here:
             incoming[end].append((start, token_id, score))
     for end in range(1, n + 1):
@@ -95,15 +94,9 @@ def nbest(model: Unigram, piece: str, size: int) -> list[tuple[float, Path]]:
     return results
 
 
-def sample_path(model: Unigram, piece: str, *, rng: random.Random, alpha: float, nbest_size: int) -> Path:
-    """Dispatch on ``nbest_size`` as sentencepiece's ``SampleEncode`` does."""
-    if not piece:
-        return []
-    if nbest_size in (0, 1):
-        return model.viterbi(piece)
-    if nbest_size < 0:
-        return ffbs(model, piece, rng=rng, alpha=alpha)
-    results = nbest(model, piece, nbest_size)
+def sample_nbest(lattice: Lattice, size: int, *, rng: random.Random, alpha: float) -> Path:
+    """One of the ``size`` best segmentations, drawn with probability proportional to ``exp(alpha * score)``."""
+    results = nbest(lattice, size)
     top = max(alpha * s for s, _ in results)
     weights = [math.exp(alpha * s - top) for s, _ in results]
     return rng.choices([p for _, p in results], weights=weights)[0]

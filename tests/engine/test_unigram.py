@@ -81,7 +81,7 @@ def test_bad_vocabularies(vocab: list[tuple[str, float]], message: str) -> None:
 
 # ----------------------------------------------------------------- sampling
 def test_nbest_lists_the_best_paths_in_order() -> None:
-    results = nbest(Unigram(ABRA), "abra", 3)
+    results = nbest(Unigram(ABRA).lattice("abra"), 3)
     assert [(s, [e for _, e, _ in p]) for s, p in results] == [(-3.0, [4]), (-5.0, [2, 4]), (-8.5, [1, 2, 4])]  # a|b|ra ties ab|r|a; found first
 
 
