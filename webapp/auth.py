@@ -202,14 +202,18 @@ def owned_or_404(model: type[Row], row_id: int) -> Row:
     Views that change a row fetch it here, so a preset (a row of no team) is never theirs: it
     answers 403 with the reason, since every team can see that it exists.
     """
+    row = readable_or_404(model, row_id)
+    if row.team_id is None:  # type: ignore[attr-defined]
+        abort(403, description=PRESET_READ_ONLY)
+    return row
+
+
+def readable_or_404(model: type[Row], row_id: int) -> Row:
+    """The ``model`` row with ``row_id`` if it belongs to one of the user's teams or is a preset."""
     if not 0 < row_id < 2**63:  # a URL can carry any integer; the database cannot compare it
         abort(404)
-    row = get_session().scalar(scoped(model).where(model.id == row_id))  # type: ignore[attr-defined]
+    row = get_session().scalar(scoped(model, presets=True).where(model.id == row_id))  # type: ignore[attr-defined]
     if row is None:
-        preset = get_session().scalar(scoped(model, presets=True).where(
-            model.id == row_id, model.team_id.is_(None)))  # type: ignore[attr-defined]
-        if preset is not None:
-            abort(403, description=PRESET_READ_ONLY)
         abort(404)
     return row
 

@@ -17,7 +17,7 @@ from sqlalchemy.orm import defer
 from werkzeug.wrappers import Response
 
 from webapp import jobs, summary, training_form
-from webapp.auth import owned_or_404, scoped
+from webapp.auth import owned_or_404, readable_or_404, scoped
 from webapp.db import get_session
 from webapp.htmx import is_htmx, render
 from webapp.loaded import load
@@ -159,7 +159,7 @@ def index() -> Response:
 @bp.get("/tokenizers/<int:tokenizer_id>")
 def show(tokenizer_id: int) -> Response:
     """A tokenizer's summary: how it was trained or imported, what its model holds, its first merges."""
-    tokenizer = owned_or_404(Tokenizer, tokenizer_id)
+    tokenizer = readable_or_404(Tokenizer, tokenizer_id)  # the team's own, or a preset
     job = get_session().scalar(scoped(Job).where(Job.id == tokenizer.job_id)) if tokenizer.job_id else None
     corpus_ids = parse_ids(tokenizer.config.get("corpus_ids"), most=MAX_CORPORA)
     corpora = get_session().scalars(scoped(Corpus).where(Corpus.id.in_(corpus_ids))).all() if corpus_ids else []

@@ -286,3 +286,13 @@ def test_install_registers_every_preset_once(tmp_path: Path, monkeypatch: pytest
                                    special_tokens=dict(encoding.special_tokens))
         answer = client.post("/api/v1/encode", json={"tokenizer": ids[name], "text": text, "allowed_special": "all"})
         assert answer.get_json()["ids"] == theirs.encode(text, allowed_special="all")
+
+
+def test_every_team_sees_a_presets_summary(two_teams: tuple[FlaskClient, FlaskClient, int]) -> None:
+    *browsers, preset = two_teams
+    for browser in browsers:
+        answer = browser.get(f"/tokenizers/{preset}")
+        assert answer.status_code == 200
+        page = answer.get_data(as_text=True)
+        assert "<h1>GPT-2 (r50k_base)</h1>" in page
+        assert f'href="/tokenizers/{preset}">Summary</a>' in browser.get(f"/tokenizers/{preset}/play").get_data(as_text=True)
