@@ -14,7 +14,22 @@ class TokenforgeError(Exception):
 
 
 class ConfigError(TokenforgeError, ValueError):
-    """An option has a value the engine cannot use (e.g. a vocabulary smaller than the alphabet)."""
+    """An option has a value the engine cannot use (e.g. a vocabulary smaller than the alphabet).
+
+    The message is worded for a caller of the API or the CLI ("pass vocab_size of at most …").
+    When the problem is a number out of bounds, ``option``, ``value``, ``least``/``most`` and
+    ``why`` (what sets the bounds) say so as data, so a front end with other words for the fix
+    (a web form's "enter a number …") can write its own sentence without parsing this one.
+    """
+
+    def __init__(self, message: str, *, option: str | None = None, value: float | None = None,
+                 least: float | None = None, most: float | None = None, why: str = "") -> None:
+        super().__init__(message)
+        self.option = option
+        self.value = value
+        self.least = least
+        self.most = most
+        self.why = why
 
 
 class FormatError(TokenforgeError, ValueError):

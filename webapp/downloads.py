@@ -14,6 +14,8 @@ Left out: HTTP (``transfer.py``) and the formats themselves (``engine.serializat
 from __future__ import annotations
 
 import io
+import stat
+import time
 import weakref
 import zipfile
 from collections.abc import Callable
@@ -217,6 +219,17 @@ not; use tokenizer.json with `tokenizers`/`transformers` to run the model.
 }
 
 
+FILE_MODE = 0o644  # rw-r--r--: ``writestr`` with a bare name gives 0600, unreadable to others once unzipped
+
+
+def _add(archive: zipfile.ZipFile, filename: str, data: str | bytes) -> None:
+    """Add one file, readable by everyone (``FILE_MODE``), stamped with the current time."""
+    info = zipfile.ZipInfo(filename, date_time=time.localtime()[:6])
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = (stat.S_IFREG | FILE_MODE) << 16
+    archive.writestr(info, data)
+
+
 def zip_all(tok: Tokenizer, name: str) -> bytes:
     """A zip of every available format plus README.md."""
     buffer = io.BytesIO()
@@ -228,7 +241,7 @@ def zip_all(tok: Tokenizer, name: str) -> bytes:
             except ExportError:
                 continue
             for filename, data in files.items():
-                archive.writestr(filename, data)
+                _add(archive, filename, data)
             sections.append(SECTIONS[key])
-        archive.writestr("README.md", README.format(name=name or "tokenizer", sections="\n".join(sections)))
+        _add(archive, "README.md", README.format(name=name or "tokenizer", sections="\n".join(sections)))
     return buffer.getvalue()

@@ -111,6 +111,29 @@ def _raw_values(algorithm: str, form: Mapping[str, str]) -> dict[str, Any]:
     return values
 
 
+def _figure(value: float) -> str:
+    return f"{value:,}" if isinstance(value, int) else f"{value:,g}"
+
+
+def form_message(exc: ConfigError) -> str:
+    """The engine's message, or for a number out of bounds, a sentence in the form's own words.
+
+    The engine words its fixes for the API and the CLI ("pass vocab_size of at most …"); on the
+    form the user types into a field, so the fix is to enter another number there.
+    """
+    if not exc.option or exc.value is None or (exc.least is None and exc.most is None):
+        return str(exc)
+    label = exc.option.replace("_", " ")
+    why = f" ({exc.why})" if exc.why else ""
+    if exc.least is not None and exc.most is not None:
+        limits, fix = f"must be from {_figure(exc.least)}{why} to {_figure(exc.most)}", "a number in that range"
+    elif exc.most is not None:
+        limits, fix = f"can be at most {_figure(exc.most)}{why}", "a smaller number"
+    else:
+        limits, fix = f"must be at least {_figure(exc.least)}{why}", "a larger number"  # type: ignore[arg-type]
+    return f"The {label} {limits}, not {_figure(exc.value)}. Enter {fix}."
+
+
 def parse(algorithm: str, form: Mapping[str, str]) -> tuple[dict[str, Any] | None, dict[str, str]]:
     """Validate the submitted options; return (options, {}) or (None, {field or "": message})."""
     specs = option_specs(algorithm)
@@ -121,15 +144,15 @@ def parse(algorithm: str, form: Mapping[str, str]) -> tuple[dict[str, Any] | Non
         try:
             make_options(algorithm, {spec.name: values[spec.name]})
         except ConfigError as exc:
-            if spec.name in str(exc):
-                errors[spec.name] = str(exc)
+            if spec.name in str(exc) or exc.option == spec.name:
+                errors[spec.name] = form_message(exc)
     if errors:
         return None, errors
     try:
         options = make_options(algorithm, values)
     except ConfigError as exc:  # a rule across fields, e.g. vocabulary smaller than the alphabet
         message = str(exc)
-        named = [s.name for s in specs if s.name in message]
-        errors[named[0] if named else ""] = message
+        named = [exc.option] if exc.option in values else [s.name for s in specs if s.name in message]
+        errors[named[0] if named else ""] = form_message(exc)
         return None, errors
     return options_to_dict(options), {}

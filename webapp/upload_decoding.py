@@ -30,7 +30,11 @@ class UploadError(ValueError):
 
 
 def detect_format(filename: str) -> tuple[str, bool]:
-    """Return ("txt" | "jsonl", gzipped) from the file name, or raise UploadError."""
+    """Return ("txt" | "jsonl", gzipped) from the file name, or raise UploadError.
+
+    A bare ``name.gz`` (no extension inside) is taken as gzipped text, so a file that is not
+    gzip at all is refused as "not a valid gzip file" when it is read, not as an unknown format.
+    """
     name = filename.lower()
     gzipped = name.endswith(".gz")
     if gzipped:
@@ -38,6 +42,8 @@ def detect_format(filename: str) -> tuple[str, bool]:
     for ext in ("txt", "jsonl"):
         if name.endswith("." + ext):
             return ext, gzipped
+    if gzipped and "." not in name.replace("\\", "/").rsplit("/", 1)[-1]:
+        return "txt", True
     raise UploadError(
         f"{filename!r} has an unknown format. Upload a .txt or .jsonl file, or a .gz of either.",
         kind="format",

@@ -110,7 +110,9 @@ class BpeOptions:
             what = "256 bytes" if self.level == "byte" else "the unknown token and one character"
             raise ConfigError(
                 f"vocab_size={shown(self.vocab_size)} must be between {floor} (the {len(self.special_tokens)} "
-                f"special tokens + {what}) and {MAX_VOCAB:,}; pass a vocab_size in that range."
+                f"special tokens + {what}) and {MAX_VOCAB:,}; pass a vocab_size in that range.",
+                option="vocab_size", value=self.vocab_size, least=floor, most=MAX_VOCAB,
+                why=f"the {len(self.special_tokens)} special tokens + {what}",
             )
         if len(set(self.special_tokens)) != len(self.special_tokens) or "" in self.special_tokens:
             raise ConfigError(f"The special tokens {list(self.special_tokens)!r} must be distinct and non-empty.")

@@ -68,7 +68,8 @@ def check_at_most(name: str, value: int | float, limit: int | float, *, fix: str
     """Refuse ``value`` above ``limit``, naming the option, the value and the limit."""
     if value > limit:
         most = f"{limit:,}" if isinstance(limit, int) else f"{limit:g}"
-        raise ConfigError(f"{name}={shown(value)} is above the limit of {most}; {fix or f'pass {name} of at most {most}'}.")
+        raise ConfigError(f"{name}={shown(value)} is above the limit of {most}; {fix or f'pass {name} of at most {most}'}.",
+                          option=name, value=value, most=limit)
 
 
 def check_special_count(special_tokens: tuple[str, ...]) -> None:
