@@ -39,11 +39,15 @@ SAMPLE_TEXT = ("Tokenizers split text into pieces: “Hello, world!” → token
 
 
 def flag(name: str, default: bool) -> bool:
-    """A checkbox: absent from a submitted form means off; on a fresh page, the default."""
-    source = request.form if request.method == "POST" else request.args
-    if request.method == "GET" and "text" not in source:
-        return default
-    return source.get(name) in ("on", "1", "true")
+    """A checkbox: absent from a posted form means off; in a page's URL, absent means the default.
+
+    A URL (a permalink, a reload after typing, the picker) sets a flag only by naming it, as
+    ``allowed_special=on`` or ``allowed_special=0``, so ``?text=`` alone keeps the defaults.
+    """
+    if request.method == "POST":
+        return request.form.get(name) in ("on", "1", "true")
+    value = request.args.get(name)
+    return default if value is None else value in ("on", "1", "true")
 
 
 def limits() -> tuple[int, int]:

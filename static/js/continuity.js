@@ -8,6 +8,7 @@
 // - A page whose text is the sample (data-text-from="default") takes the kept text instead.
 // - Links with data-carry-text get ?text= (or lose it, when the text is long) as the text changes.
 // - The tokenizer picker opens the chosen tokenizer as soon as it changes, with the text.
+// - Toggles, and Compare's chosen tokenizers, are written into the address bar as they change.
 (function () {
   "use strict";
 
@@ -59,11 +60,28 @@
   });
 
   document.addEventListener("change", function (event) {
-    if (event.target.id !== "picker-select") { return; }
-    var area = document.querySelector("textarea[data-keep-text]");
-    if (area) { keep(area.value); carry(area.value, limitOf(area)); }
-    event.target.form.submit();
+    var input = event.target;
+    if (input.id === "picker-select") {
+      var area = document.querySelector("textarea[data-keep-text]");
+      if (area) { keep(area.value); carry(area.value, limitOf(area)); }
+      input.form.submit();
+    } else if (input.type === "checkbox" && input.form && input.form.querySelector("textarea[data-keep-text]")) {
+      toggled(input);
+    }
   });
+
+  // A toggle (or Compare's choice of tokenizers) goes into the address bar too, so a reload or
+  // a copied URL shows the same encoding; the server reads flags from the URL only by name.
+  function toggled(box) {
+    var url = new URL(window.location.href);
+    if (box.name === "ids") {
+      url.searchParams.delete("ids");
+      box.form.querySelectorAll('input[name="ids"]:checked').forEach(function (b) { url.searchParams.append("ids", b.value); });
+    } else {
+      url.searchParams.set(box.name, box.checked ? "on" : "0");
+    }
+    window.history.replaceState(window.history.state, "", url.toString());
+  }
 
   // After htmx has set itself up (its DOMContentLoaded listener was added first), so the
   // restored text's input event re-encodes it.

@@ -37,9 +37,13 @@ def test_text_kept_across_picker_reload_and_compare(page: Page, live_server: Liv
     expect(page.get_by_test_id("count-tokens")).to_have_text("4")  # "the", " w", "é", " wo"
     expect(page).to_have_url(re.compile(r"\?text=the\+w%C3%A9\+wo$"))  # a short text lives in the URL
 
+    page.get_by_test_id("show-ws").check()  # a toggle joins the text in the URL
+    expect(page.locator(".spans .tok").nth(1)).to_have_text("·w")
     page.reload()
     expect(box).to_have_value("the wé wo")
     expect(page.get_by_test_id("count-tokens")).to_have_text("4")
+    expect(page.get_by_test_id("show-ws")).to_be_checked()
+    expect(page.locator(".spans .tok").nth(1)).to_have_text("·w")
 
     # The picker opens the other tokenizer with the same text, in its URL too.
     page.get_by_test_id("picker").select_option(str(plain))
@@ -70,6 +74,9 @@ def test_text_kept_across_picker_reload_and_compare(page: Page, live_server: Liv
     page.get_by_test_id(f"compare-{merged}").check()
     expect(page.get_by_test_id("compare-col")).to_have_count(2)
     page.screenshot(path=str(artifacts_dir / "continuity-compare.png"), full_page=True)
+    page.reload()  # the choice of tokenizers is in the URL, the long text in the browser
+    expect(page.get_by_test_id("compare-col")).to_have_count(2)
+    expect(page.get_by_test_id("compare-text")).to_have_value(LONG)
 
     # The tokenizer list opens Encode, with the kept text.
     page.goto(f"{live_server.url}tokenizers")

@@ -239,3 +239,13 @@ def test_opening_a_tokenizer_lands_on_encode(client: FlaskClient, ids: dict[str,
     listing = client.get("/tokenizers").get_data(as_text=True)
     for key in ("bpe", "wp", "uni"):
         assert f'href="/tokenizers/{ids[key]}/play" data-carry-text' in listing
+
+
+def test_a_text_in_the_url_keeps_the_default_toggles(client: FlaskClient, ids: dict[str, int]) -> None:
+    """A reload or permalink with ``?text=`` must encode as the page did: flags change only by name."""
+    def shown(query: str) -> list[str]:
+        html = client.get(f"/tokenizers/{ids['bpe']}/play?{query}").get_data(as_text=True)
+        return re.findall(r'class="tid" data-t="\d+">(\d+)<', html)
+
+    assert shown("text=the%3C%7Cendoftext%7C%3E") == ["257", "261"]  # specials allowed, as on a fresh page
+    assert shown("text=the%3C%7Cendoftext%7C%3E&allowed_special=0") == ["257", *map(str, EOT.encode())]
