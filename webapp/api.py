@@ -11,7 +11,8 @@ with a 4xx status, and so are malformed bodies: wrong JSON types, deep nesting, 
 JSON too). The API is exempt from CSRF because it only accepts ``application/json``,
 which a cross-site form cannot send. ``GET /api`` is the documentation page with curl examples.
 
-Left out: API keys and rate limits (issue 6).
+Left out: authentication (API keys, ``auth.py``) and rate limits (``security.py``, ``ratelimit.py``),
+which run before these views.
 """
 
 from __future__ import annotations
