@@ -141,9 +141,9 @@ def test_deleting_a_team_keeps_the_presets(app: Flask) -> None:
     pytest.param(1, "r50k_base", "preset", id="a-team-row-marked-preset"),
     pytest.param(None, "r50k_base", "imported", id="a-preset-with-another-source"),
 ])
-def test_the_database_keeps_no_team_and_preset_together(app: Flask, team_id: int | None, preset: str | None,
+def test_the_database_keeps_no_team_and_preset_together(db_app: Flask, team_id: int | None, preset: str | None,
                                                          source: str) -> None:
-    with app.app_context():
+    with db_app.app_context():
         session = db.get_session()
         session.add(Tokenizer(team_id=team_id, preset=preset, name="x", algorithm="bpe", source=source,
                               tokenizer_json="{}", config={}, stats={}, vocab_size=1))
@@ -262,9 +262,9 @@ def test_a_tampered_table_is_refused_and_nothing_is_installed(tmp_path: Path) ->
         presets.build("cl100k_base", source)
 
 
-def test_install_registers_every_preset_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, app: Flask,
-                                              client: FlaskClient) -> None:
+def test_install_registers_every_preset_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, db_app: Flask) -> None:
     cache = presets_dir()
+    app, client = db_app, login_as(db_app.test_client(), 1)
     monkeypatch.setenv("TOKENFORGE_DATA_DIR", app.config["DATA_DIR"])
     monkeypatch.setenv("DATABASE_URL", app.config["DATABASE_URL"])
     monkeypatch.setenv("SECRET_KEY", "test-secret")
@@ -296,3 +296,13 @@ def test_every_team_sees_a_presets_summary(two_teams: tuple[FlaskClient, FlaskCl
         page = answer.get_data(as_text=True)
         assert "<h1>GPT-2 (r50k_base)</h1>" in page
         assert f'href="/tokenizers/{preset}">Summary</a>' in browser.get(f"/tokenizers/{preset}/play").get_data(as_text=True)
+
+
+def test_the_migration_goes_down_without_the_presets_and_up_again(db_app: Flask) -> None:
+    preset = add_preset(db_app)
+    url = db_app.config["DATABASE_URL"]
+    db.get_engine(db_app).dispose()
+    db.downgrade(url, "0004")
+    db.upgrade(url)
+    assert preset_count(db_app) == 0  # the downgrade deleted them; `tokenforge presets install` adds them back
+    assert add_preset(db_app) >= preset
