@@ -39,7 +39,7 @@ def _selected(source: Any) -> list[int]:
     return seen
 
 
-def _context(ids: list[int], text: str, text_from: str = "url") -> tuple[dict[str, Any], int]:
+def _context(ids: list[int], text: str, text_from: str = "given") -> tuple[dict[str, Any], int]:
     options = {"allowed_special": flag("allowed_special", True), "show_ws": flag("show_ws", False)}
     context: dict[str, Any] = {"rows": all_rows(), "selected": ids, "text": text, "options": options,
                                "columns": [], "summary": None, "error": None, "text_from": text_from,
@@ -73,7 +73,7 @@ def page() -> Response:
     """The compare page; with ``ids`` (2 to 4) in the query it shows the comparison at once."""
     ids = _selected(request.args)
     text = request.args.get("text")
-    text_from = "default" if text is None else "url"
+    text_from = "default" if text is None else "given"
     text = SAMPLE_TEXT if text is None else text
     if len(ids) < MIN_TOKENIZERS:
         context: dict[str, Any] = {"rows": all_rows(), "selected": ids, "text": text, "columns": [],

@@ -23,7 +23,7 @@ from werkzeug.wrappers import Response
 
 from engine import TokenforgeError
 from webapp.encode_view import MAX_CHARS, RENDER_TOKENS, check_decode_size, encode_for_display, parse_ids
-from webapp.htmx import render
+from webapp.htmx import is_htmx, render
 from webapp.inspector import inspect, shown_text
 from webapp.loaded import Loaded, all_rows, load
 from webapp.models import Tokenizer as TokenizerRow
@@ -95,16 +95,27 @@ def picker_rows(current: TokenizerRow) -> list[TokenizerRow]:
     return rows if any(r.id == current.id for r in rows) else [current, *rows]
 
 
-def play_page(loaded: Loaded, text: str, *, text_from: str, address: str | None = None) -> Response:
-    """The whole encode page, for the team's URL and a share link's alike.
+def page_context(loaded: Loaded, text_from: str, address: str | None = None) -> dict[str, Any]:
+    """What the whole encode page needs beyond the encode block: the picker and the text's origin.
 
-    ``text_from`` tells the page script whether ``text`` is the sample ("default", which a text
-    kept in this browser replaces), from the URL ("url") or a shared text ("shared");
-    ``address`` is the path the script writes ``?text=`` onto, when not the page's own.
+    ``text_from`` tells the page script whether the text is the sample ("default", which a text
+    kept in this browser replaces), one the request gave ("given": ``?text=`` or a posted form)
+    or a shared text ("shared"); ``address`` is the path the script writes ``?text=`` onto,
+    when not the page's own.
     """
+    return {"picker": picker_rows(loaded.row), "text_from": text_from, "address": address,
+            "url_text_limit": URL_TEXT_LIMIT}
+
+
+def block_or_page(loaded: Loaded, text_from: str) -> dict[str, Any]:
+    """:func:`page_context` for a request that gets the whole page; nothing for htmx's blocks."""
+    return {} if is_htmx() else page_context(loaded, text_from)
+
+
+def play_page(loaded: Loaded, text: str, *, text_from: str, address: str | None = None) -> Response:
+    """The whole encode page, for the team's URL and a share link's alike."""
     context, status = encode_context(loaded, text)
-    return render("playground/play.html", status=status, picker=picker_rows(loaded.row), text_from=text_from,
-                  address=address, url_text_limit=URL_TEXT_LIMIT, **context)
+    return render("playground/play.html", status=status, **page_context(loaded, text_from, address), **context)
 
 
 # ``/play`` is the picker's form target, a second URL of this same endpoint so that everyone
@@ -118,7 +129,7 @@ def play(tokenizer_id: int | None) -> Response:
     if tokenizer_id is None:
         return switch(request.args.get("tokenizer", ""), text)
     return play_page(load(tokenizer_id), SAMPLE_TEXT if text is None else text,
-                     text_from="default" if text is None else "url")
+                     text_from="default" if text is None else "given")
 
 
 def switch(raw_id: str, text: str | None) -> Response:
@@ -135,7 +146,7 @@ def encode(tokenizer_id: int) -> Response:
     """Encode the posted text; htmx requests get only the result block."""
     loaded = load(tokenizer_id)
     context, status = encode_context(loaded, request.form.get("text", ""))
-    return render("playground/play.html", "result", status=status, **context)
+    return render("playground/play.html", "result", status=status, **block_or_page(loaded, "given"), **context)
 
 
 @bp.post("/tokenizers/<int:tokenizer_id>/decode")
@@ -160,7 +171,8 @@ def decode(tokenizer_id: int) -> Response:
     except (ValueError, TokenforgeError) as exc:
         context["decode_error"] = str(exc)
         status = 422
-    return render("playground/play.html", "decoded", status=status, **context)
+    # The decode form does not post the text, so the page script restores the kept one.
+    return render("playground/play.html", "decoded", status=status, **block_or_page(loaded, "default"), **context)
 
 
 @bp.get("/tokenizers/<int:tokenizer_id>/tokens/<int:token_id>")

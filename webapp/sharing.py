@@ -174,7 +174,7 @@ def open_link(token: str, page: str) -> Response:
 
     text = request.args.get("text")
     return play_page(load(link.tokenizer_id), SAMPLE_TEXT if text is None else text,
-                     text_from="default" if text is None else "url")
+                     text_from="default" if text is None else "given")
 
 
 @bp.get("/s/<token>/t/<text_token>")

@@ -214,7 +214,10 @@ def test_the_picker_switches_tokenizer_keeping_a_short_text(app: Flask, client: 
     switched = client.get(f"/play?tokenizer={ids['wp']}&text=caf%C3%A9+%26+co")
     assert (switched.status_code, switched.headers["Location"]) == (303, f"/tokenizers/{ids['wp']}/play?text=caf%C3%A9+%26+co")
     landed = client.get(switched.headers["Location"]).get_data(as_text=True)
-    assert "café &amp; co</textarea>" in landed and 'data-text-from="url"' in landed
+    assert "café &amp; co</textarea>" in landed and 'data-text-from="given"' in landed
+    posted = client.post(f"/tokenizers/{ids['bpe']}/encode", data={"text": "typed"}).get_data(as_text=True)
+    assert 'name="text" value="typed" data-picker-text' in posted  # without script: Encode, then Open
+    assert 'data-text-from="given">typed</textarea>' in posted
     long_text = "x" * 2001  # too long for a URL: the browser keeps it (continuity.js), the URL does not
     assert client.get(f"/play?tokenizer={ids['wp']}&text={long_text}").headers["Location"] == f"/tokenizers/{ids['wp']}/play"
     other = store(app, byte_bpe("other-team"), team_id=add_user(app, "bob@example.com")[1])
@@ -231,7 +234,7 @@ def test_the_text_travels_to_compare_and_the_permalink(client: FlaskClient, ids:
     assert f'href="http://localhost/tokenizers/{ids["bpe"]}/play?text=the+w%C3%A9" id="permalink"' in page
     assert "?text=" in re.search(r'<p class="permalink hint">.*?</p>', page, re.S).group()  # documented on the page
     compare = client.get(f"/compare?ids={ids['bpe']}&text=the+w%C3%A9").get_data(as_text=True)
-    assert 'data-text-from="url">the wé</textarea>' in compare
+    assert 'data-text-from="given">the wé</textarea>' in compare
     assert 'data-text-from="default">' in client.get(f"/compare?ids={ids['bpe']}").get_data(as_text=True)
 
 
