@@ -185,13 +185,15 @@ def scoped(model: type[Row], *, shared_ids: list[int] | None = None, presets: bo
     """``select(model)`` limited to the current user's teams (plus ``shared_ids`` by id).
 
     ``presets=True`` also admits the rows of no team, the preset tokenizers every team may read;
-    only reads ask for them (``loaded.rows_query``).
+    only reads ask for them (``loaded.rows_query``). Visitors who are in no team (share-link
+    visitors) see only what was shared with them, presets excluded.
     """
     column = model.team_id  # type: ignore[attr-defined]
-    condition = column.in_(team_ids())
+    teams = team_ids()
+    condition = column.in_(teams)
     if shared_ids:
         condition = or_(condition, model.id.in_(shared_ids))  # type: ignore[attr-defined]
-    if presets:
+    if presets and teams:
         condition = or_(condition, column.is_(None))
     return select(model).where(condition)
 

@@ -31,7 +31,7 @@ from tests.webapp.conftest import add_user, login_as
 from tests.webapp.playground_samples import byte_bpe
 from webapp import db, preset_install, presets
 from webapp.cli import main as cli_main
-from webapp.models import Team, Tokenizer
+from webapp.models import ShareLink, Team, Tokenizer
 from webapp.teams import delete_team_data
 
 PRESETS_ENV = "TOKENFORGE_TEST_PRESETS_DIR"
@@ -306,3 +306,21 @@ def test_the_migration_goes_down_without_the_presets_and_up_again(db_app: Flask)
     db.upgrade(url)
     assert preset_count(db_app) == 0  # the downgrade deleted them; `tokenforge presets install` adds them back
     assert add_preset(db_app) >= preset
+
+
+def test_a_share_link_visitor_sees_what_was_shared_and_no_preset(app: Flask, client: FlaskClient,
+                                                                  anon_client: FlaskClient) -> None:
+    preset = add_preset(app)
+    with app.app_context():
+        row = Tokenizer(team_id=1, name="shared one", algorithm="bpe", source="imported",
+                        tokenizer_json=byte_bpe().to_json(), config={}, stats={}, vocab_size=260)
+        db.get_session().add(row)
+        db.get_session().commit()
+        own = row.id
+    assert client.post(f"/tokenizers/{own}/share", data={"days": ""}).status_code == 303
+    with app.app_context():
+        token = db.get_session().scalar(select(ShareLink.token))
+    assert anon_client.get(f"/s/{token}").status_code in (200, 303)
+    assert anon_client.get(f"/tokenizers/{own}/play").status_code == 200
+    assert anon_client.get(f"/tokenizers/{preset}/play").status_code == 404
+    assert f'value="{preset}"' not in anon_client.get(f"/compare?ids={own}").get_data(as_text=True)
