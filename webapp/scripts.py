@@ -25,6 +25,7 @@ OTHER = "Other scripts"
 NAMED = ("Latin", "Cyrillic", "Greek", "Han", "Hiragana", "Katakana", "Hangul", "Arabic", "Hebrew", "Devanagari",
          "Bengali", "Tamil", "Thai", "Armenian", "Georgian", "Ethiopic")
 _NAMED = [(name, regex.compile(rf"\p{{Script={name}}}")) for name in NAMED]
+_ASCII_LETTER = regex.compile(rb"[A-Za-z]")
 _NEUTRAL = regex.compile(r"[\p{Script=Common}\p{Script=Inherited}]")
 _MEMO_LIMIT = 1 << 16  # distinct characters remembered; past it, classified each time
 
@@ -42,6 +43,8 @@ def char_script(char: str) -> str | None:
 
 def token_script(data: bytes) -> str:
     """The script of what a token spells (its bytes)."""
+    if data.isascii():  # most tokens: no decoding or per-character work
+        return "Latin" if _ASCII_LETTER.search(data) else NO_LETTERS
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

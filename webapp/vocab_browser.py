@@ -128,17 +128,29 @@ _SORT_KEY = {
 _orders: weakref.WeakKeyDictionary[Tokenizer, dict[str, tuple[VocabRow, ...]]] = weakref.WeakKeyDictionary()
 
 
+_offers: weakref.WeakKeyDictionary[Tokenizer, tuple[list[str], list[tuple[str, int]]]] = weakref.WeakKeyDictionary()
+
+
+def _offered(tokenizer: Tokenizer) -> tuple[list[str], list[tuple[str, int]]]:
+    """The sorts and scripts this vocabulary offers, computed once per loaded tokenizer."""
+    offer = _offers.get(tokenizer)
+    if offer is None:
+        rows = _rows(tokenizer)
+        sorts = ["id", "length"] + [name for name in ("rank", "score")
+                                    if any(getattr(r, name) is not None for r in rows)]
+        counts = Counter(r.script for r in rows if not r.special)
+        offer = _offers[tokenizer] = (sorts, [(name, counts[name]) for name in scripts.order(set(counts))])
+    return offer
+
+
 def sorts_for(tokenizer: Tokenizer) -> list[str]:
     """The sorts that mean something for this model (merge rank needs merges, score needs scores)."""
-    rows = _rows(tokenizer)
-    return ["id", "length"] + [name for name, field in (("rank", "rank"), ("score", "score"))
-                               if any(getattr(r, field) is not None for r in rows)]
+    return list(_offered(tokenizer)[0])
 
 
 def scripts_in(tokenizer: Tokenizer) -> list[tuple[str, int]]:
     """(script, number of tokens) for the scripts this vocabulary uses, in the filter's order."""
-    counts = Counter(r.script for r in _rows(tokenizer) if not r.special)
-    return [(name, counts[name]) for name in scripts.order(set(counts))]
+    return list(_offered(tokenizer)[1])
 
 
 def _sorted(tokenizer: Tokenizer, sort: str) -> tuple[VocabRow, ...]:
