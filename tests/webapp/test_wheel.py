@@ -20,6 +20,7 @@ import site
 import subprocess
 import sys
 import time
+import tomllib
 import urllib.error
 import urllib.request
 import zipfile
@@ -92,6 +93,8 @@ def test_the_wheel_ships_the_templates_static_files_and_migrations(installed: Pa
 
 def test_the_installed_package_is_the_one_imported(installed: Path, elsewhere: tuple[Path, dict[str, str]]) -> None:
     cwd, env = elsewhere
+    version = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    assert _run([str(installed / "tokenforge"), "--version"], cwd, env) == f"tokenforge {version}\n"
     where = _run([str(installed / "python"), "-c", "import webapp.assets as a; print(a.asset_dir('templates'))"],
                  cwd, env).strip()
     assert Path(where) == installed.parent / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" \
