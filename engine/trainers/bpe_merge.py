@@ -1,44 +1,46 @@
-"""The byte-level BPE merge loop: from pre-token counts to an ordered list of merges.
+"""The BPE merge loop: from distinct pre-tokens and their counts to an ordered list of merges.
 
-This is the hot half of BPE training, written for CPython speed, for byte-level and
-character-level BPE alike (they differ only in the alphabet a word starts from). It covers only the merge
-phase; reading the corpus and counting pre-tokens is ``trainers/corpus.py``, options, ids and
-the tokenizer are ``trainers/bpe.py``, and a slow, obviously correct twin of this loop (the
-one the tests compare against) is ``trainers/bpe_reference.py``.
+This is the hot half of BPE training, for byte-level and character-level BPE alike (they differ
+only in the alphabet a word starts from). Reading and counting the corpus is ``counting.py``;
+options, ids and the tokenizer are ``bpe.py``; a slow, obviously correct twin of this loop,
+which the tests compare against, is ``bpe_reference.py``.
 
 Tie-break rule: each step merges the pair with the highest count; among pairs with equal
 counts, the lexicographically greatest pair compared as bytes ``(left, right)`` wins (left
 first, then right; a proper prefix is smaller, as with Python ``bytes``). Training stops after
 ``num_merges`` merges or when the best count falls below ``min_frequency``.
 
-Data layout (why it is fast):
+The data, as numpy arrays over every symbol of every distinct word:
 
-* A token is one character: alphabet symbol ``t`` (byte ``t`` at byte level) is ``chr(t)``
-  and the ``r``-th merge creates ``chr(len(alphabet) + r)``. Each distinct pre-token is a ``str`` of its tokens with a count, and a
-  pair is a 2-character ``str``. Finding occurrences and rewriting a word are then
-  ``str.find`` and ``str.replace``, which run in C and go left to right without overlaps,
-  exactly as a BPE merge does; no tuple, list or bytes object is made per occurrence. (An
-  int-list layout of the same algorithm was about 2x slower.)
-* ``where[pair]`` lists the words that may contain the pair, once per occurrence. Entries are
-  never removed: a stale or duplicate entry costs one failed ``str.find``, far cheaper than
-  keeping sets exact. Pair counts are sums of word counts over those lists, taken in C.
-* The heap holds ``(-count, tiebreak_key, pair)``. Merging ``(a, b)`` into ``t`` only lowers
-  the counts of existing pairs and creates pairs that contain ``t``, so a merge pushes each new
-  pair once, with its final count, and never pushes a lowered one: a popped entry whose count
-  is stale is pushed back with its current count (lazy invalidation). Pairs below
-  ``min_frequency`` never enter the heap. ``tiebreak_key`` orders bytes in reverse (see
-  :func:`_invert`), so the min-heap pops the greatest pair among equal counts and compares
-  nothing but ints until counts tie.
+* ``sym[i]`` is the token at position ``i``; words lie end to end with ``-1`` between them, so
+  no pair crosses a word. ``freq[i]`` is the count of the word position ``i`` is in.
+* A merge rewrites the left symbol of an occurrence and unlinks the right one from a doubly
+  linked list (``nxt``/``prv``), so positions never move and a word is never rebuilt.
+* ``where[pair]`` holds the positions where the pair was formed, in text order. Entries are never
+  removed; a stale one (the pair there has changed since) is filtered out when the pair is
+  merged, which costs one vectorised comparison instead of keeping sets exact.
+* A pair is the int ``left * V + right``. Merging ``(a, b)`` into ``t`` only lowers the counts
+  of the pairs around each occurrence and creates pairs that contain ``t``; both are summed per
+  pair in one sort (:func:`_sum_by_pair`), and only the distinct pairs reach Python.
+* The heap holds ``(-count, tiebreak_key, pair)`` and is lazy: a merge pushes each new pair once
+  with its final count and never pushes a lowered one; a popped entry whose count is stale is
+  pushed back with its current count. Pairs below ``min_frequency`` never enter it.
+  ``tiebreak_key`` orders bytes in reverse (:func:`_invert`), so the min-heap pops the greatest
+  pair among equal counts.
+
+Overlapping occurrences (``a a a`` holds ``(a, a)`` twice) merge left to right: in a chain of
+touching occurrences every other one is merged (:func:`_leftmost`).
 """
 
 from __future__ import annotations
 
 import heapq
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from operator import add
+
+import numpy as np
 
 _END = chr(0x10000)  # sorts after every chr(1..256) used by _invert
+_GAP = chr(0x10FFFF)  # joins words before they become one array; above every token id (MAX_VOCAB)
 BYTES: tuple[bytes, ...] = tuple(bytes([b]) for b in range(256))
 """The byte-level alphabet: internal token ``b`` is byte ``b``."""
 
@@ -54,9 +56,32 @@ def _invert(token: bytes) -> str:
     return "".join([chr(256 - x) for x in token]) + _END
 
 
+def _sum_by_pair(pairs: np.ndarray, weights: np.ndarray, positions: np.ndarray) -> tuple[list[int], list[int], list[np.ndarray]]:
+    """The distinct ``pairs`` in order, the sum of their ``weights``, and their ``positions``
+    (in text order: the sort is stable)."""
+    if not len(pairs):
+        return [], [], []
+    order = np.argsort(pairs, kind="stable")
+    pairs, positions = pairs[order], positions[order]
+    starts = np.concatenate(([0], np.flatnonzero(pairs[1:] != pairs[:-1]) + 1))
+    sums = np.add.reduceat(weights[order], starts)
+    bounds = [*starts.tolist(), len(pairs)]
+    return pairs[starts].tolist(), sums.tolist(), [positions[i:j] for i, j in zip(bounds, bounds[1:])]
+
+
+def _leftmost(p: np.ndarray, nxt: np.ndarray) -> np.ndarray:
+    """The occurrences of a pair ``(a, a)`` that merge: every other one of a touching chain."""
+    chained = np.concatenate(([False], nxt[p[:-1]] == p[1:]))
+    if not chained.any():
+        return p
+    index = np.arange(len(p))
+    chain_start = np.maximum.accumulate(np.where(chained, 0, index))
+    return p[(index - chain_start) % 2 == 0]
+
+
 def merge_words(
-    words: list[str],
-    freqs: list[int],
+    words: Sequence[str],
+    freqs: Sequence[int],
     num_merges: int,
     *,
     alphabet: Sequence[bytes] = BYTES,
@@ -65,122 +90,115 @@ def merge_words(
     max_token_length: int | None = None,
     tick: Callable[[int], None] | None = None,
 ) -> tuple[list[tuple[int, int, int, int]], list[bytes]]:
-    """Learn up to ``num_merges`` merges over ``words`` (token strings, rewritten in place).
+    """Learn up to ``num_merges`` merges over ``words``.
 
-    ``words[i]`` spells a distinct pre-token with one character per token (``chr(id)``, see the
-    module docstring) and ``freqs[i]`` is how often it occurs. Token ``t < len(alphabet)`` is
-    ``alphabet[t]`` (the 256 bytes by default; character-level BPE passes the UTF-8 of its
-    symbols, which then order ties the same way), and ``lengths[t]`` its length as
-    ``max_token_length`` counts it (default: its bytes). Returns ``(merges, token_bytes)``
-    where ``merges[r] = (left, right, count, removed)`` in internal ids (token
-    ``len(alphabet) + r`` is merge ``r``): ``count`` is the pair's count when merged and
-    ``removed`` how many tokens the merge took out of the corpus (less than ``count`` only for
-    overlapping pairs like ``a a a``). ``token_bytes[t]`` is the byte string of internal token
-    ``t``. ``tick(merges_done)`` is called after each merge (and every few thousand words while
-    indexing) so the caller can report progress and raise to cancel.
+    ``words[i]`` spells a distinct pre-token with one character per token (``chr(id)``) and
+    ``freqs[i]`` is how often it occurs. Token ``t < len(alphabet)`` is ``alphabet[t]`` (the 256
+    bytes by default; character-level BPE passes the UTF-8 of its symbols, which then order ties
+    the same way), and ``lengths[t]`` its length as ``max_token_length`` counts it (default: its
+    bytes). Returns ``(merges, token_bytes)`` where ``merges[r] = (left, right, count, removed)``
+    in internal ids (token ``len(alphabet) + r`` is merge ``r``): ``count`` is the pair's count
+    when merged and ``removed`` how many tokens the merge took out of the corpus (less than
+    ``count`` only for overlapping pairs like ``a a a``). ``token_bytes[t]`` is the byte string
+    of internal token ``t``. ``tick(merges_done)`` is called after each merge so the caller can
+    report progress and raise to cancel.
     """
     token_bytes = list(alphabet)
     token_len = list(lengths) if lengths is not None else [len(t) for t in token_bytes]
     inv = [_invert(t) for t in token_bytes]
     max_len = max_token_length if max_token_length is not None else 1 << 62
-
-    # 1. Index pair -> words (a word appears once per occurrence), then count each pair as the
-    #    sum of its words' frequencies; summing a list with map() runs at C speed.
-    where: defaultdict[str, list[int]] = defaultdict(list)
-    for w, word in enumerate(words):
-        for p in map(add, word, word[1:]):
-            where[p].append(w)
-        if tick is not None and not w & 0x3FFF:
-            tick(0)
-    freq_of = freqs.__getitem__
-    counts: dict[str, int] = {p: sum(map(freq_of, ws)) for p, ws in where.items()}
-    get = counts.get
-
-    # 2. A heap of (-count, reversed-bytes key, pair); see the module docstring.
-    #    Pairs below min_frequency can never be merged (counts only fall), so they stay out.
     floor = max(min_frequency, 1)
-    heap = [(-c, inv[ord(p[0])] + inv[ord(p[1])], p) for p, c in counts.items() if c >= floor]
-    if max_len < 2:
-        heap = []
-    heapq.heapify(heap)
+    V = len(token_bytes) + num_merges  # every pair is left * V + right
+
+    # 1. Every word's symbols in one array, -1 between words and at both ends.
+    codes = np.frombuffer(_GAP.join(["", *words, ""]).encode("utf-32-le"), dtype=np.uint32)
+    sym = np.where(codes == ord(_GAP), -1, codes.astype(np.int64))
+    word_of = np.cumsum(sym < 0) - 1
+    freq = np.where(sym >= 0, np.append(np.asarray(freqs, dtype=np.int64), 0)[word_of], 0)
+    n = len(sym)
+    nxt = np.minimum(np.arange(1, n + 1), n - 1)
+    prv = np.maximum(np.arange(-1, n - 1), 0)
+    merged_right = np.zeros(n, dtype=bool)  # scratch: the right halves of this merge's occurrences
+
+    # 2. Count every adjacent pair inside a word and index where it is.
+    first = np.flatnonzero((sym[:-1] >= 0) & (sym[1:] >= 0))
+    pairs, sums, places = _sum_by_pair(sym[first] * V + sym[first + 1], freq[first], first)
+    counts: dict[int, int] = dict(zip(pairs, sums))
+    where: dict[int, np.ndarray] = dict(zip(pairs, places))
+
+    def push(pair: int, count: int) -> None:
+        left, right = divmod(pair, V)
+        if count >= floor and token_len[left] + token_len[right] <= max_len:
+            heapq.heappush(heap, (-count, inv[left] + inv[right], pair))
+
+    heap: list[tuple[int, str, int]] = []
+    for pair, count in counts.items():
+        push(pair, count)
 
     merges: list[tuple[int, int, int, int]] = []
-    heappush, heappop, heapreplace = heapq.heappush, heapq.heappop, heapq.heapreplace
     while len(merges) < num_merges:
         # 3. Pop the best pair whose heap count is current; re-push stale entries lazily.
         while heap:
-            neg, key, p = heap[0]
-            c = get(p, 0)
-            if c == -neg:
+            neg, key, best = heap[0]
+            count = counts.get(best, 0)
+            if count == -neg:
                 break
-            if c >= floor:
-                heapreplace(heap, (-c, key, p))
+            if count >= floor:
+                heapq.heapreplace(heap, (-count, key, best))
             else:
-                heappop(heap)
-        if not heap or -heap[0][0] < floor:
+                heapq.heappop(heap)
+        if not heap:
             break
-        neg, _, p = heappop(heap)
-        a, b = p
-        new = len(token_bytes)
-        t = chr(new)
-        merged = token_bytes[ord(a)] + token_bytes[ord(b)]
-        token_bytes.append(merged)
-        token_len.append(token_len[ord(a)] + token_len[ord(b)])
-        inv.append(_invert(merged))
-        removed = -neg
+        neg, _, best = heapq.heappop(heap)
+        a, b = divmod(best, V)
+        t = len(token_bytes)
+        token_bytes.append(token_bytes[a] + token_bytes[b])
+        token_len.append(token_len[a] + token_len[b])
+        inv.append(_invert(token_bytes[t]))
 
-        # 4. Rewrite every word holding the pair; take the count of each pair around an
-        #    occurrence away and index the word under the pair it forms with the new token.
-        #    str.find/replace go left to right without overlaps, as BPE does. Where two
-        #    occurrences touch ("abab" -> "tt") the pair between them becomes (t, t), not (t, a).
-        new_where: defaultdict[str, list[int]] = defaultdict(list)
-        tt = t + t
-        if a == b:  # occurrences overlap: "aaa" holds the pair twice but merges once
-            removed = sum(freqs[w] * words[w].count(p) for w in set(where[p]))
-        for w in where.pop(p, ()):
-            s = words[w]
-            i = s.find(p)
-            if i < 0:
-                continue  # a stale or duplicate index entry
-            f = freqs[w]
-            n = len(s) - 2
-            if i:
-                counts[s[i - 1 : i + 1]] -= f
-                new_where[s[i - 1] + t].append(w)
-            while True:
-                j = s.find(p, i + 2)
-                if i < n:
-                    counts[s[i + 1 : i + 3]] -= f
-                    new_where[t + s[i + 2] if j != i + 2 else tt].append(w)
-                if j < 0:
-                    break
-                if j != i + 2:
-                    counts[s[j - 1 : j + 1]] -= f
-                    new_where[s[j - 1] + t].append(w)
-                i = j
-            words[w] = s.replace(p, t)
-        del counts[p]
-        merges.append((ord(a), ord(b), -neg, removed))
-        new_counts = {q: sum(map(freq_of, ws)) for q, ws in new_where.items()}
-        counts.update(new_counts)
-        where.update(new_where)
+        # 4. The occurrences still there: p is the left symbol, q the right one.
+        p = where.pop(best)
+        p = p[(sym[p] == a) & (sym[nxt[p]] == b)]
+        if a == b and len(p) > 1:
+            p = _leftmost(p, nxt)
+        q = nxt[p]
+        left, right, f = prv[p], nxt[q], freq[p]
+        sym_left, sym_right = sym[left], sym[right]
+        merged_right[q] = True  # a left neighbour that is another occurrence's right half
+        old_left = (sym_left >= 0) & ~merged_right[left]  # (b, a) was taken off as that one's right pair
+        merged_right[q] = False
+        old_right = sym_right >= 0
 
-        # 5. Push each new pair once, with its final count for this step.
-        key_new = inv[new]
-        for q, c in new_counts.items():
-            if c < floor:
-                continue
-            x, y = ord(q[0]), ord(q[1])
-            if token_len[x] + token_len[y] > max_len:
-                continue
-            heappush(heap, (-c, (key_new + inv[y]) if x == new else (inv[x] + key_new), q))
+        # 5. Merge: p becomes t, q leaves the list.
+        sym[p], sym[q] = t, -1
+        nxt[p], prv[right] = right, p
+        left = prv[p]  # another occurrence's new t, where two touched ("a b a b")
+        new_left = sym[left] >= 0
+        new_right = (sym[right] >= 0) & (sym[right] != t)  # (t, t) is counted once, as a left pair
+
+        # 6. Take the old pairs around each occurrence away, add the new ones, index the new ones.
+        changed, amounts, places = _sum_by_pair(
+            np.concatenate((sym_left[old_left] * V + a, b * V + sym_right[old_right],
+                            sym[left[new_left]] * V + t, t * V + sym[right[new_right]])),
+            np.concatenate((-f[old_left], -f[old_right], f[new_left], f[new_right])),
+            np.concatenate((left[old_left], right[old_right], left[new_left], p[new_right])),
+        )
+        for pair, amount, at in zip(changed, amounts, places):
+            if pair // V == t or pair % V == t:  # a new pair: its count is final for this step
+                counts[pair] = amount
+                where[pair] = at
+                push(pair, amount)
+            elif pair != best:
+                counts[pair] += amount
+        del counts[best]
+        merges.append((a, b, -neg, int(f.sum())))
         if tick is not None:
             tick(len(merges))
     return merges, token_bytes
 
 
 def words_from_counts(counts: Iterable[tuple[str, int]]) -> tuple[list[str], list[int]]:
-    """Turn ``(pre_token, count)`` pairs into byte lists and frequencies for :func:`merge_words`."""
+    """Turn ``(pre_token, count)`` pairs into byte strings and frequencies for :func:`merge_words`."""
     words: list[str] = []
     freqs: list[int] = []
     for piece, count in counts:

@@ -198,3 +198,22 @@ def test_fast_merges_equal_the_reference(words: dict[str, int], min_frequency: i
     merges, token_bytes = merge_words(fast_words, freqs, 40, min_frequency=min_frequency, max_token_length=max_len)
     fast = [(token_bytes[a], token_bytes[b], n) for a, b, n, _ in merges]
     assert fast == train_reference(words, 40, min_frequency=min_frequency, max_token_length=max_len)
+
+
+@pytest.mark.parametrize(
+    "words",
+    [{"aaaaaaaaa": 3, "aa": 1, "baaab": 2}, {"abababab": 2, "bababa": 1, "aab": 4}],
+    ids=["runs", "alternating"],
+)
+def test_touching_occurrences_merge_left_to_right(words: dict[str, int]) -> None:
+    fast_words, freqs = words_from_counts(words.items())
+    merges, token_bytes = merge_words(fast_words, freqs, 12)
+    assert [(token_bytes[a], token_bytes[b], n) for a, b, n, _ in merges] == train_reference(words, 12)
+
+
+def test_removed_counts_each_merge_of_a_run_once() -> None:
+    # (a, a) occurs 8 times in "aaaaaaaaa" (x3), once in "aa" and twice in "baaab" (x2): 29.
+    # Merged left to right, a run of 9 loses 4 tokens, of 2 one, of 3 one: 4*3 + 1 + 1*2 = 15.
+    fast_words, freqs = words_from_counts({"aaaaaaaaa": 3, "aa": 1, "baaab": 2}.items())
+    merges, _ = merge_words(fast_words, freqs, 1)
+    assert merges == [(ord("a"), ord("a"), 29, 15)]
