@@ -30,8 +30,7 @@ from pathlib import Path
 import pytest
 
 from tests.webapp.live import REPO, free_port, group_alive
-
-pytestmark = pytest.mark.slow
+from webapp.assets import asset_dir
 
 #: What a source distribution of Tokenforge holds; the wheel is built from a copy of these.
 SOURCES = ("pyproject.toml", "setup.py", "README.md", "engine", "webapp", "templates", "static", "migrations")
@@ -81,6 +80,7 @@ def elsewhere(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     return cwd, env
 
 
+@pytest.mark.slow
 def test_the_wheel_ships_the_templates_static_files_and_migrations(installed: Path) -> None:
     (wheel,) = (installed.parent.parent / "dist").glob("tokenforge-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
@@ -91,6 +91,7 @@ def test_the_wheel_ships_the_templates_static_files_and_migrations(installed: Pa
     assert "webapp/migrations/env.py" in names and "webapp/templates/base.html" in names
 
 
+@pytest.mark.slow
 def test_the_installed_package_is_the_one_imported(installed: Path, elsewhere: tuple[Path, dict[str, str]]) -> None:
     cwd, env = elsewhere
     version = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
@@ -101,6 +102,7 @@ def test_the_installed_package_is_the_one_imported(installed: Path, elsewhere: t
         / "site-packages" / "webapp" / "templates"
 
 
+@pytest.mark.slow
 def test_migrate_then_serve_from_any_folder(installed: Path, elsewhere: tuple[Path, dict[str, str]]) -> None:
     cwd, env = elsewhere
     out = _run([str(installed / "tokenforge"), "migrate"], cwd, env)
@@ -141,3 +143,10 @@ def test_migrate_then_serve_from_any_folder(installed: Path, elsewhere: tuple[Pa
         finally:
             if group_alive(server.pid):
                 os.killpg(server.pid, signal.SIGKILL)
+
+
+def test_a_checkout_finds_the_folders_beside_the_package() -> None:
+    assert [asset_dir(name) for name in ("templates", "static", "migrations")] == [
+        REPO / "templates", REPO / "static", REPO / "migrations"]
+    with pytest.raises(ValueError, match="'tests' is not one of the web app's folders"):
+        asset_dir("tests")
