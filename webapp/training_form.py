@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import ConfigError
+from engine.limits import shown
 from engine.trainers import TRAINERS, OptionSpec, make_options, option_specs, options_class
 from engine.trainers.base import options_to_dict
 
@@ -123,7 +124,7 @@ def form_message(exc: ConfigError) -> str:
     """
     if not exc.option or exc.value is None or (exc.least is None and exc.most is None):
         return str(exc)
-    label = exc.option.replace("_", " ")
+    label = exc.option.replace("_", " ").capitalize()  # as the form labels the field
     why = f" ({exc.why})" if exc.why else ""
     if exc.least is not None and exc.most is not None:
         limits, fix = f"must be from {_figure(exc.least)}{why} to {_figure(exc.most)}", "a number in that range"
@@ -131,7 +132,9 @@ def form_message(exc: ConfigError) -> str:
         limits, fix = f"can be at most {_figure(exc.most)}{why}", "a smaller number"
     else:
         limits, fix = f"must be at least {_figure(exc.least)}{why}", "a larger number"  # type: ignore[arg-type]
-    return f"The {label} {limits}, not {_figure(exc.value)}. Enter {fix}."
+    value = exc.value
+    given = shown(value) if isinstance(value, int) and abs(value) >= 10**15 else _figure(value)  # no 4,000-digit echo
+    return f"{label} {limits}, not {given}. Enter {fix}."
 
 
 def parse(algorithm: str, form: Mapping[str, str]) -> tuple[dict[str, Any] | None, dict[str, str]]:

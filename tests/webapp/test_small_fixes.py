@@ -29,10 +29,10 @@ def field_error(html: str, name: str) -> str:
 
 
 @pytest.mark.parametrize(("algorithm", "message"), [
-    ("bpe", "The vocab size must be from 257 (the 1 special tokens + 256 bytes) to 1,000,000, not 5,000,000. "
+    ("bpe", "Vocab size must be from 257 (the 1 special tokens + 256 bytes) to 1,000,000, not 5,000,000. "
             "Enter a number in that range."),
-    ("wordpiece", "The vocab size can be at most 1,000,000, not 5,000,000. Enter a smaller number."),
-    ("unigram", "The vocab size can be at most 1,000,000, not 5,000,000. Enter a smaller number."),
+    ("wordpiece", "Vocab size can be at most 1,000,000, not 5,000,000. Enter a smaller number."),
+    ("unigram", "Vocab size can be at most 1,000,000, not 5,000,000. Enter a smaller number."),
 ])
 def test_an_oversized_vocabulary_gets_form_advice_and_the_cli_keeps_its_own(client: FlaskClient, algorithm: str,
                                                                             message: str) -> None:
