@@ -68,18 +68,19 @@ class Loaded:
 
 
 def rows_query() -> Select[tuple[TokenizerRow]]:
-    """Every tokenizer the current user may read, newest first, without the two large columns:
-    their teams', the presets (``presets.py``), and those shared with this visitor by link."""
+    """Every tokenizer the current user may read, without the two large columns: the presets
+    (``presets.py``) first, so a cut list still offers them, then their teams' and those shared
+    with this visitor by link, newest first."""
     from webapp.auth import scoped
     from webapp.sharing import shared_tokenizer_ids
 
     return (scoped(TokenizerRow, shared_ids=shared_tokenizer_ids(), presets=True)
             .options(defer(TokenizerRow.tokenizer_json), defer(TokenizerRow.stats))
-            .order_by(TokenizerRow.id.desc()))
+            .order_by(TokenizerRow.team_id.is_not(None), TokenizerRow.id.desc()))
 
 
 def all_rows(*, limit: int | None = None) -> list[TokenizerRow]:
-    """The tokenizers the current user may read, newest first (see :func:`rows_query`).
+    """The tokenizers the current user may read, presets first (see :func:`rows_query`).
 
     The one list every picker offers (encode, compare, the API list) and the tokenizer list
     page shows; ``row.preset`` tells the presets apart.

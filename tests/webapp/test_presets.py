@@ -77,8 +77,8 @@ def test_every_team_encodes_a_preset_through_the_api(two_teams: tuple[FlaskClien
         answer = browser.post("/api/v1/encode", json={"tokenizer": preset, "text": "the wé"})
         assert answer.status_code == 200
         assert answer.get_json()["ids"] == byte_bpe().encode("the wé") == [257, 258, 260]
-        listed = browser.get("/api/v1/tokenizers").get_json()
-        assert preset in [t["id"] for t in (listed["tokenizers"] if isinstance(listed, dict) else listed)]
+        listed = browser.get("/api/v1/tokenizers").get_json()["tokenizers"]
+        assert preset in [t["id"] for t in listed]
 
 
 @pytest.mark.parametrize(("method", "path"), [
@@ -324,3 +324,16 @@ def test_a_share_link_visitor_sees_what_was_shared_and_no_preset(app: Flask, cli
     assert anon_client.get(f"/tokenizers/{own}/play").status_code == 200
     assert anon_client.get(f"/tokenizers/{preset}/play").status_code == 404
     assert f'value="{preset}"' not in anon_client.get(f"/compare?ids={own}").get_data(as_text=True)
+
+
+def test_pickers_offer_the_presets_first(app: Flask, client: FlaskClient) -> None:
+    """The encode picker and compare show a cut list; the presets stay in it however many tokenizers a team has."""
+    preset = add_preset(app)
+    with app.app_context():
+        rows = [Tokenizer(team_id=1, name=f"own {i}", algorithm="bpe", source="imported",
+                          tokenizer_json=byte_bpe().to_json(), config={}, stats={}, vocab_size=260) for i in range(3)]
+        db.get_session().add_all(rows)
+        db.get_session().commit()
+        newest_first = [r.id for r in reversed(rows)]
+    listed = client.get("/api/v1/tokenizers").get_json()["tokenizers"]
+    assert [(t["id"], t["source"]) for t in listed] == [(preset, "preset")] + [(i, "imported") for i in newest_first]
