@@ -115,6 +115,7 @@ def cmd_presets_install(args: argparse.Namespace) -> int:
         print(f"Wrote the verified rank tables of {', '.join(preset_install.TABLE_SHA256)} to {folder} "
               f"({preset_install.PACKAGE}@{preset_install.VERSION}).")
         return 0
+    from sqlalchemy.exc import SQLAlchemyError
     from sqlalchemy.orm import Session
 
     from webapp import db, presets
@@ -132,6 +133,10 @@ def cmd_presets_install(args: argparse.Namespace) -> int:
             engine.dispose()
     except preset_install.PresetInstallError as exc:
         raise SystemExit(f"tokenforge: {exc}") from None
+    except SQLAlchemyError as exc:  # the tables are in place; running the command again registers them
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        raise SystemExit(f"tokenforge: the database {_safe_url(settings['DATABASE_URL'])} could not take the "
+                         f"presets ({reason}); the tables are in {folder}, run the command again.") from None
     for name, what in outcome.items():
         print(f"{name}: {what}")
     print(f"The presets are installed from {folder} and every team can read them.")

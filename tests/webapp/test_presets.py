@@ -337,3 +337,14 @@ def test_pickers_offer_the_presets_first(app: Flask, client: FlaskClient) -> Non
         newest_first = [r.id for r in reversed(rows)]
     listed = client.get("/api/v1/tokenizers").get_json()["tokenizers"]
     assert [(t["id"], t["source"]) for t in listed] == [(preset, "preset")] + [(i, "imported") for i in newest_first]
+
+
+def test_the_command_fails_in_one_line_and_installs_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOKENFORGE_DATA_DIR", str(tmp_path / "data"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SystemExit, match=r"^tokenforge: .*empty/r50k_base\.js is missing; write the tables with "
+                                         r"`tokenforge presets install --dir FOLDER` first\.$"):
+        cli_main(["presets", "install", "--from", str(tmp_path / "empty")])
+    assert not (tmp_path / "data" / "presets").exists()
+    with pytest.raises(SystemExit, match=r"^tokenforge: .*copy/r50k_base\.js is missing"):
+        cli_main(["presets", "install", "--dir", str(tmp_path / "copy"), "--from", str(tmp_path / "copy")])
