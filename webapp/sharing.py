@@ -156,25 +156,36 @@ def share_text(tokenizer_id: int, link_id: int) -> Response:
     return render("share/manage.html", **_manage_context(tokenizer, text_url=url))
 
 
-#: The read-only pages a link serves under ``/s/<token>/<page>``, besides encode at ``/s/<token>``.
-SHARED_PAGES = {"vocab": "vocab.browse", "downloads": "transfer.downloads"}
-
-
-@bp.get("/s/<token>", defaults={"page": "play"})
-@bp.get("/s/<token>/<any(vocab, downloads):page>")
-def open_link(token: str, page: str) -> Response:
-    """A share link's page at its own URL: encode (with ``?text=``), vocabulary or downloads."""
+@bp.get("/s/<token>")
+def open_link(token: str) -> Response:
+    """A share link: the tokenizer's encode page at the link's own URL (``?text=`` works too)."""
     link = _active_link(token)
     _remember(link.token)
-    if page in SHARED_PAGES:
-        view = current_app.view_functions[SHARED_PAGES[page]]
-        return current_app.make_response(view(tokenizer_id=link.tokenizer_id))
     from webapp.loaded import load
     from webapp.playground import SAMPLE_TEXT, play_page
 
     text = request.args.get("text")
     return play_page(load(link.tokenizer_id), SAMPLE_TEXT if text is None else text,
                      text_from="default" if text is None else "given")
+
+
+def _shared_page(token: str, endpoint: str) -> Response:
+    """Serve another read-only page of the link's tokenizer (its view, scoped as usual) at the link's URL."""
+    link = _active_link(token)
+    _remember(link.token)
+    return current_app.make_response(current_app.view_functions[endpoint](tokenizer_id=link.tokenizer_id))
+
+
+@bp.get("/s/<token>/vocab")
+def open_vocab(token: str) -> Response:
+    """A share link's vocabulary browser."""
+    return _shared_page(token, "vocab.browse")
+
+
+@bp.get("/s/<token>/downloads")
+def open_downloads(token: str) -> Response:
+    """A share link's downloads."""
+    return _shared_page(token, "transfer.downloads")
 
 
 @bp.get("/s/<token>/t/<text_token>")

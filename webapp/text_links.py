@@ -52,7 +52,7 @@ def page_url(row: Tokenizer, page: str) -> str:
     """A read-only page (``vocab`` or ``downloads``) of ``row``, at its share URL for visitors."""
     token = visitor_token(row)
     if token is not None:
-        return url_for("sharing.open_link", token=token, page=page)
+        return url_for(f"sharing.open_{page}", token=token)
     return url_for({"vocab": "vocab.browse", "downloads": "transfer.downloads"}[page], tokenizer_id=row.id)
 
 

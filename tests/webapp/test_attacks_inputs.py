@@ -448,7 +448,8 @@ def _share(app: Flask, tokenizer_id: int) -> FlaskClient:
         session.add(ShareLink(tokenizer_id=tokenizer_id, token=f"share{tokenizer_id}" + "x" * 30, created_by=1))
         session.commit()
     visitor = app.test_client()
-    assert visitor.get(f"/s/share{tokenizer_id}" + "x" * 30).status_code == 303
+    # The link serves the encode page itself: a 422 for a tokenizer that breaks the limits.
+    assert visitor.get(f"/s/share{tokenizer_id}" + "x" * 30).status_code in (200, 422)
     return visitor
 
 
