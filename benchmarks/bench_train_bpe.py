@@ -1,86 +1,96 @@
-"""Time our byte-level BPE trainer against Hugging Face ``tokenizers``' BpeTrainer, in one run.
+"""Time ``tokenforge train --model bpe`` against Hugging Face ``tokenizers``, whole process against whole process.
 
-Both train on the same file with the same vocabulary size, GPT-2's pre-tokenizer pattern (HF:
-``ByteLevel``) and ``<|endoftext|>`` as the special token; HF runs with 2 threads
-(``RAYON_NUM_THREADS=2``). Each trainer runs in a fresh child process so that peak memory is
-its own; for ours the peak is the largest of the main process and its counting workers.
+What a user waits for: ours is the ``tokenforge train`` command (start-up, counting, merging,
+writing tokenizer.json, vocab.json and merges.txt); the anchor is a fresh Python process that
+trains HF's ``BpeTrainer`` (``ByteLevel`` pre-tokenizer, GPT-2's pattern, ``<|endoftext|>``,
+``min_frequency`` 2, 2 threads: ``RAYON_NUM_THREADS=2``) and saves the same three files. The
+two alternate, ours then HF, so the ratio of each pair is taken on the same machine state; the
+medians are printed. Peak memory is the largest process of each run (``wait4``'s
+``ru_maxrss``, which covers our counting workers too).
 
-    python benchmarks/bench_train_bpe.py /work/corpora/en_25M.txt --vocab-size 32000 --repeat 3
+    python benchmarks/bench_train_bpe.py /tmp/corpora/en_25M.txt --vocab-size 32000 --repeat 3
 
-Prints one line per run and the medians. Timings belong here, never in the tests.
+``--level char`` times classic character-level BPE (HF: ``end_of_word_suffix="</w>"`` on a
+``WhitespaceSplit`` pre-tokenizer). Timings belong here, never in the tests.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-OURS = """
-import json, resource, sys, time
-from engine.trainers import train
-t = time.perf_counter()
-result = train("bpe", [sys.argv[1]], {"vocab_size": int(sys.argv[2]), "min_frequency": 2})
-seconds = time.perf_counter() - t
-rss = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-print(json.dumps({"seconds": seconds, "rss_mib": rss / 1024, "vocab": result.tokenizer.vocab_size,
-                  "merges": len(result.stats["merges"])}))
-"""
-
 HF = """
-import json, resource, sys, time
-from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-tok = Tokenizer(models.BPE())
-tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-trainer = trainers.BpeTrainer(vocab_size=int(sys.argv[2]), min_frequency=2, show_progress=False,
-                              special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-t = time.perf_counter()
-tok.train([sys.argv[1]], trainer)
-seconds = time.perf_counter() - t
-print(json.dumps({"seconds": seconds, "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                  "vocab": tok.get_vocab_size()}))
+import sys
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+corpus, vocab_size, level, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+if level == "byte":
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, show_progress=False,
+                                  special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+else:
+    tok = Tokenizer(models.BPE(unk_token="<unk>", end_of_word_suffix="</w>", fuse_unk=True))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.decoder = decoders.BPEDecoder(suffix="</w>")
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, show_progress=False,
+                                  special_tokens=["<|endoftext|>", "<unk>"], end_of_word_suffix="</w>")
+tok.train([corpus], trainer)
+tok.save(out + "/tokenizer.json")
+tok.model.save(out)
 """
 
 
-def run(code: str, corpus: str, vocab_size: int) -> dict:
-    env = dict(os.environ, RAYON_NUM_THREADS="2", PYTHONPATH=str(ROOT))
-    out = subprocess.run(
-        [sys.executable, "-c", code, corpus, str(vocab_size)],
-        env=env, cwd=ROOT, check=True, capture_output=True, text=True,
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+def run(command: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB) of one command, its child processes included."""
+    env = dict(os.environ, RAYON_NUM_THREADS="2")
+    started = time.perf_counter()
+    process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise SystemExit(f"{command[:3]} failed: {process.stderr.read().decode()[-2000:] if process.stderr else ''}")
+    return seconds, usage.ru_maxrss / 1024
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpus")
     parser.add_argument("--vocab-size", type=int, default=32000)
+    parser.add_argument("--level", choices=("byte", "char"), default="byte")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--ours-only", action="store_true", help="skip the Hugging Face anchor")
     args = parser.parse_args()
+    tokenforge = Path(sys.executable).with_name("tokenforge")
     ours_t, hf_t, ratios, rss = [], [], [], []
-    for i in range(args.repeat):
-        ours = run(OURS, args.corpus, args.vocab_size)
-        ours_t.append(ours["seconds"])
-        rss.append(ours["rss_mib"])
-        line = f"run {i + 1}: ours {ours['seconds']:.2f} s (peak RSS {ours['rss_mib']:.0f} MiB, vocab {ours['vocab']})"
-        if not args.ours_only:
-            hf = run(HF, args.corpus, args.vocab_size)
-            hf_t.append(hf["seconds"])
-            ratios.append(ours["seconds"] / hf["seconds"])
-            line += f" | HF {hf['seconds']:.2f} s (peak RSS {hf['rss_mib']:.0f} MiB) | ratio {ratios[-1]:.2f}"
-        print(line, flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        ours_cmd = [str(tokenforge), "train", "--model", "bpe", "--level", args.level,
+                    "--vocab-size", str(args.vocab_size), "-o", f"{tmp}/ours", args.corpus]
+        hf_cmd = [sys.executable, "-c", HF, args.corpus, str(args.vocab_size), args.level, tmp]
+        for i in range(args.repeat):
+            seconds, peak = run(ours_cmd)
+            ours_t.append(seconds)
+            rss.append(peak)
+            line = f"run {i + 1}: ours {seconds:.2f} s (peak RSS {peak:.0f} MiB)"
+            if not args.ours_only:
+                hf_seconds, hf_peak = run(hf_cmd)
+                hf_t.append(hf_seconds)
+                ratios.append(seconds / hf_seconds)
+                line += f" | HF {hf_seconds:.2f} s (peak RSS {hf_peak:.0f} MiB) | ratio {ratios[-1]:.2f}"
+            print(line, flush=True)
     summary = f"median: ours {statistics.median(ours_t):.2f} s, peak RSS {max(rss):.0f} MiB"
     if hf_t:
-        summary += (f"; HF {statistics.median(hf_t):.2f} s; ratio ours/HF {statistics.median(ratios):.2f}"
-                    f" (target <= 1.0)")
-    print(f"{Path(args.corpus).name}, vocab {args.vocab_size}: {summary}")
+        summary += f"; HF {statistics.median(hf_t):.2f} s; ratio ours/HF {statistics.median(ratios):.2f} (target <= 1.0)"
+    print(f"{Path(args.corpus).name}, {args.level} level, vocab {args.vocab_size}: {summary}")
 
 
 if __name__ == "__main__":
