@@ -32,7 +32,7 @@ from webapp.text_links import URL_TEXT_LIMIT, play_url
 
 bp = Blueprint("playground", __name__)
 MAX_GROUP = 64  # ids in an inspector link's ?group= (one display span's tokens)
-PICKER_ROWS = 200  # tokenizers offered by the picker, newest first (the current one always)
+PICKER_ROWS = 200  # tokenizers the picker offers (the current one always)
 
 SAMPLE_TEXT = ("Tokenizers split text into pieces: “Hello, world!” → tokens.\n"
                "Emoji 👩‍🚀 and accents (café, naïve) and 日本語 too.\n    indented code()\n")
@@ -81,17 +81,10 @@ def encode_context(loaded: Loaded, text: str) -> tuple[dict[str, Any], int]:
     return context, 200
 
 
-def readable_tokenizers() -> list[TokenizerRow]:
-    """The tokenizers this visitor can open: their teams' (and presets), or those shared with them.
-
-    The one place the picker asks; when the presets listing lands, this is the line to change.
-    """
-    return all_rows()
-
-
 def picker_rows(current: TokenizerRow) -> list[TokenizerRow]:
-    """The picker's choices: the newest readable tokenizers, always including ``current``."""
-    rows = readable_tokenizers()[:PICKER_ROWS]
+    """The picker's choices: what this visitor can read (``loaded.all_rows``: presets, then their
+    teams' newest first, or what was shared with them), bounded, and always ``current``."""
+    rows = all_rows(limit=PICKER_ROWS)
     return rows if any(r.id == current.id for r in rows) else [current, *rows]
 
 
