@@ -121,9 +121,9 @@ def _job_context(job: Job) -> dict[str, Any]:
 
 @bp.get("/jobs")
 def job_list() -> Response:
-    """All training jobs, newest first."""
+    """All training jobs, newest first; while some run, htmx polls the table (only it is sent)."""
     rows = get_session().scalars(scoped(Job).where(Job.kind == "train").order_by(Job.id.desc()).limit(MAX_LISTED)).all()
-    return render("tokenizers/jobs.html", jobs=rows, run_seconds=jobs.run_seconds)
+    return render("tokenizers/jobs.html", "jobs_table", jobs=rows, run_seconds=jobs.run_seconds)
 
 
 @bp.get("/jobs/<int:job_id>")

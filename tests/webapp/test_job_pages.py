@@ -137,3 +137,13 @@ def test_the_job_list_shows_progress_and_duration(client: FlaskClient, app: Flas
     assert progress == "merges: 1,234 of 5,000 (24.7 %)"
     assert re.fullmatch(r"3\d s", duration)
     assert cells(queued) == ("—", "—")
+
+
+def test_the_job_list_polls_only_while_a_job_is_active(client: FlaskClient, app: Flask) -> None:
+    add_job(app, status="succeeded")
+    assert "hx-trigger" not in client.get("/jobs").get_data(as_text=True)
+    add_job(app, status="queued")
+    html = client.get("/jobs").get_data(as_text=True)
+    assert '<div id="jobs-table" hx-get="/jobs" hx-trigger="every 2s" hx-swap="outerHTML">' in html
+    fragment = client.get("/jobs", headers={"HX-Request": "true"}).get_data(as_text=True)
+    assert fragment.lstrip().startswith('<div id="jobs-table"') and "<html" not in fragment
