@@ -172,16 +172,17 @@ def merge_words(
         # 5. Merge: p becomes t, q leaves the list.
         sym[p], sym[q] = t, -1
         nxt[p], prv[right] = right, p
-        left = prv[p]  # another occurrence's new t, where two touched ("a b a b")
-        new_left = sym[left] >= 0
+        now_left = prv[p]  # the left neighbour now: another occurrence's t where two touched ("a b a b")
+        new_left = sym[now_left] >= 0
         new_right = (sym[right] >= 0) & (sym[right] != t)  # (t, t) is counted once, as a left pair
 
-        # 6. Take the old pairs around each occurrence away, add the new ones, index the new ones.
+        # 6. Take the old pairs around each occurrence away, add the new ones, index the new ones
+        #    (a new pair is indexed at its left symbol; the positions of old pairs go unused).
         changed, amounts, places = _sum_by_pair(
             np.concatenate((sym_left[old_left] * V + a, b * V + sym_right[old_right],
-                            sym[left[new_left]] * V + t, t * V + sym[right[new_right]])),
+                            sym[now_left[new_left]] * V + t, t * V + sym[right[new_right]])),
             np.concatenate((-f[old_left], -f[old_right], f[new_left], f[new_right])),
-            np.concatenate((left[old_left], right[old_right], left[new_left], p[new_right])),
+            np.concatenate((left[old_left], right[old_right], now_left[new_left], p[new_right])),
         )
         for pair, amount, at in zip(changed, amounts, places):
             if pair // V == t or pair % V == t:  # a new pair: its count is final for this step
