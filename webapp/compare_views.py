@@ -22,7 +22,6 @@ from webapp.htmx import render
 from webapp.loaded import all_rows, load
 from webapp.numbers import parse_id
 from webapp.playground import SAMPLE_TEXT, flag, inspect_base, limits
-from webapp.text_links import URL_TEXT_LIMIT
 
 bp = Blueprint("compare", __name__)
 MIN_TOKENIZERS, MAX_TOKENIZERS = 2, 4
@@ -42,8 +41,7 @@ def _selected(source: Any) -> list[int]:
 def _context(ids: list[int], text: str, text_from: str = "given") -> tuple[dict[str, Any], int]:
     options = {"allowed_special": flag("allowed_special", True), "show_ws": flag("show_ws", False)}
     context: dict[str, Any] = {"rows": all_rows(), "selected": ids, "text": text, "options": options,
-                               "columns": [], "summary": None, "error": None, "text_from": text_from,
-                               "url_text_limit": URL_TEXT_LIMIT}
+                               "columns": [], "summary": None, "error": None, "text_from": text_from}
     max_chars, render_tokens = limits()
     if not MIN_TOKENIZERS <= len(ids) <= MAX_TOKENIZERS:
         context["error"] = (f"Choose between {MIN_TOKENIZERS} and {MAX_TOKENIZERS} tokenizers to compare; "
@@ -78,7 +76,6 @@ def page() -> Response:
     if len(ids) < MIN_TOKENIZERS:
         context: dict[str, Any] = {"rows": all_rows(), "selected": ids, "text": text, "columns": [],
                                    "summary": None, "error": None, "text_from": text_from,
-                                   "url_text_limit": URL_TEXT_LIMIT,
                                    "options": {"allowed_special": True, "show_ws": False}}
         return render("playground/compare.html", **context)
     context, status = _context(ids, text, text_from)

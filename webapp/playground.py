@@ -28,7 +28,7 @@ from webapp.inspector import inspect, shown_text
 from webapp.loaded import Loaded, all_rows, load
 from webapp.models import Tokenizer as TokenizerRow
 from webapp.numbers import parse_id, parse_int
-from webapp.text_links import URL_TEXT_LIMIT, play_url
+from webapp.text_links import play_url
 
 bp = Blueprint("playground", __name__)
 MAX_GROUP = 64  # ids in an inspector link's ?group= (one display span's tokens)
@@ -96,8 +96,7 @@ def page_context(loaded: Loaded, text_from: str, address: str | None = None) -> 
     or a shared text ("shared"); ``address`` is the path the script writes ``?text=`` onto,
     when not the page's own.
     """
-    return {"picker": picker_rows(loaded.row), "text_from": text_from, "address": address,
-            "url_text_limit": URL_TEXT_LIMIT}
+    return {"picker": picker_rows(loaded.row), "text_from": text_from, "address": address}
 
 
 def block_or_page(loaded: Loaded, text_from: str) -> dict[str, Any]:
@@ -192,6 +191,7 @@ def init_app(app: Flask) -> None:
     for helper in (text_links.play_url, text_links.page_url, text_links.compare_url, text_links.visitor_token,
                    text_links.url_text):
         app.add_template_global(helper, helper.__name__)
+    app.jinja_env.globals["url_text_limit"] = text_links.URL_TEXT_LIMIT  # for the page script (base.html)
     app.register_blueprint(bp)
     app.register_blueprint(compare_views.bp)
     app.register_blueprint(vocab_views.bp)

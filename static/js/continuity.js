@@ -2,9 +2,9 @@
 // (No inline scripts: the CSP forbids them. Without this script the pages still work; the text
 // then travels only through ?text= in the links the server writes.)
 // - Each textarea[data-keep-text] saves its text in session storage as you type, and writes it
-//   into the address bar as ?text= when short (the attribute's value is the limit, URL-encoded;
-//   the server's text_links.URL_TEXT_LIMIT), so a reload or a copied URL keeps it; a longer text
-//   leaves the URL and lives in session storage only.
+//   into the address bar as ?text= when short (at most <body data-url-text-limit> characters
+//   URL-encoded: the server's text_links.URL_TEXT_LIMIT), so a reload or a copied URL keeps it;
+//   a longer text leaves the URL and lives in session storage only.
 // - A page whose text is the sample (data-text-from="default") takes the kept text instead.
 // - Links with data-carry-text get ?text= (or lose it, when the text is long) as the text changes.
 // - The tokenizer picker opens the chosen tokenizer as soon as it changes, with the text.
@@ -13,7 +13,6 @@
   "use strict";
 
   var KEY = "tokenforge:text";
-  var DEFAULT_LIMIT = 2000;
 
   function kept() {
     try { return window.sessionStorage.getItem(KEY); } catch (e) { return null; }
@@ -21,11 +20,8 @@
   function keep(text) {
     try { window.sessionStorage.setItem(KEY, text); } catch (e) { /* storage off or full */ }
   }
-  function limitOf(area) {
-    var n = parseInt(area && area.getAttribute("data-keep-text"), 10);
-    return n > 0 ? n : DEFAULT_LIMIT;
-  }
-  function short(text, limit) {  // the text if it fits a URL, else null
+  function short(text) {  // the text if it fits a URL, else null
+    var limit = parseInt(document.body.getAttribute("data-url-text-limit"), 10) || 0;
     return text && encodeURIComponent(text).length <= limit ? text : null;
   }
   function withText(href, text) {
@@ -34,8 +30,8 @@
     return url.toString();
   }
 
-  function carry(text, limit) {
-    var value = short(text, limit);
+  function carry(text) {
+    var value = short(text);
     document.querySelectorAll("a[data-carry-text]").forEach(function (link) {
       link.href = withText(link.href, value);
     });
@@ -44,14 +40,14 @@
   }
 
   function remember(area) {
-    var text = area.value, limit = limitOf(area);
+    var text = area.value;
     keep(text);
     var address = area.getAttribute("data-address") || window.location.href;
     if (area.getAttribute("data-address")) {  // a fixed shared text: edits belong to the link's page
       area.removeAttribute("data-address");
     }
-    window.history.replaceState(window.history.state, "", withText(address, short(text, limit)));
-    carry(text, limit);
+    window.history.replaceState(window.history.state, "", withText(address, short(text)));
+    carry(text);
   }
 
   document.addEventListener("input", function (event) {
@@ -63,7 +59,7 @@
     var input = event.target;
     if (input.id === "picker-select") {
       var area = document.querySelector("textarea[data-keep-text]");
-      if (area) { keep(area.value); carry(area.value, limitOf(area)); }
+      if (area) { keep(area.value); carry(area.value); }
       input.form.submit();
     } else if (input.type === "checkbox" && input.form && input.form.querySelector("textarea[data-keep-text]")) {
       toggled(input);
@@ -92,7 +88,7 @@
     var area = document.querySelector("textarea[data-keep-text]");
     var text = kept();
     if (!area) {
-      if (text !== null) { carry(text, DEFAULT_LIMIT); }
+      if (text !== null) { carry(text); }
       return;
     }
     if (area.getAttribute("data-text-from") !== "default") {
@@ -102,7 +98,7 @@
       if (wanted(area.form)) { area.dispatchEvent(new Event("input", { bubbles: true })); }
       else { remember(area); }
     }
-    if (text !== null || area.getAttribute("data-text-from") !== "default") { carry(area.value, limitOf(area)); }
+    if (text !== null || area.getAttribute("data-text-from") !== "default") { carry(area.value); }
   });
 
   // Re-encode a restored text, except on Compare before two tokenizers are chosen (that
