@@ -114,6 +114,8 @@ def test_share_this_text_too(app: Flask, client: FlaskClient, anon_client: Flask
     assert shown.status_code == 200
     body = shown.get_data(as_text=True)
     assert "the &lt;b&gt;long&lt;/b&gt; text" in body and "<b>long</b>" not in body
+    # Edits of the stored text go to the link's own page in the address bar, not to this fixed text.
+    assert f'data-text-from="shared" data-address="/s/{link.token}">' in body
     assert anon_client.get(f"/s/{link.token}/t/{'x' * 43}").status_code == 404
     client.post(f"/tokenizers/{public}/share/{link.id}/revoke")
     assert anon_client.get(url).status_code == 410
