@@ -37,6 +37,7 @@ ENV_DEFAULTS: dict[str, tuple[str, str]] = {
     "TOKENFORGE_SIGNUP_RATE_LIMIT": ("5/3600", "Sign-ups allowed per IP address: N/SECONDS."),
     "TOKENFORGE_SESSION_DAYS": ("14", "How many days a login session lasts before signing in again."),
     "TOKENFORGE_JOB_TIME_LIMIT": ("21600", "Seconds a job may run before it is stopped and failed."),
+    "TOKENFORGE_MAX_QUEUED_JOBS": ("20", "Training jobs one team may have waiting in the queue at once."),
     "TOKENFORGE_ENCODE_TIMEOUT": ("0.5", "CPU seconds of pattern matching (and model work on very long pieces) one request may use."),
 }
 
@@ -141,6 +142,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
         "SESSION_DAYS": _positive(env, "TOKENFORGE_SESSION_DAYS", float),
         "JOB_TIME_LIMIT": _positive(env, "TOKENFORGE_JOB_TIME_LIMIT", float),
         "ENCODE_TIMEOUT": _positive(env, "TOKENFORGE_ENCODE_TIMEOUT", float),
+        "MAX_QUEUED_JOBS": max(1, _number(env, "TOKENFORGE_MAX_QUEUED_JOBS", int)),
     }
 
 

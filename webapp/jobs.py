@@ -35,6 +35,16 @@ from sqlalchemy.orm import Session, aliased
 from webapp.models import Corpus, Job, Tokenizer, utcnow
 
 
+class QueueFull(Exception):
+    """The team already has as many training jobs waiting as it may."""
+
+
+def queued_trainings(session: Session, team_id: int) -> int:
+    """How many of ``team_id``'s training jobs wait in the queue (not yet running)."""
+    return session.scalar(select(func.count()).select_from(Job).where(
+        Job.team_id == team_id, Job.kind == "train", Job.status == "queued")) or 0
+
+
 def enqueue(
     session: Session,
     *,
@@ -43,8 +53,18 @@ def enqueue(
     algorithm: str,
     options: dict[str, Any],
     corpus_ids: Sequence[int],
+    max_queued: int | None = None,
 ) -> Job:
-    """Add a queued job of ``team_id`` and commit it."""
+    """Add a queued job of ``team_id`` and commit it.
+
+    With ``max_queued``, refuse (:class:`QueueFull`) when the team already has that many
+    trainings waiting: the queue is fair across teams, but each waiting job is a row every claim
+    sorts, and a script could add millions. Two requests at the same instant may both pass the
+    count; the bound is on the order of ``max_queued``, which is what it is for.
+    """
+    if max_queued is not None and queued_trainings(session, team_id) >= max_queued:
+        raise QueueFull(f"Your team already has {max_queued:,} training jobs waiting; cancel one, or wait "
+                        "until one starts, then try again.")
     job = Job(team_id=team_id, name=name, algorithm=algorithm, options=options,
               corpus_ids=list(corpus_ids))
     session.add(job)

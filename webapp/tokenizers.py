@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, abort, flash, redirect, request, url_for
+from flask import Blueprint, abort, current_app, flash, redirect, request, url_for
 from sqlalchemy import select
 from sqlalchemy.orm import defer
 from werkzeug.wrappers import Response
@@ -100,8 +100,11 @@ def train() -> Response:
     if any(c.team_id != team_id for c in corpora):
         return _train_page(algorithm, form=form, status=422, errors={
             "corpus_ids": "The chosen corpora belong to different teams; train on one team's corpora."})
-    job = jobs.enqueue(get_session(), team_id=team_id, name=name[:200], algorithm=algorithm, options=options,
-                       corpus_ids=[c.id for c in corpora])
+    try:
+        job = jobs.enqueue(get_session(), team_id=team_id, name=name[:200], algorithm=algorithm, options=options,
+                           corpus_ids=[c.id for c in corpora], max_queued=current_app.config["MAX_QUEUED_JOBS"])
+    except jobs.QueueFull as full:
+        return _train_page(algorithm, form=form, status=429, errors={"": str(full)})
     return redirect(url_for("tokenizers.job", job_id=job.id), 303)
 
 

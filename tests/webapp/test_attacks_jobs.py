@@ -87,3 +87,20 @@ def test_the_most_workers_the_machine_allows_are_accepted(client: FlaskClient, a
     assert response.status_code == 303
     [job] = _train_jobs(app)
     assert job.options["num_workers"] == max_workers()
+
+
+@pytest.mark.usefixtures("corpus")
+def test_a_team_may_queue_only_so_many_trainings(client: FlaskClient, app: Flask) -> None:
+    app.config["MAX_QUEUED_JOBS"] = 3
+    for _ in range(3):
+        assert client.post("/train", data=default_form("bpe", vocab_size="300")).status_code == 303
+    refused = client.post("/train", data=default_form("bpe", vocab_size="300"))
+    assert refused.status_code == 429
+    assert ("Your team already has 3 training jobs waiting; cancel one, or wait until one starts, then try again."
+            in html.unescape(refused.get_data(as_text=True)))
+    assert len(_train_jobs(app)) == 3
+    with app.app_context():  # one starts running: a place in the queue is free again
+        session = db.get_session()
+        session.scalars(select(Job).where(Job.kind == "train")).first().status = "running"
+        session.commit()
+    assert client.post("/train", data=default_form("bpe", vocab_size="300")).status_code == 303
