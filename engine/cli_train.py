@@ -14,6 +14,7 @@ is a terminal. Error reporting is ``cli.py``'s: everything here raises Tokenforg
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import textwrap
@@ -227,6 +228,18 @@ def _write_model_files(tokenizer: Tokenizer, outdir: Path) -> list[Path]:
     return []
 
 
+def _check_writable(outdir: Path) -> None:
+    """Refuse an output folder that could not be written, without creating it: a typo in a corpus
+    name must not leave an empty folder behind, and hours of training must not end in EACCES."""
+    if outdir.exists() and not outdir.is_dir():
+        raise ConfigError(f"Output {str(outdir)!r} is a file, not a folder.")
+    existing = outdir
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"Cannot write the output folder {str(outdir)!r}: {str(existing)!r} is not writable.")
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     """Train a tokenizer and write OUTDIR/tokenizer.json plus the model's own files."""
     from engine.trainers import option_specs, train
@@ -242,7 +255,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             raise ConfigError(f"{_flag(name, 'str')} is not an option of the {args.model} trainer; "
                               f"its options are: {flags}.")
     outdir = Path(args.output)
-    outdir.mkdir(parents=True, exist_ok=True)
+    _check_writable(outdir)  # before the work; the folder itself is made only once there is a result
     bar = _ProgressBar()
     try:
         result = train(args.model, args.files, given, progress=bar)
@@ -254,6 +267,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     tokenizer = result.tokenizer
+    outdir.mkdir(parents=True, exist_ok=True)
     tokenizer.save(outdir / "tokenizer.json")
     written = [outdir / "tokenizer.json", *_write_model_files(tokenizer, outdir)]
     seconds = result.stats.get("seconds", "?")

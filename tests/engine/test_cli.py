@@ -92,6 +92,8 @@ def test_import_vocab_txt(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         pytest.param(["train", "--model", "bpe", "--vocab-size", "10", "-o", "OUT", "CORPUS"], "tokenforge train: error: vocab_size=10 must be between 257", id="too-small"),
         pytest.param(["train", "--model", "bpe", "-o", "OUT", "nope.txt"], "tokenforge train: error: Corpus file 'nope.txt' does not exist.", id="missing-corpus"),
         pytest.param(["train", "--model", "bpe", "-o", "OUT", "DIR"], "tokenforge train: error: Corpus file 'DIR' is a directory; give the files in it instead.", id="directory-corpus"),
+        pytest.param(["train", "--model", "bpe", "-o", "corpus.txt/out", "CORPUS"], "tokenforge train: error: Cannot write the output folder", id="output-under-a-file"),
+        pytest.param(["train", "--model", "bpe", "-o", "CORPUS", "CORPUS"], "tokenforge train: error: Output", id="output-is-a-file"),
         pytest.param(["train", "--model", "gpt", "-o", "OUT", "CORPUS"], "tokenforge train: error: argument --model: invalid choice: 'gpt'", id="bad-model"),
         pytest.param(["train", "--model", "bpe", "CORPUS"], "tokenforge train: error: the following arguments are required: -o/--output", id="no-output"),
         pytest.param(["import", "--vocab", "BAD", "--merges", "BAD", "-o", "OUT"], "tokenforge import: error: ", id="bad-vocab"),
@@ -110,6 +112,7 @@ def test_errors_are_one_line(tmp_path: Path, tokenizer_json: Path, capsys: pytes
     assert code != 0 and out == ""
     assert err.startswith(message)
     assert err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "out").exists()  # a refused run leaves no empty output folder behind
 
 
 def test_subprocess_train_then_encode(tmp_path: Path) -> None:
