@@ -60,7 +60,7 @@ def test_filtering_equals_building_without_the_dead_pieces(seed: int) -> None:
     rng = random.Random(seed)
     alive = np.array([len(p) == 1 or rng.random() < 0.6 for p in sid_of] + [True])
     filtered = Lattice(words, counts, sid_of, 16, unk)
-    filtered.filter(alive)
+    filtered.filter(alive, min_dead=0.0)
     fresh = Lattice(words, counts, {p: s for p, s in sid_of.items() if alive[s]}, 16, unk)
     for name in ("in_src", "in_dst", "in_sid", "in_off", "in_first", "out_src", "out_dst", "out_sid", "out_off"):
         assert getattr(filtered, name).tolist() == getattr(fresh, name).tolist(), name

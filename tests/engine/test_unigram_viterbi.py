@@ -52,6 +52,6 @@ def test_viterbi_on_a_filtered_lattice_matches_the_reference() -> None:
     logp = logs([0.05 + 0.01 * i if alive[i] else 0.0 for i in range(len(PIECES))] + [1e-6])
     lat = Lattice(WORDS, COUNTS, SID_OF, 16, UNK)
     before = lat.edges()
-    lat.filter(alive)
+    lat.filter(alive, min_dead=0.0)
     assert lat.edges() < before
     assert viterbi_counts(lat, logp).tolist() == viterbi_counts_reference(WORDS, COUNTS, SID_OF, logp.tolist(), 16, UNK)

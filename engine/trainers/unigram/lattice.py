@@ -33,6 +33,7 @@ class Lattice:
         words_trie = build_trie(words)
         self.base, self.terminal = words_trie.base, words_trie.terminal
         self.counts = np.asarray(counts, dtype=np.float64)
+        self.max_len = max_len
         parent, char, n = words_trie.parent, words_trie.char, words_trie.n_nodes
         pieces_trie = build_trie(list(sid_of))
         sid_at = np.full(pieces_trie.n_nodes, -1, np.int64)  # the piece each pieces-trie node spells, or -1
@@ -84,9 +85,13 @@ class Lattice:
     def edges(self) -> int:
         return len(self.in_sid)
 
-    def filter(self, alive: np.ndarray) -> None:
-        """Drop the edges of dead pieces (their probability is 0, so no result changes)."""
-        keep_in, keep_out = alive[self.in_sid], alive[self.out_sid]
+    def filter(self, alive: np.ndarray, *, min_dead: float = 0.1) -> None:
+        """Drop the edges of dead pieces (their probability is 0, so no result changes), when at
+        least ``min_dead`` of the edges are dead: a filter costs about what a pass over them does."""
+        keep_in = alive[self.in_sid]
+        if keep_in.mean() > 1 - min_dead:
+            return
+        keep_out = alive[self.out_sid]
         self.in_src, self.in_dst, self.in_sid = self.in_src[keep_in], self.in_dst[keep_in], self.in_sid[keep_in]
         self.out_src, self.out_dst, self.out_sid = self.out_src[keep_out], self.out_dst[keep_out], self.out_sid[keep_out]
         self._offsets()

@@ -46,7 +46,8 @@ def viterbi_counts(lat: Lattice, logp: np.ndarray) -> np.ndarray:
     flow[lat.terminal] = lat.counts
     for j in range(lat.depth, 0, -1):  # deepest first: a node's flow is complete
         nodes = slice(lat.base[j], lat.base[j + 1])
-        np.add.at(flow, lat.in_src[back[nodes]], flow[nodes])
+        lo = lat.base[max(0, j - lat.max_len)]  # back edges reach at most max_len depths up
+        flow[lo : lat.base[j]] += np.bincount(lat.in_src[back[nodes]] - lo, flow[nodes], lat.base[j] - lo)
     return np.bincount(lat.in_sid[back[1:]], weights=flow[1:], minlength=len(logp))
 
 
