@@ -110,19 +110,24 @@ def merge_words(
     floor = max(min_frequency, 1)
     V = len(token_bytes) + num_merges  # every pair is left * V + right
 
-    # 1. Every word's symbols in one array, -1 between words and at both ends.
+    # 1. Every word's symbols in one array, -1 between words and at both ends. Positions and
+    #    links are int32 where they fit: on text without spaces (Chinese) nearly every symbol
+    #    is in a distinct word, so these arrays are the training's memory.
     codes = np.frombuffer(_GAP.join(["", *words, ""]).encode("utf-32-le"), dtype=np.uint32)
     sym = np.where(codes == ord(_GAP), -1, codes.astype(np.int64))
-    word_of = np.cumsum(sym < 0) - 1
-    freq = np.where(sym >= 0, np.append(np.asarray(freqs, dtype=np.int64), 0)[word_of], 0)
+    del codes
     n = len(sym)
-    nxt = np.minimum(np.arange(1, n + 1), n - 1)
-    prv = np.maximum(np.arange(-1, n - 1), 0)
+    index = np.int32 if n < 1 << 31 else np.int64
+    freq = np.append(np.asarray(freqs, dtype=np.int64), 0)[np.cumsum(sym < 0) - 1]
+    freq[sym < 0] = 0
+    nxt = np.minimum(np.arange(1, n + 1, dtype=index), n - 1)
+    prv = np.maximum(np.arange(-1, n - 1, dtype=index), 0)
     merged_right = np.zeros(n, dtype=bool)  # scratch: the right halves of this merge's occurrences
 
     # 2. Count every adjacent pair inside a word and index where it is.
-    first = np.flatnonzero((sym[:-1] >= 0) & (sym[1:] >= 0))
+    first = np.flatnonzero((sym[:-1] >= 0) & (sym[1:] >= 0)).astype(index)
     pairs, sums, places = _sum_by_pair(sym[first] * V + sym[first + 1], freq[first], first)
+    del first
     counts: dict[int, int] = dict(zip(pairs, sums))
     where: dict[int, np.ndarray] = dict(zip(pairs, places))
 
