@@ -534,7 +534,7 @@ def test_list_pages_are_capped(app: Flask, client: FlaskClient, monkeypatch: pyt
     monkeypatch.setattr(corpora, "MAX_LISTED", 2)
     ids = [store(app, byte_bpe(f"bpe {i}")) for i in range(3)]
     html = client.get("/tokenizers").get_data(as_text=True)
-    assert re.findall(r'href="/tokenizers/(\d+)">bpe', html) == [str(ids[2]), str(ids[1])]
+    assert re.findall(r'href="/tokenizers/(\d+)/play" data-carry-text>bpe', html) == [str(ids[2]), str(ids[1])]
     assert "Only the newest 2 tokenizers are listed." in html
     for i in range(3):
         client.post("/corpora/", data={"files": [(io.BytesIO(f"text {i}\n".encode()), f"c{i}.txt")]})
