@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import zipfile
@@ -10,36 +11,87 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
+from engine import Tokenizer
+from engine.normalizers import get_normalizer
 from tests.webapp.playground_samples import EOT, byte_bpe, store, unigram, wordpiece
 from webapp import downloads
 
 TEXT = "the wé, Hello worlds! 日本 👋"
 
 
-def test_plan_builds_each_format_once_per_tokenizer(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The downloads page is viewed often; writing and re-reading every format is not redone."""
-    calls: list[str] = []
-    real = downloads.build
+def _count_writes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
+    """Record every (format, verify) written through ``downloads.BUILDERS``."""
+    calls: list[tuple[str, bool]] = []
+    for key, builder in list(downloads.BUILDERS.items()):
+        def counting(tok: object, verify: bool, _key: str = key, _real: object = builder.write) -> dict[str, bytes]:
+            calls.append((_key, verify))
+            return _real(tok, verify)  # type: ignore[operator]
+        monkeypatch.setitem(downloads.BUILDERS, key, dataclasses.replace(builder, write=counting))
+    return calls
 
-    def counting(tok: object, key: str) -> dict[str, bytes]:
-        calls.append(key)
-        return real(tok, key)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(downloads, "build", counting)
-    tok = byte_bpe()
-    first, second = downloads.plan(tok), downloads.plan(tok)
-    assert first == second and calls == list(downloads.BUILDERS)
+def test_the_page_writes_no_format_and_a_format_is_read_back_once(
+        monkeypatch: pytest.MonkeyPatch, client: FlaskClient, app: Flask) -> None:
+    """o200k's page took 7 s when it built every format; now files are written only when asked for."""
+    calls = _count_writes(monkeypatch)
+    ref = store(app, byte_bpe())
+    assert client.get(f"/tokenizers/{ref}/downloads").status_code == 200
+    assert client.get(f"/tokenizers/{ref}/downloads").status_code == 200
+    assert calls == []
+    assert client.get(f"/tokenizers/{ref}/download/gpt2/merges.txt").status_code == 200
+    assert client.get(f"/tokenizers/{ref}/download/gpt2/vocab.json").status_code == 200
+    assert calls == [("gpt2", True), ("gpt2", False)]
+    client.get(f"/tokenizers/{ref}/download.zip")
+    assert calls[2:] == [("tokenizer.json", True), ("gpt2", False), ("tiktoken", True)]
 
 
 def test_plan_offers_what_each_model_can_be_written_as() -> None:
     bpe = {f.key: f for f in downloads.plan(byte_bpe())}
     assert [k for k, f in bpe.items() if f.available] == ["tokenizer.json", "gpt2", "tiktoken"]
-    assert bpe["vocab.txt"].reason == "vocab.txt holds WordPiece vocabularies; this tokenizer is bpe."
+    assert [k for k, f in bpe.items() if not f.fits] == ["vocab.txt", "spm"]
+    assert bpe["vocab.txt"].reason == "vocab.txt holds WordPiece vocabularies; this tokenizer is byte-level BPE."
     wp = {f.key: f for f in downloads.plan(wordpiece())}
     assert [k for k, f in wp.items() if f.available] == ["tokenizer.json", "vocab.txt"]
-    assert "Only byte-level BPE tokenizers have GPT-2 files" in wp["gpt2"].reason
+    assert [k for k, f in wp.items() if not f.fits] == ["gpt2", "tiktoken", "spm"]
+    assert wp["gpt2"].reason == "GPT-2 files hold byte-level BPE; this tokenizer is WordPiece."
     uni = {f.key: f for f in downloads.plan(unigram())}
     assert [k for k, f in uni.items() if f.available] == ["tokenizer.json", "spm"]
+    assert [k for k, f in uni.items() if not f.fits] == ["gpt2", "tiktoken", "vocab.txt"]
+
+
+def test_formats_for_other_models_are_left_out_of_the_page_and_named_neutrally(client: FlaskClient, app: Flask) -> None:
+    page = client.get(f"/tokenizers/{store(app, byte_bpe())}/downloads").get_data(as_text=True)
+    assert 'data-format="vocab.txt"' not in page and 'data-format="spm"' not in page
+    assert 'data-format="gpt2"' in page and "Download merges.txt" in page
+    assert "Not available" not in page and "holds WordPiece vocabularies" not in page
+    assert ('data-testid="not-offered">Not offered, as they hold other kinds of models:\n'
+            '  vocab.txt (WordPiece only), .vocab (Unigram only).</p>') in page
+
+
+def test_a_format_that_fits_but_fails_for_this_tokenizer_says_why(client: FlaskClient, app: Flask) -> None:
+    """A byte-level BPE with a normalizer fits GPT-2 files in kind, but they cannot store the normalizer."""
+    tok = byte_bpe()
+    normalized = Tokenizer(tok.model, normalizer=get_normalizer("nfkc"), pre_tokenizer=tok.pre_tokenizer,
+                           special_tokens=tok.special_tokens, name="normalized")
+    gpt2 = {f.key: f for f in downloads.plan(normalized)}["gpt2"]
+    assert gpt2.fits and gpt2.reason == (
+        "vocab.json + merges.txt cannot hold this tokenizer's normalizer; use tokenizer.json.")
+    page = client.get(f"/tokenizers/{store(app, normalized)}/downloads").get_data(as_text=True)
+    assert 'data-testid="why-gpt2"><strong>Not available for this tokenizer.</strong> vocab.json' in page
+
+
+def test_a_failed_check_is_remembered_and_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file that does not read back is refused at download, then named on the page."""
+    tok = byte_bpe()
+    builder = downloads.BUILDERS["tiktoken"]
+
+    def broken(t: object, verify: bool) -> dict[str, bytes]:
+        raise downloads.ExportError("The exported tiktoken rank file does not read back to the same tokenizer.")
+    monkeypatch.setitem(downloads.BUILDERS, "tiktoken", dataclasses.replace(builder, write=broken))
+    assert {f.key: f for f in downloads.plan(tok)}["tiktoken"].available
+    with pytest.raises(downloads.ExportError, match="does not read back"):
+        downloads.build(tok, "tiktoken")
+    assert "does not read back" in ({f.key: f for f in downloads.plan(tok)}["tiktoken"].reason or "")
 
 
 def test_unknown_format_is_refused() -> None:
@@ -77,9 +129,9 @@ def test_impossible_format_is_a_422_with_the_reason(client: FlaskClient, app: Fl
     ref = store(app, wordpiece())
     response = client.get(f"/tokenizers/{ref}/download/tiktoken/ranks.tiktoken")
     assert response.status_code == 422
-    assert "Only byte-level BPE tokenizers have tiktoken files" in response.get_data(as_text=True)
+    assert "tiktoken files hold byte-level BPE; this tokenizer is WordPiece." in response.get_data(as_text=True)
     page = client.get(f"/tokenizers/{ref}/downloads").get_data(as_text=True)
-    assert "Not available" in page and "Download vocab.txt" in page
+    assert "Download vocab.txt" in page and 'data-format="tiktoken"' not in page
     assert client.get(f"/tokenizers/{ref}/download/vocab.txt/other.txt").status_code == 404
 
 
