@@ -3,7 +3,7 @@
 This is the hot half of BPE training, for byte-level and character-level BPE alike (they differ
 only in the alphabet a word starts from). Reading and counting the corpus is ``counting.py``;
 options, ids and the tokenizer are ``bpe.py``; a slow, obviously correct twin of this loop,
-which the tests compare against, is ``bpe_reference.py``.
+which the tests compare against, is ``tests/engine/bpe_reference.py``.
 
 Tie-break rule: each step merges the pair with the highest count; among pairs with equal
 counts, the lexicographically greatest pair compared as bytes ``(left, right)`` wins (left

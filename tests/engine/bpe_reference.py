@@ -1,8 +1,9 @@
 """A slow, obviously correct byte-level BPE trainer, kept as the yardstick for the fast one.
 
 It recounts every pair before every merge, so it is only fit for the small corpora the tests
-use; ``trainers/bpe_merge.py`` must produce exactly the same merges. It covers the merge rule
-only (no corpus reading, no special tokens, no ids).
+use; ``engine/trainers/bpe_merge.py`` must produce exactly the same merges. It lives in
+``tests/`` because production never calls it. It covers the merge rule only (no corpus
+reading, no special tokens, no ids).
 
 Tie-break rule: the highest count wins; among equal counts, the greatest pair compared as
 bytes ``(left, right)``. Stops after ``num_merges`` or when the best count < ``min_frequency``.
