@@ -57,9 +57,10 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(sharing.bp)
     app.register_blueprint(corpora.bp)
     app.register_blueprint(tokenizers.bp)
-    from webapp import playground
+    from webapp import chat_views, playground
 
     playground.init_app(app)  # encode, compare, vocabulary, downloads/imports, JSON API
+    app.register_blueprint(chat_views.bp)  # the chat page (counting messages in a chat template)
 
     @app.get("/")
     def index() -> Response:

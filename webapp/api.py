@@ -1,7 +1,9 @@
 """The JSON API for scripts, shaped like Tiktokenizer's ``/api/v1/encode``.
 
 ``POST /api/v1/encode`` takes ``{tokenizer, text, allowed_special}`` and returns
-``{ids, tokens, offsets, count}``; ``POST /api/v1/decode`` takes ``{tokenizer, ids}`` and
+``{ids, tokens, offsets, count}``; with ``{tokenizer, messages, template}`` instead of ``text`` it
+counts a chat (``chat.py``) and adds ``text`` (the rendered prompt), per-message counts and the
+template's ``overhead``; ``POST /api/v1/decode`` takes ``{tokenizer, ids}`` and
 returns ``{text, count}``; ``GET /api/v1/tokenizers`` lists what can be used. ``tokenizer`` is
 an id or an exact name. Special tokens follow the playground's rule
 (``encode_view.encode_spans``): text spelling one is that special token only when
@@ -23,6 +25,8 @@ from flask import Blueprint, Flask, jsonify, request
 from werkzeug.wrappers import Response
 
 from engine import TokenforgeError
+from webapp.chat import ChatError, TemplateRefused, count_chat, parse_messages, template_choices
+from webapp.chat_views import render_seconds
 from webapp.encode_view import MAX_DECODE_BYTES, check_decode_size, encode_spans
 from webapp.htmx import render
 from webapp.loaded import Loaded, all_rows, find
@@ -92,9 +96,11 @@ def encode() -> Response:
     if isinstance(found, Response):
         return found
     body, loaded = found
+    if "messages" in body:
+        return _encode_chat(body, loaded)
     text, allowed = body.get("text"), body.get("allowed_special", [])
     if not isinstance(text, str):
-        return _error('Give "text" as a string.')
+        return _error('Give "text" as a string, or "messages" as a list of {"role", "content"} objects.')
     if len(text) > limits()[0]:
         return _error(f"The text has {len(text):,} characters; the API encodes at most {limits()[0]:,}.", 413)
     if allowed != "all" and not (isinstance(allowed, list) and all(isinstance(t, str) for t in allowed)):
@@ -112,6 +118,38 @@ def encode() -> Response:
         "tokens": loaded.tokens(ids),
         "offsets": [[s.char_start, s.char_end] for s in spans],
         "count": len(spans),
+    })
+
+
+def _encode_chat(body: dict[str, Any], loaded: Loaded) -> Response:
+    """The chat branch of encode: ``messages`` rendered with ``template``, then encoded (``chat.py``)."""
+    if "text" in body:
+        return _error('Give either "text" or "messages", not both.')
+    template, generation = body.get("template", "chatml"), body.get("add_generation_prompt", False)
+    if not isinstance(template, str):
+        return _error(f'"template" must be one of {", ".join(template_choices(loaded.row.config))}.')
+    if not isinstance(generation, bool):
+        return _error('"add_generation_prompt" must be true or false.')
+    try:
+        messages = parse_messages(body["messages"], max_chars=limits()[0])
+        chat = count_chat(loaded.tokenizer, messages, template, loaded.row.config,
+                          add_generation_prompt=generation, max_chars=limits()[0], seconds=render_seconds())
+    except ChatError as exc:
+        return _error(str(exc), 422 if isinstance(exc, TemplateRefused) else 400)
+    except TokenforgeError as exc:
+        return _error(str(exc), 422)
+    ids = chat.ids
+    return jsonify({
+        "tokenizer": {"id": loaded.row.id, "name": loaded.row.name},
+        "template": template,
+        "text": chat.text,
+        "ids": ids,
+        "tokens": loaded.tokens(ids),
+        "offsets": [[s.char_start, s.char_end] for s in chat.spans],
+        "messages": [{"role": m.role, "count": n} for m, n in zip(messages, chat.message_counts)],
+        "overhead": chat.overhead,
+        "count": chat.total,
+        "missing_special_tokens": chat.missing,
     })
 
 

@@ -68,6 +68,12 @@ def encode_for_display(tokenizer: Tokenizer, text: str, *, allowed_special: bool
                        limit: int = RENDER_TOKENS) -> Encoded:
     """Encode ``text`` and build the display spans of its first ``limit`` tokens."""
     token_spans = encode_spans(tokenizer, text, "all" if allowed_special else frozenset())
+    return display(tokenizer, text, token_spans, show_ws=show_ws, colour_by_id=colour_by_id, limit=limit)
+
+
+def display(tokenizer: Tokenizer, text: str, token_spans: Sequence[TokenSpan], *, show_ws: bool = False,
+            colour_by_id: bool = False, limit: int = RENDER_TOKENS) -> Encoded:
+    """The display of ``text`` already encoded as ``token_spans`` (the chat page encodes it in segments)."""
     ids = [s.id for s in token_spans]
     spans = group_spans(text, token_spans, tokenizer, limit=limit, colour_by_id=colour_by_id)
     shown_tokens = min(limit, len(ids))

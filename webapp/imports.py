@@ -7,15 +7,21 @@ as uploaded and the problem (the engine's ``FormatError`` names the line). The e
 enforce the bounds of ``engine.limits`` (ids, vocabulary, token length, special tokens). An imported tokenizer must also
 survive the round trip through ``tokenizer.json``, since that is how the database stores it.
 
+Beside a ``tokenizer.json``, an optional ``tokenizer_config.json`` (:func:`read_config`) gives the
+chat template and the bos/eos/pad tokens, which the row's ``config`` keeps under ``"chat"``.
+
 Left out: HTTP, storing the row (``transfer.py``), and the parsers (``engine.formats``).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from typing import Any
 
 from engine import PATTERNS, Tokenizer, TokenforgeError
 from engine.serialization import loads
+from webapp.chat_sandbox import MAX_TEMPLATE_CHARS
 
 KINDS = {
     "tokenizer_json": "tokenizer.json (Hugging Face)",
@@ -110,3 +116,64 @@ def read(kind: str, files: dict[str, Upload | None], *, pattern: str = "gpt2", s
     if not same:
         raise ImportProblem("The tokenizer was read but does not survive conversion to tokenizer.json; it was not imported.")
     return tokenizer
+
+
+MAX_CONFIG_BYTES = 4 << 20
+"""Bytes of a tokenizer_config.json. Llama 3's, with its 256 added tokens listed, is about 50 KB."""
+CONFIG_TOKENS = ("bos_token", "eos_token", "pad_token")
+
+
+def _config_token(value: object, key: str, source: str) -> str | None:
+    """A special token as tokenizer_config.json writes it: a string, or an AddedToken ``{"content": ...}``."""
+    if isinstance(value, dict):
+        value = value.get("content")
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > 256:
+        raise ImportProblem(f"{source}: {key} must be a string of at most 256 characters.")
+    return value
+
+
+def _chat_template(value: object, source: str) -> tuple[str | None, str | None]:
+    """The template and its name: a string, or transformers' list of ``{"name", "template"}`` (take "default")."""
+    if value is None:
+        return None, None
+    if isinstance(value, list):
+        named = {item.get("name"): item.get("template") for item in value if isinstance(item, dict)}
+        if not named:
+            raise ImportProblem(f"{source}: chat_template is an empty list; give a template or leave it out.")
+        name = "default" if "default" in named else next(iter(named))
+        value, label = named[name], str(name)[:100]
+    else:
+        label = None
+    if not isinstance(value, str):
+        raise ImportProblem(f"{source}: chat_template must be a string (a Jinja template), or a list of named ones.")
+    if len(value) > MAX_TEMPLATE_CHARS:
+        raise ImportProblem(f"{source}: the chat template has {len(value):,} characters; at most "
+                            f"{MAX_TEMPLATE_CHARS:,} are accepted.")
+    return value, label
+
+
+def read_config(upload: Upload | None) -> dict[str, Any]:
+    """The chat settings of a tokenizer_config.json (``{}`` when none was uploaded); raise ImportProblem if bad."""
+    if upload is None or not upload.data:
+        return {}
+    source = (upload.filename or "tokenizer_config.json")[:100]
+    if len(upload.data) > MAX_CONFIG_BYTES:
+        raise ImportProblem(f"{source} is larger than {MAX_CONFIG_BYTES >> 20} MiB, the most a tokenizer_config.json may be.")
+    try:
+        data = json.loads(_text(upload, "tokenizer_config.json"))
+    except json.JSONDecodeError as exc:
+        raise ImportProblem(f"{source} is not JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}.") from None
+    except RecursionError:
+        raise ImportProblem(f"{source} is nested too deeply to be a tokenizer_config.json.") from None
+    if not isinstance(data, dict):
+        raise ImportProblem(f"{source} must hold a JSON object, as transformers writes it.")
+    template, name = _chat_template(data.get("chat_template"), source)
+    chat: dict[str, Any] = {key: token for key in CONFIG_TOKENS
+                            if (token := _config_token(data.get(key), key, source)) is not None}
+    if template is not None:
+        chat["template"] = template
+        if name is not None:
+            chat["template_name"] = name
+    return chat

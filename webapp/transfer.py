@@ -96,10 +96,11 @@ def import_upload() -> Response:
     try:
         if len(name) > 200:
             raise imports.ImportProblem(f"A name can be at most 200 characters; this one has {len(name)}.")
-        files = {key: _upload(key) for key in ("file", "vocab", "merges", "sidecar")}
+        files = {key: _upload(key) for key in ("file", "vocab", "merges", "sidecar", "config")}
         tokenizer = imports.read(kind, files, pattern=form.get("pattern", "gpt2"),
                                  specials=form.get("special_tokens", "")[:2000],
                                  lowercase=form.get("lowercase") == "on")
+        chat = imports.read_config(files["config"])  # tokenizer_config.json: chat template, bos/eos/pad
     except imports.ImportProblem as exc:
         return render("playground/import.html", status=422, **_form_context(kind=kind, error=str(exc)))
     first = next((f for f in files.values() if f is not None), None)
@@ -107,7 +108,7 @@ def import_upload() -> Response:
     row = TokenizerRow(team_id=current_team().id, name=name[:200], algorithm=tokenizer.model.kind, source="imported",
                        tokenizer_json=tokenizer.to_json(), vocab_size=tokenizer.vocab_size, stats={},
                        config={"import": {"kind": kind, "files": [f.filename for f in files.values() if f],
-                                          "pattern": form.get("pattern", "")}})
+                                          "pattern": form.get("pattern", "")}, **({"chat": chat} if chat else {})})
     session = get_session()
     session.add(row)
     session.commit()
