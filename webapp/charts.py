@@ -9,6 +9,10 @@ Every chart has a bounded size whatever the data: a bar chart draws at most ``MA
 (more are merged into ranges, so a vocabulary with a 10 MB token does not draw ten million bars)
 and a line at most ``MAX_POINTS`` points. Non-finite numbers are left out.
 
+Ticks are round numbers, as people draw axes by hand: steps of 1, 2 or 5 times a power of ten
+(:func:`tick_step`), so an axis reads 0, 1,000, 2,000, 3,000 and never 692.75 or 336.75. The value
+axis runs from zero to the first tick at or above the largest value, so its top line is round too.
+
 Left out: axes with many ticks, legends, interactivity; a ``<title>`` per point gives the value
 on hover.
 """
@@ -68,10 +72,60 @@ def _frame(label_x: str, label_y: str, x_ticks: Sequence[tuple[float, str]],
     return Markup("".join(parts))
 
 
-def _ticks(low: float, high: float, n: int = 5) -> list[float]:
-    if high <= low:
+MAX_TICKS = 6  # labels on an axis; with 1-2-5 steps an axis shows between 3 and 6 of them
+
+
+def _bounds(low: float, high: float, step: float, cover: bool) -> tuple[int, int]:
+    """The first and last multiple of ``step`` inside ``low``..``high`` (around it, with ``cover``)."""
+    eps = 1e-9
+    if cover:
+        return math.floor(low / step + eps), math.ceil(high / step - eps)
+    return math.ceil(low / step - eps), math.floor(high / step + eps)
+
+
+def tick_step(low: float, high: float, *, cover: bool = False, max_ticks: int = MAX_TICKS) -> float:
+    """The smallest step of 1, 2 or 5 × 10^k that puts at most ``max_ticks`` ticks on the range."""
+    span = high - low
+    if not math.isfinite(span) or span <= 0:
+        return 1.0
+    power = 10.0 ** (math.floor(math.log10(span / max_ticks)) - 1)
+    while True:  # at most a few rounds: the first power is one decade below any answer
+        for m in (1, 2, 5):
+            first, last = _bounds(low, high, m * power, cover)
+            if last - first + 1 <= max_ticks:
+                return m * power
+        power *= 10
+
+
+def _decimals(step: float) -> int:
+    """Digits after the point that a tick of this step needs (0.5 -> 1, 0.05 -> 2, 200 -> 0)."""
+    return max(0, -math.floor(math.log10(step) + 1e-9))
+
+
+def ticks(low: float, high: float, *, cover: bool = False, max_ticks: int = MAX_TICKS) -> list[float]:
+    """Round ticks for the range ``low``..``high``: every multiple of :func:`tick_step` inside it.
+
+    With ``cover``, the first tick is at or below ``low`` and the last at or above ``high``, so the
+    axis itself can run from tick to tick.
+    """
+    if not (math.isfinite(low) and math.isfinite(high)) or high < low:
+        return []
+    if high == low:
         return [low]
-    return [low + (high - low) * i / (n - 1) for i in range(n)]
+    step = tick_step(low, high, cover=cover, max_ticks=max_ticks)
+    digits = _decimals(step)
+    first, last = _bounds(low, high, step, cover)
+    return [round(k * step, digits) + 0.0 for k in range(first, last + 1)]  # + 0.0: no "-0"
+
+
+def tick_label(value: float, step: float) -> str:
+    """A tick as written: thousands separators, as many decimals as the step needs, no exponent."""
+    return f"{value:,.{_decimals(step)}f}" if step else _fmt(value)
+
+
+def _labelled(values: Sequence[float]) -> list[tuple[float, str]]:
+    step = values[1] - values[0] if len(values) > 1 else 0.0
+    return [(v, tick_label(v, step)) for v in values]
 
 
 def line_chart(points: Sequence[tuple[float, float]], *, label_x: str, label_y: str, title: str) -> Markup:
@@ -84,7 +138,8 @@ def line_chart(points: Sequence[tuple[float, float]], *, label_x: str, label_y: 
         clean = clean[::stride] + ([clean[-1]] if (len(clean) - 1) % stride else [])
     xs, ys = [p[0] for p in clean], [p[1] for p in clean]
     x0, x1 = min(xs), max(xs)
-    y0, y1 = min(0.0, min(ys)), max(ys) * 1.05 or 1.0
+    y_ticks_at = ticks(min(0.0, min(ys)), max(ys) or 1.0, cover=True)
+    y0, y1 = y_ticks_at[0], y_ticks_at[-1]
     span_x = (x1 - x0) or 1.0
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
 
@@ -100,8 +155,8 @@ def line_chart(points: Sequence[tuple[float, float]], *, label_x: str, label_y: 
     for x, y in clean[::step] + ([clean[-1]] if (len(clean) - 1) % step else []):
         body.append(f'<circle class="chart-dot" cx="{px(x):.1f}" cy="{py(y):.1f}" r="3">'
                     f'<title>{escape(_fmt(x))}: {escape(_fmt(y))}</title></circle>')
-    x_ticks = [(px(v), _fmt(v)) for v in _ticks(x0, x1)]
-    y_ticks = [(py(v), _fmt(v)) for v in _ticks(y0, y1)]
+    x_ticks = [(px(v), text) for v, text in _labelled(ticks(x0, x1))]
+    y_ticks = [(py(v), text) for v, text in _labelled(y_ticks_at)]
     return _frame(label_x, label_y, x_ticks, y_ticks, "".join(body), title)
 
 
@@ -131,7 +186,8 @@ def bar_chart(bars: Sequence[tuple[float | str, float]], *, label_x: str, label_
     if not bars:
         return Markup("")
     bars = merge_bars(bars)
-    top = max(h for _, h in bars) or 1.0
+    y_ticks_at = ticks(0.0, max(h for _, h in bars) or 1.0, cover=True)
+    top = y_ticks_at[-1]
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     slot = plot_w / len(bars)
     body = []
@@ -145,5 +201,5 @@ def bar_chart(bars: Sequence[tuple[float | str, float]], *, label_x: str, label_
                     f'{escape(_fmt(h))}</title></rect>')
         if i % label_every == 0:  # a range's tick shows where it starts; its title has both ends
             x_ticks.append((left + slot / 2, _label(x).split(RANGE_DASH)[0]))
-    y_ticks = [(TOP + plot_h - v / top * plot_h, _fmt(v)) for v in _ticks(0, top)]
+    y_ticks = [(TOP + plot_h - v / top * plot_h, text) for v, text in _labelled(y_ticks_at)]
     return _frame(label_x, label_y, x_ticks, y_ticks, "".join(body), title)
