@@ -4,7 +4,8 @@ A chat template comes from outside: an imported ``tokenizer_config.json`` holds 
 author wrote. Three layers keep one from doing harm:
 
 1. Jinja's ``ImmutableSandboxedEnvironment`` refuses attribute access to internals
-   (``__class__``, ``__globals__``), calls of unsafe callables and mutation of the messages.
+   (``__class__``, ``__globals__``: an error here, where Jinja would print nothing), calls of
+   unsafe callables and mutation of the messages.
    Ranges are capped by the sandbox (``range(10**9)`` is refused), and here ``*`` and ``**``
    are intercepted, so ``'a' * 10**9`` or ``9**9**9`` is refused before it is computed.
 2. The render runs in a child process (``multiprocessing``'s forkserver: a clean,
@@ -57,6 +58,11 @@ def _sandbox() -> Any:
         """The immutable sandbox, with ``*`` and ``**`` bounded before they run."""
 
         intercepted_binops = frozenset({"*", "**"})
+
+        def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
+            # Jinja renders an unsafe attribute as an empty Undefined; say it was refused instead.
+            raise SecurityError(f"access to attribute {str(attribute)[:40]!r} of a "
+                                f"{type(obj).__name__} object is not allowed")
 
         def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
             if operator == "**":
