@@ -103,3 +103,48 @@ def test_import_form_and_escaped_token_names(client: FlaskClient, app: Flask) ->
     html = client.get(f"/tokenizers/{ref}/vocab").get_data(as_text=True)
     assert "<script>" not in html.split("<main>", 1)[1] and "<img" not in html and "<b>x</b>" not in html
     assert "&lt;script&gt;" in html
+
+
+# tokenizer_config.json beside tokenizer.json (issue 15, item 1): the chat template and bos/eos/pad.
+CHAT_TEMPLATE = "{{ bos_token }}{% for m in messages %}<{{ m.role }}>{{ m.content }}{{ eos_token }}{% endfor %}"
+
+
+def test_import_reads_tokenizer_config_chat_template_and_tokens(client: FlaskClient) -> None:
+    config = {"chat_template": [{"name": "tool_use", "template": "{{ 'tools' }}"},
+                                {"name": "default", "template": CHAT_TEMPLATE}],
+              "bos_token": {"content": EOT, "lstrip": False}, "eos_token": EOT, "pad_token": None,
+              "model_max_length": 1024}
+    ref = imported_id(client.post("/import", data={
+        "kind": "tokenizer_json", "file": upload(byte_bpe().to_json(), "tokenizer.json"),
+        "config": upload(json.dumps(config), "tokenizer_config.json")}))
+    page = client.get(f"/tokenizers/{ref}/chat").get_data(as_text=True)
+    assert '<option value="tokenizer" selected>' in page and "(“default”)" in page
+    body = client.post("/api/v1/encode", json={"tokenizer": ref, "template": "tokenizer",
+                                               "messages": [{"role": "user", "content": "the"}]}).json
+    assert body["text"] == f"{EOT}<user>the{EOT}"
+    assert body["ids"] == [261, *b"<user>", 257, 261] and body["overhead"] == 8
+
+
+def test_import_without_tokenizer_config_offers_only_the_builtins(client: FlaskClient) -> None:
+    ref = imported_id(client.post("/import", data={"kind": "tokenizer_json",
+                                                   "file": upload(byte_bpe().to_json(), "tokenizer.json")}))
+    page = client.get(f"/tokenizers/{ref}/chat").get_data(as_text=True)
+    assert '<option value="chatml" selected>' in page and 'value="tokenizer"' not in page
+
+
+@pytest.mark.parametrize("config, message", [
+    pytest.param("{not json", "tokenizer_config.json is not JSON: line 1, column 2", id="not-json"),
+    pytest.param("[1, 2]", "must hold a JSON object", id="not-object"),
+    pytest.param(json.dumps({"chat_template": 7}), "chat_template must be a string", id="template-type"),
+    pytest.param(json.dumps({"chat_template": []}), "chat_template is an empty list", id="empty-list"),
+    pytest.param(json.dumps({"chat_template": "x" * 70_000}), "at most 65,536 are accepted", id="long-template"),
+    pytest.param(json.dumps({"bos_token": "b" * 300}), "bos_token must be a string of at most 256", id="long-bos"),
+    pytest.param("[" * 100_000 + "]" * 100_000, "tokenizer_config.json", id="deep-nesting"),
+    pytest.param(" " * ((4 << 20) + 1), "larger than 4 MiB", id="too-large"),
+])
+def test_bad_tokenizer_config_is_422_with_the_problem_named(client: FlaskClient, config: str, message: str) -> None:
+    response = client.post("/import", data={"kind": "tokenizer_json", "file": upload(byte_bpe().to_json(), "tokenizer.json"),
+                                            "config": upload(config, "tokenizer_config.json")})
+    assert response.status_code == 422
+    error = response.get_data(as_text=True).split('data-testid="import-error">', 1)[1].split("</p>", 1)[0]
+    assert message in error
