@@ -65,6 +65,7 @@ def train_on_counts(word_counts: Mapping[str, int], options: UnigramOptions, rep
     pieces = [p for p, _ in seed]
     unk = len(pieces)
     scores = np.array([s for _, s in seed] + [1.0])
+    del seed
     logp = np.log(scores) - np.log(scores[:unk].sum())
     is_required = np.zeros(unk + 1, bool)
     is_required[: len(required)] = True  # the seed lists the required characters first
@@ -74,6 +75,7 @@ def train_on_counts(word_counts: Mapping[str, int], options: UnigramOptions, rep
     reporter.update("lattice", 0, force=True)
     lattice = Lattice(list(word_counts), list(word_counts.values()), {p: s for s, p in enumerate(pieces)},
                       options.max_piece_length, unk)
+    del word_counts  # the lattice holds the words now; the caller's table may be the only other copy
     stats: dict[str, object] = {"seed_size": unk, "required_chars": len(required), "rounds": []}
     # 4. EM rounds with pruning.
     logp = _em_rounds(lattice, pieces, logp, alive, is_required, options, reporter, stats)
@@ -143,6 +145,5 @@ def build_tokenizer(model: Unigram, options: UnigramOptions) -> Tokenizer:
 
 def train(files: Sequence[Path], options: UnigramOptions, *, reporter: Reporter) -> TrainResult:
     """Train a Unigram tokenizer on ``files``: count the distinct words, then :func:`train_on_counts`."""
-    counts = count_words(files, get_normalizer(options.normalization), options, reporter)
-    model, stats = train_on_counts(counts, options, reporter)
+    model, stats = train_on_counts(count_words(files, get_normalizer(options.normalization), options, reporter), options, reporter)
     return TrainResult(build_tokenizer(model, options), stats)

@@ -36,16 +36,17 @@ class Lattice:
         self.max_len = max_len
         parent, char, n = words_trie.parent, words_trie.char, words_trie.n_nodes
         pieces_trie = build_trie(list(sid_of))
-        sid_at = np.full(pieces_trie.n_nodes, -1, np.int64)  # the piece each pieces-trie node spells, or -1
-        sid_at[pieces_trie.terminal] = np.fromiter(sid_of.values(), dtype=np.int64, count=len(sid_of))
+        sid_at = np.full(pieces_trie.n_nodes, -1, np.int32)  # the piece each pieces-trie node spells, or -1
+        sid_at[pieces_trie.terminal] = np.fromiter(sid_of.values(), dtype=np.int32, count=len(sid_of))
         keys, child = pieces_trie.children()
+        child = child.astype(np.int32)
         src, dst, sid = [], [], []
-        state = np.zeros(n, np.int64)  # T_{L-1} of every node (-1: no piece starts so); T_0 is the root
-        ancestor = np.arange(n)  # each node's ancestor L - 1 levels up, where state >= 0
+        state = np.zeros(n, np.int32)  # T_{L-1} of every node (-1: no piece starts so); T_0 is the root
+        ancestor = np.arange(n, dtype=np.int32)  # each node's ancestor L - 1 levels up, where state >= 0
         for length in range(1, max_len + 1):
             nodes = np.flatnonzero(state[parent] >= 0)[int(length == 1):]  # the root is no edge's end
             prev, up = state[parent[nodes]], ancestor[parent[nodes]]
-            want = prev * CODE_POINTS + char[nodes]
+            want = prev.astype(np.int64) * CODE_POINTS + char[nodes]
             at = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
             hit = keys[at] == want if len(keys) else np.zeros(len(want), bool)
             piece = np.where(hit, sid_at[child[at]] if len(keys) else -1, -1)
@@ -54,18 +55,29 @@ class Lattice:
                 edge[:] = True
                 piece[piece < 0] = unk
             src.append(up[edge])
-            dst.append(nodes[edge])
+            dst.append(nodes[edge].astype(np.int32))
             sid.append(piece[edge])
-            state = np.full(n, -1, np.int64)
+            state = np.full(n, -1, np.int32)
             state[nodes[hit]] = child[at[hit]]
             ancestor[nodes[hit]] = up[hit]
             if not hit.any():
                 break
-        src_all, dst_all, sid_all = (np.concatenate(a).astype(np.int32) for a in (src, dst, sid))
-        by_dst = np.argsort(dst_all, kind="stable")  # blocks are sorted runs: a cheap merge
-        by_src = np.argsort(src_all, kind="stable")
-        self.in_src, self.in_dst, self.in_sid = src_all[by_dst], dst_all[by_dst], sid_all[by_dst]
-        self.out_src, self.out_dst, self.out_sid = src_all[by_src], dst_all[by_src], sid_all[by_src]
+        del state, ancestor
+        # In-edges sorted by end node, then length: a node has at most one edge of each length,
+        # so each length's block scatters to its nodes' next free slots (no sort, no copy).
+        degree = np.zeros(n, np.int64)
+        for ends in dst:
+            degree[ends] += 1
+        free = np.cumsum(degree) - degree
+        self.in_src, self.in_dst, self.in_sid = (np.empty(int(degree.sum()), np.int32) for _ in range(3))
+        while dst:  # freeing each block as it is placed
+            ends = dst.pop(0)
+            at = free[ends]
+            free[ends] += 1
+            self.in_src[at], self.in_dst[at], self.in_sid[at] = src.pop(0), ends, sid.pop(0)
+        order = np.argsort(self.in_src, kind="stable")
+        self.out_src, self.out_dst, self.out_sid = self.in_src[order], self.in_dst[order], self.in_sid[order]
+        del order
         self._offsets()
 
     def _offsets(self) -> None:

@@ -23,8 +23,8 @@ CODE_POINTS = 0x110000  # a (node, character) pair packs exactly into node * COD
 
 @dataclass(frozen=True)
 class Trie:
-    parent: np.ndarray  # int64 per node (the root is its own parent)
-    char: np.ndarray  # int64 per node: its last character's code point (-1 at the root)
+    parent: np.ndarray  # int32 per node (the root is its own parent)
+    char: np.ndarray  # int32 per node: its last character's code point (-1 at the root)
     base: np.ndarray  # int64: first node of each depth, then one past the last node
     terminal: np.ndarray  # int64 per input string: its node
 
@@ -38,7 +38,7 @@ class Trie:
 
     def children(self) -> tuple[np.ndarray, np.ndarray]:
         """The sorted (parent, char) keys of the non-root nodes, and the node of each key."""
-        keys = self.parent[1:] * CODE_POINTS + self.char[1:]
+        keys = self.parent[1:].astype(np.int64) * CODE_POINTS + self.char[1:]
         order = np.argsort(keys, kind="stable")
         return keys[order], order + 1
 
@@ -68,4 +68,5 @@ def build_trie(strings: Sequence[str]) -> Trie:
         terminal[rows[ending]] = node[ending]
     in_input_order = np.empty_like(terminal)
     in_input_order[order] = terminal
-    return Trie(np.concatenate(parents), np.concatenate(chars), np.array(base, np.int64), in_input_order)
+    return Trie(np.concatenate(parents).astype(np.int32), np.concatenate(chars).astype(np.int32), np.array(base, np.int64),
+                in_input_order)
