@@ -1,7 +1,9 @@
 """The compare blueprint: two to four tokenizers side by side on the same text.
 
-Each tokenizer's spans are shown with its counts, and spans that not every tokenizer cuts the
-same way are marked (``compare.mark_differences``). The form re-encodes as the user types, like
+Each tokenizer's spans are shown with its counts, and the stretches where the tokenizers differ
+are marked: every stretch cut differently, or (``mark=counts``) only those where they spend a
+different number of tokens; each column says how many of its tokens are marked and how many more
+than the leanest it spends (``compare.py``). The form re-encodes as the user types, like
 the encode view; the page is also a plain GET so a comparison can be linked. It starts from the
 text of the page it was opened from: ``?text=`` when short, else the text kept in the browser
 (``text_links.py``).
@@ -38,10 +40,17 @@ def _selected(source: Any) -> list[int]:
     return seen
 
 
-def _context(ids: list[int], text: str, text_from: str = "given") -> tuple[dict[str, Any], int]:
+def _mark(source: Any) -> str:
+    """The chosen mark; anything but a known one is the default, "all"."""
+    value = source.get("mark", "all")
+    return value if value in compare.MARKS else "all"
+
+
+def _context(ids: list[int], text: str, text_from: str = "given", mark: str = "all") -> tuple[dict[str, Any], int]:
     options = {"allowed_special": flag("allowed_special", True), "show_ws": flag("show_ws", False)}
     context: dict[str, Any] = {"rows": all_rows(), "selected": ids, "text": text, "options": options,
-                               "columns": [], "summary": None, "error": None, "text_from": text_from}
+                               "columns": [], "summary": None, "error": None, "text_from": text_from,
+                               "mark": mark, "marks": compare.MARKS}
     max_chars, render_tokens = limits()
     if not MIN_TOKENIZERS <= len(ids) <= MAX_TOKENIZERS:
         context["error"] = (f"Choose between {MIN_TOKENIZERS} and {MAX_TOKENIZERS} tokenizers to compare; "
@@ -56,13 +65,15 @@ def _context(ids: list[int], text: str, text_from: str = "given") -> tuple[dict[
     except TokenforgeError as exc:
         context["error"] = str(exc)
         return context, 422
-    differs = compare.mark_differences([r.spans for r in results])
+    tokenizations = [r.spans for r in results]
+    found = compare.regions(tokenizations, len(text))
+    differs = compare.mark_spans(tokenizations, found, mark)
+    figures = compare.column_figures(found, mark, len(results))
     context["columns"] = [
-        {"loaded": item, "result": result, "differs": diff,
-         "inspect_base": inspect_base(item)}
-        for item, result, diff in zip(loaded, results, differs)
+        {"loaded": item, "result": result, "differs": diff, "figures": fig, "inspect_base": inspect_base(item)}
+        for item, result, diff, fig in zip(loaded, results, differs, figures)
     ]
-    context["summary"] = compare.summary([r.spans for r in results], len(text))
+    context["summary"] = compare.summary(tokenizations, len(text), found)
     return context, 200
 
 
@@ -76,14 +87,15 @@ def page() -> Response:
     if len(ids) < MIN_TOKENIZERS:
         context: dict[str, Any] = {"rows": all_rows(), "selected": ids, "text": text, "columns": [],
                                    "summary": None, "error": None, "text_from": text_from,
-                                   "options": {"allowed_special": True, "show_ws": False}}
+                                   "options": {"allowed_special": True, "show_ws": False},
+                                   "mark": _mark(request.args), "marks": compare.MARKS}
         return render("playground/compare.html", **context)
-    context, status = _context(ids, text, text_from)
+    context, status = _context(ids, text, text_from, _mark(request.args))
     return render("playground/compare.html", status=status, **context)
 
 
 @bp.post("/compare")
 def run() -> Response:
     """Compare the chosen tokenizers on the posted text; htmx gets only the result block."""
-    context, status = _context(_selected(request.form), request.form.get("text", ""))
+    context, status = _context(_selected(request.form), request.form.get("text", ""), mark=_mark(request.form))
     return render("playground/compare.html", "comparison", status=status, **context)
