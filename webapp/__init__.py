@@ -50,13 +50,14 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     security.init_app(app)  # CSP and security headers, API rate limits, busy-database answers
     time_budget.init_app(app)  # ENCODE_TIMEOUT seconds of pattern matching per request, then a 422
 
-    from webapp import accounts, corpora, sharing, teams, tokenizers
+    from webapp import accounts, corpora, leaderboard_views, sharing, teams, tokenizers
 
     app.register_blueprint(accounts.bp)
     app.register_blueprint(teams.bp)
     app.register_blueprint(sharing.bp)
     app.register_blueprint(corpora.bp)
     app.register_blueprint(tokenizers.bp)
+    app.register_blueprint(leaderboard_views.bp)
     from webapp import chat_views, playground
 
     playground.init_app(app)  # encode, compare, vocabulary, downloads/imports, JSON API

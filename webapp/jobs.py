@@ -1,7 +1,8 @@
 """The job queue: the ``jobs`` table and the state changes that make it safe to share.
 
-Two kinds of job share the queue: "train" (a tokenizer from corpora) and "analyse" (a new
-corpus's statistics, ``analyse_child.py``). The queue is fair across teams: a claim takes a job
+Three kinds of job share the queue: "train" (a tokenizer from corpora), "analyse" (a new
+corpus's statistics, ``analyse_child.py``) and "leaderboard" (tokenizers × held-out corpora,
+``leaderboard_child.py``). The queue is fair across teams: a claim takes a job
 of the team with the fewest jobs running, so no team's job waits behind another team's second
 one. Among those, analyses go first: they take seconds to minutes where training takes minutes
 to hours, and they are what a user who just uploaded is waiting for; then the oldest job. A
@@ -32,17 +33,44 @@ from typing import Any
 from sqlalchemy import case, func, select, update
 from sqlalchemy.orm import Session, aliased
 
-from webapp.models import Corpus, Job, Tokenizer, utcnow
+from webapp.models import Corpus, Job, Leaderboard, Tokenizer, utcnow
+
+
+#: The kinds a user queues by hand; each team may have only so many of them waiting at once.
+#: (An analysis is queued by an upload, which has bounds of its own.)
+CAPPED_KINDS = ("train", "leaderboard")
 
 
 class QueueFull(Exception):
-    """The team already has as many training jobs waiting as it may."""
+    """The team already has as many training and leaderboard jobs waiting as it may."""
 
 
 def queued_trainings(session: Session, team_id: int) -> int:
     """How many of ``team_id``'s training jobs wait in the queue (not yet running)."""
-    return session.scalar(select(func.count()).select_from(Job).where(
-        Job.team_id == team_id, Job.kind == "train", Job.status == "queued")) or 0
+    return queued_by_kind(session, team_id).get("train", 0)
+
+
+def queued_by_kind(session: Session, team_id: int) -> dict[str, int]:
+    """How many of ``team_id``'s capped jobs (:data:`CAPPED_KINDS`) wait in the queue, per kind."""
+    rows = session.execute(select(Job.kind, func.count()).where(
+        Job.team_id == team_id, Job.kind.in_(CAPPED_KINDS), Job.status == "queued").group_by(Job.kind))
+    return {kind: int(count) for kind, count in rows}
+
+
+def check_queue(session: Session, team_id: int, max_queued: int | None) -> None:
+    """Raise :class:`QueueFull` when ``team_id`` already has ``max_queued`` capped jobs waiting.
+
+    Trainings and leaderboards share the one cap: each waiting job is a row every claim sorts,
+    and a script could add millions. Two requests at the same instant may both pass the count;
+    the bound is on the order of ``max_queued``, which is what it is for.
+    """
+    if max_queued is None:
+        return
+    waiting = queued_by_kind(session, team_id)
+    if sum(waiting.values()) >= max_queued:
+        what = "training jobs" if not waiting.get("leaderboard") else "jobs (trainings and leaderboards)"
+        raise QueueFull(f"Your team already has {max_queued:,} {what} waiting; cancel one, or wait "
+                        "until one starts, then try again.")
 
 
 def enqueue(
@@ -58,13 +86,9 @@ def enqueue(
     """Add a queued job of ``team_id`` and commit it.
 
     With ``max_queued``, refuse (:class:`QueueFull`) when the team already has that many
-    trainings waiting: the queue is fair across teams, but each waiting job is a row every claim
-    sorts, and a script could add millions. Two requests at the same instant may both pass the
-    count; the bound is on the order of ``max_queued``, which is what it is for.
+    trainings and leaderboards waiting (:func:`check_queue`).
     """
-    if max_queued is not None and queued_trainings(session, team_id) >= max_queued:
-        raise QueueFull(f"Your team already has {max_queued:,} training jobs waiting; cancel one, or wait "
-                        "until one starts, then try again.")
+    check_queue(session, team_id, max_queued)
     job = Job(team_id=team_id, name=name, algorithm=algorithm, options=options,
               corpus_ids=list(corpus_ids))
     session.add(job)
@@ -83,7 +107,52 @@ def enqueue_analysis(session: Session, corpus: Corpus) -> Job:
     return job
 
 
-JOB_KINDS = ("analyse", "train")
+def enqueue_leaderboard(session: Session, board: Leaderboard, *, options: dict[str, Any],
+                        max_queued: int | None = None) -> Job:
+    """Queue the job that fills in ``board`` (new, not yet added), link the two, commit.
+
+    ``options`` holds the job's bounds (``leaderboard.job_options``). The team's cap on waiting
+    jobs applies as to a training (:func:`check_queue`).
+    """
+    check_queue(session, board.team_id, max_queued)
+    job = Job(team_id=board.team_id, kind="leaderboard", name=board.name, algorithm="", options=options,
+              corpus_ids=[entry["id"] for entry in board.corpora])
+    session.add(job)
+    session.flush()
+    board.job_id = job.id
+    session.add(board)
+    session.commit()
+    return job
+
+
+def record_pair(session: Session, job_id: int, worker_id: str, key: str, result: dict[str, Any]) -> bool:
+    """Add one finished (corpus, tokenizer) pair to the leaderboard of a job its caller still owns.
+
+    Only the job's worker writes the results, one pair at a time, so reading the column and
+    writing it back loses nothing. Return whether the job was still ours.
+    """
+    owned = session.scalar(select(Job.id).where(Job.id == job_id, Job.worker_id == worker_id,
+                                                Job.status == "running"))
+    board = session.scalar(select(Leaderboard).where(Leaderboard.job_id == job_id)) if owned else None
+    if board is None:
+        session.rollback()
+        return False
+    board.results = {**board.results, key: result}
+    session.commit()
+    return True
+
+
+def complete_leaderboard(session: Session, job_id: int, worker_id: str) -> bool:
+    """Mark a leaderboard job succeeded (its pairs are already stored); return whether it was ours."""
+    stmt = _owned(job_id, worker_id).values(
+        status="succeeded", finished_at=utcnow(), error=None, progress_stage="done", eta_seconds=0.0
+    )
+    done = session.execute(stmt).rowcount == 1
+    session.commit()
+    return done
+
+
+JOB_KINDS = ("analyse", "leaderboard", "train")
 
 
 def run_seconds(job: Job, now: dt.datetime | None = None) -> float | None:
@@ -324,6 +393,7 @@ def _recover(session: Session, where: tuple[Any, ...], *, now: dt.datetime, max_
             finished_at=now,
             error=case(
                 (Job.kind == "analyse", f"The analysis failed after {max_attempts} attempts: "),
+                (Job.kind == "leaderboard", f"The leaderboard failed after {max_attempts} attempts: "),
                 else_=f"Training failed after {max_attempts} attempts: ",
             ) + f"each time, {each_time}.",
         ),

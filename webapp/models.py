@@ -1,4 +1,5 @@
-"""The typed SQLAlchemy 2 models: corpora, jobs (the queue: training and analysis) and tokenizers.
+"""The typed SQLAlchemy 2 models: corpora, jobs (the queue: training, analysis, leaderboards),
+tokenizers and leaderboards.
 
 Column shapes that repeat are ``Annotated`` aliases; every constraint has a name from the
 metadata's naming convention, so Alembic migrations can alter them on SQLite (batch mode) and
@@ -37,7 +38,8 @@ NAMING_CONVENTION = {
 }
 
 JOB_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
-JOB_KINDS = ("train", "analyse")  # training a tokenizer; computing a new corpus's statistics
+# training a tokenizer; computing a new corpus's statistics; evaluating tokenizers on corpora
+JOB_KINDS = ("train", "analyse", "leaderboard")
 FINISHED_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
 TOKENIZER_SOURCES = ("trained", "imported", "preset")
 
@@ -104,14 +106,14 @@ class Corpus(Base):
 
 
 class Job(Base):
-    """A job in the queue (see ``jobs.py``): a training run, or the analysis of a new corpus."""
+    """A job in the queue (see ``jobs.py``): a training run, the analysis of a new corpus, or a leaderboard."""
 
     __tablename__ = "jobs"
     __table_args__ = (
         CheckConstraint(
             "status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')", name="status"
         ),
-        CheckConstraint("kind IN ('train', 'analyse')", name="kind"),
+        CheckConstraint("kind IN ('train', 'analyse', 'leaderboard')", name="kind"),
         Index("ix_jobs_status_id", "status", "id"),
     )
 
@@ -120,9 +122,9 @@ class Job(Base):
     name: Mapped[Name]
     kind: Mapped[str] = mapped_column(String(20), default="train", server_default="train")
     status: Mapped[str] = mapped_column(String(20), default="queued")
-    algorithm: Mapped[str] = mapped_column(String(40))  # "" for analysis jobs
+    algorithm: Mapped[str] = mapped_column(String(40))  # "" for analysis and leaderboard jobs
     options: Mapped[JSONDict]
-    corpus_ids: Mapped[JSONList]  # an analysis job has exactly one
+    corpus_ids: Mapped[JSONList]  # an analysis job has exactly one; a leaderboard's are in its row
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     worker_id: Mapped[str | None] = mapped_column(String(200))
     heartbeat_at: Mapped[Timestamp]
@@ -174,6 +176,28 @@ class Tokenizer(Base):
     created_at: Mapped[Created]
 
 
+class Leaderboard(Base):
+    """A team's table of tokenizers × held-out corpora, filled in by its "leaderboard" job.
+
+    The choices are kept with the names they had (``tokenizers``: ``[{"id", "name"}]``,
+    ``corpora``: ``[{"id", "name"}]``), so the board still reads after a tokenizer or corpus is
+    deleted. ``results`` maps ``"<corpus id>:<tokenizer id>"`` to the engine's figures for that
+    pair, or ``{"error": sentence}``; the worker adds each pair as it finishes (``leaderboard.py``).
+    """
+
+    __tablename__ = "leaderboards"
+
+    id: Mapped[IntPK]
+    team_id: Mapped[TeamFK]
+    name: Mapped[Name]
+    tokenizers: Mapped[JSONList]
+    corpora: Mapped[JSONList]
+    max_bytes: Mapped[int] = mapped_column(BigInteger)  # the slice: the first bytes of each corpus
+    results: Mapped[JSONDict]
+    job_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id", ondelete="SET NULL"), index=True)
+    created_at: Mapped[Created]
+
+
 from webapp.models_auth import (  # noqa: E402  (the tables must join the same metadata)
     ApiKey,
     Invite,
@@ -184,5 +208,5 @@ from webapp.models_auth import (  # noqa: E402  (the tables must join the same m
     User,
 )
 
-__all__ = ["ApiKey", "Base", "Corpus", "Invite", "Job", "Membership", "SharedText", "ShareLink",
+__all__ = ["ApiKey", "Base", "Corpus", "Invite", "Job", "Leaderboard", "Membership", "SharedText", "ShareLink",
            "Team", "Tokenizer", "User", "utcnow"]

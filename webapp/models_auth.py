@@ -6,7 +6,8 @@
 - ``invites``: a link that lets its holder join a team until it expires or is revoked.
 - ``api_keys``: per-user keys for the JSON API; only their SHA-256 is stored, so a leaked
   database does not leak working keys.
-- ``share_links`` and ``shared_texts``: capability URLs for one tokenizer (and one text with it).
+- ``share_links`` and ``shared_texts``: capability URLs for one tokenizer (and one text with it)
+  or one leaderboard.
   Share and invite tokens are kept as they are, because their owners must be able to copy the
   link again; anyone who can read the database can read the shared data anyway.
 - ``rate_limits``: the shared rate limiter's counters (``ratelimit.py``), one row per limited
@@ -109,12 +110,21 @@ class ApiKey(Base):
 
 
 class ShareLink(Base):
-    """Read-only access to one tokenizer for whoever holds ``token``; revocable, may expire."""
+    """Read-only access to one tokenizer or one leaderboard for whoever holds ``token``; revocable, may expire.
+
+    Exactly one of ``tokenizer_id`` and ``leaderboard_id`` is set (the check constraint): one
+    token, expiry and revocation mechanism serves both kinds of page.
+    """
 
     __tablename__ = "share_links"
+    __table_args__ = (
+        CheckConstraint("(tokenizer_id IS NULL) <> (leaderboard_id IS NULL)", name="one_target"),
+    )
 
     id: Mapped[IntPK]
-    tokenizer_id: Mapped[int] = mapped_column(ForeignKey("tokenizers.id", ondelete="CASCADE"), index=True)
+    tokenizer_id: Mapped[int | None] = mapped_column(ForeignKey("tokenizers.id", ondelete="CASCADE"), index=True)
+    leaderboard_id: Mapped[int | None] = mapped_column(ForeignKey("leaderboards.id", ondelete="CASCADE"),
+                                                       index=True)
     token: Mapped[str] = mapped_column(TOKEN, unique=True)
     created_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
     expires_at: Mapped[Timestamp]
@@ -122,7 +132,7 @@ class ShareLink(Base):
     created_at: Mapped[Created]
 
     def active(self, now: dt.datetime | None = None) -> bool:
-        """Whether the link still opens its tokenizer."""
+        """Whether the link still opens its tokenizer or leaderboard."""
         now = now or utcnow()
         return self.revoked_at is None and (self.expires_at is None or now < self.expires_at)
 

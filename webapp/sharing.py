@@ -1,4 +1,4 @@
-"""Share links: read-only access to one tokenizer for anyone holding an unguessable URL.
+"""Share links: read-only access to one tokenizer, or one leaderboard, for anyone holding an unguessable URL.
 
 A link's token is ``secrets.token_urlsafe(32)`` (256 bits). ``/s/<token>`` *is* the shared
 tokenizer's encode page, served at that URL (``?text=`` works as on the team's page), and
@@ -10,6 +10,11 @@ shared with this visitor. Each request re-checks the links, so revoking or expir
 effect at once; a revoked or expired link answers 410 with a page that says so and nothing
 else (no name, no date), an unknown one 404. "Share this text too" stores a (tokenizer, text)
 pair on the server under its own token, so long texts never travel in URLs.
+
+A link to a leaderboard (``ShareLink.leaderboard_id``) opens the board's read-only page at
+``/s/<token>`` (``?format=csv`` its export), through the same tokens, expiry and revocation:
+:func:`create_link` and :func:`revoke_link` serve both kinds of link, and the leaderboard's
+views (``leaderboard_views.py``) call them.
 
 Left out: the playground views themselves (``playground.py`` and friends) and scoping
 (``auth.py``, whose gate lets visitors with a share reach the pages listed there).
@@ -47,7 +52,7 @@ def _active_shares() -> dict[int, str]:
                      get_session().scalars(select(ShareLink).where(ShareLink.token.in_(tokens)))}
             for token in tokens:  # session order: the link opened last wins
                 link = links.get(token)
-                if link is not None and link.active(now):
+                if link is not None and link.tokenizer_id is not None and link.active(now):
                     found.setdefault(link.tokenizer_id, token)
         g.shares_by_tokenizer = found
     return dict(g.shares_by_tokenizer)
@@ -93,22 +98,40 @@ def manage(tokenizer_id: int) -> Response:
     return render("share/manage.html", **_manage_context(auth.owned_or_404(Tokenizer, tokenizer_id)))
 
 
-@bp.post("/tokenizers/<int:tokenizer_id>/share")
-def create(tokenizer_id: int) -> Response:
-    """Create a share link, optionally expiring after a number of days."""
-    tokenizer = auth.owned_or_404(Tokenizer, tokenizer_id)
-    raw = request.form.get("days", "").strip()
+def create_link(raw_days: str, *, tokenizer_id: int | None = None, leaderboard_id: int | None = None) -> str | None:
+    """Add a link to the tokenizer or the leaderboard, expiring after ``raw_days`` days (empty: never).
+
+    The caller has checked that the row is the user's. Return the sentence to show when the
+    expiry is not a number of days (and add nothing), else None.
+    """
+    raw = raw_days.strip()
     expires = None
     if raw:
         days = parse_int(raw, low=1, high=MAX_EXPIRY_DAYS)
         if days is None:
-            return render("share/manage.html", status=422, **_manage_context(
-                tokenizer, error=f"The expiry must be a whole number of days from 1 to {MAX_EXPIRY_DAYS}, "
-                                 f"or empty for a link that never expires; got {raw[:20]!r}."))
+            return (f"The expiry must be a whole number of days from 1 to {MAX_EXPIRY_DAYS}, "
+                    f"or empty for a link that never expires; got {raw[:20]!r}.")
         expires = utcnow() + dt.timedelta(days=days)
-    get_session().add(ShareLink(tokenizer_id=tokenizer.id, token=auth.new_token(),
+    get_session().add(ShareLink(tokenizer_id=tokenizer_id, leaderboard_id=leaderboard_id, token=auth.new_token(),
                                 created_by=current_user.id, expires_at=expires))
     get_session().commit()
+    return None
+
+
+def revoke_link(link: ShareLink) -> None:
+    """Revoke ``link`` (the caller has checked it is the user's): it stops opening at once."""
+    if link.revoked_at is None:
+        link.revoked_at = utcnow()
+        get_session().commit()
+
+
+@bp.post("/tokenizers/<int:tokenizer_id>/share")
+def create(tokenizer_id: int) -> Response:
+    """Create a share link, optionally expiring after a number of days."""
+    tokenizer = auth.owned_or_404(Tokenizer, tokenizer_id)
+    error = create_link(request.form.get("days", ""), tokenizer_id=tokenizer.id)
+    if error:
+        return render("share/manage.html", status=422, **_manage_context(tokenizer, error=error))
     return redirect(url_for("sharing.manage", tokenizer_id=tokenizer.id), 303)
 
 
@@ -125,9 +148,7 @@ def _owned_link(tokenizer_id: int, link_id: int) -> tuple[Tokenizer, ShareLink]:
 def revoke(tokenizer_id: int, link_id: int) -> Response:
     """Revoke a link: it, and every text shared through it, stops opening at once."""
     _tokenizer, link = _owned_link(tokenizer_id, link_id)
-    if link.revoked_at is None:
-        link.revoked_at = utcnow()
-        get_session().commit()
+    revoke_link(link)
     return redirect(url_for("sharing.manage", tokenizer_id=tokenizer_id), 303)
 
 
@@ -158,8 +179,13 @@ def share_text(tokenizer_id: int, link_id: int) -> Response:
 
 @bp.get("/s/<token>")
 def open_link(token: str) -> Response:
-    """A share link: the tokenizer's encode page at the link's own URL (``?text=`` works too)."""
+    """A share link: the tokenizer's encode page at the link's own URL (``?text=`` works too),
+    or the leaderboard's read-only page."""
     link = _active_link(token)
+    if link.leaderboard_id is not None:
+        from webapp.leaderboard_views import shared_board
+
+        return shared_board(link)
     _remember(link.token)
     from webapp.loaded import load
     from webapp.playground import SAMPLE_TEXT, play_page
@@ -172,6 +198,8 @@ def open_link(token: str) -> Response:
 def _shared_page(token: str, endpoint: str) -> Response:
     """Serve another read-only page of the link's tokenizer (its view, scoped as usual) at the link's URL."""
     link = _active_link(token)
+    if link.tokenizer_id is None:
+        abort(404)
     _remember(link.token)
     return current_app.make_response(current_app.view_functions[endpoint](tokenizer_id=link.tokenizer_id))
 
@@ -194,7 +222,7 @@ def open_text(token: str, text_token: str) -> Response:
     link = _active_link(token)
     shared = get_session().scalar(select(SharedText).where(SharedText.token == text_token[:64],
                                                            SharedText.share_link_id == link.id))
-    if shared is None:
+    if shared is None or link.tokenizer_id is None:
         abort(404)
     _remember(link.token)
     from webapp.loaded import load

@@ -2,8 +2,9 @@
 
 ``tokenforge worker`` (and ``tokenforge serve``, which starts one, plus a lane that only takes
 analyses so that they never wait behind a long training) runs :meth:`Worker.run`.
-Per job the worker spawns ``train_child.run`` (a "train" job) or ``analyse_child.run`` (an
-"analyse" job: a new corpus's statistics) at lower CPU priority, then every
+Per job the worker spawns ``train_child.run`` (a "train" job), ``analyse_child.run`` (an
+"analyse" job: a new corpus's statistics) or ``leaderboard_child.run`` (a "leaderboard" job:
+tokenizers × held-out corpora, whose pairs it stores as they come) at lower CPU priority, then every
 ``HEARTBEAT_SECONDS`` writes a heartbeat and the latest progress (with an ETA) to the job row
 and checks for a cancel request. Outcomes:
 
@@ -35,13 +36,14 @@ from collections.abc import Collection, Mapping
 from multiprocessing.connection import wait
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.orm import sessionmaker
 
 from engine.processes import kill_group
-from webapp import analyse_child, jobs, train_child
+from webapp import analyse_child, jobs, leaderboard, leaderboard_child, train_child
 from webapp.db import make_engine
 from webapp.eta import Progress
-from webapp.models import Corpus, Job
+from webapp.models import Corpus, Job, Leaderboard
 from webapp.storage import CorpusStore
 
 log = logging.getLogger("tokenforge.worker")
@@ -108,7 +110,10 @@ class Worker:
             if job is None:
                 return "missing"
             kind = job.kind
-            paths, missing = self._corpus_paths(session, job.corpus_ids, kind)
+            paths, missing = ([], None) if kind == "leaderboard" else self._corpus_paths(session, job.corpus_ids, kind)
+            if kind == "leaderboard":
+                board = session.scalar(select(Leaderboard).where(Leaderboard.job_id == job_id))
+                missing = None if board is not None else "The leaderboard was deleted before it ran."
             if missing:
                 jobs.finish(session, job_id, self.worker_id, "failed", error=missing)
                 return "failed"
@@ -116,6 +121,11 @@ class Worker:
             if kind == "analyse":
                 target: Any = analyse_child.run
                 args: tuple[Any, ...] = (paths[0], nice)
+            elif kind == "leaderboard":  # pairs whose corpus or tokenizer is gone fail alone, in the child
+                plan = leaderboard.job_plan(session, self.store, board)
+                target = leaderboard_child.run
+                args = (plan.corpora, plan.tokenizers, int(job.options["max_bytes"]),
+                        float(job.options["pair_seconds"]), nice)
             else:
                 target, args = train_child.run, (job.algorithm, paths, dict(job.options), nice)
         ctx = multiprocessing.get_context("spawn")
@@ -160,6 +170,9 @@ class Worker:
                     message = conn.recv()
                     if message[0] == "progress":
                         progress.update(*message[1:])
+                    elif message[0] == "pair":  # stored at once, so the leaderboard fills in
+                        with self.sessions() as session:
+                            jobs.record_pair(session, job_id, self.worker_id, message[1], message[2])
                     else:
                         outcome = message
                         break
@@ -210,6 +223,8 @@ class Worker:
 
     def _record(self, job_id: int, kind: str, outcome: tuple[Any, ...]) -> str:
         with self.sessions() as session:
+            if outcome[0] == "done" and kind == "leaderboard":
+                return "succeeded" if jobs.complete_leaderboard(session, job_id, self.worker_id) else "lost"
             if outcome[0] == "done" and kind == "analyse":
                 ours = jobs.complete_analysis(session, job_id, self.worker_id, stats=outcome[1])
                 return "succeeded" if ours else "lost"
@@ -265,20 +280,29 @@ def _duration(seconds: float) -> str:
     return f"{seconds:g} second{'s' if seconds != 1 else ''}"
 
 
+WHAT = {"analyse": "analysis", "leaderboard": "leaderboard", "train": "training"}
+ADVICE = {"train": " Train on less text or a smaller vocabulary, or",
+          "leaderboard": " Choose fewer tokenizers or corpora, or a smaller slice, or"}
+
+
 def _time_limit_reason(limit: float, kind: str) -> str:
     """A sentence for a job stopped by the time limit: the limit, and the setting that sets it."""
-    what = "analysis" if kind == "analyse" else "training"
-    advice = "" if kind == "analyse" else " Train on less text or a smaller vocabulary, or"
+    what, advice = WHAT.get(kind, kind), ADVICE.get(kind, "")
     return (f"The {what} ran longer than the time limit of {_duration(limit)} and was stopped. "
-            f"Nothing was saved.{advice}{' ask' if advice else ' Ask'} the administrator to raise the "
+            f"{_saved(kind)}{advice}{' ask' if advice else ' Ask'} the administrator to raise the "
             f"setting TOKENFORGE_JOB_TIME_LIMIT (now {limit:g} second{'s' if limit != 1 else ''}).")
 
 
 def _death_reason(exitcode: int | None, kind: str) -> str:
     """A sentence for a child that ended without reporting a result."""
-    what = "analysis" if kind == "analyse" else "training"
+    what = WHAT.get(kind, kind)
     if exitcode is not None and exitcode < 0:
         signum = -exitcode
         why = " (SIGKILL: often the system running out of memory)" if signum == 9 else ""
-        return f"The {what} process was killed by signal {signum}{why}. Nothing was saved."
-    return f"The {what} process exited unexpectedly with code {exitcode}. Nothing was saved."
+        return f"The {what} process was killed by signal {signum}{why}. {_saved(kind)}"
+    return f"The {what} process exited unexpectedly with code {exitcode}. {_saved(kind)}"
+
+
+def _saved(kind: str) -> str:
+    """What is left of a job that stopped early: a leaderboard keeps the pairs it stored."""
+    return "The pairs evaluated so far are kept." if kind == "leaderboard" else "Nothing was saved."
