@@ -1,6 +1,6 @@
 """Unigram against the real sentencepiece on a real fixture (held-out tokens within 1%), and
 lossless defaults: text with tabs trains through the CLI, its .vocab reads back piece for
-piece, and newlines and tabs never become <unk>."""
+piece, newlines and tabs never become <unk>, and Hugging Face gives the same ids."""
 
 from __future__ import annotations
 
@@ -62,6 +62,9 @@ def test_cli_trains_on_text_with_tabs_and_the_vocab_reads_back(split_corpus: tup
     ids = tokenizer.encode(text)
     assert model.unk_id not in ids
     assert tokenizer.decode(ids) == text
+    hf = pytest.importorskip("tokenizers").Tokenizer.from_file(str(out / "tokenizer.json"))
+    for line in [text, *tabbed.read_text(encoding="utf-8").splitlines()[::25]]:
+        assert hf.encode(line, add_special_tokens=False).ids == tokenizer.encode(line)
 
 
 @pytest.mark.parametrize("piece", ["\t", "▁\t", "a\tb", "\t\t", "x\t"], ids=repr)
