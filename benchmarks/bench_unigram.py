@@ -94,7 +94,7 @@ def time_stages() -> dict[str, list[float]]:
                 seconds.setdefault(name, []).append(time.perf_counter() - started)
         return wrapper
 
-    for name in ("count_words", "required_chars", "seed_pieces", "e_step", "m_step", "viterbi_counts", "prune"):
+    for name in ("count_words", "required_chars", "seed_pieces", "e_step", "m_step", "viterbi_counts", "prune_pieces"):
         setattr(unigram, name, timed(name, getattr(unigram, name)))
     unigram.Lattice = timed("lattice build", unigram.Lattice)  # type: ignore[attr-defined]
     lattice.Lattice.filter = timed("filter", lattice.Lattice.filter)  # type: ignore[method-assign]

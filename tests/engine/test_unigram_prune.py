@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.trainers.unigram.lattice import Lattice
-from engine.trainers.unigram.prune import alternatives, prune
+from engine.trainers.unigram.prune import alternatives, prune_pieces
 from tests.engine.unigram_reference import best_path, prune_reference
 
 # Powers of two: products of different pieces are often exactly equal (ties in probability).
@@ -60,6 +60,6 @@ def test_prune_keeps_the_pieces_the_per_piece_loop_keeps(seed: int) -> None:
     options = {"target": 20, "shrinking_factor": rng.choice([0.5, 0.75]), "max_len": 6, "unk": unk}
     fast, slow = np.array(alive), list(alive)
     is_required = np.array([s in required for s in range(unk + 1)])
-    prune(pieces, np.array(freq), np.array(logp), fast, is_required, **options)
+    prune_pieces(pieces, np.array(freq), np.array(logp), fast, is_required, **options)
     prune_reference(pieces, freq, logp, slow, required, **options)
     assert fast.tolist() == slow and slow != alive

@@ -34,7 +34,7 @@ from engine.trainers.base import Reporter, TrainResult
 from engine.trainers.unigram.em import e_step, m_step
 from engine.trainers.unigram.lattice import Lattice
 from engine.trainers.unigram.options import UnigramOptions
-from engine.trainers.unigram.prune import prune, viterbi_counts
+from engine.trainers.unigram.prune import prune_pieces, viterbi_counts
 from engine.trainers.unigram.seed import required_chars, seed_pieces
 from engine.trainers.unigram.words import SPACE, MetaspaceSplit, count_words
 
@@ -122,8 +122,8 @@ def _em_rounds(lattice: Lattice, pieces: list[str], logp: np.ndarray, alive: np.
         # 0.2's order); pieces are weighed by their counts in the Viterbi paths, as there.
         logp[unk] = logp[:unk][alive[:unk]].min() - UNK_PENALTY
         freq = viterbi_counts(lattice, logp)
-        prune(pieces, freq, logp, alive, is_required, target=desired, shrinking_factor=options.shrinking_factor,
-              max_len=options.max_piece_length, unk=unk)
+        prune_pieces(pieces, freq, logp, alive, is_required, target=desired, shrinking_factor=options.shrinking_factor,
+                     max_len=options.max_piece_length, unk=unk)
         logp[~alive] = -np.inf
         if alive.sum() - 1 <= desired:
             return logp

@@ -71,8 +71,8 @@ def alternatives(lat: Lattice, logp: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return value[lat.terminal], last[lat.terminal], back
 
 
-def prune(pieces: list[str], freq: np.ndarray, logp: np.ndarray, alive: np.ndarray, required: np.ndarray,
-          *, target: int, shrinking_factor: float, max_len: int, unk: int) -> None:
+def prune_pieces(pieces: list[str], freq: np.ndarray, logp: np.ndarray, alive: np.ndarray, required: np.ndarray,
+                 *, target: int, shrinking_factor: float, max_len: int, unk: int) -> None:
     """Remove pieces from ``alive`` by the likelihood loss of replacing each by its alternative."""
     live = np.flatnonzero(alive[:unk])
     total = freq[live].sum()
