@@ -56,17 +56,17 @@ def _invert(token: bytes) -> str:
     return "".join([chr(256 - x) for x in token]) + _END
 
 
-def _sum_by_pair(pairs: np.ndarray, weights: np.ndarray, positions: np.ndarray) -> tuple[list[int], list[int], list[np.ndarray]]:
-    """The distinct ``pairs`` in order, the sum of their ``weights``, and their ``positions``
-    (in text order: the sort is stable)."""
+def _sum_by_pair(pairs: np.ndarray, weights: np.ndarray) -> tuple[list[int], list[int], np.ndarray, list[int]]:
+    """The distinct ``pairs`` in order and the sum of their ``weights``, with the sort order and
+    where each pair's run starts in it (``order[bounds[i]:bounds[i + 1]]`` are pair ``i``'s
+    entries, in their first order: the sort is stable)."""
     if not len(pairs):
-        return [], [], []
+        return [], [], pairs, [0]
     order = np.argsort(pairs, kind="stable")
-    pairs, positions = pairs[order], positions[order]
+    pairs = pairs[order]
     starts = np.concatenate(([0], np.flatnonzero(pairs[1:] != pairs[:-1]) + 1))
     sums = np.add.reduceat(weights[order], starts)
-    bounds = [*starts.tolist(), len(pairs)]
-    return pairs[starts].tolist(), sums.tolist(), [positions[i:j] for i, j in zip(bounds, bounds[1:])]
+    return pairs[starts].tolist(), sums.tolist(), order, [*starts.tolist(), len(pairs)]
 
 
 def _leftmost(p: np.ndarray, nxt: np.ndarray) -> np.ndarray:
@@ -126,10 +126,11 @@ def merge_words(
 
     # 2. Count every adjacent pair inside a word and index where it is.
     first = np.flatnonzero((sym[:-1] >= 0) & (sym[1:] >= 0)).astype(index)
-    pairs, sums, places = _sum_by_pair(sym[first] * V + sym[first + 1], freq[first], first)
-    del first
+    pairs, sums, order, bounds = _sum_by_pair(sym[first] * V + sym[first + 1], freq[first])
+    first = first[order]
     counts: dict[int, int] = dict(zip(pairs, sums))
-    where: dict[int, np.ndarray] = dict(zip(pairs, places))
+    where: dict[int, np.ndarray] = {pair: first[i:j] for pair, i, j in zip(pairs, bounds, bounds[1:])}
+    del order
 
     def push(pair: int, count: int) -> None:
         left, right = divmod(pair, V)
@@ -178,21 +179,22 @@ def merge_words(
         sym[p], sym[q] = t, -1
         nxt[p], prv[right] = right, p
         now_left = prv[p]  # the left neighbour now: another occurrence's t where two touched ("a b a b")
-        new_left = sym[now_left] >= 0
-        new_right = (sym[right] >= 0) & (sym[right] != t)  # (t, t) is counted once, as a left pair
+        sym_now_left, sym_now_right = sym[now_left], sym[right]
+        new_left = sym_now_left >= 0
+        new_right = (sym_now_right >= 0) & (sym_now_right != t)  # (t, t) is counted once, as a left pair
 
-        # 6. Take the old pairs around each occurrence away, add the new ones, index the new ones
-        #    (a new pair is indexed at its left symbol; the positions of old pairs go unused).
-        changed, amounts, places = _sum_by_pair(
-            np.concatenate((sym_left[old_left] * V + a, b * V + sym_right[old_right],
-                            sym[now_left[new_left]] * V + t, t * V + sym[right[new_right]])),
-            np.concatenate((-f[old_left], -f[old_right], f[new_left], f[new_right])),
-            np.concatenate((left[old_left], right[old_right], now_left[new_left], p[new_right])),
+        # 6. Take the old pairs around each occurrence away, add the new ones, and index the new
+        #    ones at their left symbol: the four kinds side by side, missing neighbours masked out.
+        found = np.concatenate((old_left, old_right, new_left, new_right))
+        changed, amounts, order, bounds = _sum_by_pair(
+            np.concatenate((sym_left * V + a, b * V + sym_right, sym_now_left * V + t, t * V + sym_now_right))[found],
+            np.concatenate((-f, -f, f, f))[found],
         )
-        for pair, amount, at in zip(changed, amounts, places):
+        at = np.concatenate((left, right, now_left, p))[found][order]
+        for pair, amount, i, j in zip(changed, amounts, bounds, bounds[1:]):
             if pair // V == t or pair % V == t:  # a new pair: its count is final for this step
                 counts[pair] = amount
-                where[pair] = at
+                where[pair] = at[i:j]
                 push(pair, amount)
             elif pair != best:
                 counts[pair] += amount
