@@ -203,3 +203,13 @@ def test_api_refuses_a_malicious_stored_template(app: Flask, client: FlaskClient
         evil = row.id
     response = api(client, tokenizer=evil, template="tokenizer", messages=[{"role": "user", "content": "x"}])
     assert response.status_code == 422 and "refused by the sandbox" in response.json["error"]
+
+
+def test_chat_page_is_scoped_like_the_encode_page(app: Flask, client: FlaskClient, anon_client: FlaskClient) -> None:
+    from tests.webapp.conftest import add_user
+
+    _, other_team = add_user(app, "bob@example.com")
+    theirs = store(app, chatml_bpe(), team_id=other_team)
+    assert client.get(f"/tokenizers/{theirs}/chat").status_code == 404
+    assert client.post("/api/v1/encode", json={"tokenizer": theirs, "messages": [{"role": "user", "content": ""}]}).status_code == 404
+    assert anon_client.get(f"/tokenizers/{theirs}/chat").status_code in (302, 303)
