@@ -301,3 +301,21 @@ def test_the_migration_goes_down_without_boards_and_up_again(db_app: Flask) -> N
         assert conn.execute(text("SELECT count(*) FROM jobs WHERE kind = 'leaderboard'")).scalar() == 0
     engine.dispose()
     db.upgrade(url)
+
+
+def test_a_pair_is_bounded_by_the_engine_time_budget_and_the_next_pair_still_runs(tmp_path: Path) -> None:
+    from engine import byte_level_bpe
+    from engine.pretokenizers import RegexSplit
+
+    vocab = {b: bytes([b]) for b in range(256)}
+    slow = byte_level_bpe(vocab, [], pretokenizer=RegexSplit(r"(?:.*,){6}X|\s|\S"))  # backtracks on commas
+    text = "," * 2000
+    path = tmp_path / "commas.txt"
+    path.write_text(text, encoding="utf-8")
+    reported: dict[str, dict] = {}
+    finished = evaluate_pairs([(1, str(path))], [(5, slow.to_json()), (6, byte_bpe().to_json())], max_bytes=10_000,
+                              pair_seconds=0.2, report=reported.__setitem__, progress=lambda *_args: None,
+                              should_cancel=lambda: False)
+    assert finished is True
+    assert reported["1:5"]["error"].startswith("The pre-tokenizer pattern took longer than 0.2 s on this text")
+    assert reported["1:6"] == kept(evaluate(byte_bpe(), text))
