@@ -30,7 +30,7 @@ class Region:
 
     start: int
     end: int
-    same: bool
+    same: bool  # every tokenization cuts it the same way, with the same number of tokens
     counts: tuple[int, ...] = ()  # tokens each tokenization spends on this stretch, in order
 
     @property
@@ -69,7 +69,10 @@ def regions(tokenizations: Sequence[Sequence[DisplaySpan]], length: int) -> list
     for i, (start, end) in enumerate(zip(shared, shared[1:])):
         # The next boundary of any tokenization after ``start``: inside the region means a split.
         following = union[bisect_right(union, start)]
-        out.append(Region(start, end, following >= end, tuple(column[i] for column in counts)))
+        spent = tuple(column[i] for column in counts)
+        # Same cuts can still hold different tokens: a display span is a whole grapheme, and "é"
+        # may be one token in one vocabulary and two bytes in another.
+        out.append(Region(start, end, following >= end and len(set(spent)) <= 1, spent))
     return out
 
 

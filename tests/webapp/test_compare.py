@@ -10,7 +10,7 @@ from flask.testing import FlaskClient
 
 from tests.webapp.playground_samples import byte_bpe, store
 from webapp.compare import ColumnFigures, Region, column_figures, mark_spans, regions, summary
-from webapp.spans import DisplaySpan, TokenPart
+from webapp.spans import DisplaySpan, TokenPart, group_spans
 
 
 def mark_differences(tokenizations: list[list[DisplaySpan]], mark: str = "all") -> list[set[int]]:
@@ -52,8 +52,6 @@ def test_gaps_are_not_compared() -> None:
 
 
 def test_real_tokenizers_differ_only_where_merges_apply() -> None:
-    from webapp.spans import group_spans
-
     text = "the world"
     plain, merged = byte_bpe("plain", merges=[]), byte_bpe()
     a = group_spans(text, plain.encode_with_offsets(text), plain)
@@ -116,3 +114,17 @@ def test_compare_page_offers_the_toggle_and_keeps_it_in_the_url(client: FlaskCli
     assert re.search(r'<input type="radio" name="mark" value="counts" checked data-testid="mark-counts">', html)
     assert re.search(r'<input type="radio" name="mark" value="all" data-testid="mark-all">', html)
     assert "Underlined: stretches where the tokenizers spend a different number of tokens." in html
+
+
+def test_a_grapheme_of_one_token_against_two_bytes_differs_in_both_marks() -> None:
+    """ "é" is one display span in both, but one token against two: cut alike, still a difference."""
+    one = byte_bpe("é", merges=[(b"\xc3", b"\xa9")])
+    two = byte_bpe("bytes", merges=[])
+    text = "café"
+    a = group_spans(text, one.encode_with_offsets(text), one)
+    b = group_spans(text, two.encode_with_offsets(text), two)
+    found = regions([a, b], len(text))
+    assert [(r.start, r.end, r.same, r.counts) for r in found] == [
+        (0, 1, True, (1, 1)), (1, 2, True, (1, 1)), (2, 3, True, (1, 1)), (3, 4, False, (1, 2))]
+    assert mark_spans([a, b], found, "all") == mark_spans([a, b], found, "counts") == [{3}, {3}]
+    assert summary([a, b], len(text), found)["differing"] == summary([a, b], len(text), found)["counts_differ"] == 1
