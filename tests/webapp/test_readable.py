@@ -143,3 +143,16 @@ def test_the_evaluation_page_shows_the_table(client: FlaskClient, app: Flask) ->
     assert "Decoding gives the text back exactly." in html
     assert re.search(r'<tr><th scope="row">Characters</th><td>\d{1,3}(,\d{3})*</td></tr>', html)
     assert "None" not in html and "{'id'" not in html and "e+0" not in html
+
+
+@pytest.mark.parametrize(("algorithm", "expected"), [
+    pytest.param("unigram", ["Default: yes", "Default: <code>&lt;unk&gt;</code> <code>&lt;s&gt;</code> <code>&lt;/s&gt;</code>"],
+                 id="unigram"),
+    pytest.param("wordpiece", ["Default: 30,000", "Default: <code>[PAD]</code> <code>[UNK]</code>"], id="wordpiece"),
+])
+def test_the_training_form_shows_defaults_as_words_and_codes(client: FlaskClient, algorithm: str,
+                                                             expected: list[str]) -> None:
+    """The form's hints printed "Default: True" and "Default: ['<unk>', '<s>', '</s>']"."""
+    defaults = re.findall(r'class="default">(.*?)</span>', client.get(f"/train?algorithm={algorithm}").get_data(as_text=True))
+    assert all(any(text.startswith(e) for text in defaults) for e in expected), defaults
+    assert not any(re.search(r"True|False|None|\[&#39;", text) for text in defaults), defaults
