@@ -156,6 +156,13 @@ def test_hf_tokenizers_gives_identical_ids(corpus: Path, tmp_path: Path) -> None
         assert theirs.encode(line, add_special_tokens=False).ids == ours.encode(line)
 
 
+def test_text_that_spells_a_byte_or_special_piece_keeps_one_id() -> None:
+    words = Counter({"<0x0A>": 500, "<s>": 400, "▁ab": 30, "▁ba": 20})
+    options = UnigramOptions(vocab_size=280, seed_size=1000, split_by_unicode_script=False)  # else "0x" is no piece
+    pieces = [p for p, _ in train_on_counts(words, options)[0].pieces()]
+    assert len(pieces) == len(set(pieces)) and pieces.count("<0x0A>") == pieces.count("<s>") == 1
+
+
 def test_vocab_smaller_than_the_alphabet_is_a_config_error(corpus: Path) -> None:
     with pytest.raises(ConfigError, match="required characters"):
         train("unigram", [corpus], {"vocab_size": 10, "seed_size": 2000, "byte_fallback": False})

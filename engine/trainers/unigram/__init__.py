@@ -91,14 +91,16 @@ def train_on_counts(word_counts: Mapping[str, int], options: UnigramOptions, rep
             final[char] = floor + penalty
             penalty += 0.0001
     room = options.vocab_size - reserved
+    vocab: list[tuple[str, float]] = [(t, 0.0) for t in options.special_tokens]
+    if options.byte_fallback:
+        vocab.extend((b, 0.0) for b in BYTE_PIECES)
+    taken = {p for p, _ in vocab}  # a corpus may spell "<0x0A>" or "<s>" as text: they keep their id
     ranked = sorted(((float(logp[s]), pieces[s]) for s in np.flatnonzero(alive[:unk])), key=lambda t: (-t[0], t[1]))
     for score, piece in ranked:
         if len(final) >= room:
             break
-        final.setdefault(piece, score)
-    vocab: list[tuple[str, float]] = [(t, 0.0) for t in options.special_tokens]
-    if options.byte_fallback:
-        vocab.extend((b, 0.0) for b in BYTE_PIECES)
+        if piece not in taken:
+            final.setdefault(piece, score)
     vocab.extend((p, round(s, 6)) for p, s in sorted(final.items(), key=lambda kv: (-kv[1], kv[0])))
     specials = {t: i for i, t in enumerate(options.special_tokens)}
     return Unigram(vocab, unk_id=0, byte_fallback=options.byte_fallback, special_tokens=specials), stats
