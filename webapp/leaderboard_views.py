@@ -185,6 +185,17 @@ def cancel(board_id: int) -> Response:
     return redirect(url_for("leaderboard.show", board_id=board.id), 303)
 
 
+@bp.post("/<int:board_id>/delete")
+def delete(board_id: int) -> Response:
+    """Delete a leaderboard and its share links; a job still filling it in is cancelled first."""
+    board = auth.owned_or_404(Leaderboard, board_id)
+    if board.job_id is not None:
+        jobs.request_cancel(get_session(), board.job_id)
+    get_session().delete(board)  # its share links go with it (ON DELETE CASCADE)
+    get_session().commit()
+    return redirect(url_for("leaderboard.index"), 303)
+
+
 @bp.post("/<int:board_id>/share")
 def share(board_id: int) -> Response:
     """Create a read-only link to the board, optionally expiring after a number of days."""

@@ -235,7 +235,8 @@ def test_another_teams_board_is_a_404_everywhere(app: Flask, client: FlaskClient
     for method, path in [("get", f"/leaderboards/{board_id}"), ("get", f"/leaderboards/{board_id}/csv"),
                          ("get", f"/leaderboards/{board_id}/corpora/{corpus}/text"),
                          ("post", f"/leaderboards/{board_id}/cancel"), ("post", f"/leaderboards/{board_id}/share"),
-                         ("post", f"/leaderboards/{board_id}/share/1/revoke")]:
+                         ("post", f"/leaderboards/{board_id}/share/1/revoke"),
+                         ("post", f"/leaderboards/{board_id}/delete")]:
         assert getattr(bob_client, method)(path).status_code == 404, path
     assert "english.txt" not in bob_client.get("/leaderboards").get_data(as_text=True)
     # Bob cannot build a board of Alice's tokenizers or corpora either.
@@ -319,3 +320,57 @@ def test_a_pair_is_bounded_by_the_engine_time_budget_and_the_next_pair_still_run
     assert finished is True
     assert reported["1:5"]["error"].startswith("The pre-tokenizer pattern took longer than 0.2 s on this text")
     assert reported["1:6"] == kept(evaluate(byte_bpe(), text))
+
+
+def test_cancelling_a_running_board_stops_its_child_and_keeps_the_pairs_done(
+        app: Flask, client: FlaskClient) -> None:
+    import threading
+    import time
+
+    from engine import byte_level_bpe
+    from engine.pretokenizers import RegexSplit
+    from webapp.worker import Worker
+
+    vocab = {b: bytes([b]) for b in range(256)}
+    slow = store(app, byte_level_bpe(vocab, [], pretokenizer=RegexSplit(r"(?:.*,){6}X|\s|\S")), name="slow")
+    fast = store(app, byte_bpe())
+    corpus = add_corpus(app, "," * 2000, "commas.txt")
+    app.config.update(LEADERBOARD_PAIR_SECONDS=120, CANCEL_GRACE_SECONDS=1)
+    board_id = build(client, [fast, slow], [corpus])
+    worker = Worker(dict(app.config), worker_id="test-worker")
+    thread = threading.Thread(target=worker.run, kwargs={"once": True})
+    thread.start()
+    try:
+        deadline = time.monotonic() + 60
+        while f"{corpus}:{fast}" not in board_row(app, board_id).results:  # the slow pair is running now
+            assert time.monotonic() < deadline, "the fast pair never came in"
+            time.sleep(0.05)
+        assert client.post(f"/leaderboards/{board_id}/cancel").status_code == 303
+        thread.join(timeout=60)
+        assert not thread.is_alive()
+    finally:
+        worker.stop()
+        thread.join()
+        worker.engine.dispose()
+    assert job_status(app, board_id) == "cancelled"
+    assert set(board_row(app, board_id).results) == {f"{corpus}:{fast}"}
+    page = client.get(f"/leaderboards/{board_id}").get_data(as_text=True)
+    assert "This leaderboard was cancelled" in page and "1 of 2 pairs evaluated" in page
+
+
+def test_deleting_a_board_cancels_its_job_and_ends_its_links(app: Flask, client: FlaskClient,
+                                                             anon_client: FlaskClient,
+                                                             setup: dict[str, list[int]]) -> None:
+    board_id = build(client, setup["tokenizers"][:1], setup["corpora"][:1])
+    client.post(f"/leaderboards/{board_id}/share", data={"days": ""})
+    with app.app_context():
+        token = db.get_session().scalar(select(ShareLink.token).where(ShareLink.leaderboard_id == board_id))
+        job_id = db.get_session().scalar(select(Leaderboard.job_id).where(Leaderboard.id == board_id))
+    assert anon_client.get(f"/s/{token}").status_code == 200
+    response = client.post(f"/leaderboards/{board_id}/delete")
+    assert response.status_code == 303 and response.headers["Location"].endswith("/leaderboards")
+    assert client.get(f"/leaderboards/{board_id}").status_code == 404
+    assert anon_client.get(f"/s/{token}").status_code == 404
+    with app.app_context():
+        assert db.get_session().get(Job, job_id).status == "cancelled"
+        assert db.get_session().get(Tokenizer, setup["tokenizers"][0]) is not None
