@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.trainers.unigram.scripts import ANY, INHERITED, char_class, is_valid_piece, segments
+from engine.trainers.unigram.scripts import ANY, INHERITED, char_class
+from tests.engine.unigram_reference import is_valid_piece, segments
 from engine.trainers.unigram.seed import seed_pieces
 
 SPACE = "\u2581"

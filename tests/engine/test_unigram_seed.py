@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.trainers.unigram.scripts import char_class, segments
+from engine.trainers.unigram.scripts import char_class
+from tests.engine.unigram_reference import segments
 from engine.trainers.unigram import seed
 from engine.trainers.unigram.seed import seed_pieces
 

@@ -1,10 +1,13 @@
-"""Slow, obviously-correct twins of the Unigram trainer's numpy passes: one dict-based lattice
-per word (or per piece string), in log space. Production never calls them; tests compare."""
+"""Slow, obviously-correct twins of the Unigram trainer's fast paths: one dict-based lattice per
+word (or per piece string), in log space, and the script rule character by character.
+Production never calls them; tests compare."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+
+from engine.trainers.unigram.scripts import ANY, INHERITED
 
 
 def _logaddexp(a: float, b: float) -> float:
@@ -98,3 +101,63 @@ def prune_reference(pieces: Sequence[str], freq: Sequence[float], logp: Sequence
     for rank, (_, sid) in enumerate(sorted(candidates)):
         if n_fixed + rank >= keep:
             alive[sid] = False
+
+
+def compatible(before: str, after: str) -> bool:
+    """Whether two neighbouring (resolved) classes may sit in one piece."""
+    return before == after or before == ANY or after == ANY
+
+
+def segments(word: str, classes: Mapping[str, str], space: str) -> Iterable[str]:
+    """The maximal runs of ``word`` that a valid piece may lie in (``▁`` starts a run).
+
+    ``classes`` maps each required character to its :func:`char_class`; other characters are
+    in no run.
+    """
+    start = -1  # start of the current run, or -1 outside one
+    prev = ANY  # resolved class of the previous character in the run
+    for i, char in enumerate(word):
+        cls = classes.get(char)
+        if cls is None:  # not a required character: ends the run, starts none
+            if start >= 0:
+                yield word[start:i]
+            start, prev = -1, ANY
+            continue
+        if char == space:  # ▁ only as a piece's first character
+            if start >= 0:
+                yield word[start:i]
+            start, prev = i, ANY
+            continue
+        if cls == INHERITED:
+            cls = prev
+        if start >= 0 and not compatible(prev, cls):
+            yield word[start:i]
+            start = -1
+        if start < 0:
+            start = i
+        prev = cls
+    if start >= 0:
+        yield word[start:]
+
+
+def is_valid_piece(piece: str, classes: Mapping[str, str], space: str, max_piece_length: int) -> bool:
+    """sentencepiece's rule, character by character as it states it.
+
+    Tests check that a substring is valid exactly when it lies inside one of :func:`segments`
+    (for pieces that do not start with a combining mark, see ``scripts``' docstring)."""
+    if not piece or len(piece) > max_piece_length:
+        return False
+    prev = ANY
+    for pos, char in enumerate(piece):
+        if char not in classes:
+            return False
+        if char == space:
+            if pos > 0:
+                return False
+            continue
+        cls = classes[char]
+        cls = prev if cls == INHERITED else cls
+        if not compatible(prev, cls):
+            return False
+        prev = cls
+    return True

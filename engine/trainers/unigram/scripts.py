@@ -21,12 +21,12 @@ matter for the vocabulary, all mirrored here:
 
 ``▁`` may only start a piece (``split_by_whitespace``), and characters outside the required set
 never appear in a piece. Scripts outside ``_SCRIPTS`` share one class; sentencepiece tells them
-apart, which matters only where two rare scripts touch.
+apart, which matters only where two rare scripts touch. The seed finds the segments with one
+regex (``seed._segment_pattern``); the slow, obviously-correct rules it is tested against
+(``segments``, ``is_valid_piece``) are in ``tests/engine/unigram_reference.py``.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterable, Mapping
 
 import regex
 
@@ -55,63 +55,3 @@ def char_class(char: str, *, split_by_unicode_script: bool, split_by_number: boo
         if pattern.match(char):
             return "Han" if name in _MERGED_INTO_HAN else name
     return "Other"
-
-
-def compatible(before: str, after: str) -> bool:
-    """Whether two neighbouring (resolved) classes may sit in one piece."""
-    return before == after or before == ANY or after == ANY
-
-
-def segments(word: str, classes: Mapping[str, str], space: str) -> Iterable[str]:
-    """The maximal runs of ``word`` that a valid piece may lie in (``▁`` starts a run).
-
-    ``classes`` maps each required character to its :func:`char_class`; other characters are
-    in no run.
-    """
-    start = -1  # start of the current run, or -1 outside one
-    prev = ANY  # resolved class of the previous character in the run
-    for i, char in enumerate(word):
-        cls = classes.get(char)
-        if cls is None:  # not a required character: ends the run, starts none
-            if start >= 0:
-                yield word[start:i]
-            start, prev = -1, ANY
-            continue
-        if char == space:  # ▁ only as a piece's first character
-            if start >= 0:
-                yield word[start:i]
-            start, prev = i, ANY
-            continue
-        if cls == INHERITED:
-            cls = prev
-        if start >= 0 and not compatible(prev, cls):
-            yield word[start:i]
-            start = -1
-        if start < 0:
-            start = i
-        prev = cls
-    if start >= 0:
-        yield word[start:]
-
-
-def is_valid_piece(piece: str, classes: Mapping[str, str], space: str, max_piece_length: int) -> bool:
-    """The slow, obviously-correct rule, character by character as sentencepiece states it.
-
-    Tests check that a substring is valid exactly when it lies inside one of :func:`segments`
-    (for pieces that do not start with a combining mark, see the module docstring)."""
-    if not piece or len(piece) > max_piece_length:
-        return False
-    prev = ANY
-    for pos, char in enumerate(piece):
-        if char not in classes:
-            return False
-        if char == space:
-            if pos > 0:
-                return False
-            continue
-        cls = classes[char]
-        cls = prev if cls == INHERITED else cls
-        if not compatible(prev, cls):
-            return False
-        prev = cls
-    return True

@@ -28,9 +28,9 @@ from collections.abc import Mapping
 from itertools import chain, compress, filterfalse, repeat
 from operator import add, eq, getitem, itemgetter, lt, mul
 
-from engine.trainers.unigram.scripts import ANY, INHERITED, char_class, segments
+from engine.trainers.unigram.scripts import ANY, INHERITED, char_class
 
-__all__ = ["char_class", "required_chars", "seed_pieces", "segments"]
+__all__ = ["required_chars", "seed_pieces"]
 
 # count -> segment length -> the distinct segments of that length whose words sum to that count
 SegmentTable = dict[int, dict[int, list[str]]]
@@ -126,7 +126,8 @@ def _segment_table(word_counts: Mapping[str, int], classes: Mapping[str, str], s
 
 
 def _segment_pattern(classes: Mapping[str, str], space: str) -> re.Pattern[str]:
-    """A regex whose matches are exactly the :func:`segments` of a text (and empty strings).
+    """A regex whose matches are exactly the segments of a text (and empty strings): the maximal
+    runs a valid piece may lie in (``tests/engine/unigram_reference.segments``).
 
     A segment is an optional ``space``, then wildcards (``ANY``, and marks, which copy the wildcard before
     them), then *blocks* of one script's characters and marks, every two blocks parted by a
