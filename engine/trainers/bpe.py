@@ -200,11 +200,19 @@ def learn_chars(
         alphabet=[symbol.encode("utf-8") for symbol in alphabet],
         lengths=[len(symbol.removesuffix(suffix)) for symbol in alphabet],
     )
-    # 3. Final ids in creation order; a string already in the vocabulary keeps its id.
+    # 3. Final ids in creation order; a string already in the vocabulary keeps its id. So two
+    #    internal tokens can become one ("a"+"bc" and "ab"+"c"), and a later merge of the same
+    #    final pair is dropped: encoding uses a pair's first rank (HF would take its last).
     tokens = [token.decode("utf-8") for token in token_bytes]
     final = [vocab.setdefault(token, len(vocab)) for token in tokens]
-    pairs = [(tokens[a], tokens[b]) for a, b, _, _ in merges]
-    stats = [(final[a], final[b], count, removed) for a, b, count, removed in merges]
+    pairs: list[tuple[str, str]] = []
+    stats: list[tuple[int, int, int, int]] = []
+    seen: set[tuple[int, int]] = set()
+    for a, b, count, removed in merges:
+        if (final[a], final[b]) not in seen:
+            seen.add((final[a], final[b]))
+            pairs.append((tokens[a], tokens[b]))
+            stats.append((final[a], final[b], count, removed))
     return vocab, pairs, stats
 
 
