@@ -133,7 +133,9 @@ def _board_context(board: Leaderboard, *, shared_token: str | None = None) -> di
 
 
 def _board_page(board: Leaderboard, *, status: int = 200, **extra: Any) -> Response:
-    return render("leaderboard/show.html", "board", status=status, **{**_board_context(board), **extra})
+    response = render("leaderboard/show.html", "board", status=status, **{**_board_context(board), **extra})
+    response.headers["Cache-Control"] = "no-store"  # it lists the board's share links, which are secrets
+    return response
 
 
 @bp.get("/<int:board_id>")

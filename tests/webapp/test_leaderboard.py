@@ -254,7 +254,9 @@ def test_a_share_link_shows_the_board_read_only_until_revoked(app: Flask, client
     run_queued_jobs(app)
     assert client.post(f"/leaderboards/{board_id}/share", data={"days": "x"}).status_code == 422
     assert client.post(f"/leaderboards/{board_id}/share", data={"days": "7"}).status_code == 303
-    page = client.get(f"/leaderboards/{board_id}").get_data(as_text=True)
+    response = client.get(f"/leaderboards/{board_id}")
+    assert response.headers["Cache-Control"] == "no-store"  # the page lists the links
+    page = response.get_data(as_text=True)
     url = re.search(r'data-testid="share-url">([^<]+)<', page).group(1).replace("http://localhost", "")
     shared = anon_client.get(url).get_data(as_text=True)
     assert "Shared board" in shared and 'data-testid="shared-banner"' in shared
