@@ -88,29 +88,36 @@ def kept(metrics: Mapping[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- the job's plan
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """What the job child needs, read from the database by the worker (the child never is)."""
+    """What the job child needs: the corpora's files, and which tokenizers to read of which team.
+
+    The tokenizers' documents are not in it: a team's imported tokenizer may be tens of
+    megabytes, so the child reads one at a time (:func:`tokenizer_document`) rather than the
+    worker holding them all for the whole job and sending them down a pipe.
+    """
 
     corpora: list[tuple[int, str | None]]  # (corpus id, path of its stored file or None if gone)
-    tokenizers: list[tuple[int, str | None]]  # (tokenizer id, its JSON document or None if gone)
+    tokenizer_ids: list[int]
+    team_id: int
 
 
 def job_plan(session: Session, store: CorpusStore, board: Leaderboard) -> Plan:
-    """The corpora's files and the tokenizers' documents of ``board``; deleted ones are None.
-
-    Rows are looked up within the board's team (and the presets), so a board never reads
-    another team's data, whatever ids its JSON holds.
-    """
+    """The plan of ``board``'s job; a corpus deleted since (or not the board's team's) has no path."""
     corpora = []
     for entry in board.corpora:
         corpus = session.scalar(select(Corpus).where(Corpus.id == entry["id"], Corpus.team_id == board.team_id))
         path = store.path(corpus.sha256) if corpus is not None else None
         corpora.append((int(entry["id"]), str(path) if path is not None and path.is_file() else None))
-    tokenizers = []
-    for entry in board.tokenizers:
-        document = session.scalar(select(Tokenizer.tokenizer_json).where(
-            Tokenizer.id == entry["id"], (Tokenizer.team_id == board.team_id) | Tokenizer.team_id.is_(None)))
-        tokenizers.append((int(entry["id"]), document))
-    return Plan(corpora, tokenizers)
+    return Plan(corpora, [int(entry["id"]) for entry in board.tokenizers], board.team_id)
+
+
+def tokenizer_document(session: Session, team_id: int, tokenizer_id: int) -> str | None:
+    """The JSON document of a tokenizer of ``team_id`` or a preset; None if there is no such row.
+
+    Looked up within the team, so a board never reads another team's tokenizer whatever ids
+    its JSON holds.
+    """
+    return session.scalar(select(Tokenizer.tokenizer_json).where(
+        Tokenizer.id == tokenizer_id, (Tokenizer.team_id == team_id) | Tokenizer.team_id.is_(None)))
 
 
 # --------------------------------------------------------------------------- the results as rows

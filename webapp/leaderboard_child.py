@@ -3,29 +3,34 @@
 It runs in a ``spawn`` child of the worker exactly like training (``job_child.py``), so the
 worker's heartbeats, cancel, time limit, crash and recovery handling apply unchanged. Each
 corpus slice (``leaderboard.read_slice``, at most ``max_bytes``) is read once; each tokenizer
-is parsed once and measured on every slice with ``engine.metrics.evaluate`` (what ``tokenforge
-eval`` prints), inside an engine time budget of ``pair_seconds``. A pair that fails (a corpus
+is read from the database (only it: a tokenizer document can be tens of megabytes), parsed once
+and measured on every slice with ``engine.metrics.evaluate`` (what ``tokenforge eval`` prints),
+inside an engine time budget of ``pair_seconds``. A pair that fails (a corpus
 or tokenizer deleted since, a damaged file, a pattern that runs out of time, memory) reports its
 sentence and the others go on.
 
 Messages to the worker: ``("progress", "evaluating", pairs_done, pairs_total)`` and
 ``("pair", key, result)`` per pair (the worker stores each at once, so the page fills in), then
-exactly one of ``("done",)``, ``("cancelled",)`` or ``("error", message)``. It does not touch
-the database.
+exactly one of ``("done",)``, ``("cancelled",)`` or ``("error", message)``. It only reads the
+database; the worker stores every result (``jobs.record_pair``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from webapp.job_child import CancelCheck, send_outcome, start_child
 
+if TYPE_CHECKING:
+    from webapp.leaderboard import Plan
+
 Report = Callable[[str, dict[str, Any]], None]
+Load = Callable[[int], "str | None"]  # a tokenizer id -> its JSON document, None if deleted
 
 
-def evaluate_pairs(corpora: Sequence[tuple[int, str | None]], tokenizers: Sequence[tuple[int, str | None]], *,
+def evaluate_pairs(corpora: Sequence[tuple[int, str | None]], tokenizer_ids: Sequence[int], *, load: Load,
                    max_bytes: int, pair_seconds: float, report: Report,
                    progress: Callable[[str, int, int], None], should_cancel: Callable[[], bool]) -> bool:
     """Evaluate every pair, reporting each; return False if cancelled on the way."""
@@ -43,15 +48,19 @@ def evaluate_pairs(corpora: Sequence[tuple[int, str | None]], tokenizers: Sequen
             texts[corpus_id] = read_slice(path, max_bytes)
         except SliceError as exc:
             texts[corpus_id], reasons[corpus_id] = None, str(exc)
-    total, done = len(corpora) * len(tokenizers), 0
+    total, done = len(corpora) * len(tokenizer_ids), 0
     progress("evaluating", 0, total)
-    for tokenizer_id, document in tokenizers:
+    for tokenizer_id in tokenizer_ids:
+        if should_cancel():
+            return False
         tokenizer, why = None, "The tokenizer was deleted before the leaderboard ran."
+        document = load(tokenizer_id)
         if document is not None:
             try:
                 tokenizer = Tokenizer.from_json(document)
             except TokenforgeError as exc:
                 why = f"The tokenizer could not be loaded: {exc}"
+            del document
         for corpus_id, _path in corpora:
             if should_cancel():
                 return False
@@ -75,9 +84,9 @@ def evaluate_pairs(corpora: Sequence[tuple[int, str | None]], tokenizers: Sequen
     return True
 
 
-def run(conn: Connection, parent_pid: int, corpora: list[tuple[int, str | None]],
-        tokenizers: list[tuple[int, str | None]], max_bytes: int, pair_seconds: float, nice: int) -> None:
-    """Child entry point: evaluate the pairs and report them and the outcome on ``conn``."""
+def run(conn: Connection, parent_pid: int, database_url: str, plan: Plan, max_bytes: int, pair_seconds: float,
+        nice: int) -> None:
+    """Child entry point: evaluate the pairs of ``plan`` and report them and the outcome on ``conn``."""
     start_child(parent_pid, nice)
 
     def progress(stage: str, current: int, total: int) -> None:
@@ -87,8 +96,23 @@ def run(conn: Connection, parent_pid: int, corpora: list[tuple[int, str | None]]
         conn.send(("pair", key, result))
 
     def work() -> tuple[Any, ...]:
-        finished = evaluate_pairs(corpora, tokenizers, max_bytes=max_bytes, pair_seconds=pair_seconds,
-                                  report=report, progress=progress, should_cancel=CancelCheck(conn, parent_pid))
+        from sqlalchemy.orm import Session
+
+        from webapp.db import make_engine
+        from webapp.leaderboard import tokenizer_document
+
+        engine = make_engine(database_url)
+
+        def load(tokenizer_id: int) -> str | None:
+            with Session(engine) as session:
+                return tokenizer_document(session, plan.team_id, tokenizer_id)
+
+        try:
+            finished = evaluate_pairs(plan.corpora, plan.tokenizer_ids, load=load, max_bytes=max_bytes,
+                                      pair_seconds=pair_seconds, report=report, progress=progress,
+                                      should_cancel=CancelCheck(conn, parent_pid))
+        finally:
+            engine.dispose()
         return ("done",) if finished else ("cancelled",)
 
     send_outcome(conn, work, what="The leaderboard")

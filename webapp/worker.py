@@ -124,7 +124,7 @@ class Worker:
             elif kind == "leaderboard":  # pairs whose corpus or tokenizer is gone fail alone, in the child
                 plan = leaderboard.job_plan(session, self.store, board)
                 target = leaderboard_child.run
-                args = (plan.corpora, plan.tokenizers, int(job.options["max_bytes"]),
+                args = (self.settings["DATABASE_URL"], plan, int(job.options["max_bytes"]),
                         float(job.options["pair_seconds"]), nice)
             else:
                 target, args = train_child.run, (job.algorithm, paths, dict(job.options), nice)

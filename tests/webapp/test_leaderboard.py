@@ -171,8 +171,8 @@ def test_a_failing_pair_shows_its_error_and_the_others_fill_in(app: Flask, clien
 
 def test_evaluating_stops_between_pairs_when_cancelled() -> None:
     reported: list[str] = []
-    calls = iter([False, True])
-    finished = evaluate_pairs([(1, None), (2, None)], [(7, None)], max_bytes=100, pair_seconds=1.0,
+    calls = iter([False, False, True])  # before the tokenizer, before its first pair, before its second
+    finished = evaluate_pairs([(1, None), (2, None)], [7], load=lambda _id: None, max_bytes=100, pair_seconds=1.0,
                               report=lambda key, _result: reported.append(key),
                               progress=lambda *_args: None, should_cancel=lambda: next(calls))
     assert finished is False and reported == ["1:7"]
@@ -316,7 +316,8 @@ def test_a_pair_is_bounded_by_the_engine_time_budget_and_the_next_pair_still_run
     path = tmp_path / "commas.txt"
     path.write_text(text, encoding="utf-8")
     reported: dict[str, dict] = {}
-    finished = evaluate_pairs([(1, str(path))], [(5, slow.to_json()), (6, byte_bpe().to_json())], max_bytes=10_000,
+    documents = {5: slow.to_json(), 6: byte_bpe().to_json()}
+    finished = evaluate_pairs([(1, str(path))], [5, 6], load=documents.get, max_bytes=10_000,
                               pair_seconds=0.2, report=reported.__setitem__, progress=lambda *_args: None,
                               should_cancel=lambda: False)
     assert finished is True
@@ -376,3 +377,23 @@ def test_deleting_a_board_cancels_its_job_and_ends_its_links(app: Flask, client:
     with app.app_context():
         assert db.get_session().get(Job, job_id).status == "cancelled"
         assert db.get_session().get(Tokenizer, setup["tokenizers"][0]) is not None
+
+
+def test_a_board_never_reads_another_teams_tokenizer_or_corpus_whatever_its_ids(
+        app: Flask, setup: dict[str, list[int]]) -> None:
+    _bob, bob_team = add_user(app, "bob@example.com", "Bob")
+    bobs_tokenizer = store(app, byte_bpe(), team_id=bob_team)
+    bobs_corpus = add_corpus(app, ENGLISH, "bob.txt", team_id=bob_team)
+    with app.app_context():
+        session = db.get_session()
+        board = Leaderboard(team_id=1, name="forged", max_bytes=1024, results={},
+                            tokenizers=[{"id": bobs_tokenizer, "name": "b"}, {"id": setup["tokenizers"][0], "name": "a"}],
+                            corpora=[{"id": bobs_corpus, "name": "b"}, {"id": setup["corpora"][0], "name": "a"}])
+        jobs.enqueue_leaderboard(session, board, options={"max_bytes": 1024, "pair_seconds": 5.0})
+        board_id = board.id
+    run_queued_jobs(app)
+    results = board_row(app, board_id).results
+    mine, alices_corpus = setup["tokenizers"][0], setup["corpora"][0]
+    assert results[f"{alices_corpus}:{bobs_tokenizer}"] == {"error": "The tokenizer was deleted before the leaderboard ran."}
+    assert results[f"{bobs_corpus}:{mine}"] == {"error": "The corpus was deleted before the leaderboard ran."}
+    assert "error" not in results[f"{alices_corpus}:{mine}"]
