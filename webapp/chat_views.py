@@ -49,7 +49,7 @@ def form_messages() -> list[Message]:
     roles, contents = request.form.getlist("role"), request.form.getlist("content")
     messages = [Message(r[:MAX_ROLE_SHOWN], c) for r, c in zip(roles[:MAX_MESSAGES + 1], contents)]
     remove = request.form.get("remove", "")
-    if remove.isdigit() and int(remove) < len(messages) and len(messages) > 1:
+    if remove.isascii() and remove.isdigit() and int(remove) < len(messages) and len(messages) > 1:
         del messages[int(remove)]
     if request.form.get("add") and len(messages) < MAX_MESSAGES:
         last = messages[-1].role if messages else "assistant"

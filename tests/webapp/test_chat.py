@@ -146,6 +146,10 @@ def test_add_and_remove_work_without_script(client: FlaskClient, ref: int) -> No
     assert re.findall(r'name="role" value="([^"]*)"', added) == ["user", "assistant", "user"]
     removed = client.post(f"/tokenizers/{ref}/chat", data={**form, "remove": "0"}).get_data(as_text=True)
     assert re.findall(r'name="role" value="([^"]*)"', removed) == ["assistant"]
+    for odd in ("²", "-1", "99", "x" * 5000):  # not an index of a message: nothing removed, never a 500
+        kept = client.post(f"/tokenizers/{ref}/chat", data={**form, "remove": odd})
+        assert kept.status_code == 200
+        assert re.findall(r'name="role" value="([^"]*)"', kept.get_data(as_text=True)) == ["user", "assistant"]
 
 
 def test_page_refusals_are_422_with_the_message(app: Flask, client: FlaskClient, ref: int) -> None:
