@@ -66,6 +66,7 @@ def test_a_board_of_three_tokenizers_and_two_corpora_equals_tokenforge_eval(
         page.get_by_label(name).check()
     for name in CORPORA:
         page.get_by_label(name).check()
+    page.screenshot(path=str(artifacts_dir / "leaderboard-form.png"), full_page=True)
     page.get_by_role("button", name="Build the leaderboard").click()
     expect(page).to_have_url(re.compile(r"/leaderboards/\d+$"))
     board = page.get_by_test_id("board")
@@ -101,6 +102,11 @@ def test_a_board_of_three_tokenizers_and_two_corpora_equals_tokenforge_eval(
     values = [float(v) for v in page.locator("section.board-corpus").nth(0)
               .locator('td[data-key="fertility"]').evaluate_all("cells => cells.map(c => c.dataset.value)")]
     assert values == sorted(values) and len(values) == 3
+
+    # At a phone's width the page does not scroll sideways: a wide table scrolls inside its box.
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=str(artifacts_dir / "leaderboard-390.png"), full_page=True)
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
     exported = page.request.get(live_server.url.rstrip("/") + page.get_by_test_id("csv").get_attribute("href"))
     assert exported.headers["content-type"].startswith("text/csv")
