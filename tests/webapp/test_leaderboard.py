@@ -397,3 +397,24 @@ def test_a_board_never_reads_another_teams_tokenizer_or_corpus_whatever_its_ids(
     assert results[f"{alices_corpus}:{bobs_tokenizer}"] == {"error": "The tokenizer was deleted before the leaderboard ran."}
     assert results[f"{bobs_corpus}:{mine}"] == {"error": "The corpus was deleted before the leaderboard ran."}
     assert "error" not in results[f"{alices_corpus}:{mine}"]
+
+
+def test_boards_share_the_fair_queue(app: Flask, setup: dict[str, list[int]]) -> None:
+    _bob, bob_team = add_user(app, "bob@example.com", "Bob")
+    bobs_corpus = add_corpus(app, ENGLISH, "bob.txt", team_id=bob_team)
+
+    def board(team_id: int, corpus_id: int) -> int:
+        with app.app_context():
+            row = Leaderboard(team_id=team_id, name="b", max_bytes=1024, results={},
+                              tokenizers=[{"id": setup["tokenizers"][0], "name": "a"}],
+                              corpora=[{"id": corpus_id, "name": "c"}])
+            return jobs.enqueue_leaderboard(db.get_session(), row, options={"max_bytes": 1024, "pair_seconds": 1.0}).id
+
+    first, second = board(1, setup["corpora"][0]), board(1, setup["corpora"][0])
+    bobs = board(bob_team, bobs_corpus)
+    with app.app_context():
+        session = db.get_session()
+        assert jobs.claim(session, "w1") == first  # the oldest, no team running anything
+        assert jobs.claim(session, "w2") == bobs  # then Bob's, whose team runs nothing, before Alice's second
+        assert jobs.claim(session, "w3") == second
+        assert jobs.claim(session, "w4", kinds=("analyse",)) is None  # the analysis lane never takes a board
