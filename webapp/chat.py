@@ -195,6 +195,24 @@ def _encode_segment(tokenizer: Tokenizer, text: str, start: int, end: int, allow
                       s.char_end + start, s.special) for s in spans]
 
 
+def _segments(length: int, places: list[tuple[int, int] | None]) -> list[tuple[int, int, int | None]]:
+    """Cut ``[0, length)`` into the template's stretches (owner None) and each located message's content.
+
+    A content whose place overlaps an earlier one (a fallback search gone wrong) loses its place.
+    """
+    out: list[tuple[int, int, int | None]] = []
+    cursor = 0
+    for index, place in sorted(((i, p) for i, p in enumerate(places) if p is not None), key=lambda item: item[1]):
+        start, end = place
+        if start < cursor:
+            places[index] = None
+            continue
+        out += [(cursor, start, None), (start, end, index)]
+        cursor = end
+    out.append((cursor, length, None))
+    return out
+
+
 def count_chat(tokenizer: Tokenizer, messages: Sequence[Message], choice: str, config: Mapping[str, Any] | None, *,
                add_generation_prompt: bool = False, max_chars: int, seconds: float = RENDER_SECONDS) -> ChatCount:
     """Render ``messages`` with template ``choice`` and encode the result (see the module docstring)."""
@@ -216,29 +234,20 @@ def count_chat(tokenizer: Tokenizer, messages: Sequence[Message], choice: str, c
     allowed = frozenset(t for t in (*declared, *tokens.values()) if t in have)
     allowed |= frozenset(t for t in have if t and t in source)
     places = _locate(text, marked_text, messages)
-    byte_at = 0
     spans: list[TokenSpan] = []
     counts = [0] * len(messages)
-    cursor = 0
-    for index, place in sorted(((i, p) for i, p in enumerate(places) if p is not None), key=lambda item: item[1]):
-        start, end = place
-        if start < cursor:
-            places[index] = None  # overlapping finds: count that message alone (below)
-            continue
-        for begin, stop, special, owner in ((cursor, start, allowed, None), (start, end, frozenset(), index)):
-            segment = _encode_segment(tokenizer, text, begin, stop, special, byte_at)
-            byte_at += len(text[begin:stop].encode("utf-8"))
-            spans.extend(segment)
-            if owner is not None:
-                counts[owner] = len(segment)
-        cursor = end
-    spans.extend(_encode_segment(tokenizer, text, cursor, len(text), allowed, byte_at))
+    byte_at = 0
+    for start, end, owner in _segments(len(text), places):
+        segment = _encode_segment(tokenizer, text, start, end, allowed if owner is None else frozenset(), byte_at)
+        byte_at += len(text[start:end].encode("utf-8"))
+        spans.extend(segment)
+        if owner is not None:
+            counts[owner] = len(segment)
     for index, message in enumerate(messages):
-        if places[index] is None:
-            counts[index] = len(tokenizer.encode_with_offsets(message.content, disallowed_special=(),
-                                                              add_special_tokens=False))
+        if places[index] is None:  # not found in the prompt: its own tokens, counted alone
+            counts[index] = len(tokenizer.encode(message.content, disallowed_special=(), add_special_tokens=False))
     return ChatCount(text, spans, counts, [t for t in declared if t not in have])
 
 
-__all__ = ["BUILTINS", "MAX_MESSAGES", "MAX_TEMPLATE_CHARS", "ChatCount", "ChatError", "Message", "TemplateRefused", "count_chat",
-           "parse_messages", "template_choices", "template_source", "TOKENIZER_TEMPLATE"]
+__all__ = ["BUILTINS", "MAX_MESSAGES", "MAX_TEMPLATE_CHARS", "TOKENIZER_TEMPLATE", "ChatCount", "ChatError", "Message",
+           "TemplateRefused", "count_chat", "parse_messages", "template_choices", "template_source"]

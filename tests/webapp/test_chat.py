@@ -10,7 +10,7 @@ from flask.testing import FlaskClient
 
 from engine import Tokenizer, byte_level_bpe
 from tests.webapp.playground_samples import EOT, MERGES, byte_bpe, store
-from webapp.chat import ChatError, Message, TemplateRefused, count_chat
+from webapp.chat import ChatCount, ChatError, Message, TemplateRefused, count_chat
 
 HX = {"HX-Request": "true"}
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
@@ -34,7 +34,7 @@ CHATML_IDS = [
 
 
 def count(tokenizer: Tokenizer, messages: list[Message], template: str = "chatml", config: dict | None = None,
-          **kwargs: object) -> object:
+          **kwargs: object) -> ChatCount:
     return count_chat(tokenizer, messages, template, config, max_chars=10_000, **kwargs)  # type: ignore[arg-type]
 
 
@@ -217,3 +217,18 @@ def test_chat_page_is_scoped_like_the_encode_page(app: Flask, client: FlaskClien
     assert client.get(f"/tokenizers/{theirs}/chat").status_code == 404
     assert client.post("/api/v1/encode", json={"tokenizer": theirs, "messages": [{"role": "user", "content": ""}]}).status_code == 404
     assert anon_client.get(f"/tokenizers/{theirs}/chat").status_code in (302, 303)
+
+
+def test_contents_are_located_even_when_the_template_transforms_or_repeats_them() -> None:
+    tokenizer = chatml_bpe()
+    # Content equal to the role: the markers, not a text search, say which "user" is the content.
+    same = count(tokenizer, [Message("user", "user")])
+    assert same.ids == [262, *b"user", 10, *b"user", 263, 10] and same.message_counts == [4]
+    # A template that shouts the content: it is not in the prompt, so it is counted alone.
+    shout = count(tokenizer, [Message("user", "the")], "tokenizer",
+                  {"chat": {"template": "{% for m in messages %}{{ m.content | upper }}{% endfor %}"}})
+    assert (shout.text, shout.ids, shout.message_counts, shout.overhead) == ("THE", [*b"THE"], [1], 2)
+    # Printed twice: the first copy is the content, the second the template's text.
+    twice = count(tokenizer, [Message("user", "the")], "tokenizer",
+                  {"chat": {"template": "{% for m in messages %}{{ m.content }}|{{ m.content }}{% endfor %}"}})
+    assert (twice.ids, twice.message_counts, twice.overhead) == ([257, 124, 257], [1], 2)
