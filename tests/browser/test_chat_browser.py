@@ -73,3 +73,10 @@ def test_chatml_chat_of_three_messages_on_imported_gpt2(page: Page, live_server:
     expect(page.locator("#chat-result .tok.special")).to_have_count(6)
     expect(page.get_by_test_id("chat-missing")).to_have_count(0)
     page.screenshot(path=str(artifacts_dir / "playground-chat.png"), full_page=True)
+
+    # At a phone's width the messages stack and nothing scrolls sideways.
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.reload()
+    expect(page.get_by_test_id("chat-total")).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    page.screenshot(path=str(artifacts_dir / "playground-chat-390.png"), full_page=True)
