@@ -85,9 +85,15 @@ def _sandbox() -> Any:
 
         raise TemplateError(str(message)[:300])
 
-    def tojson(value: Any, indent: int | None = None) -> str:
+    def tojson(value: Any, ensure_ascii: bool = False, indent: int | None = None, separators: Any = None,
+               sort_keys: bool = False) -> str:
         # transformers' filter: plain JSON, not the HTML-escaped JSON of Jinja's own ``tojson``.
-        return json.dumps(value, ensure_ascii=False, indent=indent if isinstance(indent, int) and 0 <= indent <= 8 else None)
+        indent = indent if isinstance(indent, int) and 0 <= indent <= 8 else None
+        if not (isinstance(separators, (list, tuple)) and len(separators) == 2
+                and all(isinstance(part, str) and len(part) <= 8 for part in separators)):
+            separators = None
+        return json.dumps(value, ensure_ascii=bool(ensure_ascii), indent=indent, separators=separators,
+                          sort_keys=bool(sort_keys))
 
     env = ChatSandbox(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"],
                       autoescape=False)

@@ -232,3 +232,27 @@ def test_contents_are_located_even_when_the_template_transforms_or_repeats_them(
     twice = count(tokenizer, [Message("user", "the")], "tokenizer",
                   {"chat": {"template": "{% for m in messages %}{{ m.content }}|{{ m.content }}{% endfor %}"}})
     assert (twice.ids, twice.message_counts, twice.overhead) == ([257, 124, 257], [1], 2)
+
+
+# Mistral-7B-Instruct-v0.1's published chat_template: alternation enforced with raise_exception.
+MISTRAL = ("{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+           "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
+           "{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}"
+           "{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token}}"
+           "{% else %}{{ raise_exception('Only user and assistant roles are supported!') }}{% endif %}{% endfor %}")
+
+
+def test_a_real_world_template_with_raise_exception_and_tojson() -> None:
+    vocab = {i: bytes([i]) for i in range(256)}
+    for left, right in MERGES:
+        vocab[len(vocab)] = left + right
+    tokenizer = byte_level_bpe(vocab, MERGES, special_tokens={"<s>": 261, "</s>": 262})
+    config = {"chat": {"template": MISTRAL, "bos_token": "<s>", "eos_token": "</s>"}}
+    chat = count(tokenizer, [Message("user", "the"), Message("assistant", "wo")], "tokenizer", config)
+    assert chat.text == "<s>[INST] the [/INST]wo</s>"
+    assert chat.ids == [261, *b"[INST] ", 257, *b" [/INST]", 119, 111, 262]
+    assert (chat.message_counts, chat.overhead) == ([1, 2], 17)
+    with pytest.raises(TemplateRefused, match="Conversation roles must alternate"):
+        count(tokenizer, [Message("system", "x"), Message("user", "the")], "tokenizer", config)
+    tools = {"chat": {"template": "{{ messages | tojson(indent=1, sort_keys=true) }}"}}
+    assert count(tokenizer, [Message("user", "é")], "tokenizer", tools).text == '[\n {\n  "content": "é",\n  "role": "user"\n }\n]'
