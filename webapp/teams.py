@@ -27,7 +27,7 @@ from werkzeug.wrappers import Response
 from webapp import auth
 from webapp.db import get_session
 from webapp.htmx import render
-from webapp.models import Corpus, Invite, Job, Membership, Team, Tokenizer, User, utcnow
+from webapp.models import Corpus, Invite, Job, Leaderboard, Membership, Team, Tokenizer, User, utcnow
 from webapp.storage import CorpusStore
 
 bp = Blueprint("teams", __name__)
@@ -68,9 +68,10 @@ def claim_orphan_teams(db: Session, user: User) -> None:
 
 
 def delete_team_data(db: Session, team_id: int) -> dict[str, int]:
-    """Delete a team's jobs, tokenizers and corpora, and the corpus files nobody else uses."""
+    """Delete a team's leaderboards, jobs, tokenizers and corpora, and the corpus files nobody else uses."""
     shas = set(db.scalars(select(Corpus.sha256).where(Corpus.team_id == team_id)))
     counts = {
+        "leaderboards": db.execute(delete(Leaderboard).where(Leaderboard.team_id == team_id)).rowcount,
         "tokenizers": db.execute(delete(Tokenizer).where(Tokenizer.team_id == team_id)).rowcount,
         "jobs": db.execute(delete(Job).where(Job.team_id == team_id)).rowcount,  # a running job's
         # worker notices at its next heartbeat that the row is gone and stops training

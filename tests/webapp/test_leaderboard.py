@@ -418,3 +418,13 @@ def test_boards_share_the_fair_queue(app: Flask, setup: dict[str, list[int]]) ->
         assert jobs.claim(session, "w2") == bobs  # then Bob's, whose team runs nothing, before Alice's second
         assert jobs.claim(session, "w3") == second
         assert jobs.claim(session, "w4", kinds=("analyse",)) is None  # the analysis lane never takes a board
+
+
+def test_deleting_a_teams_data_deletes_its_boards(app: Flask, client: FlaskClient,
+                                                  setup: dict[str, list[int]]) -> None:
+    from webapp.teams import delete_team_data
+
+    build(client, setup["tokenizers"][:1], setup["corpora"][:1])
+    with app.app_context():
+        counts = delete_team_data(db.get_session(), 1)
+        assert counts["leaderboards"] == 1 and db.get_session().scalar(select(Leaderboard.id)) is None
