@@ -1,4 +1,4 @@
-"""Capture the user guide's screenshots (docs/images/*.png) from a fresh Tokenforge.
+"""Capture the user guide's screenshots (docs/images/guide-*.png) from a fresh Tokenforge.
 
 Reproducible: it starts ``tokenforge serve`` with its data in a temporary folder, signs up, adds
 content the way a user does (GPT-2's files through the import form, two corpora through the upload
@@ -156,14 +156,14 @@ def encode_page(page: Any, url: str, gpt2: int, out: Path) -> None:
     page.wait_for_load_state("networkidle")
     page.locator(".spans .tok").nth(3).click()
     page.get_by_test_id("inspector-id").wait_for()
-    shoot(page, out / "encode.png", ".play-grid")
+    shoot(page, out / "guide-encode.png", ".play-grid")
 
 
 def compare_page(page: Any, url: str, ids: list[int], out: Path) -> None:
     query = "&".join(f"ids={i}" for i in ids)
     page.goto(f"{url}compare?{query}&mark=counts&text={urllib.request.quote(COMPARE_TEXT)}")
     page.get_by_test_id("compare-summary").wait_for()
-    shoot(page, out / "compare.png", "#comparison", top='label[for="compare-text"]')
+    shoot(page, out / "guide-compare.png", "#comparison", top='label[for="compare-text"]')
 
 
 def chat_page(page: Any, url: str, gpt2: int, out: Path) -> None:
@@ -176,7 +176,7 @@ def chat_page(page: Any, url: str, gpt2: int, out: Path) -> None:
     rows.nth(len(CHAT) - 1).get_by_test_id("chat-content").press("End")
     page.get_by_test_id("chat-total").wait_for()
     page.wait_for_load_state("networkidle")
-    shoot(page, out / "chat.png")
+    shoot(page, out / "guide-chat.png")
 
 
 def leaderboard_page(page: Any, url: str, tokenizers: list[int], corpora: list[str], out: Path) -> None:
@@ -189,7 +189,7 @@ def leaderboard_page(page: Any, url: str, tokenizers: list[int], corpora: list[s
     page.get_by_role("button", name="Build the leaderboard").click()
     page.wait_for_url(re.compile(r"/leaderboards/\d+$"))
     page.locator('[data-testid="board"][data-finished="yes"]').wait_for(timeout=600_000)
-    shoot(page, out / "leaderboard.png")
+    shoot(page, out / "guide-leaderboard.png")
 
 
 def main(argv: list[str] | None = None) -> int:
