@@ -87,7 +87,8 @@ def test_column_figures_count_marked_tokens_and_extra_tokens_per_tokenizer() -> 
 
 
 @pytest.mark.parametrize(("mark", "underlined", "figures"), [
-    pytest.param("all", [["th", "e", "·", "c"], ["t", "he", "·c"]], ["4 tokens underlined", "3 tokens underlined"], id="all"),
+    pytest.param("all", [["th", "e", "·", "c"], ["t", "he", "·c"]], ["4 tokens underlined", "3 tokens underlined"],
+                 id="all"),
     pytest.param("counts", [["·", "c"], ["·c"]], ["2 tokens underlined", "1 token underlined"], id="counts"),
     pytest.param("nonsense", [["th", "e", "·", "c"], ["t", "he", "·c"]], ["4 tokens underlined", "3 tokens underlined"],
                  id="unknown-is-all"),
@@ -101,7 +102,8 @@ def test_compare_page_marks_by_the_chosen_toggle(client: FlaskClient, app: Flask
         "ids": [str(first), str(second)], "text": "the cat", "mark": mark, "show_ws": "on"}).get_data(as_text=True)
     columns = html.split('data-testid="compare-col"')[1:]
     assert [re.findall(r'class="tok c\d+ differs"[^>]*>([^<]*)<', c) for c in columns] == underlined
-    shown = [" ".join(re.sub(r"</?strong>", "", m).split()) for m in re.findall(r'data-testid="diff-count">(.*?)</p>', html, re.S)]
+    figures_html = re.findall(r'data-testid="diff-count">(.*?)</p>', html, re.S)
+    shown = [" ".join(re.sub(r"</?strong>", "", m).split()) for m in figures_html]
     assert shown == [f"{figures[0]} · 1 more than the fewest where counts differ",
                      f"{figures[1]} · the fewest wherever counts differ"]
     assert ("2 of 4 stretches of text are split differently (5 characters). "
