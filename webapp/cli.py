@@ -258,7 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     worker = sub.add_parser("worker", help="run a job worker that trains queued tokenizers")
     worker.add_argument("--once", action="store_true", help="exit when the queue is empty")
     worker.add_argument("--only", action="append", choices=JOB_KINDS, metavar="KIND",
-                        help="claim only jobs of this kind (analyse or train; repeatable); default: every kind")
+                        help="claim only jobs of this kind (one of: %(choices)s; repeatable); default: every kind")
     worker.set_defaults(func=cmd_worker)
 
     migrate = sub.add_parser("migrate", help="apply database migrations and exit")

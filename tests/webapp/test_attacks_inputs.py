@@ -33,7 +33,7 @@ from tests.webapp.conftest import add_user, login_as
 from tests.webapp.playground_samples import byte_bpe, store, unigram, wordpiece
 from webapp import charts, db, jobs, vocab_browser
 from webapp.errors import MESSAGES
-from webapp.models import Corpus
+from webapp.models import Corpus, Leaderboard
 from webapp.models_auth import ApiKey, Invite, SharedText, ShareLink, Team
 from webapp.numbers import MAX_ID
 from webapp.training_form import PREFIX, available_algorithms
@@ -113,12 +113,17 @@ def _world(app: Flask, client: FlaskClient) -> dict[str, Any]:
                            corpus_ids=[corpus.id])
         link = session.scalars(select(ShareLink).where(ShareLink.tokenizer_id == bpe)).one()
         shared = SharedText(share_link_id=link.id, token="t" * 43, text="the cat")
-        session.add(shared)
+        board = Leaderboard(team_id=1, name="walk board", tokenizers=[{"id": bpe, "name": "bpe"}],
+                            corpora=[{"id": corpus.id, "name": "cats.txt"}], max_bytes=1024, results={})
+        carol_board = Leaderboard(team_id=carol_team, name="carol board", tokenizers=[], corpora=[],
+                                  max_bytes=1024, results={})
+        session.add_all([shared, board, carol_board])
         session.commit()
         invite = session.scalars(select(Invite)).first()
         spare = session.scalars(select(Team).where(Team.name == "Spare")).one()
         key = session.scalars(select(ApiKey)).first()
         return {
+            "board": board.id, "carol_board": carol_board.id,
             "bob": bob, "carol": carol, "bpe": bpe, "carol_tokenizer": carol_tokenizer,
             "corpus": corpus.id, "carol_corpus": carol_corpus.id, "job": job.id, "link": link.id,
             "share_token": link.token, "text_token": shared.token, "invite": invite.id if invite else 1,
@@ -131,12 +136,13 @@ def _path_values(endpoint: str, name: str, world: dict[str, Any]) -> list[str]:
     """Real and bad values of one path parameter of ``endpoint``."""
     real: dict[str, Any] = {
         "tokenizer_id": world["bpe"], "corpus_id": world["corpus"], "job_id": world["job"],
-        "link_id": world["link"], "key_id": world["key"], "team_id": world["spare_team"],
+        "board_id": world["board"], "link_id": world["link"], "key_id": world["key"], "team_id": world["spare_team"],
         "invite_id": world["invite"], "user_id": world["bob"], "token_id": 257,
         "text_token": world["text_token"], "key": "tokenizer.json", "filename": "tokenizer.json",
         "token": world["invite_token"] if endpoint.startswith("teams.") else world["share_token"],
     }
     other_team = {"tokenizer_id": world["carol_tokenizer"], "corpus_id": world["carol_corpus"],
+                  "board_id": world["carol_board"],
                   "team_id": world["carol_team"], "user_id": world["carol"]}
     if name == "filename" and endpoint == "static":
         return ["app.css", "..%2f..%2fpyproject.toml", "%00"]

@@ -15,7 +15,7 @@ from tests.webapp.conftest import PASSWORD, add_user, login_as, make_app
 from tests.webapp.playground_samples import byte_bpe, store
 from webapp import db, jobs
 from webapp.auth import safe_next
-from webapp.models import ApiKey, Corpus, Invite, Membership, ShareLink, Team, User, utcnow
+from webapp.models import ApiKey, Corpus, Invite, Leaderboard, Membership, ShareLink, Team, User, utcnow
 
 
 def signup(client: FlaskClient, email: str, password: str = PASSWORD, **extra: str) -> Any:
@@ -128,7 +128,7 @@ def test_api_needs_a_key_and_keys_work(app: Flask, client: FlaskClient, anon_cli
 
 @pytest.fixture
 def other_team(app: Flask) -> dict[str, int]:
-    """Bob's team (2) with a corpus, a job, a tokenizer, a share link, an invite and an API key."""
+    """Bob's team (2) with a corpus, a job, a tokenizer, a share link, an invite, an API key and a leaderboard."""
     bob, team = add_user(app, "bob@example.com", "Bob")
     tokenizer_id = store(app, byte_bpe("bob-bpe"), team_id=team)
     with app.app_context():
@@ -140,9 +140,11 @@ def other_team(app: Flask) -> dict[str, int]:
         link = ShareLink(tokenizer_id=tokenizer_id, token="t" * 43, created_by=bob)
         invite = Invite(team_id=team, token="i" * 43, created_by=bob, expires_at=utcnow())
         key = ApiKey(user_id=bob, name="bob key", prefix="tf_x", key_hash="0" * 64)
-        session.add_all([link, invite, key])
+        board = Leaderboard(team_id=team, name="bob board", tokenizers=[{"id": tokenizer_id, "name": "bob-bpe"}],
+                            corpora=[{"id": corpus.id, "name": "bob-secret.txt"}], max_bytes=1024, results={})
+        session.add_all([link, invite, key, board])
         session.commit()
-        return {"corpus_id": corpus.id, "job_id": job.id, "tokenizer_id": tokenizer_id, "team_id": team,
+        return {"board_id": board.id, "corpus_id": corpus.id, "job_id": job.id, "tokenizer_id": tokenizer_id, "team_id": team,
                 "user_id": bob, "link_id": link.id, "invite_id": invite.id, "key_id": key.id, "token_id": 0}
 
 
