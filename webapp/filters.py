@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from flask import Flask
@@ -20,6 +21,17 @@ from markupsafe import Markup, escape
 
 DASH = "—"
 MAX_CHIPS = 50  # a list longer than this shows its first items and how many more there are
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """One labelled value of a page's table of figures, shown through :func:`readable`:
+    ``style`` is the filter's style ("percent" or ""), ``testid`` names the cell for tests."""
+
+    label: str
+    value: Any
+    style: str = ""
+    testid: str = ""
 
 
 def when(value: dt.datetime | None) -> str:
@@ -103,9 +115,9 @@ def _plain(value: Any) -> str:
     return str(value)
 
 
-def readable(value: Any, as_: str = "") -> Markup | str:
-    """Any JSON-like value as people write it; ``as_="percent"`` shows a ratio as a percentage."""
-    if as_ == "percent":
+def readable(value: Any, style: str = "") -> Markup | str:
+    """Any JSON-like value as people write it; ``style="percent"`` shows a ratio as a percentage."""
+    if style == "percent":
         return percent(value)
     if value is None or value == "":
         return DASH

@@ -20,6 +20,7 @@ from typing import Any
 from engine import Tokenizer
 from engine.metrics import evaluate as engine_evaluate
 from webapp.corpus_stats import DOCUMENT_SEPARATOR
+from webapp.filters import Figure
 from webapp.inspector import shown_text
 
 MAX_EVAL_BYTES = 1 << 20
@@ -64,15 +65,6 @@ def read_split(path: Path, fraction: float, part: str, *, cap: int = MAX_EVAL_BY
 def evaluate(tokenizer: Tokenizer, split: Split) -> dict[str, Any]:
     """The engine's metrics on the split's text."""
     return dict(engine_evaluate(tokenizer, split.text))
-
-
-@dataclass(frozen=True, slots=True)
-class Figure:
-    """One row of the evaluation table; ``as_`` is the ``readable`` filter's style ("percent" or "")."""
-
-    label: str
-    value: Any
-    as_: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,9 +116,9 @@ def report(result: dict[str, Any]) -> Report:
         Figure("Characters", n("chars")), Figure("Bytes", n("bytes")), Figure("Words", n("words")),
         Figure("Tokens", n("tokens")), Figure("Bytes per token", n("bytes_per_token")),
         Figure("Characters per token", n("chars_per_token")), Figure("Tokens per word", n("fertility")),
-        Figure("Unknown tokens", n("unk_tokens")), Figure("Unknown share", n("unk_rate"), "percent"),
+        Figure("Unknown tokens", n("unk_tokens")), Figure("Unknown share", n("unk_rate"), style="percent"),
         Figure("Vocabulary used", f"{_number(n('vocab_used')) or 0:,} of {_number(n('vocab_size')) or 0:,}"),
-        Figure("Vocabulary used (share)", n("vocab_utilisation"), "percent"),
+        Figure("Vocabulary used (share)", n("vocab_utilisation"), style="percent"),
         Figure("Round trip", "lossless" if n("lossless") else "differs"),
     ]
     longest = []

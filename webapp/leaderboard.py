@@ -127,7 +127,7 @@ class Column:
 
     key: str
     heading: str
-    as_: str = ""
+    style: str = ""
     higher_is_better: bool = True
 
 

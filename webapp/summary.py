@@ -18,16 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine import Tokenizer, TokenforgeError
+from webapp.filters import Figure
 from webapp.inspector import shown_string, shown_text
-
-
-@dataclass(frozen=True, slots=True)
-class Figure:
-    """One summary figure: a label and a raw value (the template's ``readable`` shows it)."""
-
-    label: str
-    value: Any
-    testid: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,21 +48,21 @@ def figures(tokenizer: Tokenizer, stats: dict[str, Any]) -> list[Figure]:
     special = tokenizer.special_tokens
     out: list[Figure] = []
     if model.kind == "bpe":
-        out.append(Figure("Merges", len(getattr(model, "origins", {})), "merges"))
+        out.append(Figure("Merges", len(getattr(model, "origins", {})), testid="merges"))
     elif model.kind == "wordpiece":
         merges = _stats_merges(stats)
         if merges:
-            out.append(Figure("Merges made in training", len(merges), "merges"))
+            out.append(Figure("Merges made in training", len(merges), testid="merges"))
         prefix = getattr(model, "prefix", "")
         if prefix:
             continuing = sum(1 for token in model.vocab() if token.startswith(prefix) and len(token) > len(prefix))
-            out.append(Figure(f"Continuing pieces ({prefix}…)", continuing, "continuing"))
+            out.append(Figure(f"Continuing pieces ({prefix}…)", continuing, testid="continuing"))
     elif model.kind == "unigram":
-        out.append(Figure("Pieces", tokenizer.vocab_size - len(special), "pieces"))
+        out.append(Figure("Pieces", tokenizer.vocab_size - len(special), testid="pieces"))
         rounds = _int(stats.get("rounds"))
         if rounds is not None:
-            out.append(Figure("EM rounds", rounds, "rounds"))
-    out.append(Figure("Special tokens", sorted(special, key=special.__getitem__), "special-tokens"))
+            out.append(Figure("EM rounds", rounds, testid="rounds"))
+    out.append(Figure("Special tokens", sorted(special, key=special.__getitem__), testid="special-tokens"))
     return out
 
 

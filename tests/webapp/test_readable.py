@@ -120,7 +120,7 @@ def test_the_evaluation_is_a_table_with_the_difference_as_a_sentence() -> None:
               "vocab_size": 300, "vocab_used": 151, "vocab_utilisation": 0.5033,
               "longest_tokens": [{"id": 280, "token": "Ġnumber", "text": " number", "chars": 7, "count": 40}]}
     report = heldout.report(result)
-    shown = {f.label: str(filters.readable(f.value, f.as_)) for f in report.figures}
+    shown = {f.label: str(filters.readable(f.value, f.style)) for f in report.figures}
     assert shown["Characters"] == "66,410" and shown["Bytes"] == "66,410" and shown["Bytes per token"] == "4.151"
     assert shown["Vocabulary used"] == "151 of 300" and shown["Vocabulary used (share)"] == "50.3 %"
     assert shown["Round trip"] == "differs" and shown["Unknown share"] == "0 %"

@@ -117,7 +117,7 @@ def test_csrf_is_enforced_and_htmx_sends_the_token_header(tmp_path: Path) -> Non
     assert refused.status_code == 400
     assert "This form has expired or did not come from this site." in refused.get_data(as_text=True)
     page = client.get("/jobs").get_data(as_text=True)
-    token = re.search(r"<body hx-headers='\{\"X-CSRFToken\": \"([^\"]+)\"\}'>", page)
+    token = re.search(r"<body hx-headers='\{\"X-CSRFToken\": \"([^\"]+)\"\}'", page)
     assert token is not None
     allowed = client.post("/jobs/1/cancel", headers={"X-CSRFToken": token.group(1)})
     db.get_engine(app).dispose()
