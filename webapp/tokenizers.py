@@ -16,7 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import defer
 from werkzeug.wrappers import Response
 
-from webapp import jobs, summary, training_form
+from webapp import imports, jobs, summary, training_form
 from webapp.auth import owned_or_404, readable_or_404, scoped
 from webapp.db import get_session
 from webapp.htmx import is_htmx, render
@@ -174,7 +174,8 @@ def show(tokenizer_id: int) -> Response:
                   figures=summary.figures(engine_tokenizer, stats),
                   merges=summary.first_merges(engine_tokenizer, stats, SHOWN_MERGES),
                   options=options if isinstance(options, dict) else {},
-                  imported=imported if isinstance(imported, dict) else {})
+                  imported=imported if isinstance(imported, dict) else {},
+                  import_kinds=imports.KINDS, import_patterns=imports.PATTERN_CHOICES)
 
 
 @bp.get("/tokenizers/<int:tokenizer_id>/delete")

@@ -111,6 +111,22 @@ def test_an_import_shows_where_it_came_from_and_no_empty_options(client: FlaskCl
     html = client.get(f"/tokenizers/{tokenizer_id}").get_data(as_text=True)
     assert "Options</h2>" not in html
     assert "<h2>Imported from</h2>" in html and "<code>vocab.txt</code>" in html
+    assert "<dt>Format</dt><dd>vocab.txt (WordPiece, BERT style)</dd>" in html and "Pre-tokenizer pattern" not in html
+
+
+def test_an_imported_gpt2_names_its_format_and_pattern_as_the_form_does(client: FlaskClient, app: Flask) -> None:
+    from webapp.db import get_session
+    from webapp.models import Tokenizer as Row
+
+    tokenizer_id = store(app, byte_bpe())
+    with app.app_context():
+        row = get_session().get(Row, tokenizer_id)
+        row.source = "imported"
+        row.config = {"import": {"kind": "gpt2", "files": ["vocab.json", "merges.txt"], "pattern": "gpt4"}}
+        get_session().commit()
+    html = client.get(f"/tokenizers/{tokenizer_id}").get_data(as_text=True)
+    assert "<dt>Format</dt><dd>vocab.json + merges.txt (GPT-2 style)</dd>" in html
+    assert "<dt>Pre-tokenizer pattern</dt><dd>GPT-4 (cl100k)</dd>" in html
 
 
 def test_the_evaluation_is_a_table_with_the_difference_as_a_sentence() -> None:
