@@ -19,7 +19,7 @@ from engine.trainers.limits import (
 @dataclass(frozen=True)
 class UnigramOptions:
     vocab_size: int = field(default=8000, metadata={"help": "Final vocabulary size, special and byte pieces included."})
-    character_coverage: float = field(default=0.9995, metadata={"help": "Share of characters the vocabulary must cover; rarer ones become <unk> (or bytes)."})
+    character_coverage: float = field(default=0.9995, metadata={"help": "Share of characters the vocabulary must cover; rarer ones are spelled as bytes (<unk> without byte_fallback)."})
     seed_size: int = field(default=1_000_000, metadata={"help": "Number of seed pieces (most frequent substrings) EM starts from."})
     max_piece_length: int = field(default=16, metadata={"help": "Longest piece, in characters."})
     shrinking_factor: float = field(default=0.75, metadata={"help": "Share of pieces kept by each pruning round."})
