@@ -1,8 +1,9 @@
 """The transfer blueprint: downloads of a tokenizer in each format, and imports of tokenizer files.
 
-Downloads are built and verified on request (``downloads.py``); a format that cannot represent
-the tokenizer shows its reason instead of a button, and asking for it anyway is a 422 page with
-that reason. An import becomes a ``Tokenizer`` row with ``source="imported"`` and opens in the
+Downloads are built and verified when first asked for (``downloads.py``); formats made for
+another kind of model are left out of the page, one that fits the model but cannot hold this
+tokenizer says why in place of its button, and asking for either anyway is a 422 page with the
+reason. An import becomes a ``Tokenizer`` row with ``source="imported"`` and opens in the
 encode view; a bad file re-renders the form with the problem named and a 422.
 Left out: the file formats (``engine.formats``) and their checks (``imports.py``).
 """
