@@ -8,7 +8,8 @@ because help texts and defaults differ between models: ``train --model wordpiece
 WordPiece's options with WordPiece's defaults, and ``train --help`` which flags each model takes,
 all rendered from the same specs, so an option added to a dataclass appears by itself. The command
 writes ``OUTDIR/tokenizer.json`` plus the model's own files and draws a progress bar when stderr
-is a terminal. Error reporting is ``cli.py``'s: everything here raises TokenforgeError.
+is a terminal. ``--dask-scheduler tcp://HOST:8786`` counts the corpus on a Dask cluster
+(``engine.trainers.cluster``), with the same files as a result. Error reporting is ``cli.py``'s: everything here raises TokenforgeError.
 """
 
 from __future__ import annotations
@@ -52,6 +53,10 @@ def _add_fixed_arguments(parser: argparse.ArgumentParser, models: list[str] | No
     if models is not None:
         parser.add_argument("--model", required=True, choices=models, help="the algorithm")
     parser.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="folder to write the files to")
+    parser.add_argument("--dask-scheduler", metavar="ADDRESS", default=None,
+                        help="count the corpus on the Dask cluster whose scheduler is at ADDRESS, e.g. "
+                             "tcp://HOST:8786 (needs tokenforge[dask]; every worker must see the files at "
+                             "the same path); the files written are the same")
     parser.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 corpus files")
 
 
@@ -243,6 +248,7 @@ def _check_writable(outdir: Path) -> None:
 def cmd_train(args: argparse.Namespace) -> int:
     """Train a tokenizer and write OUTDIR/tokenizer.json plus the model's own files."""
     from engine.trainers import option_specs, train
+    from engine.trainers.cluster import counting_on
 
     try:
         specs = {spec.name: spec for spec in option_specs(args.model)}
@@ -258,7 +264,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     _check_writable(outdir)  # before the work; the folder itself is made only once there is a result
     bar = _ProgressBar()
     try:
-        result = train(args.model, args.files, given, progress=bar)
+        with counting_on(args.dask_scheduler):  # connects first: a bad scheduler stops here
+            result = train(args.model, args.files, given, progress=bar)
     except ConfigError as exc:  # name the flag, not the dataclass field
         message = str(exc)
         for name, spec in specs.items():

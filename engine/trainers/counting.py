@@ -21,7 +21,8 @@ Workers are forked when this process has one thread (fast, no importable ``__mai
 needed), else spawned; a worker that dies raises instead of hanging. Progress is stage
 ``"count"`` in bytes read; each update polls the cancel check. A worker dies with this process,
 even a SIGKILLed one (``engine.processes.die_with_parent``), and ``num_workers`` is bounded by
-``limits.check_workers``.
+``limits.check_workers``. Inside ``cluster.counting_on(address)`` a Dask cluster counts instead
+(``trainers/distributed.py``), with the same result.
 
 Left out: reading and cutting files (``corpus.py``) and what the counts are for.
 """
@@ -44,6 +45,7 @@ from engine.normalizers import Normalizer
 from engine.processes import die_with_parent
 from engine.pretokenizers import get_pretokenizer
 from engine.trainers.base import Reporter
+from engine.trainers.cluster import active_cluster
 from engine.trainers.corpus import MAX_CHUNK_CHARS, WORD_SPLITS, cuts_are_safe, iter_documents
 from engine.trainers.corpus import special_pattern, split_specials
 from engine.trainers.limits import check_workers, max_workers
@@ -155,7 +157,10 @@ def count_pretokens(
         check_workers(num_workers, per_cpu=False)  # the options checked the CPUs; a test may want 2 on 1
         workers = num_workers
     reporter.update("count", 0, total, force=True)
-    if workers <= 1:
+    if (cluster := active_cluster()) is not None:
+        counts = cluster.count(files, (split, specials, normalizer), safe_cuts=safe_cuts,
+                               max_chunk_chars=max_chunk_chars, reporter=reporter)
+    elif workers <= 1:
         tally = Tally(split, specials, normalizer)
         for text, done in chunks:
             tally.add(text)
@@ -245,7 +250,12 @@ def _count_in_workers(chunks: Iterator[tuple[str, int]], total: int, workers: in
                 proc.terminate()
                 proc.join()
         tasks.cancel_join_thread()  # after a failure it may be stuck on a full pipe; do not wait at exit
-    # 4. Add up, into the largest table.
+    # 4. Add up.
+    return add_counts(*parts)
+
+
+def add_counts(*parts: dict[str, int]) -> dict[str, int]:
+    """The sum of several count tables, added into the largest (which is changed)."""
     counts = max(parts, key=len)
     for part in parts:
         if part is not counts:

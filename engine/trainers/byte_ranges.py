@@ -1,0 +1,170 @@
+"""Cut corpus files into byte ranges at document boundaries, and count one range: a cluster's unit of work.
+
+A Dask cluster (``trainers/distributed.py``) cannot stream one reader's chunks to its workers the
+way ``counting.py`` feeds its local processes: each worker reads its own part of the files from a
+shared folder. :func:`plan_ranges` therefore finds the cuts by seeking, without reading the whole
+corpus: near every ``step`` bytes it reads a small window and asks ``corpus._cut``, the very rule
+the local reader uses, where a chunk may end (after a special token, or at a safe cut inside an
+over-long document). :func:`count_range` then reads one range, cuts it the same way into chunks
+of about ``max_chunk_chars`` bytes, and counts them with :class:`counting.Tally`. Every cut is
+one where pre-tokenization restarts anyway, so the counts of the ranges add up to exactly the
+local path's counts.
+
+One subtlety: a special token found by scanning from the middle of a file is a token the
+whole-file scan finds too only when no token can overlap another (no suffix of one is a prefix
+of one, none lies inside another). For a set of special tokens that can overlap, and for a split
+that allows no cut at all, every file is one range. Safe cuts are not used when a special token
+contains whitespace, which a cut could otherwise fall inside.
+
+Left out: Dask itself (``distributed.py``), and how the counts are added up.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from engine.errors import FormatError, TrainingCancelled
+from engine.normalizers import Normalizer
+from engine.trainers.corpus import _cut, special_pattern
+from engine.trainers.counting import Splitter, Tally
+
+WINDOW_BYTES = 64 << 10
+"""How much is read at a time after a wanted cut to find a document boundary near it."""
+
+TallyArgs = tuple[str | Splitter, tuple[str, ...], Normalizer | None]
+"""What :class:`counting.Tally` is built from: the split spec, the special tokens, the normalizer."""
+
+
+@dataclass(frozen=True)
+class ByteRange:
+    """Bytes ``[start, stop)`` of one corpus file; both ends lie at document boundaries."""
+
+    path: str
+    start: int
+    stop: int
+
+    @property
+    def size(self) -> int:
+        return self.stop - self.start
+
+
+def overlap_free(special_tokens: Sequence[str]) -> bool:
+    """Whether no special token can overlap another (or itself) in any text.
+
+    Then the matches of the tokens in a text do not depend on where a scan starts, so a cut after
+    a match found from the middle of a file is a cut the whole-file scan would make too. Two
+    occurrences can overlap when a proper suffix of one token is a proper prefix of one, or when
+    one token lies inside another.
+    """
+    tokens = set(special_tokens)
+    prefixes = {token[:k] for token in tokens for k in range(1, len(token))}
+    if tokens & prefixes or any(token[k:] in prefixes for token in tokens for k in range(1, len(token))):
+        return False
+    pattern = special_pattern(tokens)
+    # A match that starts after a token's first character is another token inside it.
+    return pattern is None or not any(m.start() > 0 for token in tokens for m in pattern.finditer(token, overlapped=True))
+
+
+class _Boundaries:
+    """Finds document boundaries in one open file, under one set of special tokens and split rule."""
+
+    def __init__(self, stream: BinaryIO, path: str, special_tokens: Sequence[str], safe_cuts: bool) -> None:
+        self.stream, self.path = stream, path
+        self.specials = special_pattern(special_tokens)
+        self.longest = max((len(t) for t in special_tokens), default=1)
+        # A safe cut must not land inside a special token, which only one with whitespace could contain.
+        self.safe_cuts = safe_cuts and not any(char.isspace() for token in special_tokens for char in token)
+        self.possible = overlap_free(special_tokens) and (self.specials is not None or self.safe_cuts)
+
+    def after(self, target: int, limit: int, window: int) -> int:
+        """The byte offset of a boundary in ``(target, limit]`` within about ``window`` bytes of
+        ``target`` if there is one there (else the next one, or ``limit`` if none)."""
+        if not self.possible:
+            return limit
+        pos = target
+        while pos < limit:
+            self.stream.seek(pos)
+            block = self.stream.read(min(window, limit - pos))
+            skip = _continuation_bytes(block)  # the window may begin inside a character
+            text = decode(block[skip:], self.path, pos + skip, final=pos + len(block) >= limit)
+            end = _cut(text, 0, self.specials, self.longest, self.safe_cuts, len(text))
+            if end:
+                return pos + skip + len(text[:end].encode())
+            if pos + len(block) >= limit:
+                return limit
+            # _cut searches the window's second half (safe cuts) and all but its end (special
+            # tokens), so the next window starts halfway through this one.
+            pos += skip + max(1, len(text[: len(text) // 2].encode()))
+        return limit
+
+    def ranges(self, start: int, stop: int, step: int) -> Iterator[tuple[int, int]]:
+        """``[start, stop)`` as consecutive ranges of about ``step`` bytes, cut at boundaries."""
+        # The window holds a few of the longest special tokens even at a tiny step (tests use them).
+        window = max(min(WINDOW_BYTES, step), 8 * self.longest, 64)
+        while start < stop:
+            end = self.after(start + step, stop, window) if start + step < stop else stop
+            yield start, end
+            start = end
+
+
+def plan_ranges(files: Sequence[str | Path], special_tokens: Sequence[str], *, safe_cuts: bool,
+                step: int) -> list[ByteRange]:
+    """The files as ranges of about ``step`` bytes each, cut where the local reader may cut a chunk.
+
+    An empty file has no range; a file without boundaries is one range however long it is.
+    Raises :class:`FormatError` if a window read to find a cut is not UTF-8.
+    """
+    if step < 1:
+        raise ValueError(f"step must be at least 1 byte, not {step}")
+    ranges: list[ByteRange] = []
+    for path in files:
+        name = str(path)
+        with open(name, "rb") as stream:
+            bounds = _Boundaries(stream, name, special_tokens, safe_cuts)
+            ranges += [ByteRange(name, a, b) for a, b in bounds.ranges(0, os.path.getsize(name), step)]
+    return ranges
+
+
+def count_range(part: ByteRange, tally_args: TallyArgs, *, safe_cuts: bool, max_chunk_chars: int,
+                stopped: Callable[[], bool] | None = None) -> dict[str, int]:
+    """Count the pre-tokens of one range: ``{pre_token: occurrences}``.
+
+    The range is read in chunks of about ``max_chunk_chars`` bytes, cut as :func:`plan_ranges`
+    cuts, so no more than one chunk (or one uncuttable document) is held at a time. ``stopped``
+    is asked after each chunk; when it says so, :class:`TrainingCancelled` ends the count.
+    """
+    tally = Tally(*tally_args)
+    with open(part.path, "rb") as stream:
+        bounds = _Boundaries(stream, part.path, tally_args[1], safe_cuts)
+        for a, b in bounds.ranges(part.start, part.stop, max_chunk_chars):
+            stream.seek(a)
+            tally.add(decode(stream.read(b - a), part.path, a, final=True))
+            if stopped is not None and stopped():
+                raise TrainingCancelled("Training was cancelled.")
+    return tally.result()
+
+
+def decode(data: bytes, path: str, offset: int, *, final: bool) -> str:
+    """UTF-8 text of ``data`` read at byte ``offset`` of ``path``; unless ``final``, an incomplete
+    character at the end is left out. Raises :class:`FormatError` as the local reader does."""
+    try:
+        return codecs.getincrementaldecoder("utf-8")().decode(data, final=final)
+    except UnicodeDecodeError as exc:
+        raise FormatError(
+            f"The corpus is not UTF-8 text (byte {offset + exc.start} cannot be decoded); convert it to UTF-8 first.",
+            source=path,
+        ) from None
+
+
+def _continuation_bytes(block: bytes) -> int:
+    """How many bytes at the start of ``block`` continue a character begun before it (0 to 3)."""
+    skip = 0
+    while skip < min(3, len(block)) and 0x80 <= block[skip] < 0xC0:
+        skip += 1
+    return skip
+

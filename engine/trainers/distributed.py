@@ -1,0 +1,160 @@
+"""Count pre-tokens on a Dask cluster: one task per byte range, the counts added up by a tree.
+
+This is the only module that imports Dask (the optional extra ``tokenforge[dask]``); the trainers
+reach it through ``trainers/cluster.py``, which connects a :class:`ClusterCounter` around a
+training, and the one hook in ``counting.count_pretokens``. The stages of :meth:`ClusterCounter.count`:
+
+1. ``byte_ranges.plan_ranges`` cuts the files into ranges at document boundaries, on this machine,
+   reading only a small window near each cut. The workers read the ranges themselves, so the
+   files must be at the same path on every worker (a shared corpus folder).
+2. One task per range counts it with the trainer's own split, special tokens and normalizer (the
+   specs travel, pickled; no closure over this process).
+3. Tasks of ``FAN_IN`` counts each add them up, then tasks over those, up to one root: a tree,
+   so no single process adds every table, and the adding starts while ranges are still counted.
+   Only the root's table comes back to this process.
+
+Progress is stage ``"count"`` in bytes of finished ranges, summed over the cluster; each update
+polls the cancel check. On a cancel or any error every task is cancelled, and a Dask ``Event``
+that the running tasks ask after each chunk stops those already running, so none is left
+running on the cluster. A worker lost mid-task is Dask's to retry.
+
+Left out: which counts the trainers want (``counting.py``) and where the scheduler address comes
+from (``cluster.py``).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import distributed
+
+from engine.errors import ConfigError
+from engine.trainers.base import Reporter
+from engine.trainers.byte_ranges import ByteRange, TallyArgs, count_range, plan_ranges
+from engine.trainers.counting import add_counts
+
+FAN_IN = 8
+"""Counts added up by one task of the tree (dask.bag's ``split_every`` default, too)."""
+MIN_RANGE_BYTES = 1 << 20
+MAX_RANGE_BYTES = 32 << 20  # ~6 s of counting on one core: progress and load balance stay fine-grained
+RANGES_PER_THREAD = 4
+CONNECT_SECONDS = 5.0
+"""How long to try reaching the scheduler before the training fails (it has not started yet)."""
+STOP_WAIT_SECONDS = 30.0
+POLL_SECONDS = 0.1
+
+
+class ClusterCounter:
+    """A connection to a Dask scheduler that counts pre-tokens for ``counting.count_pretokens``."""
+
+    def __init__(self, client: distributed.Client, *, range_bytes: int | None = None) -> None:
+        self.client = client
+        self.range_bytes = range_bytes  # None: from the corpus size and the cluster's threads
+
+    @classmethod
+    def connect(cls, address: str, *, range_bytes: int | None = None) -> ClusterCounter:
+        """Connect to the scheduler at ``address``, or raise ConfigError saying it cannot be reached."""
+        try:
+            client = distributed.Client(address, timeout=CONNECT_SECONDS, set_as_default=False)
+        except (OSError, TimeoutError) as exc:
+            raise ConfigError(
+                f"Cannot reach the Dask scheduler at {address} ({exc}); "
+                "start it (dask scheduler) or fix the address."
+            ) from None
+        return cls(client, range_bytes=range_bytes)
+
+    def close(self) -> None:
+        """Disconnect from the scheduler (it and its workers keep running)."""
+        self.client.close()
+
+    def count(self, files: Sequence[str | Path], tally_args: TallyArgs, *, safe_cuts: bool,
+              max_chunk_chars: int, reporter: Reporter) -> dict[str, int]:
+        """The pre-token counts of ``files``, equal to the local path's (see the module docstring)."""
+        total = sum(Path(f).stat().st_size for f in files)
+        # 1. Plan the ranges.
+        step = self.range_bytes or self._range_bytes(total)
+        ranges = plan_ranges(files, tally_args[1], safe_cuts=safe_cuts, step=step)
+        if not ranges:
+            return {}
+        stop = distributed.Event(f"tokenforge-stop-{uuid.uuid4().hex}", client=self.client)
+        futures: list[distributed.Future] = []
+        try:
+            # 2. One task per range, 3. the tree above them.
+            leaves = [self.client.submit(_count_task, part, tally_args, safe_cuts, max_chunk_chars, stop.name,
+                                         pure=False) for part in ranges]
+            futures += leaves
+            root = self._tree(leaves, futures)
+            self._watch(leaves, ranges, total, reporter)
+            while not root.done():
+                reporter.update("count", total, total)
+                time.sleep(POLL_SECONDS)
+            return root.result()
+        except BaseException:
+            self._stop(futures, stop)
+            raise
+        finally:
+            for future in futures:  # releases the tables the workers still hold
+                future.release()
+
+    def _range_bytes(self, total: int) -> int:
+        """A range size that gives every thread of the cluster a few ranges, within bounds."""
+        threads = max(1, sum(self.client.nthreads().values()))
+        return min(MAX_RANGE_BYTES, max(MIN_RANGE_BYTES, total // (RANGES_PER_THREAD * threads) + 1))
+
+    def _tree(self, level: list[distributed.Future], futures: list[distributed.Future]) -> distributed.Future:
+        """Submit the tasks that add ``level`` up, ``FAN_IN`` at a time, to one root."""
+        while len(level) > 1:
+            level = [self.client.submit(add_counts, *level[i:i + FAN_IN], pure=False)
+                     for i in range(0, len(level), FAN_IN)]
+            futures += level
+        return level[0]
+
+    def _watch(self, leaves: list[distributed.Future], ranges: list[ByteRange], total: int,
+               reporter: Reporter) -> None:
+        """Report the bytes of finished ranges until all are counted; raise a task's error."""
+        pending = dict(zip(leaves, ranges, strict=True))
+        done = 0
+        while pending:
+            for future in [f for f in pending if f.done()]:
+                if future.status != "finished":
+                    future.result()  # raises the task's own error (FormatError, ...)
+                    raise RuntimeError(f"A Dask counting task ended as {future.status}.")
+                done += pending.pop(future).size
+            reporter.update("count", done, total)  # also polls the cancel check
+            if pending:
+                time.sleep(POLL_SECONDS)
+
+    def _stop(self, futures: list[distributed.Future], stop: distributed.Event) -> None:
+        """Cancel every task and wait until none of them still runs on a worker."""
+        keys = {future.key for future in futures}
+        try:
+            stop.set()  # running tasks see it after their current chunk
+            self.client.cancel(futures, force=True)
+            deadline = time.monotonic() + STOP_WAIT_SECONDS
+            while time.monotonic() < deadline and keys & running_keys(self.client):
+                time.sleep(POLL_SECONDS)
+            stop.clear()  # forgets the event on the scheduler
+        except Exception:  # noqa: BLE001 - the scheduler is gone (nothing runs there); the first error stands
+            pass
+
+
+def running_keys(client: distributed.Client) -> set[Any]:
+    """The keys of the tasks running right now on any worker of ``client``'s cluster."""
+    per_worker = client.run(_active_keys)
+    return {key for keys in per_worker.values() for key in keys}
+
+
+def _active_keys(dask_worker: distributed.Worker) -> list[Any]:
+    return list(dask_worker.active_keys)
+
+
+def _count_task(part: ByteRange, tally_args: TallyArgs, safe_cuts: bool, max_chunk_chars: int,
+                stop_name: str) -> dict[str, int]:
+    """What a worker runs for one range: count it, stopping early if the training was cancelled."""
+    stop = distributed.Event(stop_name)  # the worker's own client asks the scheduler
+    return count_range(part, tally_args, safe_cuts=safe_cuts, max_chunk_chars=max_chunk_chars, stopped=stop.is_set)
+
