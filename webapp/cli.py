@@ -27,7 +27,7 @@ from typing import Any
 from engine.cli import one_line_errors, register
 from engine.processes import stop_processes
 from webapp.config import SettingsError, finish_settings, load_settings
-from webapp.jobs import JOB_KINDS
+from webapp.job_states import JOB_KINDS
 from webapp.supervisor import WORKER_STOP_SECONDS, stop_with_parent
 
 #: The supervisor gives its workers WORKER_STOP_SECONDS to put their jobs back, then needs a moment.

@@ -152,9 +152,6 @@ def complete_leaderboard(session: Session, job_id: int, worker_id: str) -> bool:
     return done
 
 
-JOB_KINDS = ("analyse", "leaderboard", "train")
-
-
 def run_seconds(job: Job, now: dt.datetime | None = None) -> float | None:
     """How long ``job`` has run: until it finished, or until now while it runs; None if it never started."""
     if job.started_at is None:
@@ -174,7 +171,7 @@ def claim(session: Session, worker_id: str, *, kinds: Collection[str] | None = N
 
     The next job is one of the team with the fewest jobs running, analyses first, then the
     oldest (see the module docstring). With ``kinds``, only jobs of those kinds (of
-    :data:`JOB_KINDS`) are candidates. One statement, so two claimers never take the same job.
+    :data:`~webapp.job_states.JOB_KINDS`) are candidates. One statement, so two claimers never take the same job.
     """
     now = utcnow()
     waiting, running = aliased(Job), aliased(Job)

@@ -29,6 +29,8 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from webapp.job_states import FINISHED_STATUSES, JOB_KINDS, JOB_STATUSES, one_of
+
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
     "uq": "uq_%(table_name)s_%(column_0_name)s",
@@ -37,10 +39,6 @@ NAMING_CONVENTION = {
     "pk": "pk_%(table_name)s",
 }
 
-JOB_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
-# training a tokenizer; computing a new corpus's statistics; evaluating tokenizers on corpora
-JOB_KINDS = ("train", "analyse", "leaderboard")
-FINISHED_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
 TOKENIZER_SOURCES = ("trained", "imported", "preset")
 
 
@@ -110,10 +108,8 @@ class Job(Base):
 
     __tablename__ = "jobs"
     __table_args__ = (
-        CheckConstraint(
-            "status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')", name="status"
-        ),
-        CheckConstraint("kind IN ('train', 'analyse', 'leaderboard')", name="kind"),
+        CheckConstraint(one_of("status", JOB_STATUSES), name="status"),
+        CheckConstraint(one_of("kind", JOB_KINDS), name="kind"),
         Index("ix_jobs_status_id", "status", "id"),
     )
 
@@ -154,7 +150,7 @@ class Tokenizer(Base):
 
     __tablename__ = "tokenizers"
     __table_args__ = (
-        CheckConstraint("source IN ('trained', 'imported', 'preset')", name="source"),
+        CheckConstraint(one_of("source", TOKENIZER_SOURCES), name="source"),
         CheckConstraint("(team_id IS NULL AND preset IS NOT NULL AND source = 'preset') OR "
                         "(team_id IS NOT NULL AND preset IS NULL AND source != 'preset')", name="preset_has_no_team"),
     )

@@ -312,7 +312,7 @@ def run(*, host: str, port: int, workers: int, threads: int,
                 self.cfg.set(key, value)
 
         def load(self) -> Any:
-            from webapp import create_app
+            from webapp.app import create_app
 
             return create_app()
 

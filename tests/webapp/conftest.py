@@ -22,7 +22,8 @@ from flask.testing import FlaskClient
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from webapp import create_app, db
+from webapp import db
+from webapp.app import create_app
 from webapp.auth import hash_password
 from webapp.config import normalize_database_url
 from webapp.models import Membership, Team, User

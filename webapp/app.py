@@ -1,0 +1,76 @@
+"""Tokenforge's web app: the Flask application factory.
+
+``create_app`` loads settings from the environment (``config.py``), applies ``test_config``
+on top, and wires the database, CSRF protection, the blueprints and the error pages. It never
+runs migrations: ``tokenforge serve`` does that once, before gunicorn forks its workers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from flask import Flask, redirect, url_for
+from flask_login import current_user
+from flask_wtf.csrf import CSRFProtect
+from werkzeug.wrappers import Response
+
+from webapp import auth, converters, db, errors, filters, requests, security, time_budget
+from webapp.assets import asset_dir
+from webapp.config import finish_settings, load_settings
+
+csrf = CSRFProtect()
+
+
+def create_app(test_config: dict[str, Any] | None = None) -> Flask:
+    """Build the app from environment settings, overridden by ``test_config`` in tests."""
+    app = Flask(
+        __name__,
+        template_folder=str(asset_dir("templates")),
+        static_folder=str(asset_dir("static")),
+    )
+    app.config.from_mapping(load_settings())
+    if test_config:
+        app.config.from_mapping(test_config)
+    finish_settings(app.config)  # type: ignore[arg-type]
+    # Each request's body limit is set per view by requests.limit_body; the per-file limit
+    # applies after decompression in storage.py. One multipart text field stays under 1 MiB.
+    app.config["MAX_FORM_MEMORY_SIZE"] = (test_config or {}).get("MAX_FORM_MEMORY_SIZE", 1 << 20)
+    app.config.update(SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_SAMESITE="Lax")
+    app.config.setdefault("UPLOAD_TMP_DIR", str(Path(app.config["CORPUS_DIR"]) / "tmp"))
+    Path(app.config["UPLOAD_TMP_DIR"]).mkdir(parents=True, exist_ok=True)
+
+    converters.init_app(app)  # before any route: ids beyond 64 bits are a 404, not a 500
+    db.init_app(app)
+    requests.init_app(app)  # body limits before CSRF, whose check parses the form
+    csrf.init_app(app)
+    errors.init_app(app)
+    filters.init_app(app)
+    auth.init_app(app)  # login sessions, API keys, and the gate in front of every view
+    security.init_app(app)  # CSP and security headers, API rate limits, busy-database answers
+    time_budget.init_app(app)  # ENCODE_TIMEOUT seconds of pattern matching per request, then a 422
+
+    from webapp import accounts, corpora, leaderboard_views, sharing, teams, tokenizers
+
+    app.register_blueprint(accounts.bp)
+    app.register_blueprint(teams.bp)
+    app.register_blueprint(sharing.bp)
+    app.register_blueprint(corpora.bp)
+    app.register_blueprint(tokenizers.bp)
+    app.register_blueprint(leaderboard_views.bp)
+    from webapp import chat_views, playground
+
+    playground.init_app(app)  # encode, compare, vocabulary, downloads/imports, JSON API
+    app.register_blueprint(chat_views.bp)  # the chat page (counting messages in a chat template)
+
+    @app.get("/")
+    def index() -> Response:
+        """The home page is the tokenizer list (the gate sends visitors to the login page)."""
+        return redirect(url_for("tokenizers.index" if current_user.is_authenticated else "accounts.login"))
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, str]:
+        """A cheap liveness probe for load balancers and the serve command."""
+        return {"status": "ok"}
+
+    return app
