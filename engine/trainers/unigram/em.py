@@ -56,7 +56,7 @@ def e_step(lat: Lattice, logp: np.ndarray) -> tuple[np.ndarray, float]:
         runs = np.flatnonzero(np.diff(src, prepend=-1))
         nodes = src[runs]
         beta[nodes] = np.logaddexp(beta[nodes], np.logaddexp.reduceat(vals, runs))
-    expected = np.bincount(lat.out_sid, weights=np.exp(post), minlength=len(logp))
+    expected = np.bincount(lat.out_sid, weights=np.exp(post, out=post), minlength=len(logp))
     return expected, float(lat.counts @ z)
 
 
