@@ -14,7 +14,7 @@ from __future__ import annotations
 import unicodedata
 from pathlib import PurePosixPath, PureWindowsPath
 
-from flask import Blueprint, abort, current_app, flash, redirect, request, url_for
+from flask import Blueprint, current_app, flash, redirect, request, url_for
 from sqlalchemy import func, select
 from werkzeug.exceptions import ClientDisconnected
 from werkzeug.wrappers import Response

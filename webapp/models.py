@@ -10,77 +10,26 @@ Queue operations live in ``jobs.py``; this module only declares the tables.
 
 from __future__ import annotations
 
-import datetime as dt
-from typing import Annotated, Any
-
-from sqlalchemy import (
-    JSON,
-    BigInteger,
-    CheckConstraint,
-    DateTime,
-    ForeignKey,
-    Index,
-    Integer,
-    MetaData,
-    String,
-    Text,
-    TypeDecorator,
-)
-from sqlalchemy.engine import Dialect
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy import BigInteger, CheckConstraint, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
 
 from webapp.job_states import FINISHED_STATUSES, JOB_KINDS, JOB_STATUSES, one_of
-
-NAMING_CONVENTION = {
-    "ix": "ix_%(column_0_label)s",
-    "uq": "uq_%(table_name)s_%(column_0_name)s",
-    "ck": "ck_%(table_name)s_%(constraint_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-}
+from webapp.model_base import (
+    Base,
+    Count,
+    Created,
+    IntPK,
+    JSONDict,
+    JSONList,
+    Name,
+    TeamFK,
+    Timestamp,
+    UTCDateTime,
+    utcnow,
+)
+from webapp.models_auth import ApiKey, Invite, Membership, SharedText, ShareLink, Team, User
 
 TOKENIZER_SOURCES = ("trained", "imported", "preset")
-
-
-def utcnow() -> dt.datetime:
-    """The current time, timezone-aware in UTC (naive datetimes are a bug magnet)."""
-    return dt.datetime.now(dt.timezone.utc)
-
-
-class UTCDateTime(TypeDecorator[dt.datetime]):
-    """A timestamp that is always returned as UTC-aware, even from SQLite (which drops zones)."""
-
-    impl = DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value: dt.datetime | None, dialect: Dialect) -> dt.datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError("Timestamps must be timezone-aware; use webapp.models.utcnow().")
-        return value.astimezone(dt.timezone.utc)
-
-    def process_result_value(self, value: dt.datetime | None, dialect: Dialect) -> dt.datetime | None:
-        if value is not None and value.tzinfo is None:
-            return value.replace(tzinfo=dt.timezone.utc)
-        return value
-
-
-class Base(DeclarativeBase):
-    metadata = MetaData(naming_convention=NAMING_CONVENTION)
-    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
-
-
-IntPK = Annotated[int, mapped_column(Integer, primary_key=True)]
-Name = Annotated[str, mapped_column(String(200))]
-Created = Annotated[dt.datetime, mapped_column(UTCDateTime, default=utcnow)]
-Timestamp = Annotated[dt.datetime | None, mapped_column(UTCDateTime)]
-JSONDict = Annotated[dict[str, Any], mapped_column(JSON, default=dict)]
-JSONList = Annotated[list[Any], mapped_column(JSON, default=list)]
-Count = Annotated[int, mapped_column(BigInteger, default=0)]
-
-
-TeamFK = Annotated[int, mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)]
 
 
 class Corpus(Base):
@@ -194,15 +143,5 @@ class Leaderboard(Base):
     created_at: Mapped[Created]
 
 
-from webapp.models_auth import (  # noqa: E402  (the tables must join the same metadata)
-    ApiKey,
-    Invite,
-    Membership,
-    SharedText,
-    ShareLink,
-    Team,
-    User,
-)
-
 __all__ = ["ApiKey", "Base", "Corpus", "Invite", "Job", "Leaderboard", "Membership", "SharedText", "ShareLink",
-           "Team", "Tokenizer", "User", "utcnow"]
+           "Team", "Tokenizer", "UTCDateTime", "User", "utcnow"]

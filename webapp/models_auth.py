@@ -25,7 +25,7 @@ from flask_login import UserMixin
 from sqlalchemy import BigInteger, Boolean, CheckConstraint, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from webapp.models import Base, Created, IntPK, Name, Timestamp, UTCDateTime, utcnow
+from webapp.model_base import Base, Created, IntPK, Name, Timestamp, UTCDateTime, utcnow
 
 ROLES = ("owner", "member")
 TOKEN = String(64)  # secrets.token_urlsafe(32) is 43 characters; a SHA-256 hex digest is 64

@@ -29,7 +29,6 @@ from engine.formats.tiktoken import (
     dumps_sidecar,
     load_tiktoken,
     loads_tiktoken,
-    parse_ranks,
     save_tiktoken,
     sidecar_path,
 )
