@@ -22,7 +22,7 @@ from typing import Any
 from engine.byte_unicode import bytes_to_symbols, symbols_to_bytes
 from engine.errors import FormatError
 from engine.limits import MAX_MERGES, MAX_VOCAB_SIZE, check_count, check_id, check_token, shown
-from engine.models.bpe_long import merge_long
+from engine.models.bpe_long import merge_long_ids
 
 # The rank of an adjacent pair that has no merge: above every real rank, and still a one-digit
 # CPython int (< 2**30), so comparisons with it stay on the interpreter's fast path.
@@ -89,14 +89,18 @@ class BPE:
     def tokenize(self, piece: str) -> list[int]:
         data = piece.encode("utf-8")
         if len(data) > LONG_PIECE_BYTES:
-            return merge_long(self, data)
+            return self.merge_long(data)
         return self.merge_fast(data)
+
+    def merge_long(self, data: bytes) -> list[int]:
+        """The ids of ``data``; equal to :meth:`merge_fast`, in O(n log n) for long pieces (``bpe_long``)."""
+        return merge_long_ids([self._byte_ids[b] for b in data], self._right_ranks, self._merged_at)
 
     def merge_fast(self, data: bytes) -> list[int]:
         """``encode_bytes(data)`` without dropout, a few times faster (tests compare the two).
 
         Quadratic in ``len(data)`` (see :func:`merge_short`), the fastest for short pieces;
-        ``tokenize`` gives pieces over ``LONG_PIECE_BYTES`` to ``bpe_long.merge_long`` instead.
+        ``tokenize`` gives pieces over ``LONG_PIECE_BYTES`` to :meth:`merge_long` instead.
         """
         table = self._byte_table
         ids = list(data.translate(table)) if table is not None else list(map(self._byte_ids.__getitem__, data))

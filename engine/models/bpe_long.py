@@ -3,7 +3,7 @@
 ``BPE.merge_fast`` copies and sorts the whole list of pair ranks at every merge, which is the
 fastest way for the short pieces that real pre-tokenizers produce, but quadratic in the length
 of one piece: a 200,000-byte piece (a custom pattern such as ``[\\s\\S]+``, or no pre-tokenizer
-at all) took minutes. ``merge_long`` applies the same merges in the same order, Hugging Face's:
+at all) took minutes. ``merge_long_ids`` applies the same merges in the same order, Hugging Face's:
 the lowest rank first, its leftmost occurrence first, one occurrence at a time, then look again.
 
 How: the symbols form a doubly linked list over their original positions (``prev``/``next``),
@@ -24,17 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from heapq import heapify, heappop, heappush
 from itertools import repeat
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from engine.models.bpe import BPE
 
 _DEAD = -1  # the id left at a position whose symbol was merged into its left neighbour
-
-
-def merge_long(model: BPE, data: bytes) -> list[int]:
-    """The ids of ``data`` merged by ``model``; equal to ``model.merge_fast(data)``, in O(n log n)."""
-    return merge_long_ids([model._byte_ids[b] for b in data], model._right_ranks, model._merged_at)
 
 
 def merge_long_ids(ids: list[int], rows: Sequence[Mapping[int, int]], merged_at: Sequence[int]) -> list[int]:

@@ -5,7 +5,7 @@ that made it. Imported files need not be: a merge may use a token that a *later*
 rank) merge creates. Then "merge every occurrence of the lowest-ranked pair" and "merge the
 lowest-ranked pair once, leftmost, then look again" differ, and Hugging Face does the second
 (a priority queue of (rank, position)). All our merge loops must agree with it: the reference
-``encode_bytes``, ``merge_fast`` (short pieces) and ``merge_long`` (the heap for long pieces),
+``encode_bytes``, ``merge_fast`` (short pieces) and ``BPE.merge_long`` (the heap for long pieces),
 on shuffled merge lists, runs of one character and long random texts.
 """
 
@@ -17,7 +17,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.models.bpe import LONG_PIECE_BYTES, BPE
-from engine.models.bpe_long import merge_long
 from engine.presets import byte_level_bpe
 from engine.tokenizer import Tokenizer
 
@@ -46,8 +45,8 @@ def test_both_merge_loops_follow_hugging_face_when_a_merge_uses_a_later_token(te
     data = text.encode("utf-8")
     assert tokenizer.model.merge_fast(data) == expected  # type: ignore[attr-defined]
     assert tokenizer.model.encode_bytes(data) == expected  # type: ignore[attr-defined]
-    assert merge_long(model_of(tokenizer), data) == expected
-    assert merge_long(model_of(tokenizer), data) == expected
+    assert model_of(tokenizer).merge_long(data) == expected
+    assert model_of(tokenizer).merge_long(data) == expected
 
 
 def model_of(tokenizer: Tokenizer) -> BPE:
@@ -87,15 +86,15 @@ def test_both_merge_loops_equal_hugging_face_on_shuffled_merges(case: tuple[list
     data = text.encode("utf-8")
     assert tokenizer.model.merge_fast(data) == expected  # type: ignore[attr-defined]
     assert tokenizer.model.encode_bytes(data) == expected  # type: ignore[attr-defined]
-    assert merge_long(model_of(tokenizer), data) == expected
+    assert model_of(tokenizer).merge_long(data) == expected
 
 
 # ----------------------------------------------------------------------------- long pieces
 def test_merge_long_handles_empty_and_one_byte() -> None:
     model = model_of(tokenizer_with(LATER_MERGES))
-    assert merge_long(model, b"") == []
-    assert merge_long(model, b"a") == [ord("a")]
-    assert merge_long(model, b"xyz") == [ord("x"), ord("y"), ord("z")]  # no pair merges
+    assert model.merge_long(b"") == []
+    assert model.merge_long(b"a") == [ord("a")]
+    assert model.merge_long(b"xyz") == [ord("x"), ord("y"), ord("z")]  # no pair merges
 
 
 # Merges of "a" runs in an order where later ranks build tokens earlier ranks use, so how a run
@@ -108,7 +107,7 @@ def test_runs_of_one_character_merge_as_hugging_face(n: int) -> None:
     tokenizer = tokenizer_with(RUN_MERGES)
     data = b"a" * n
     expected = hf_ids(tokenizer, data.decode("ascii"))
-    assert merge_long(model_of(tokenizer), data) == expected
+    assert model_of(tokenizer).merge_long(data) == expected
     assert model_of(tokenizer).merge_fast(data) == expected
 
 
@@ -118,7 +117,7 @@ def test_run_of_aaaa_example_ids() -> None:
     # the same again on the rest: [aaa, aaa]. Merging every (a, a) at once would give
     # [aa, aa, aa], then (aa, aa): [aaaa, aa].
     model = model_of(tokenizer_with(RUN_MERGES))
-    assert merge_long(model, b"aaaaaa") == [256, 256] == model.encode_bytes(b"aaaaaa")
+    assert model.merge_long(b"aaaaaa") == [256, 256] == model.encode_bytes(b"aaaaaa")
 
 
 @st.composite
@@ -141,7 +140,7 @@ def merges_and_long_text(draw: st.DrawFn) -> tuple[list[tuple[bytes, bytes]], by
 def test_merge_long_equals_merge_fast_on_long_random_texts(case: tuple[list[tuple[bytes, bytes]], bytes]) -> None:
     merges, data = case
     model = model_of(tokenizer_with(merges))
-    assert merge_long(model, data) == model.merge_fast(data)
+    assert model.merge_long(data) == model.merge_fast(data)
 
 
 @settings(max_examples=40, deadline=None)
@@ -151,7 +150,7 @@ def test_merge_long_equals_reference_and_hugging_face(case: tuple[list[tuple[byt
     data = data[:300]  # the reference re-sorts every pair at each merge
     tokenizer = tokenizer_with(merges)
     expected = model_of(tokenizer).encode_bytes(data)
-    assert merge_long(model_of(tokenizer), data) == expected
+    assert model_of(tokenizer).merge_long(data) == expected
     if data.isalpha():  # then the gpt2 pattern keeps it one piece, as the model sees it
         assert hf_ids(tokenizer, data.decode("ascii")) == expected
 
