@@ -39,6 +39,7 @@ ENV_DEFAULTS: dict[str, tuple[str, str]] = {
     "TOKENFORGE_JOB_TIME_LIMIT": ("21600", "Seconds a job may run before it is stopped and failed."),
     "TOKENFORGE_MAX_QUEUED_JOBS": ("20", "Training jobs one team may have waiting in the queue at once."),
     "TOKENFORGE_ENCODE_TIMEOUT": ("0.5", "CPU seconds of pattern matching (and model work on very long pieces) one request may use."),
+    "TOKENFORGE_DASK_SCHEDULER": ("", "Dask scheduler (tcp://HOST:8786) that counts each training's corpus; empty: this machine."),
 }
 
 
@@ -114,6 +115,23 @@ def _rate(env: Mapping[str, str], name: str) -> str:
     return raw
 
 
+def _dask_scheduler(env: Mapping[str, str]) -> str | None:
+    """The Dask scheduler that trainings count on, checked at start-up: its address, and that the
+    extra is installed (else every training would fail later, one by one)."""
+    from engine.errors import ConfigError
+    from engine.trainers.cluster import check_address, require_dask
+
+    address = (env.get("TOKENFORGE_DASK_SCHEDULER") or "").strip()
+    if not address:
+        return None
+    try:
+        check_address(address)
+        require_dask()
+    except ConfigError as exc:
+        raise SettingsError(f"TOKENFORGE_DASK_SCHEDULER: {exc}") from None
+    return address
+
+
 def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Return Flask config values built from ``env`` (default: ``os.environ``)."""
     env = os.environ if env is None else env
@@ -143,6 +161,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
         "JOB_TIME_LIMIT": _positive(env, "TOKENFORGE_JOB_TIME_LIMIT", float),
         "ENCODE_TIMEOUT": _positive(env, "TOKENFORGE_ENCODE_TIMEOUT", float),
         "MAX_QUEUED_JOBS": max(1, _number(env, "TOKENFORGE_MAX_QUEUED_JOBS", int)),
+        "DASK_SCHEDULER": _dask_scheduler(env),
     }
 
 

@@ -16,11 +16,13 @@ from webapp.job_child import CancelCheck, send_outcome, start_child
 
 
 def run(conn: Connection, parent_pid: int, algorithm: str, paths: list[str],
-        options: dict[str, Any], nice: int) -> None:
-    """Child entry point: train and report the outcome on ``conn``."""
+        options: dict[str, Any], nice: int, dask_scheduler: str | None = None) -> None:
+    """Child entry point: train (counting on the Dask cluster ``dask_scheduler``, if one) and
+    report the outcome on ``conn``."""
     start_child(parent_pid, nice)
     from engine.errors import TokenforgeError, TrainingCancelled
     from engine.trainers import train
+    from engine.trainers.cluster import counting_on
 
     should_cancel = CancelCheck(conn, parent_pid)
 
@@ -29,7 +31,8 @@ def run(conn: Connection, parent_pid: int, algorithm: str, paths: list[str],
 
     def work() -> tuple[Any, ...]:
         try:
-            result = train(algorithm, paths, options, progress=progress, should_cancel=should_cancel)
+            with counting_on(dask_scheduler):  # an unreachable scheduler fails here, before any work
+                result = train(algorithm, paths, options, progress=progress, should_cancel=should_cancel)
         except TrainingCancelled:
             return ("cancelled",)
         except TokenforgeError as exc:

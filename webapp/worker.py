@@ -127,7 +127,8 @@ class Worker:
                 args = (self.settings["DATABASE_URL"], plan, int(job.options["max_bytes"]),
                         float(job.options["pair_seconds"]), nice)
             else:
-                target, args = train_child.run, (job.algorithm, paths, dict(job.options), nice)
+                target, args = train_child.run, (job.algorithm, paths, dict(job.options), nice,
+                                                 self.settings.get("DASK_SCHEDULER"))
         ctx = multiprocessing.get_context("spawn")
         parent_conn, child_conn = ctx.Pipe()
         child = ctx.Process(
