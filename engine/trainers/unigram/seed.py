@@ -43,11 +43,7 @@ def _by_count(word_counts: Mapping[str, int]) -> dict[int, list[str]]:
     """The words grouped by their count, so that each group can be handled by C-level calls."""
     groups: dict[int, list[str]] = {}
     for word, count in word_counts.items():
-        words = groups.get(count)
-        if words is None:
-            groups[count] = [word]
-        else:
-            words.append(word)
+        groups.setdefault(count, []).append(word)
     return groups
 
 
@@ -112,16 +108,8 @@ def _segment_table(word_counts: Mapping[str, int], classes: Mapping[str, str], s
             _add_scaled(summed, Counter(found), count)
     table: SegmentTable = {}
     for seg, count in summed.items():
-        if len(seg) < 2:
-            continue
-        by_length = table.get(count)
-        if by_length is None:
-            by_length = table[count] = {}
-        segs = by_length.get(len(seg))
-        if segs is None:
-            by_length[len(seg)] = [seg]
-        else:
-            segs.append(seg)
+        if len(seg) >= 2:
+            table.setdefault(count, {}).setdefault(len(seg), []).append(seg)
     return table
 
 
