@@ -11,7 +11,9 @@ training, and the one hook in ``counting.count_pretokens``. The stages of :meth:
    specs travel, pickled; no closure over this process).
 3. Tasks of ``FAN_IN`` counts each add them up, then tasks over those, up to one root: a tree,
    so no single process adds every table, and the adding starts while ranges are still counted.
-   Only the root's table comes back to this process.
+   Only the root's table comes back to this process. Tables travel pickled, as one ``bytes``
+   each: Dask sends a ``dict`` key by key, which took 8 s for six tables of 200,000 pre-tokens
+   that go in 0.05 s as bytes.
 
 Progress is stage ``"count"`` in bytes of finished ranges, summed over the cluster; each update
 polls the cancel check. On a cancel or any error every task is cancelled, and a Dask ``Event``
@@ -24,6 +26,7 @@ from (``cluster.py``).
 
 from __future__ import annotations
 
+import pickle
 import time
 import uuid
 from collections.abc import Sequence
@@ -92,7 +95,8 @@ class ClusterCounter:
             while not root.done():
                 reporter.update("count", total, total)
                 time.sleep(POLL_SECONDS)
-            return root.result()
+            counts: dict[str, int] = pickle.loads(root.result())
+            return counts
         except BaseException:
             self._stop(futures, stop)
             raise
@@ -108,7 +112,7 @@ class ClusterCounter:
     def _tree(self, level: list[distributed.Future], futures: list[distributed.Future]) -> distributed.Future:
         """Submit the tasks that add ``level`` up, ``FAN_IN`` at a time, to one root."""
         while len(level) > 1:
-            level = [self.client.submit(add_counts, *level[i:i + FAN_IN], pure=False)
+            level = [self.client.submit(_add_task, *level[i:i + FAN_IN], pure=False)
                      for i in range(0, len(level), FAN_IN)]
             futures += level
         return level[0]
@@ -153,8 +157,18 @@ def _active_keys(dask_worker: distributed.Worker) -> list[Any]:
 
 
 def _count_task(part: ByteRange, tally_args: TallyArgs, safe_cuts: bool, max_chunk_chars: int,
-                stop_name: str) -> dict[str, int]:
-    """What a worker runs for one range: count it, stopping early if the training was cancelled."""
+                stop_name: str) -> bytes:
+    """What a worker runs for one range: count it (stopping early if the training was cancelled)."""
     stop = distributed.Event(stop_name)  # the worker's own client asks the scheduler
-    return count_range(part, tally_args, safe_cuts=safe_cuts, max_chunk_chars=max_chunk_chars, stopped=stop.is_set)
+    return _pack(count_range(part, tally_args, safe_cuts=safe_cuts, max_chunk_chars=max_chunk_chars,
+                             stopped=stop.is_set))
+
+
+def _add_task(*tables: bytes) -> bytes:
+    """What a worker runs for one node of the tree: the sum of its children's tables."""
+    return _pack(add_counts(*map(pickle.loads, tables)))
+
+
+def _pack(counts: dict[str, int]) -> bytes:
+    return pickle.dumps(counts, protocol=pickle.HIGHEST_PROTOCOL)
 
