@@ -23,8 +23,12 @@ the worker balances the way nginx's ``least_conn`` does (:class:`Balance`):
 
 - a process whose threads are all busy stops accepting, so a new connection waits in the
   kernel's queue for the first process with a free thread;
-- a process with requests waiting for a thread answers ``Connection: close``, so that client's
-  next request reconnects and lands where a thread is free.
+- an answer given while every other thread of its process is busy says ``Connection: close``,
+  so that client's next request reconnects and waits in that same kernel queue. Under load every
+  client thus queues once, in arrival order, for whichever thread frees first, as with one
+  shared queue; with threads to spare, connections stay alive.
+
+A single web process has nobody to balance with: it accepts and keeps connections as gthread does.
 
 Each web process also collects garbage less often (:data:`GC_YOUNG_THRESHOLD`).
 
@@ -185,9 +189,10 @@ class Balance:
         self.in_flight -= 1
         return self.in_flight == self.threads - 1
 
-    def queued(self) -> bool:
-        """Whether requests are waiting here for a thread: a good moment to shed a connection."""
-        return self.in_flight > self.threads
+    def crowded(self) -> bool:
+        """Whether, besides the request being answered, no thread here is free: the client's next
+        request would wait for this process, so it had better queue for any process."""
+        return self.in_flight >= self.threads
 
 
 class BufferingWorker(ThreadWorker):  # type: ignore[misc]
@@ -198,11 +203,34 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
         super().__init__(*args, **kwargs)
         self._gathering: set[_Conn] = set()
         self._balance = Balance(self.cfg.threads)
+        self._balancing = self.cfg.workers > 1  # one process has nobody to leave connections to
         self._paused: dict[socket.socket, Any] = {}  # listener -> its accept callback, while busy
 
     def init_process(self) -> None:
         gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
         super().init_process()
+
+    def load_wsgi(self) -> None:
+        super().load_wsgi()
+        if self._balancing:
+            self.wsgi = self._shedding(self.wsgi)
+
+    def _shedding(self, app: Callable[..., Any]) -> Callable[..., Any]:
+        """``app``, answering ``Connection: close`` when its process is crowded (:meth:`Balance.crowded`).
+
+        Decided when the answer's headers are ready, not when the request arrived: by then the
+        process's other threads may have filled up or freed.
+        """
+        def call(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+            def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+                with self._lock:
+                    crowded = self._balance.crowded()
+                response = getattr(start_response, "__self__", None)  # gunicorn's Response
+                if crowded and response is not None:
+                    response.force_close()
+                return start_response(status, headers, exc_info)
+            return app(environ, start)
+        return call
 
     def accept(self, server: Any, listener: socket.socket) -> None:
         try:
@@ -250,13 +278,13 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
 
     def enqueue_req(self, conn: _Conn) -> None:
         with self._lock:
-            if self._balance.started():
+            if self._balance.started() and self._balancing:
                 self._stop_accepting()
         super().enqueue_req(conn)
 
     def finish_request(self, fs: Any) -> None:
         with self._lock:
-            if self._balance.finished():
+            if self._balance.finished() and self._balancing:
                 self._resume_accepting()
         super().finish_request(fs)
 
@@ -280,10 +308,6 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
         conn.close()
 
     def handle_request(self, req: Any, conn: _Conn) -> bool:
-        with self._lock:
-            shed = self._balance.queued()
-        if shed:
-            req.must_close = True  # the answer says "Connection: close"; the client reconnects
         keepalive: bool = super().handle_request(req, conn)
         reader = req.body.reader if req is not None and req.body is not None else None
         drained = isinstance(reader, LengthReader) and reader.length == 0

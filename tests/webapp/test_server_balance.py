@@ -1,5 +1,5 @@
 """Web processes share the load (``webapp.server.Balance``): a process with no free thread
-accepts no new connection, and one with requests queued sheds kept-alive connections.
+accepts no new connection, and an answer from a crowded process closes its connection.
 
 Each test runs gunicorn with the real :class:`webapp.server.BufferingWorker` around
 ``balance_app``, whose ``/hold`` keeps a thread busy until the test removes a file.
@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.webapp.live import free_port
+from webapp.server import Balance
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -95,22 +96,30 @@ def test_a_process_with_no_free_thread_leaves_new_connections_to_the_others(serv
     assert len(quick) == 1 and busy not in quick
 
 
+@pytest.mark.parametrize("server", [(2, 1)], indirect=True)
+def test_an_answer_from_a_crowded_process_closes_the_connection(server: Server) -> None:
+    # One thread a process: answering takes its only thread, so every answer sheds its client.
+    conn = server.connect()
+    assert answer(conn, "/")[1] == "close"
+    conn.close()
+
+
 @pytest.mark.parametrize("server", [(1, 1)], indirect=True)
-def test_a_process_with_requests_queued_sheds_the_connection_it_answers(server: Server) -> None:
-    first, second = server.connect(), server.connect()
-    for conn in (first, second):  # two kept-alive connections, parked in the worker
-        assert answer(conn, "/")[1] != "close"
-    server.hold.touch()
-    held = server.connect()
-    held.request("GET", "/hold")
-    time.sleep(0.5)
-    first.request("GET", "/")  # waits for the only thread behind /hold ...
-    time.sleep(0.3)
-    second.request("GET", "/")  # ... and so does this one, behind it
-    time.sleep(0.3)
-    server.hold.unlink()
-    assert answer(held)[1] != "close"  # it started with nothing queued behind it
-    assert answer(first)[1] == "close"  # it started with `second` still waiting: shed
-    assert answer(second)[1] != "close"  # nothing waited behind it
-    for conn in (held, first, second):
-        conn.close()
+def test_a_single_process_keeps_connections_alive(server: Server) -> None:
+    conn = server.connect()
+    first, header = answer(conn, "/")
+    assert header != "close"
+    assert answer(conn, "/") == (first, header)  # the same connection, reused
+    conn.close()
+
+
+def test_a_process_is_crowded_when_no_other_thread_is_free() -> None:
+    balance = Balance(threads=2)
+    assert balance.started() is False  # one of two threads taken
+    assert balance.crowded() is False  # the answer leaves a thread free: keep the client
+    assert balance.started() is True  # the last free thread: stop accepting
+    assert balance.crowded() is True
+    assert balance.started() is False  # a third waits in the process's queue
+    assert balance.finished() is False and balance.crowded() is True
+    assert balance.finished() is True  # a thread is free again: accept again
+    assert balance.crowded() is False
