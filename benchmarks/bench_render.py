@@ -40,7 +40,7 @@ from webapp.encode_view import encode_for_display  # noqa: E402
 from webapp.htmx import render_block  # noqa: E402
 from webapp.loaded import load  # noqa: E402
 from webapp.models import User  # noqa: E402
-from webapp.playground import encode_context  # noqa: E402
+from webapp.encode_page import encode_context  # noqa: E402
 from webapp.spans import group_spans  # noqa: E402
 
 

@@ -31,7 +31,7 @@ from webapp.encode_view import MAX_DECODE_BYTES, check_decode_size, encode_spans
 from webapp.htmx import render
 from webapp.loaded import Loaded, all_rows, find
 from webapp.numbers import parse_id, parse_int
-from webapp.playground import limits
+from webapp.encode_page import limits
 
 bp = Blueprint("api", __name__)
 MAX_IDS = 1_000_000

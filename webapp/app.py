@@ -15,7 +15,9 @@ from flask_login import current_user
 from flask_wtf.csrf import CSRFProtect
 from werkzeug.wrappers import Response
 
-from webapp import auth, converters, db, errors, filters, requests, security, time_budget
+from webapp import (accounts, api, auth, chat_views, compare_views, converters, corpora, db, errors, filters,
+                    leaderboard_views, playground, requests, security, sharing, spans_html, teams, text_links,
+                    time_budget, tokenizers, transfer, vocab_views)
 from webapp.assets import asset_dir
 from webapp.config import finish_settings, load_settings
 
@@ -50,18 +52,16 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     security.init_app(app)  # CSP and security headers, API rate limits, busy-database answers
     time_budget.init_app(app)  # ENCODE_TIMEOUT seconds of pattern matching per request, then a 422
 
-    from webapp import accounts, corpora, leaderboard_views, sharing, teams, tokenizers
-
-    app.register_blueprint(accounts.bp)
-    app.register_blueprint(teams.bp)
-    app.register_blueprint(sharing.bp)
-    app.register_blueprint(corpora.bp)
-    app.register_blueprint(tokenizers.bp)
-    app.register_blueprint(leaderboard_views.bp)
-    from webapp import chat_views, playground
-
-    playground.init_app(app)  # encode, compare, vocabulary, downloads/imports, JSON API
-    app.register_blueprint(chat_views.bp)  # the chat page (counting messages in a chat template)
+    add_template_globals(app)
+    # Every blueprint, registered here and nowhere else.
+    for blueprint in (accounts.bp, teams.bp, sharing.bp, corpora.bp, tokenizers.bp, leaderboard_views.bp,
+                      playground.bp,  # encode, decode, the token inspector
+                      compare_views.bp, vocab_views.bp,  # compare; vocabulary and insights
+                      transfer.bp,  # downloads and imports
+                      api.bp,  # the JSON API
+                      chat_views.bp):  # the chat page (counting messages in a chat template)
+        app.register_blueprint(blueprint)
+    api.exempt_from_csrf(app)
 
     @app.get("/")
     def index() -> Response:
@@ -74,3 +74,13 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         return {"status": "ok"}
 
     return app
+
+
+def add_template_globals(app: Flask) -> None:
+    """The HTML builders and URL helpers that the playground's templates call."""
+    app.add_template_global(spans_html.spans_markup, "spans_markup")
+    app.add_template_global(spans_html.ids_markup, "ids_markup")
+    for helper in (text_links.play_url, text_links.page_url, text_links.compare_url, text_links.visitor_token,
+                   text_links.url_text):
+        app.add_template_global(helper, helper.__name__)
+    app.jinja_env.globals["url_text_limit"] = text_links.URL_TEXT_LIMIT  # for the page script (base.html)

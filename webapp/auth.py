@@ -2,7 +2,7 @@
 
 Every corpus, job and tokenizer belongs to a team. A request may read a row when the user is a
 member of its team; tokenizers can also be read through a share link the visitor has opened
-(``sharing.py`` records those in the session). There is exactly one way to fetch a row by id
+(``visitors.py`` reads those from the session). There is exactly one way to fetch a row by id
 in a view, :func:`owned_or_404` (or :func:`scoped` for lists), and both answer 404, never 403,
 for rows of other teams, so guessing ids reveals nothing, not even that the row exists. Rows of no
 team are the preset tokenizers: reads admit them (``scoped(..., presets=True)``), and
@@ -37,6 +37,7 @@ from werkzeug.wrappers import Response
 from webapp.db import get_session
 from webapp.models import ApiKey, Membership, Team, User, utcnow
 from webapp.numbers import parse_id, parse_int
+from webapp.visitors import shared_tokenizer_ids
 
 PRESET_READ_ONLY = ("This is a preset tokenizer, shared read-only with every team: it cannot be renamed, "
                     "deleted or shared, and has no training data. Encode, compare, browse and download it freely.")
@@ -262,11 +263,8 @@ def gate() -> Response | None:
     endpoint = request.endpoint
     if endpoint is None or current_user.is_authenticated or endpoint in PUBLIC_ENDPOINTS:
         return None
-    if endpoint in SHAREABLE_ENDPOINTS:
-        from webapp.sharing import shared_tokenizer_ids
-
-        if shared_tokenizer_ids():
-            return None
+    if endpoint in SHAREABLE_ENDPOINTS and shared_tokenizer_ids():
+        return None
     if request.path.startswith("/api/"):
         response = jsonify({"error": "Log in, or send an API key in the header "
                                      "Authorization: Bearer <key> (create one on your account page)."})

@@ -21,7 +21,7 @@ from webapp.chat import (MAX_MESSAGES, RENDER_SECONDS, TOKENIZER_TEMPLATE, ChatE
 from webapp.encode_view import display
 from webapp.htmx import render
 from webapp.loaded import Loaded, load
-from webapp.playground import flag, inspect_base, limits
+from webapp.encode_page import flag, inspect_base, limits
 
 bp = Blueprint("chat", __name__)
 ROLES = ("system", "user", "assistant")

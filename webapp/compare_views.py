@@ -23,7 +23,7 @@ from webapp.encode_view import encode_for_display
 from webapp.htmx import render
 from webapp.loaded import all_rows, load
 from webapp.numbers import parse_id
-from webapp.playground import SAMPLE_TEXT, flag, inspect_base, limits
+from webapp.encode_page import SAMPLE_TEXT, flag, inspect_base, limits
 
 bp = Blueprint("compare", __name__)
 MIN_TOKENIZERS, MAX_TOKENIZERS = 2, 4

@@ -19,11 +19,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import defer
 from werkzeug.wrappers import Response
 
-from webapp import auth, charts, jobs, leaderboard, sharing
+from webapp import auth, charts, jobs, leaderboard
 from webapp.db import get_session
 from webapp.htmx import is_htmx, render
 from webapp.models import Corpus, Job, Leaderboard, ShareLink, Tokenizer, utcnow
 from webapp.numbers import parse_id, parse_int
+from webapp.share_links import create_link, revoke_link
 from webapp.storage import CorpusStore
 
 bp = Blueprint("leaderboard", __name__, url_prefix="/leaderboards")
@@ -202,7 +203,7 @@ def delete(board_id: int) -> Response:
 def share(board_id: int) -> Response:
     """Create a read-only link to the board, optionally expiring after a number of days."""
     board = auth.owned_or_404(Leaderboard, board_id)
-    error = sharing.create_link(request.form.get("days", ""), leaderboard_id=board.id)
+    error = create_link(request.form.get("days", ""), leaderboard_id=board.id)
     if error:
         return _board_page(board, status=422, share_error=error)
     return redirect(url_for("leaderboard.show", board_id=board.id) + "#share", 303)
@@ -215,7 +216,7 @@ def revoke(board_id: int, link_id: int) -> Response:
     link = get_session().scalar(select(ShareLink).where(ShareLink.id == link_id, ShareLink.leaderboard_id == board.id))
     if link is None:
         abort(404)
-    sharing.revoke_link(link)
+    revoke_link(link)
     return redirect(url_for("leaderboard.show", board_id=board.id) + "#share", 303)
 
 

@@ -28,9 +28,11 @@ from sqlalchemy import Select, select
 from sqlalchemy.orm import defer
 
 from engine import Tokenizer, TokenforgeError
+from webapp.auth import scoped
 from webapp.db import get_session
 from webapp.models import Tokenizer as TokenizerRow
 from webapp.numbers import parse_id
+from webapp.visitors import shared_tokenizer_ids
 
 CACHE_SIZE = 8
 _cache: OrderedDict[tuple[int, str], tuple[Tokenizer, dict[int, str | None]]] = OrderedDict()
@@ -71,9 +73,6 @@ def rows_query() -> Select[tuple[TokenizerRow]]:
     """Every tokenizer the current user may read, without the two large columns: the presets
     (``presets.py``) first, so a cut list still offers them, then their teams' and those shared
     with this visitor by link, newest first."""
-    from webapp.auth import scoped
-    from webapp.sharing import shared_tokenizer_ids
-
     return (scoped(TokenizerRow, shared_ids=shared_tokenizer_ids(), presets=True)
             .options(defer(TokenizerRow.tokenizer_json), defer(TokenizerRow.stats))
             .order_by(TokenizerRow.team_id.is_not(None), TokenizerRow.id.desc()))

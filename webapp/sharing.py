@@ -4,74 +4,42 @@ A link's token is ``secrets.token_urlsafe(32)`` (256 bits). ``/s/<token>`` *is* 
 tokenizer's encode page, served at that URL (``?text=`` works as on the team's page), and
 ``/s/<token>/vocab`` and ``/s/<token>/downloads`` its other read-only pages, so the address bar
 always holds a URL that can be passed on. Opening one also records the token in the visitor's
-session: the pages' own requests (encoding as you type, the inspector, compare) go to the
-team's URLs, which accept that tokenizer from then on, and compare offers every tokenizer
-shared with this visitor. Each request re-checks the links, so revoking or expiring one takes
+session (``visitors.py``): the pages' own requests (encoding as you type, the inspector, compare)
+go to the team's URLs, which accept that tokenizer from then on, and compare offers every
+tokenizer shared with this visitor. Each request re-checks the links, so revoking or expiring one takes
 effect at once; a revoked or expired link answers 410 with a page that says so and nothing
 else (no name, no date), an unknown one 404. "Share this text too" stores a (tokenizer, text)
 pair on the server under its own token, so long texts never travel in URLs.
 
 A link to a leaderboard (``ShareLink.leaderboard_id``) opens the board's read-only page at
 ``/s/<token>`` (``?format=csv`` its export), through the same tokens, expiry and revocation:
-:func:`create_link` and :func:`revoke_link` serve both kinds of link, and the leaderboard's
-views (``leaderboard_views.py``) call them.
+``share_links.create_link`` and ``share_links.revoke_link`` serve both kinds of link, and the
+board's page comes from ``leaderboard_views.shared_board``.
 
-Left out: the playground views themselves (``playground.py`` and friends) and scoping
-(``auth.py``, whose gate lets visitors with a share reach the pages listed there).
+Left out: the encode page itself (``encode_page.py``), what a visitor may read once a link is
+opened (``visitors.py``) and scoping (``auth.py``, whose gate lets visitors with a share reach
+the pages listed there).
 """
 
 from __future__ import annotations
 
-import datetime as dt
-
-from flask import Blueprint, abort, current_app, g, redirect, request, session, url_for
+from flask import Blueprint, abort, current_app, redirect, request, url_for
 from flask_login import current_user
 from sqlalchemy import select
 from werkzeug.wrappers import Response
 
 from webapp import auth, ratelimit
 from webapp.db import get_session
+from webapp.encode_page import play_page
 from webapp.htmx import render
+from webapp.leaderboard_views import shared_board
+from webapp.loaded import load
 from webapp.models import SharedText, ShareLink, Tokenizer, utcnow
-from webapp.numbers import parse_int
+from webapp.share_links import create_link, revoke_link
+from webapp.visitors import remember
 
 bp = Blueprint("sharing", __name__)
-MAX_SHARES_IN_SESSION = 20
-MAX_EXPIRY_DAYS = 3650
 TEXT_LIMIT = "30/60"  # stored texts per user per minute: enough for people, not for a flood
-
-
-def _active_shares() -> dict[int, str]:
-    """Tokenizer id -> the token of the active link in this session that opens it (newest first)."""
-    if "shares_by_tokenizer" not in g:
-        tokens = [t for t in session.get("shares", []) if isinstance(t, str)][:MAX_SHARES_IN_SESSION]
-        found: dict[int, str] = {}
-        if tokens:
-            now = utcnow()
-            links = {link.token: link for link in
-                     get_session().scalars(select(ShareLink).where(ShareLink.token.in_(tokens)))}
-            for token in tokens:  # session order: the link opened last wins
-                link = links.get(token)
-                if link is not None and link.tokenizer_id is not None and link.active(now):
-                    found.setdefault(link.tokenizer_id, token)
-        g.shares_by_tokenizer = found
-    return dict(g.shares_by_tokenizer)
-
-
-def shared_tokenizer_ids() -> list[int]:
-    """Ids of tokenizers this visitor may read through active share links in their session."""
-    return list(_active_shares())
-
-
-def share_token(tokenizer_id: int) -> str | None:
-    """The token of an active link in this session that opens ``tokenizer_id``, if any."""
-    return _active_shares().get(tokenizer_id)
-
-
-def _remember(token: str) -> None:
-    tokens = [t for t in session.get("shares", []) if isinstance(t, str) and t != token]
-    session["shares"] = ([token] + tokens)[:MAX_SHARES_IN_SESSION]
-    g.pop("shares_by_tokenizer", None)
 
 
 def _active_link(token: str) -> ShareLink:
@@ -96,33 +64,6 @@ def _manage_context(tokenizer: Tokenizer, **extra: object) -> dict[str, object]:
 def manage(tokenizer_id: int) -> Response:
     """The share links of a tokenizer, and forms to create, revoke and share a text."""
     return render("share/manage.html", **_manage_context(auth.owned_or_404(Tokenizer, tokenizer_id)))
-
-
-def create_link(raw_days: str, *, tokenizer_id: int | None = None, leaderboard_id: int | None = None) -> str | None:
-    """Add a link to the tokenizer or the leaderboard, expiring after ``raw_days`` days (empty: never).
-
-    The caller has checked that the row is the user's. Return the sentence to show when the
-    expiry is not a number of days (and add nothing), else None.
-    """
-    raw = raw_days.strip()
-    expires = None
-    if raw:
-        days = parse_int(raw, low=1, high=MAX_EXPIRY_DAYS)
-        if days is None:
-            return (f"The expiry must be a whole number of days from 1 to {MAX_EXPIRY_DAYS}, "
-                    f"or empty for a link that never expires; got {raw[:20]!r}.")
-        expires = utcnow() + dt.timedelta(days=days)
-    get_session().add(ShareLink(tokenizer_id=tokenizer_id, leaderboard_id=leaderboard_id, token=auth.new_token(),
-                                created_by=current_user.id, expires_at=expires))
-    get_session().commit()
-    return None
-
-
-def revoke_link(link: ShareLink) -> None:
-    """Revoke ``link`` (the caller has checked it is the user's): it stops opening at once."""
-    if link.revoked_at is None:
-        link.revoked_at = utcnow()
-        get_session().commit()
 
 
 @bp.post("/tokenizers/<int:tokenizer_id>/share")
@@ -183,16 +124,9 @@ def open_link(token: str) -> Response:
     or the leaderboard's read-only page."""
     link = _active_link(token)
     if link.leaderboard_id is not None:
-        from webapp.leaderboard_views import shared_board
-
         return shared_board(link)
-    _remember(link.token)
-    from webapp.loaded import load
-    from webapp.playground import SAMPLE_TEXT, play_page
-
-    text = request.args.get("text")
-    return play_page(load(link.tokenizer_id), SAMPLE_TEXT if text is None else text,
-                     text_from="default" if text is None else "given")
+    remember(link.token)
+    return play_page(load(link.tokenizer_id), request.args.get("text"))
 
 
 def _shared_page(token: str, endpoint: str) -> Response:
@@ -200,7 +134,7 @@ def _shared_page(token: str, endpoint: str) -> Response:
     link = _active_link(token)
     if link.tokenizer_id is None:
         abort(404)
-    _remember(link.token)
+    remember(link.token)
     return current_app.make_response(current_app.view_functions[endpoint](tokenizer_id=link.tokenizer_id))
 
 
@@ -224,10 +158,7 @@ def open_text(token: str, text_token: str) -> Response:
                                                            SharedText.share_link_id == link.id))
     if shared is None or link.tokenizer_id is None:
         abort(404)
-    _remember(link.token)
-    from webapp.loaded import load
-    from webapp.playground import play_page
-
+    remember(link.token)
     # Edits go to the link's own URL in the address bar, not to this fixed text's.
     return play_page(load(link.tokenizer_id), shared.text, text_from="shared",
                      address=url_for("sharing.open_link", token=link.token))

@@ -20,7 +20,7 @@ from flask import url_for
 
 from webapp.auth import team_ids
 from webapp.models import Tokenizer
-from webapp.sharing import share_token
+from webapp.visitors import share_token
 
 # Longest ``?text=`` value, URL-encoded; a UTF-8 byte is at most 3 characters encoded, so this
 # keeps the whole URL well under the 4,094-byte request line with room for the rest.

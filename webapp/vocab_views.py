@@ -20,7 +20,7 @@ from webapp.corpora import store
 from webapp.db import get_session
 from webapp.htmx import render
 from webapp.loaded import Loaded, load
-from webapp.models import Corpus
+from webapp.models import Corpus, Job
 from webapp.models import Tokenizer as TokenizerRow
 from webapp.numbers import parse_id, parse_ids, parse_int
 from webapp.tokenizers import MAX_CORPORA
@@ -69,8 +69,6 @@ def _insights_context(loaded: Loaded) -> dict[str, Any]:
     corpora = list(get_session().scalars(scoped(Corpus).order_by(Corpus.name)))
     trained_on = set(parse_ids(loaded.row.config.get("corpus_ids"), most=MAX_CORPORA))
     if loaded.row.job_id:
-        from webapp.models import Job
-
         job = get_session().scalar(scoped(Job).where(Job.id == loaded.row.job_id))
         trained_on.update(job.corpus_ids if job else [])
     return {
