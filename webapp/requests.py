@@ -22,6 +22,9 @@ from flask import Flask, Request, current_app, g, request
 from flask_login import current_user
 from werkzeug.exceptions import RequestEntityTooLarge
 
+from webapp.auth import PUBLIC_ENDPOINTS, SHAREABLE_ENDPOINTS
+from webapp.transfer import MAX_IMPORT_BYTES
+
 #: Every request that is not a signed-in upload: forms, share-link encodes and the JSON API. A
 #: decode of the API's 1,000,000 ids is about 7 MB of JSON, and the longest text it encodes
 #: (200,000 characters, each possibly a 12-byte escaped surrogate pair) about 2.4 MB.
@@ -74,8 +77,6 @@ class UploadRequest(Request):
 
 def _upload_limits() -> dict[str, int]:
     """Endpoint -> body limit of the views that take files; several files may come at once."""
-    from webapp.transfer import MAX_IMPORT_BYTES
-
     corpus_file = int(current_app.config["MAX_UPLOAD_BYTES"])
     return {"corpora.upload": 4 * corpus_file + (1 << 20),
             "transfer.import_upload": 4 * MAX_IMPORT_BYTES + (1 << 20)}
@@ -83,8 +84,6 @@ def _upload_limits() -> dict[str, int]:
 
 def body_limit() -> int:
     """The most bytes the current request's body may have (see the module docstring)."""
-    from webapp.auth import PUBLIC_ENDPOINTS, SHAREABLE_ENDPOINTS
-
     endpoint = request.endpoint or ""
     if current_user.is_authenticated:
         return _upload_limits().get(endpoint, BODY_BYTES)

@@ -21,6 +21,8 @@ from sqlalchemy.exc import OperationalError
 from werkzeug.wrappers import Response
 
 from webapp import ratelimit
+from webapp.db import get_session
+from webapp.errors import MESSAGES, _page
 
 CSP = "; ".join([
     "default-src 'self'",
@@ -72,17 +74,11 @@ def init_app(app: Flask) -> None:
 
     @app.errorhandler(OperationalError)
     def busy(error: OperationalError) -> tuple[object, int]:
-        from webapp.db import get_session
-
         get_session().rollback()
         if not _is_busy(error):
             current_app.logger.exception("database error")
-            from webapp.errors import MESSAGES, _page
-
             return _page(500, MESSAGES[500])
         current_app.logger.warning("database busy: %s", error)
         if request.path.startswith("/api/"):
             return jsonify({"error": BUSY}), 503
-        from webapp.errors import _page
-
         return _page(503, BUSY)
