@@ -2,7 +2,8 @@
 
 A valid training form becomes a queued job (``jobs.enqueue``) and the browser is sent to the
 job page, whose progress block polls itself through htmx until the job ends. The playground
-(encode, compare, inspector, downloads) belongs to ``playground.py`` and what it registers, not here.
+(encode, compare, inspector, downloads) belongs to ``playground.py``, ``compare_views.py`` and
+``transfer.py``, not here.
 Every row is fetched through ``auth.owned_or_404``/``auth.scoped``: other teams' jobs,
 corpora and tokenizers are 404s. Deleting a tokenizer asks for confirmation first.
 """

@@ -1,0 +1,56 @@
+"""The application factory is where the web app is wired: every blueprint is registered there.
+
+``create_app`` imports each blueprint's module at the top and registers it; no other module
+registers one, and no view imports another view's helpers from ``playground.py`` (they live in
+``encode_page.py``). ``tests/test_import_graph.py`` checks the whole graph for circles.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+from flask import Blueprint, Flask
+
+WEBAPP = Path(__file__).resolve().parents[2] / "webapp"
+
+
+def _calls(path: Path, name: str) -> bool:
+    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == name
+               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
+
+
+def test_only_create_app_registers_blueprints() -> None:
+    assert [p.name for p in sorted(WEBAPP.glob("*.py")) if _calls(p, "register_blueprint")] == ["app.py"]
+
+
+def test_every_blueprint_in_the_package_is_registered(app: Flask) -> None:
+    defined = {}
+    for path in sorted(WEBAPP.glob("*.py")):
+        if "Blueprint(" not in path.read_text(encoding="utf-8"):
+            continue
+        module = importlib.import_module(f"webapp.{path.stem}")
+        for value in vars(module).values():
+            if isinstance(value, Blueprint) and value.import_name == module.__name__:
+                defined[value.name] = path.stem
+    assert defined == {name: app.blueprints[name].import_name.removeprefix("webapp.") for name in app.blueprints}
+    assert set(defined) == {"accounts", "teams", "sharing", "corpora", "tokenizers", "leaderboard", "playground",
+                            "compare", "vocab", "transfer", "api", "chat"}
+
+
+def test_no_module_imports_the_playground_views() -> None:
+    importers = []
+    for path in sorted(WEBAPP.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module == "webapp.playground" or (
+                    node.module == "webapp" and any(a.name == "playground" for a in node.names))):
+                importers.append(path.name)
+    assert importers == ["app.py"]
+
+
+def test_the_playground_template_globals_are_set(app: Flask) -> None:
+    globals_ = app.jinja_env.globals
+    assert {"spans_markup", "ids_markup", "play_url", "page_url", "compare_url", "visitor_token",
+            "url_text"} <= set(globals_)
+    assert globals_["url_text_limit"] == 2000
