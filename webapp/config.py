@@ -104,9 +104,21 @@ def _flag(env: Mapping[str, str], name: str) -> bool:
     raise SettingsError(f"{name} must be 1 or 0, not {raw!r}.")
 
 
-def _rate(env: Mapping[str, str], name: str) -> str:
-    from webapp.ratelimit import parse_limit
+def parse_limit(raw: str) -> tuple[int, float]:
+    """``"10/300"`` → (10, 300.0); raise SettingsError naming the value otherwise."""
+    count, _, seconds = str(raw).partition("/")
+    try:
+        limit = (int(count), float(seconds))
+    except ValueError:
+        raise SettingsError(f"A rate limit is written N/SECONDS, for example 10/300, not {raw!r}.") from None
+    # The counters are 32-bit integers and the windows whole milliseconds.
+    if not 1 <= limit[0] <= 10**9 or not 0.001 <= limit[1] <= 10**9:
+        raise SettingsError(f"A rate limit allows 1 to 10^9 events in 0.001 to 10^9 seconds, not {raw!r}; "
+                            "for example 10/300.")
+    return limit
 
+
+def _rate(env: Mapping[str, str], name: str) -> str:
     raw = env.get(name) or ENV_DEFAULTS[name][0]
     try:
         parse_limit(raw)

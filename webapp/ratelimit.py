@@ -29,11 +29,20 @@ from collections.abc import Callable
 from typing import Any
 
 from flask import current_app, jsonify, request
-from sqlalchemy import Connection, Engine, Float, bindparam, case, delete, select, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Float,
+    bindparam,
+    case,
+    delete,
+    select,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from werkzeug.wrappers import Response
 
-from webapp.config import SettingsError
+from webapp.config import parse_limit
 from webapp.models_auth import RateLimit
 
 TABLE = RateLimit.__table__
@@ -47,20 +56,6 @@ _COUNT = update(TABLE).where(
     _c.previous * bindparam("weight", type_=Float()) + _c.hits + 1 <= bindparam("count"),
 ).values(hits=_c.hits + 1)
 _ROW = select(_c.window_start_ms, _c.hits, _c.previous).where(_c.key == bindparam("digest"))
-
-
-def parse_limit(raw: str) -> tuple[int, float]:
-    """``"10/300"`` → (10, 300.0); raise SettingsError naming the value otherwise."""
-    count, _, seconds = str(raw).partition("/")
-    try:
-        limit = (int(count), float(seconds))
-    except ValueError:
-        raise SettingsError(f"A rate limit is written N/SECONDS, for example 10/300, not {raw!r}.") from None
-    # The counters are 32-bit integers and the windows whole milliseconds.
-    if not 1 <= limit[0] <= 10**9 or not 0.001 <= limit[1] <= 10**9:
-        raise SettingsError(f"A rate limit allows 1 to 10^9 events in 0.001 to 10^9 seconds, not {raw!r}; "
-                            "for example 10/300.")
-    return limit
 
 
 def _digest(key: str) -> str:

@@ -29,6 +29,7 @@ from sqlalchemy import select
 from werkzeug.wrappers import Response
 
 from webapp import auth, ratelimit
+from webapp.config import parse_limit
 from webapp.db import get_session
 from webapp.encode_page import play_page
 from webapp.htmx import render
@@ -108,7 +109,7 @@ def share_text(tokenizer_id: int, link_id: int) -> Response:
         error = f"The text has {len(text):,} characters; share at most {max_chars:,}."
     if error:
         return render("share/manage.html", status=422, **_manage_context(tokenizer, error=error))
-    wait = ratelimit.limiter().hit(f"share-text:{current_user.id}", ratelimit.parse_limit(TEXT_LIMIT))
+    wait = ratelimit.limiter().hit(f"share-text:{current_user.id}", parse_limit(TEXT_LIMIT))
     if wait is not None:
         return ratelimit.too_many(wait, "shared texts")
     row = SharedText(share_link_id=link.id, token=auth.new_token(), text=text)

@@ -17,7 +17,7 @@ from sqlalchemy.exc import OperationalError
 from tests.webapp.conftest import PASSWORD, login_as, make_app
 from tests.webapp.playground_samples import byte_bpe, store
 from webapp import db, ratelimit
-from webapp.config import SettingsError
+from webapp.config import SettingsError, parse_limit
 from webapp.corpora import clean_filename
 
 REPO = Path(__file__).resolve().parents[2]
@@ -241,7 +241,7 @@ def test_sign_ups_are_limited_per_address(app: Flask) -> None:
                          ids=["no-window", "zero-events", "zero-window", "negative", "words", "nan", "inf", "huge"])
 def test_a_bad_rate_limit_setting_is_refused_with_its_value(raw: str) -> None:
     with pytest.raises(SettingsError, match=re.escape(repr(raw))):
-        ratelimit.parse_limit(raw)
+        parse_limit(raw)
 
 
 def test_backups_leave_the_rate_limit_counters_out(app: Flask, tmp_path: Path) -> None:
