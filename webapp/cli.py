@@ -10,6 +10,9 @@ goes back to the queue, and none of its processes is left). ``worker`` runs the 
 for more training capacity on other machines; ``worker --only KIND`` limits it to one kind of job.
 ``presets install`` fetches OpenAI's rank tables and adds them as read-only tokenizers for every
 team (``presets.py``). ``train``, ``encode``, ``import`` and ``eval`` come from ``engine/cli.py``.
+
+Each command imports what it needs inside its ``cmd_`` function: ``tokenforge train`` should not
+spend a third of a second loading Flask, SQLAlchemy and gunicorn it never uses.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from engine.cli import one_line_errors, register
@@ -73,8 +77,6 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 def cmd_backup(args: argparse.Namespace) -> int:
     """Write the database and the corpus store to one .tar.gz file."""
-    from pathlib import Path
-
     from webapp.backup import backup
 
     settings = _settings()
@@ -86,8 +88,6 @@ def cmd_backup(args: argparse.Namespace) -> int:
 
 def cmd_restore(args: argparse.Namespace) -> int:
     """Restore a backup into an empty instance."""
-    from pathlib import Path
-
     from webapp.backup import BackupError, restore
 
     settings = _settings()
@@ -102,8 +102,6 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 def cmd_presets_install(args: argparse.Namespace) -> int:
     """Fetch the presets' rank tables (checked by hash) and register the presets for every team."""
-    from pathlib import Path
-
     from webapp import preset_install
 
     source = Path(args.from_dir) if args.from_dir else None

@@ -1,4 +1,5 @@
-"""What every job child process does first, whatever it runs (``train_child``, ``analyse_child``).
+"""What every job child process does first, whatever it runs (``train_child``, ``analyse_child``,
+``leaderboard_child``).
 
 The worker starts each job in a fresh ``spawn`` process so a crash, an out-of-memory kill or a
 runaway job cannot take the worker down. Such a child leads a process group of its own, which
@@ -8,6 +9,10 @@ not outlive its worker (a SIGKILLed worker cannot kill it: the parent-death sign
 leave Ctrl-C to the worker, and runs at lower CPU priority than the web processes. Each child
 sends exactly one outcome message (:func:`send_outcome`); what the messages carry is each
 child's own business.
+
+The child modules import their heavy parts (the engine's trainers, metrics, the database) inside
+their entry points, on purpose: the worker imports each child module to name its entry point,
+and should not load a trainer it never runs itself.
 """
 
 from __future__ import annotations
