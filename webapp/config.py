@@ -39,7 +39,7 @@ ENV_DEFAULTS: dict[str, tuple[str, str]] = {
     "TOKENFORGE_JOB_TIME_LIMIT": ("21600", "Seconds a job may run before it is stopped and failed."),
     "TOKENFORGE_MAX_QUEUED_JOBS": ("20", "Training jobs one team may have waiting in the queue at once."),
     "TOKENFORGE_ENCODE_TIMEOUT": ("0.5", "CPU seconds of pattern matching (and model work on very long pieces) one request may use."),
-    "TOKENFORGE_DASK_SCHEDULER": ("", "Dask scheduler (tcp://HOST:8786) that counts each training's corpus; empty: this machine."),
+    "TOKENFORGE_DASK_SCHEDULER": ("", "Dask scheduler (tcp://HOST:8786) counting each training's corpus; empty: here."),
 }
 
 

@@ -67,7 +67,8 @@ def overlap_free(special_tokens: Sequence[str]) -> bool:
         return False
     pattern = special_pattern(tokens)
     # A match that starts after a token's first character is another token inside it.
-    return pattern is None or not any(m.start() > 0 for token in tokens for m in pattern.finditer(token, overlapped=True))
+    return pattern is None or not any(match.start() > 0 for token in tokens
+                                      for match in pattern.finditer(token, overlapped=True))
 
 
 class _Boundaries:

@@ -42,7 +42,8 @@ def active_cluster() -> ClusterCounter | None:
 
 def check_address(address: str) -> str:
     """Return ``address`` if it names a scheduler as ``tcp://HOST:PORT`` or ``tls://HOST:PORT``."""
-    if len(address) > MAX_ADDRESS_CHARS or not _ADDRESS.fullmatch(address) or not 0 < int(address.rsplit(":", 1)[1]) < 65536:
+    well_formed = len(address) <= MAX_ADDRESS_CHARS and _ADDRESS.fullmatch(address) is not None
+    if not well_formed or not 0 < int(address.rsplit(":", 1)[1]) < 65536:
         raise ConfigError(f"The Dask scheduler address {shown(address)} must look like tcp://HOST:8786 "
                           "(or tls://HOST:PORT).")
     return address

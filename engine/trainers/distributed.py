@@ -43,11 +43,14 @@ from engine.trainers.counting import add_counts
 FAN_IN = 8
 """Counts added up by one task of the tree (dask.bag's ``split_every`` default, too)."""
 MIN_RANGE_BYTES = 1 << 20
-MAX_RANGE_BYTES = 32 << 20  # ~6 s of counting on one core: progress and load balance stay fine-grained
+MAX_RANGE_BYTES = 64 << 20
+"""~5 s of counting on one core: bigger ranges leave fewer tables to add up, smaller ones a shorter tail."""
 RANGES_PER_THREAD = 4
 CONNECT_SECONDS = 5.0
 """How long to try reaching the scheduler before the training fails (it has not started yet)."""
-STOP_WAIT_SECONDS = 30.0
+STOP_WAIT_SECONDS = 3.0
+"""How long a cancel waits for running tasks to see the stop (one chunk each); the web app kills
+a job that has not stopped within TOKENFORGE_CANCEL_GRACE_SECONDS (5 s)."""
 POLL_SECONDS = 0.1
 
 

@@ -80,8 +80,11 @@ def test_a_cancelled_job_leaves_no_task_on_the_cluster(db_app: Flask, scheduler:
     thread.start()
     try:
         # Cancel once the cluster has counted some of the corpus, with ranges still to go.
-        wait_for(lambda: (lambda job: job.progress_stage == "count" and job.progress_current > 0)(job_row(db_app, job_id)),
-                 "the cluster to count the first range", limit=120)
+        def counted_some() -> bool:
+            job = job_row(db_app, job_id)
+            return job.progress_stage == "count" and job.progress_current > 0
+
+        wait_for(counted_some, "the cluster to count the first range", limit=120)
         with session_for(db_app) as session:
             assert jobs.request_cancel(session, job_id) == "running"
     finally:
