@@ -9,11 +9,17 @@ the cluster itself is started once beforehand, as a real one would already run. 
 (default ``/tmp/tokenforge-1G.txt``), never into the repository.
 
     python benchmarks/dask_bench.py --source /tmp/corpora/en_big.txt --copies 8 --repeat 3
+
+``--scaling FILE...`` instead measures, in this one process, the figures ``docs/scaling.md``
+predicts from: the counting rate of one core (one 64 MB range of the first file, GPT-2's split),
+the cost of one node of the reduce tree per pre-token (unpickle, add, pickle), and the BPE merge
+time (vocab ``--vocab-size``) on the distinct pre-tokens of all the files together.
 """
 
 from __future__ import annotations
 
 import argparse
+import pickle
 import statistics
 import subprocess
 import sys
@@ -49,6 +55,37 @@ def run(command: list[str]) -> float:
     return seconds
 
 
+def scaling(files: list[Path], vocab_size: int) -> None:
+    """Print the counting rate per core, the reduce cost per pre-token and the merge time."""
+    from engine.trainers.base import Reporter
+    from engine.trainers.bpe import BpeOptions, learn
+    from engine.trainers.byte_ranges import count_range, plan_ranges
+    from engine.trainers.counting import add_counts, count_pretokens
+
+    specials = ("<|endoftext|>",)
+    part = plan_ranges(files[:1], specials, safe_cuts=True, step=64 << 20)[0]
+    started = time.perf_counter()
+    table = count_range(part, ("gpt2", specials, None), safe_cuts=True, max_chunk_chars=1 << 20)
+    seconds = time.perf_counter() - started
+    print(f"counting, one core: {part.size / 1e6:.0f} MB in {seconds:.2f} s = {part.size / 1e6 / seconds:.1f} MB/s "
+          f"({len(table):,} distinct pre-tokens)", flush=True)
+    halves = plan_ranges(files[:1], specials, safe_cuts=True, step=files[0].stat().st_size // 2 + 1)
+    tables = [pickle.dumps(count_range(h, ("gpt2", specials, None), safe_cuts=True, max_chunk_chars=1 << 20))
+              for h in halves[:2]]
+    started = time.perf_counter()
+    merged = add_counts(*(pickle.loads(t) for t in tables))
+    packed = pickle.dumps(merged, protocol=pickle.HIGHEST_PROTOCOL)
+    seconds = time.perf_counter() - started
+    entries = sum(len(pickle.loads(t)) for t in tables)
+    print(f"reduce node: {entries:,} pre-tokens in ({len(merged):,} out, {len(packed) / 1e6:.0f} MB pickled) "
+          f"in {seconds:.2f} s = {entries / seconds / 1e6:.2f} M pre-tokens/s", flush=True)
+    counts = count_pretokens(files, special_tokens=specials, num_workers=2)
+    started = time.perf_counter()
+    learn(counts, BpeOptions(vocab_size=vocab_size), reporter=Reporter())
+    print(f"BPE merges to vocab {vocab_size}: {len(counts):,} distinct pre-tokens in "
+          f"{time.perf_counter() - started:.1f} s", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source", type=Path, default=Path("/tmp/corpora/en_big.txt"))
@@ -56,7 +93,11 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=Path("/tmp/tokenforge-1G.txt"))
     parser.add_argument("--vocab-size", type=int, default=32000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--scaling", type=Path, nargs="+", metavar="FILE", help="measure for docs/scaling.md instead")
     args = parser.parse_args()
+    if args.scaling:
+        scaling(args.scaling, args.vocab_size)
+        return
     corpus = make_corpus(args.source, args.copies, args.corpus)
     tokenforge = str(Path(sys.executable).with_name("tokenforge"))
     dask_t, local_t, ratios = [], [], []
