@@ -170,6 +170,8 @@ TRAININGS = [
     pytest.param("bpe", {"vocab_size": 300, "level": "char"}, id="bpe-char"),
     pytest.param("wordpiece", {"vocab_size": 300}, id="wordpiece"),
     pytest.param("unigram", {"vocab_size": 400}, id="unigram"),
+    pytest.param("wordlevel", {"vocab_size": 200}, id="wordlevel"),
+    pytest.param("char", {"vocab_size": 60}, id="char"),
 ]
 
 
