@@ -108,9 +108,12 @@ class ClusterCounter:
                 future.release()
 
     def _range_bytes(self, total: int) -> int:
-        """A range size that gives every thread of the cluster a few ranges, within bounds."""
+        """A range size that gives every thread of the cluster the same number of ranges (at least
+        ``RANGES_PER_THREAD``), none above ``MAX_RANGE_BYTES``: with 17 ranges on 2 threads, one
+        thread counted the last range alone while the other idled."""
         threads = max(1, sum(self.client.nthreads().values()))
-        return min(MAX_RANGE_BYTES, max(MIN_RANGE_BYTES, total // (RANGES_PER_THREAD * threads) + 1))
+        per_thread = max(RANGES_PER_THREAD, -(-total // (MAX_RANGE_BYTES * threads)))
+        return max(MIN_RANGE_BYTES, -(-total // (per_thread * threads)))
 
     def _tree(self, level: list[distributed.Future], futures: list[distributed.Future]) -> distributed.Future:
         """Submit the tasks that add ``level`` up, ``FAN_IN`` at a time, to one root."""
