@@ -17,8 +17,8 @@ training, and the one hook in ``counting.count_pretokens``. The stages of :meth:
 
 Progress is stage ``"count"`` in bytes of finished ranges, summed over the cluster; each update
 polls the cancel check. On a cancel or any error every task is cancelled, and a Dask ``Event``
-that the running tasks ask after each chunk stops those already running, so none is left
-running on the cluster. A worker lost mid-task is Dask's to retry.
+that the running tasks ask after a chunk (at most every ``STOP_CHECK_SECONDS``) stops those
+already running, so none is left running on the cluster. A worker lost mid-task is Dask's to retry.
 
 Left out: which counts the trainers want (``counting.py``) and where the scheduler address comes
 from (``cluster.py``).
@@ -48,6 +48,8 @@ MAX_RANGE_BYTES = 64 << 20
 RANGES_PER_THREAD = 4
 CONNECT_SECONDS = 5.0
 """How long to try reaching the scheduler before the training fails (it has not started yet)."""
+STOP_CHECK_SECONDS = 0.5
+"""How often a running task asks the scheduler whether the training was cancelled (one round trip)."""
 STOP_WAIT_SECONDS = 3.0
 """How long a cancel waits for running tasks to see the stop (one chunk each); the web app kills
 a job that has not stopped within TOKENFORGE_CANCEL_GRACE_SECONDS (5 s)."""
@@ -166,8 +168,17 @@ def _count_task(part: ByteRange, tally_args: TallyArgs, safe_cuts: bool, max_chu
                 stop_name: str) -> bytes:
     """What a worker runs for one range: count it (stopping early if the training was cancelled)."""
     stop = distributed.Event(stop_name)  # the worker's own client asks the scheduler
+    asked = time.monotonic()
+
+    def stopped() -> bool:
+        nonlocal asked
+        if time.monotonic() - asked < STOP_CHECK_SECONDS:
+            return False
+        asked = time.monotonic()
+        return bool(stop.is_set())
+
     return _pack(count_range(part, tally_args, safe_cuts=safe_cuts, max_chunk_chars=max_chunk_chars,
-                             stopped=stop.is_set))
+                             stopped=stopped))
 
 
 def _add_task(*tables: bytes) -> bytes:
