@@ -292,7 +292,7 @@ def job_state(browser: Browser, job_id: int) -> dict[str, Any]:
     page = browser.get(f"jobs/{job_id}")
     status = re.search(r'data-status="(\w+)"', page)
     error = re.search(r'<p class="errors">(.*?)</p>', page, re.S)
-    done = re.search(r'class="done">.*?href="/tokenizers/(\d+)".*?\(([\d,]+) tokens\)', page, re.S)
+    done = re.search(r'class="done">.*?href="/tokenizers/(\d+)/play".*?\(([\d,]+) tokens\)', page, re.S)
     progress = re.search(r'data-status="running".*?</p>\s*<p>(.*?)</p>', page, re.S)
     return {"id": job_id, "status": status.group(1) if status else "unknown",
             "progress": " ".join(html.unescape(re.sub(r"<[^>]+>", " ", progress.group(1))).split()) if progress else None,

@@ -79,8 +79,10 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     data_dir = tmp_path_factory.mktemp("live-server")
     log = data_dir / "serve.log"
     port = _free_port()
+    # Every browser test logs in through the form, more than the default login limit (10 in
+    # 5 minutes) allows in one run; the limiter has tests of its own (test_auth, test_security).
     env = {**os.environ, "TOKENFORGE_DATA_DIR": str(data_dir), "PYTHONPATH": str(REPO),
-           "TOKENFORGE_HEARTBEAT_SECONDS": "0.5"}
+           "TOKENFORGE_HEARTBEAT_SECONDS": "0.5", "TOKENFORGE_LOGIN_RATE_LIMIT": "1000/300"}
     env.pop("DATABASE_URL", None)
     with log.open("wb") as out:
         process = subprocess.Popen(

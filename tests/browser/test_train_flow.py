@@ -41,7 +41,9 @@ def test_upload_train_and_see_the_tokenizer(page: Page, live_server: LiveServer,
     page.screenshot(path=str(artifacts_dir / "corpus.png"), full_page=True)
 
     page.get_by_role("link", name="Train on this corpus").click()
-    expect(page.locator('input[name="corpus_ids"]')).to_be_checked()
+    # The live server is shared: other tests' corpora are listed too, unchecked.
+    expect(page.get_by_role("checkbox", name=re.compile(r"^words\.txt "))).to_be_checked()
+    expect(page.locator('input[name="corpus_ids"]:checked')).to_have_count(1)
     with page.expect_response(re.compile(r"/train\?algorithm=")):  # htmx swaps the options
         page.select_option('select[name="algorithm"]', algorithm)
     expect(page.locator("#options legend")).to_have_text(f"Options for {algorithm}")

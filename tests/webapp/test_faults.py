@@ -343,9 +343,10 @@ def test_sigterm_of_serve_mid_training_leaves_no_process(tmp_path: Path) -> None
 
 
 def test_concurrent_uploads_renames_and_jobs_never_reach_users_as_errors(tmp_path: Path) -> None:
-    app = LiveApp(tmp_path / "data", workers=2, threads=4)
-    app.start()
     threads, rounds = 12, 3
+    # every training waits behind the others: let the team queue them all (the cap is tested alone)
+    app = LiveApp(tmp_path / "data", workers=2, threads=4, env={"TOKENFORGE_MAX_QUEUED_JOBS": str(threads * rounds)})
+    app.start()
     answers: list[tuple[str, int, str]] = []
     uploaded: dict[str, str] = {}  # corpus id -> its final name
     queued: list[str] = []
