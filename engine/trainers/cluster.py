@@ -3,7 +3,8 @@
 ``with counting_on("tcp://HOST:8786"): train(...)`` connects to the scheduler first (so an
 unreachable one fails the training before any work, with a plain sentence), then every
 ``counting.count_pretokens`` inside the block sends its counting to the cluster
-(``trainers/distributed.py``) instead of local processes. A context, not a trainer option,
+(``trainers/distributed.py``, made the active counter of ``trainers/remote_counting.py``)
+instead of local processes. A context, not a trainer option,
 because where the counting runs changes nothing in the result: the options, the statistics and
 ``tokenizer.json`` stay the same as for a local run, and no trainer needs to know.
 
@@ -17,27 +18,18 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
-from typing import TYPE_CHECKING
 
 import regex
 
 from engine.errors import ConfigError
 from engine.limits import shown
-
-if TYPE_CHECKING:
-    from engine.trainers.distributed import ClusterCounter
+from engine.trainers.remote_counting import active_cluster, counting_with
 
 EXTRA_MISSING = ("Counting on a Dask cluster needs the dask extra, which is not installed: "
                  "pip install 'tokenforge[dask]'.")
 MAX_ADDRESS_CHARS = 300
 _ADDRESS = regex.compile(r"(?:tcp|tls)://(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):[0-9]{1,5}")
-_active: ContextVar[ClusterCounter | None] = ContextVar("tokenforge_counting_cluster", default=None)
-
-
-def active_cluster() -> ClusterCounter | None:
-    """The cluster that counts pre-tokens in this context, if any (``counting.count_pretokens`` asks)."""
-    return _active.get()
+__all__ = ["EXTRA_MISSING", "active_cluster", "check_address", "counting_on", "require_dask"]
 
 
 def check_address(address: str) -> str:
@@ -73,9 +65,8 @@ def counting_on(address: str | None, *, range_bytes: int | None = None) -> Itera
     from engine.trainers.distributed import ClusterCounter
 
     counter = ClusterCounter.connect(address, range_bytes=range_bytes)
-    token = _active.set(counter)
     try:
-        yield
+        with counting_with(counter):
+            yield
     finally:
-        _active.reset(token)
         counter.close()
