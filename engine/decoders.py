@@ -59,6 +59,19 @@ class BPESuffixDecoder:
         return {"type": "BPEDecoder", "suffix": self.suffix}
 
 
+_TIDY_SPACING = (
+    (b" .", b"."), (b" ?", b"?"), (b" !", b"!"), (b" ,", b","), (b" ' ", b"'"), (b" n't", b"n't"),
+    (b" 'm", b"'m"), (b" do not", b" don't"), (b" 's", b"'s"), (b" 've", b"'ve"), (b" 're", b"'re"),
+)
+
+
+def _tidy(token: bytes) -> bytes:
+    """BERT's clean-up of the spacing around punctuation and English contractions, in its order."""
+    for before, after in _TIDY_SPACING:
+        token = token.replace(before, after)
+    return token
+
+
 class WordPieceDecoder:
     """Join pieces with spaces, gluing ``##`` continuations; optionally tidy punctuation spacing."""
 
@@ -68,20 +81,15 @@ class WordPieceDecoder:
         self.cleanup = cleanup
 
     def decode(self, tokens: list[bytes]) -> bytes:
+        """Hugging Face's rule, token by token: every token but the first loses its prefix or
+        gains a space (a first ``##x`` stays as it is), and the tidying applies to each token on
+        its own, so ``' s`` stays spaced as in ``transformers``."""
         parts: list[bytes] = []
         for index, token in enumerate(tokens):
-            if token.startswith(self._prefix):
-                parts.append(token[len(self._prefix):])
-            else:
-                parts.append(token if index == 0 else b" " + token)
-        text = b"".join(parts)
-        if self.cleanup:
-            for before, after in (
-                (b" .", b"."), (b" ?", b"?"), (b" !", b"!"), (b" ,", b","), (b" ' ", b"'"),
-                (b" n't", b"n't"), (b" 'm", b"'m"), (b" 's", b"'s"), (b" 've", b"'ve"), (b" 're", b"'re"),
-            ):
-                text = text.replace(before, after)
-        return text
+            if index > 0:
+                token = token[len(self._prefix):] if token.startswith(self._prefix) else b" " + token
+            parts.append(_tidy(token) if self.cleanup else token)
+        return b"".join(parts)
 
     def to_hf(self) -> dict[str, Any]:
         return {"type": "WordPiece", "prefix": self.prefix, "cleanup": self.cleanup}
