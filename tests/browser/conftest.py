@@ -33,6 +33,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
+
+from tests.webapp.playground_samples import byte_bpe
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -148,3 +151,21 @@ def anon_page(browser: Any) -> Iterator[Any]:
     context = browser.new_context()
     yield context.new_page()
     context.close()
+
+
+def import_tokenizer_file(page: Any, server: LiveServer, path: Path, name: str) -> int:
+    """Import a ``tokenizer.json`` through the import form, as a user does; the new tokenizer's id."""
+    page.goto(server.url + "import")
+    page.get_by_test_id("kind-tokenizer_json").check()
+    page.fill('input[name="name"]', name)
+    page.set_input_files('input[name="file"]', str(path))
+    page.get_by_test_id("import-submit").click()
+    expect(page).to_have_url(re.compile(r"/tokenizers/\d+/play$"))
+    return int(page.url.split("/")[-2])
+
+
+def import_json(page: Any, server: LiveServer, tmp_path: Path, name: str, merges: list[Any] | None = None) -> int:
+    """Import a small byte-level BPE (``playground_samples.byte_bpe``) named ``name``; its id."""
+    path = tmp_path / f"{name}.json"
+    path.write_text(byte_bpe(name, merges=merges).to_json(), encoding="utf-8")
+    return import_tokenizer_file(page, server, path, name)

@@ -14,8 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import LiveServer
-from tests.browser.test_playground_browser import import_json
+from tests.browser.conftest import LiveServer, import_json
 
 pytestmark = pytest.mark.browser
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import REPO, LiveServer
+from tests.browser.conftest import REPO, LiveServer, import_tokenizer_file
 from tests.webapp.playground_samples import byte_bpe, unigram, wordpiece
 
 pytestmark = pytest.mark.browser
@@ -27,16 +27,6 @@ CORPORA = {
     "lb-french.txt": "".join(f"le thé est très chaud {i}\nl'été à Paris, où ça ?\n" for i in range(40)),
 }
 FIGURES = ("bytes_per_token", "chars_per_token", "fertility", "unk_rate", "tokens", "vocab_utilisation")
-
-
-def import_tokenizer(page: Page, server: LiveServer, path: Path, name: str) -> int:
-    page.goto(server.url + "import")
-    page.get_by_test_id("kind-tokenizer_json").check()
-    page.fill('input[name="name"]', name)
-    page.set_input_files('input[name="file"]', str(path))
-    page.get_by_test_id("import-submit").click()
-    expect(page).to_have_url(re.compile(r"/tokenizers/\d+/play$"))
-    return int(page.url.split("/")[-2])
 
 
 def cli_eval(tokenizer: Path, text: Path) -> dict[str, object]:
@@ -53,7 +43,7 @@ def test_a_board_of_three_tokenizers_and_two_corpora_equals_tokenforge_eval(
         path = tmp_path / f"{tokenizer.name}.json"
         path.write_text(tokenizer.to_json(), encoding="utf-8")
         name = f"lb-{tokenizer.name}"
-        ids[name] = import_tokenizer(page, live_server, path, name)
+        ids[name] = import_tokenizer_file(page, live_server, path, name)
     page.goto(live_server.url + "corpora/")
     for name, text in CORPORA.items():
         (tmp_path / name).write_text(text, encoding="utf-8")

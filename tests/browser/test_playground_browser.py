@@ -13,22 +13,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import LiveServer
-from tests.webapp.playground_samples import EOT, byte_bpe, gpt2_files
+from tests.browser.conftest import LiveServer, import_json
+from tests.webapp.playground_samples import EOT, gpt2_files
 
 pytestmark = pytest.mark.browser
-
-
-def import_json(page: Page, server: LiveServer, tmp_path: Path, name: str, merges: list | None = None) -> int:
-    path = tmp_path / f"{name}.json"
-    path.write_text(byte_bpe(name, merges=merges).to_json(), encoding="utf-8")
-    page.goto(server.url + "import")
-    page.get_by_test_id("kind-tokenizer_json").check()
-    page.fill('input[name="name"]', name)
-    page.set_input_files('input[name="file"]', str(path))
-    page.get_by_test_id("import-submit").click()
-    expect(page).to_have_url(re.compile(r"/tokenizers/\d+/play$"))
-    return int(page.url.split("/")[-2])
 
 
 def test_type_toggle_inspect_and_compare(page: Page, live_server: LiveServer, tmp_path: Path, artifacts_dir: Path) -> None:
