@@ -18,7 +18,7 @@ from engine.formats.spm import dumps_vocab, load_vocab, loads_vocab, save_vocab
 from engine.models.unigram import BYTE_PIECES, Unigram
 from engine.models.unigram_sampling import nbest
 from engine.trainers import train
-from engine.trainers.unigram import UnigramOptions, build_tokenizer, train_on_counts
+from engine.trainers.unigram import UnigramOptions, build_tokenizer, rounds_left, train_on_counts
 from engine.trainers.unigram.seed import required_chars, seed_pieces
 
 ABRA = [("<unk>", 0.0), ("abra", -3.0), ("cad", -3.0), ("ab", -2.5), ("ra", -2.5)] + [
@@ -144,6 +144,21 @@ def test_training_is_deterministic(corpus: Path) -> None:
     first = train("unigram", [corpus], options).tokenizer.to_json()
     second = train("unigram", [corpus], options).tokenizer.to_json()
     assert first == second
+
+
+def test_pruning_rounds_left_follow_the_shrinking_factor() -> None:
+    assert rounds_left(100, 50, 0.75) == 2  # this round keeps 75; then 56, then 50
+    assert rounds_left(60, 50, 0.75) == 0  # this round reaches 50: the last
+    assert rounds_left(1_000_000, 35_200, 0.75) == 11
+
+
+def test_em_progress_has_a_total_and_ends_at_it(corpus: Path) -> None:
+    seen: list[tuple[int, int]] = []
+    options = {"vocab_size": 120, "seed_size": 2000, "byte_fallback": False}
+    train("unigram", [corpus], options,
+          progress=lambda stage, current, total: seen.append((current, total)) if stage == "EM" else None)
+    assert seen and all(0 <= current <= total for current, total in seen)
+    assert all(current < total for current, total in seen[:-1]) and seen[-1][0] == seen[-1][1]  # ends at 100%
 
 
 def test_hf_tokenizers_gives_identical_ids(corpus: Path, tmp_path: Path) -> None:

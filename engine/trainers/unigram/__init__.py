@@ -114,8 +114,9 @@ def _em_rounds(lattice: Lattice, pieces: list[str], logp: np.ndarray, alive: np.
     desired = int(options.vocab_size * 1.1)
     required = np.flatnonzero(is_required)
     for round_no in range(1000):
-        for _ in range(options.n_sub_iterations):
-            reporter.update("EM", round_no, force=True)
+        total = (round_no + 1 + rounds_left(int(alive.sum()) - 1, desired, options.shrinking_factor)) * options.n_sub_iterations
+        for sub in range(options.n_sub_iterations):
+            reporter.update("EM", round_no * options.n_sub_iterations + sub, total, force=True)
             logp[unk] = logp[:unk][alive[:unk]].min() - UNK_PENALTY
             expected, loglik = e_step(lattice, logp)
             logp = m_step(expected, alive, required)
@@ -129,9 +130,23 @@ def _em_rounds(lattice: Lattice, pieces: list[str], logp: np.ndarray, alive: np.
                      max_len=options.max_piece_length, unk=unk)
         logp[~alive] = -np.inf
         if alive.sum() - 1 <= desired:
+            done = (round_no + 1) * options.n_sub_iterations
+            reporter.update("EM", done, done, force=True)  # the estimate may have run ahead: 100% now
             return logp
         lattice.filter(alive)
     return logp
+
+
+def rounds_left(alive: int, desired: int, shrinking_factor: float) -> int:
+    """How many more rounds pruning takes after this one: each keeps ``shrinking_factor`` of the
+    pieces, never fewer than ``desired``, and the rounds stop at ``desired``. An estimate: the first
+    M-step drops many seed pieces too, so the total falls as the rounds go (the ETA follows)."""
+    left = 0
+    alive = max(desired, int(alive * shrinking_factor))
+    while alive > desired:
+        alive = max(desired, int(alive * shrinking_factor))
+        left += 1
+    return left
 
 
 def build_tokenizer(model: Unigram, options: UnigramOptions) -> Tokenizer:
