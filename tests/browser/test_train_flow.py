@@ -41,6 +41,8 @@ def test_upload_train_and_see_the_tokenizer(page: Page, live_server: LiveServer,
     page.screenshot(path=str(artifacts_dir / "corpus.png"), full_page=True)
 
     page.get_by_role("link", name="Train on this corpus").click()
+    # htmx binds the algorithm select once the page has loaded; a change before that sends nothing
+    page.wait_for_url(re.compile(r"/train(\?|$)"), wait_until="load")
     # The live server is shared: other tests' corpora are listed too, unchecked.
     expect(page.get_by_role("checkbox", name=re.compile(r"^words\.txt "))).to_be_checked()
     expect(page.locator('input[name="corpus_ids"]:checked')).to_have_count(1)
