@@ -21,6 +21,7 @@ def test_the_query_lives_in_the_url(page: Page, live_server: LiveServer, artifac
     page.goto(live_server.url + "corpora/")
     page.set_input_files('input[name="files"]', str(corpus))
     page.get_by_role("button", name="Upload").click()
+    page.wait_for_url(re.compile(r"/corpora/\d+"))
     corpus_id = re.search(r"/corpora/(\d+)", page.url).group(1)  # type: ignore[union-attr]
     page.goto(f"{live_server.url}train?corpus={corpus_id}")
     page.fill('input[name="opt-vocab_size"]', "300")
