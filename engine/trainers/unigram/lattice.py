@@ -23,10 +23,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from engine.trainers.unigram.trie import CODE_POINTS, build_trie
+from engine.trainers.unigram.trie import CODE_POINTS, ByDepth, build_trie
 
 
-class Lattice:
+class Lattice(ByDepth):
     """The lattices of ``words`` (each weighted by its count) over the pieces of ``sid_of``."""
 
     def __init__(self, words: Sequence[str], counts: Sequence[float], sid_of: Mapping[str, int], max_len: int, unk: int) -> None:
@@ -85,14 +85,6 @@ class Lattice:
         self.in_off = np.searchsorted(self.in_dst, self.base)
         self.out_off = np.searchsorted(self.out_src, self.base)
         self.in_first = np.flatnonzero(np.diff(self.in_dst, prepend=-1))  # node v's first edge: in_first[v - 1]
-
-    @property
-    def n_nodes(self) -> int:
-        return int(self.base[-1])
-
-    @property
-    def depth(self) -> int:
-        return len(self.base) - 2
 
     def edges(self) -> int:
         return len(self.in_sid)

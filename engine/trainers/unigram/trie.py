@@ -21,12 +21,11 @@ import numpy as np
 CODE_POINTS = 0x110000  # a (node, character) pair packs exactly into node * CODE_POINTS + char
 
 
-@dataclass(frozen=True)
-class Trie:
-    parent: np.ndarray  # int32 per node (the root is its own parent)
-    char: np.ndarray  # int32 per node: its last character's code point (-1 at the root)
-    base: np.ndarray  # int64: first node of each depth, then one past the last node
-    terminal: np.ndarray  # int64 per input string: its node
+class ByDepth:
+    """Nodes numbered depth by depth: ``base`` holds the first node of each depth, then one past
+    the last node. The words' trie and the lattice built on it share this numbering."""
+
+    base: np.ndarray
 
     @property
     def n_nodes(self) -> int:
@@ -35,6 +34,14 @@ class Trie:
     @property
     def depth(self) -> int:
         return len(self.base) - 2
+
+
+@dataclass(frozen=True)
+class Trie(ByDepth):
+    parent: np.ndarray  # int32 per node (the root is its own parent)
+    char: np.ndarray  # int32 per node: its last character's code point (-1 at the root)
+    base: np.ndarray  # int64: first node of each depth, then one past the last node
+    terminal: np.ndarray  # int64 per input string: its node
 
     def children(self) -> tuple[np.ndarray, np.ndarray]:
         """The sorted (parent, char) keys of the non-root nodes, and the node of each key."""
