@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from engine.errors import FormatError
-from engine.formats.tiktoken import checked_ranks
-from engine.limits import check_special_tokens, shown
+from engine.formats.tiktoken import checked_ranks, checked_special_ids
+from engine.limits import shown
 
 PREFIX = "export default"
 
@@ -72,12 +72,7 @@ def parse_rank_table(text: str, *, source: str = "ranks.js") -> RankTable:
                           source=source) from None
     if not isinstance(data, dict) or not isinstance(data.get("bpe_ranks"), str):
         raise FormatError('The table must be an object with a "bpe_ranks" string.', source=source)
-    specials = data.get("special_tokens", {})
-    if not isinstance(specials, dict) or not all(
-        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in specials.values()
-    ):
-        raise FormatError('"special_tokens" must map each token to a non-negative integer id.', source=source)
-    check_special_tokens(specials, source=source)
+    specials = checked_special_ids(data.get("special_tokens", {}), source=source)
     entries = checked_ranks(_fields(data["bpe_ranks"], source), source=source)
     if not entries:
         raise FormatError('"bpe_ranks" holds no tokens.', source=source)

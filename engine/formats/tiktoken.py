@@ -175,6 +175,17 @@ def build_tiktoken(
                           special_tokens=specials, name=name)
 
 
+def checked_special_ids(specials: object, *, source: str) -> dict[str, int]:
+    """A ``"special_tokens"`` value as tiktoken writes it (token -> non-negative id), within the
+    engine's limits; the sidecar and js-tiktoken's tables both carry one."""
+    if not isinstance(specials, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in specials.values()
+    ):
+        raise FormatError('"special_tokens" must map each token to a non-negative integer id.', source=source)
+    check_special_tokens(specials, source=source)
+    return specials
+
+
 def parse_sidecar(text: str, *, source: str = "sidecar.json") -> dict[str, Any]:
     """Read and check the sidecar: ``{"name": str, "pat_str": str, "special_tokens": {str: int}}``."""
     try:
@@ -184,12 +195,7 @@ def parse_sidecar(text: str, *, source: str = "sidecar.json") -> dict[str, Any]:
                           line=getattr(exc, "lineno", None), source=source) from None
     if not isinstance(data, dict) or not isinstance(data.get("pat_str"), str):
         raise FormatError('The sidecar must be a JSON object with a "pat_str" string.', source=source)
-    specials = data.get("special_tokens", {})
-    if not isinstance(specials, dict) or not all(
-        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in specials.values()
-    ):
-        raise FormatError('"special_tokens" must map each token to a non-negative integer id.', source=source)
-    check_special_tokens(specials, source=source)
+    specials = checked_special_ids(data.get("special_tokens", {}), source=source)
     name = data.get("name", "")
     if not isinstance(name, str) or len(name) > MAX_NAME_LENGTH:
         raise FormatError(f'"name" must be a string of at most {MAX_NAME_LENGTH} characters.', source=source)
