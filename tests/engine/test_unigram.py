@@ -171,6 +171,25 @@ def test_hf_tokenizers_gives_identical_ids(corpus: Path, tmp_path: Path) -> None
         assert theirs.encode(line, add_special_tokens=False).ids == ours.encode(line)
 
 
+def test_without_split_by_whitespace_pieces_cross_spaces_as_in_sentencepiece(corpus: Path, tmp_path: Path) -> None:
+    # sentencepiece's rule: ▁ may then sit inside a piece ("▁of▁the"), never at the end of a longer one.
+    tokenizers = pytest.importorskip("tokenizers")
+    options = {"vocab_size": 200, "seed_size": 2000, "byte_fallback": False, "split_by_whitespace": False}
+    ours = train("unigram", [corpus], options).tokenizer
+    vocab = ours.model.vocab()
+    crossing = sorted(p for p in vocab if "▁" in p[1:])
+    assert crossing == ["a▁a", "eep▁the▁best▁one", "s▁t", "ver▁the▁lazy▁dog", "▁pieces▁into▁ids"]
+    assert not [p for p in vocab if len(p) > 1 and p.endswith("▁")]
+    assert vocab["ver▁the▁lazy▁dog"] in ours.encode("jumps over the lazy dog")
+    path = tmp_path / "tokenizer.json"
+    ours.save(path)
+    theirs = tokenizers.Tokenizer.from_file(str(path))
+    for line in ["the lazy fox cuts pieces", "quokka zyzzyva unigram", "tokenizers keep  the best ids", "qwerty"]:
+        assert theirs.encode(line, add_special_tokens=False).ids == ours.encode(line)
+    with_split = train("unigram", [corpus], {**options, "split_by_whitespace": True}).tokenizer
+    assert not [p for p in with_split.model.vocab() if "▁" in p[1:]]
+
+
 def test_text_that_spells_a_byte_or_special_piece_keeps_one_id() -> None:
     words = Counter({"<0x0A>": 500, "<s>": 400, "▁ab": 30, "▁ba": 20})
     options = UnigramOptions(vocab_size=280, seed_size=1000, split_by_unicode_script=False)  # else "0x" is no piece

@@ -58,6 +58,10 @@ def test_wildcard_digits_join_any_script_and_reset_the_comparison() -> None:
 def test_segments_by_hand() -> None:
     classes = classes_for(ALPHABET)
     assert list(segments("▁ab(1).β年の", classes, SPACE)) == ["▁ab", "(1).", "β", "年の"]
+    assert list(segments("▁ab▁xa▁β", classes, SPACE, split_by_whitespace=False)) == ["▁ab▁xa▁", "▁β"]
+    assert is_valid_piece("b▁xa", classes, SPACE, 16, split_by_whitespace=False)
+    assert not is_valid_piece("ab▁", classes, SPACE, 16, split_by_whitespace=False)
+    assert not is_valid_piece("a▁β", classes, SPACE, 16, split_by_whitespace=False)  # ▁ does not reset the script
     assert list(segments("a\u0301b▁▁9", classes, SPACE)) == ["a\u0301b", SPACE, f"{SPACE}9"]
     assert list(segments("abZab", classes, SPACE)) == ["ab", "ab"]  # Z is not a required character
 
@@ -67,19 +71,23 @@ def test_segments_by_hand() -> None:
     word=st.text(alphabet=ALPHABET + "Z", max_size=12),
     split_by_number=st.booleans(),
     split_by_unicode_script=st.booleans(),
+    split_by_whitespace=st.booleans(),
 )
 def test_substrings_inside_one_segment_are_exactly_the_valid_pieces(
-    word: str, split_by_number: bool, split_by_unicode_script: bool,
+    word: str, split_by_number: bool, split_by_unicode_script: bool, split_by_whitespace: bool,
 ) -> None:
+    # Without split_by_whitespace, a segment may hold ▁ anywhere; a piece may not end with it.
     classes = classes_for(ALPHABET, split_by_number=split_by_number, split_by_unicode_script=split_by_unicode_script)
     inside = set()
-    for seg in segments(word, classes, SPACE):
+    for seg in segments(word, classes, SPACE, split_by_whitespace):
         inside.update(seg[i:j] for i in range(len(seg)) for j in range(i + 1, len(seg) + 1))
     for i in range(len(word)):
-        if classes.get(word[i]) == INHERITED:
-            continue  # a piece may start with a mark in sentencepiece only (documented deviation)
         for j in range(i + 1, len(word) + 1):
-            assert (word[i:j] in inside) is is_valid_piece(word[i:j], classes, SPACE, 16), word[i:j]
+            piece = word[i:j]
+            if classes.get((piece if split_by_whitespace else piece.lstrip(SPACE))[:1]) == INHERITED:
+                continue  # a piece may start with a mark in sentencepiece only (documented deviation)
+            expected = piece in inside and (split_by_whitespace or len(piece) == 1 or piece[-1] != SPACE)
+            assert expected is is_valid_piece(piece, classes, SPACE, 16, split_by_whitespace), piece
 
 
 def test_seed_keeps_digits_with_punctuation() -> None:

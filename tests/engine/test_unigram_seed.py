@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.trainers.unigram.scripts import char_class
-from tests.engine.unigram_reference import segments
 from engine.trainers.unigram import seed
+from engine.trainers.unigram.scripts import INHERITED, char_class
 from engine.trainers.unigram.seed import seed_pieces
+from tests.engine.unigram_reference import segments
 
 SPACE = "\u2581"
 # Latin, Common (punctuation, digits), Greek, Han, kana, a combining mark, ▁, and "☃", which is
@@ -27,20 +27,21 @@ OPTION_IDS = ["scripts+numbers", "scripts", "no-scripts"]
 
 def reference_seed(
     word_counts: Mapping[str, int], required: Mapping[str, int], *, seed_size: int, max_piece_length: int,
-    split_by_unicode_script: bool = True, split_by_number: bool = True,
+    split_by_unicode_script: bool = True, split_by_number: bool = True, split_by_whitespace: bool = True,
 ) -> list[tuple[str, float]]:
-    """Count every substring of every segment, keep the right-branching ones, sort them all."""
+    """Count every substring of every segment, keep the right-branching valid ones, sort them all."""
     classes = {c: char_class(c, split_by_unicode_script=split_by_unicode_script, split_by_number=split_by_number) for c in required}
     counts: Counter[str] = Counter()
     for word, count in word_counts.items():
-        for seg in segments(word, classes, SPACE):
+        for seg in segments(word, classes, SPACE, split_by_whitespace):
             for i in range(len(seg)):
                 for j in range(i + 2, min(len(seg), i + max_piece_length + 1) + 1):
                     counts[seg[i:j]] += count
     most_extended: Counter[str] = Counter()
     for s, n in counts.items():
         most_extended[s[:-1]] = max(most_extended[s[:-1]], n)
-    kept = [s for s, n in counts.items() if len(s) <= max_piece_length and n >= 2 and n > most_extended[s]]
+    kept = [s for s, n in counts.items() if len(s) <= max_piece_length and n >= 2 and n > most_extended[s]
+            and (split_by_whitespace or s[-1] != SPACE)]
     kept.sort(key=lambda s: (-counts[s] * len(s), s))
     pieces = [(c, float(n)) for c, n in sorted(required.items(), key=lambda kv: (-kv[1], kv[0]))]
     return pieces + [(s, float(counts[s] * len(s))) for s in kept[: max(0, seed_size - len(required))]]
@@ -60,14 +61,16 @@ def random_table(seed: int) -> tuple[Counter[str], dict[str, int]]:
     return words, dict(required)
 
 
+@pytest.mark.parametrize("split_by_whitespace", [True, False], ids=["split-by-space", "pieces-cross-spaces"])
 @pytest.mark.parametrize(("split_by_unicode_script", "split_by_number"), OPTIONS, ids=OPTION_IDS)
 @pytest.mark.parametrize("seed", range(25), ids=lambda s: f"table{s}")
-def test_seed_matches_reference(seed: int, split_by_unicode_script: bool, split_by_number: bool) -> None:
+def test_seed_matches_reference(seed: int, split_by_unicode_script: bool, split_by_number: bool,
+                                split_by_whitespace: bool) -> None:
     words, required = random_table(seed)
     rng = random.Random(seed)
     seed_size = rng.choice([len(required), len(required) + 5, len(required) + 40, 10_000])
     max_piece_length = rng.choice([1, 2, 3, 4, 6, 16])
-    kwargs = dict(seed_size=seed_size, max_piece_length=max_piece_length,
+    kwargs = dict(seed_size=seed_size, max_piece_length=max_piece_length, split_by_whitespace=split_by_whitespace,
                   split_by_unicode_script=split_by_unicode_script, split_by_number=split_by_number)
     assert seed_pieces(words, required, **kwargs) == reference_seed(words, required, **kwargs)
 
@@ -89,3 +92,6 @@ def test_segment_regex_matches_segments(text: str, split_by_unicode_script: bool
     classes = {c: char_class(c, split_by_unicode_script=split_by_unicode_script, split_by_number=split_by_number) for c in ALPHABET[:-1]}
     pattern = seed._segment_pattern(classes, SPACE)
     assert [s for s in pattern.findall(text) if s] == list(segments(text, classes, SPACE))
+    inside = {**classes, SPACE: INHERITED}  # how seed_pieces classes ▁ without split_by_whitespace
+    pattern = seed._segment_pattern(inside, SPACE)
+    assert seed._sharing_spaces(pattern, text, SPACE) == list(segments(text, classes, SPACE, split_by_whitespace=False))

@@ -108,40 +108,50 @@ def compatible(before: str, after: str) -> bool:
     return before == after or before == ANY or after == ANY
 
 
-def segments(word: str, classes: Mapping[str, str], space: str) -> Iterable[str]:
+def segments(word: str, classes: Mapping[str, str], space: str, split_by_whitespace: bool = True) -> Iterable[str]:
     """The maximal runs of ``word`` that a valid piece may lie in (``▁`` starts a run).
 
-    ``classes`` maps each required character to its :func:`char_class`; other characters are
-    in no run.
+    Without ``split_by_whitespace`` a ``▁`` sits inside a run and keeps the class before it; where
+    the script changes right after a run of them, the next run starts with that run of ``▁`` too
+    (two runs then share it: ".▁a" gives ".▁" and "▁a"). ``classes`` maps each required
+    character to its :func:`char_class`; other characters are in no run.
     """
     start = -1  # start of the current run, or -1 outside one
+    spaces = -1  # start of the ▁s that end the current run, or -1
     prev = ANY  # resolved class of the previous character in the run
     for i, char in enumerate(word):
         cls = classes.get(char)
         if cls is None:  # not a required character: ends the run, starts none
             if start >= 0:
                 yield word[start:i]
-            start, prev = -1, ANY
+            start, spaces, prev = -1, -1, ANY
             continue
-        if char == space:  # ▁ only as a piece's first character
+        if char == space and split_by_whitespace:  # ▁ only as a piece's first character
             if start >= 0:
                 yield word[start:i]
             start, prev = i, ANY
+            continue
+        if char == space:
+            spaces = i if spaces < 0 else spaces
+            start = i if start < 0 else start
             continue
         if cls == INHERITED:
             cls = prev
         if start >= 0 and not compatible(prev, cls):
             yield word[start:i]
-            start = -1
+            start, prev = (spaces if spaces >= 0 else -1), ANY
         if start < 0:
             start = i
-        prev = cls
+        spaces, prev = -1, cls
     if start >= 0:
         yield word[start:]
 
 
-def is_valid_piece(piece: str, classes: Mapping[str, str], space: str, max_piece_length: int) -> bool:
-    """sentencepiece's rule, character by character as it states it.
+def is_valid_piece(piece: str, classes: Mapping[str, str], space: str, max_piece_length: int,
+                   split_by_whitespace: bool = True) -> bool:
+    """sentencepiece's rule, character by character as it states it (``IsValidSentencePiece``):
+    ``▁`` only first, or without ``split_by_whitespace`` anywhere but last in a longer piece; it
+    never takes part in the script comparison.
 
     Tests check that a substring is valid exactly when it lies inside one of :func:`segments`
     (for pieces that do not start with a combining mark, see ``scripts``' docstring)."""
@@ -152,7 +162,7 @@ def is_valid_piece(piece: str, classes: Mapping[str, str], space: str, max_piece
         if char not in classes:
             return False
         if char == space:
-            if pos > 0:
+            if pos > 0 and (split_by_whitespace or pos == len(piece) - 1):
                 return False
             continue
         cls = classes[char]

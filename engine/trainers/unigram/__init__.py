@@ -62,6 +62,7 @@ def train_on_counts(word_counts: Mapping[str, int], options: UnigramOptions, rep
     seed = seed_pieces(
         word_counts, required, seed_size=options.seed_size, max_piece_length=options.max_piece_length,
         split_by_unicode_script=options.split_by_unicode_script, split_by_number=options.split_by_number,
+        split_by_whitespace=options.split_by_whitespace,
     )
     pieces = [p for p, _ in seed]
     unk = len(pieces)

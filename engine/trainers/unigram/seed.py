@@ -7,8 +7,9 @@ of distinct words with counts, so the same set is counted directly: every substr
 ``max_piece_length`` characters of every word, weighted by the word's count. A substring is
 right-branching when its count exceeds that of its most frequent one-character extension.
 
-Valid pieces follow sentencepiece's rules (``unigram_scripts``): ``▁`` only at the start, no
-character outside the required set, and (with ``split_by_unicode_script``) no neighbouring
+Valid pieces follow sentencepiece's rules (``unigram_scripts``): ``▁`` only at the start (without
+``split_by_whitespace``: anywhere but at the end of a longer piece, and transparent to the script
+rule, as a combining mark is, so "▁of▁the" is a piece), no character outside the required set, and (with ``split_by_unicode_script``) no neighbouring
 characters of different scripts; decimal digits are Common, so "1." is a piece and "F1" is not.
 Ties in the ranking go to the smaller string (code point order), so the seed is deterministic.
 
@@ -77,6 +78,7 @@ def seed_pieces(
     max_piece_length: int,
     split_by_unicode_script: bool = True,
     split_by_number: bool = True,
+    split_by_whitespace: bool = True,
     space: str = "\u2581",
 ) -> list[tuple[str, float]]:
     """Required characters (scored by count) then the top substrings (scored by count × length)."""
@@ -84,10 +86,12 @@ def seed_pieces(
         c: char_class(c, split_by_unicode_script=split_by_unicode_script, split_by_number=split_by_number)
         for c in required
     }
+    if not split_by_whitespace and space in classes:
+        classes[space] = INHERITED  # inside a piece, and it keeps the script of what came before
     want = max(0, seed_size - len(required))
     separator = next(c for c in map(chr, range(10, sys.maxunicode + 1)) if c not in classes)
     table = _segment_table(word_counts, classes, space, separator)
-    top, negated = _top_substrings(table, max_piece_length, want)
+    top, negated = _top_substrings(table, max_piece_length, want, no_last=None if split_by_whitespace else space)
     pieces = [(c, float(n)) for c, n in sorted(required.items(), key=lambda kv: (-kv[1], kv[0]))]
     pieces.extend(zip(top, map(float, map(int.__neg__, negated))))
     return pieces
@@ -99,9 +103,11 @@ def _segment_table(word_counts: Mapping[str, int], classes: Mapping[str, str], s
     # set (which ends a segment and starts none, as a word's end does), so one C-level regex
     # pass finds all their segments.
     run = _segment_pattern(classes, space)
+    inside = classes.get(space) == INHERITED
     summed: Counter[str] = Counter()
     for count, words in _by_count(word_counts).items():
-        found = run.findall(separator.join(words))
+        joined = separator.join(words)
+        found = _sharing_spaces(run, joined, space) if inside else run.findall(joined)
         if count == 1:
             summed.update(found)
         else:
@@ -113,22 +119,42 @@ def _segment_table(word_counts: Mapping[str, int], classes: Mapping[str, str], s
     return table
 
 
+def _sharing_spaces(run: re.Pattern[str], text: str, space: str) -> list[str]:
+    """The segments of ``text`` when ``space`` sits inside them: where one ends with spaces and the
+    next follows at once (the script changed after the spaces), the next starts with those spaces
+    too, since "▁a" is a valid piece after ".▁" (sentencepiece skips ``▁`` in its script rule)."""
+    found: list[str] = []
+    end = -1
+    for match in run.finditer(text):
+        seg = match.group()
+        if not seg:
+            continue
+        if match.start() == end and found[-1][-1] == space:
+            last = found[-1]
+            seg = last[len(last.rstrip(space)):] + seg
+        found.append(seg)
+        end = match.end()
+    return found
+
+
 def _segment_pattern(classes: Mapping[str, str], space: str) -> re.Pattern[str]:
     """A regex whose matches are exactly the segments of a text (and empty strings): the maximal
     runs a valid piece may lie in (``tests/engine/unigram_reference.segments``).
 
-    A segment is an optional ``space``, then wildcards (``ANY``, and marks, which copy the wildcard before
+    A segment is an optional ``space`` (unless ``space`` is classed ``INHERITED``: then it is a mark
+    like any other, ``split_by_whitespace=False``), then wildcards (``ANY``, and marks, which copy the wildcard before
     them), then *blocks* of one script's characters and marks, every two blocks parted by a
     wildcard. Possessive quantifiers and atomic groups keep the regex from backtracking into a
     shorter block: in "a\u0301β", "a" then the mark as a wildcard then "β" is not a segment.
     """
     chars_of: dict[str, list[str]] = {}
     for char, cls in classes.items():
-        if len(char) == 1 and char != space:
+        if len(char) == 1 and (char != space or cls == INHERITED):
             chars_of.setdefault(cls, []).append(char)
     wild = chars_of.pop(ANY, [])
     marks = chars_of.pop(INHERITED, [])
-    parts = [re.escape(space) + "?" if len(space) == 1 and space in classes else ""]
+    prefix = len(space) == 1 and classes.get(space) not in (None, INHERITED)
+    parts = [re.escape(space) + "?" if prefix else ""]
     if wild or marks:
         parts.append(_charset(wild + marks) + "*+")
     if chars_of:
@@ -143,8 +169,12 @@ def _charset(chars: list[str]) -> str:
     return "[" + "".join(map(re.escape, sorted(chars))) + "]"
 
 
-def _top_substrings(table: SegmentTable, max_piece_length: int, want: int) -> Ranked:
-    """The best ``want`` right-branching substrings, ranked."""
+def _top_substrings(table: SegmentTable, max_piece_length: int, want: int, *, no_last: str | None = None) -> Ranked:
+    """The best ``want`` right-branching substrings, ranked; none ends with ``no_last``.
+
+    (sentencepiece counts and tests branching on every substring first and drops invalid pieces
+    after, so a piece ending in ``no_last`` still counts as another's extension.)
+    """
     longest = max_piece_length + 1  # counted only to test whether the longest pieces branch
     # 1. counts[L]: every substring of length L inside a segment, weighted by its count. Each
     #    count's segments are counted once, then added count times over.
@@ -170,6 +200,8 @@ def _top_substrings(table: SegmentTable, max_piece_length: int, want: int) -> Ra
         closed = set(compress(prefixes, map(eq, map(ext.__getitem__, ext_keys), map(n_of.__getitem__, prefixes))))
         frequent = compress(n_of.keys(), map(lt, repeat(1), n_of.values()))
         kept = list(filterfalse(closed.__contains__, frequent))
+        if no_last is not None:
+            kept = [piece for piece in kept if piece[-1] != no_last]
         pieces += kept
         scores += map(mul, map(n_of.__getitem__, kept), repeat(-L))
     # 3. Rank by count × length (negated, so ascending); ties to the smaller string.
