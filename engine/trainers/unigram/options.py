@@ -26,7 +26,7 @@ class UnigramOptions:
     n_sub_iterations: int = field(default=2, metadata={"help": "EM iterations between two pruning rounds."})
     normalization: str = field(default="identity", metadata={"help": "Text normalization before training and encoding.", "choices": ("identity", "nfkc", "nfc")})
     add_dummy_prefix: bool = field(default=True, metadata={"help": "Put a ▁ in front of each line, so the first word looks like the others."})
-    split_by_whitespace: bool = field(default=True, metadata={"help": "Pieces never cross a space (each word is trained on its own)."})
+    split_by_whitespace: bool = field(default=True, metadata={"help": "Pieces never cross a space (each word is trained on its own). Off: pieces may span words (\"▁of▁the\"), as with sentencepiece's split_by_whitespace=false."})
     split_by_unicode_script: bool = field(default=True, metadata={"help": "Pieces never mix Unicode scripts (Latin with Han, letters with punctuation)."})
     split_by_number: bool = field(default=True, metadata={"help": "Decimal digits keep their script (Common): \"1.\" is a piece, \"F1\" is not. Off: digits join any script."})
     byte_fallback: bool = field(default=True, metadata={"help": "Add <0x00>…<0xFF> and spell unknown characters (newlines too) as their UTF-8 bytes, so every text encodes without <unk>."})
