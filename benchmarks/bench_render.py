@@ -35,13 +35,13 @@ sys.path.insert(0, str(ROOT))
 
 from tests.webapp.conftest import login_as, make_app  # noqa: E402
 from tests.webapp.playground_samples import CS336, _gpt2, store  # noqa: E402
-from webapp import db  # noqa: E402
-from webapp.encode_view import encode_for_display  # noqa: E402
-from webapp.htmx import render_block  # noqa: E402
-from webapp.loaded import load  # noqa: E402
-from webapp.models import User  # noqa: E402
-from webapp.encode_page import encode_context  # noqa: E402
-from webapp.spans import group_spans  # noqa: E402
+from webapp.playground.encode_page import encode_context  # noqa: E402
+from webapp.playground.encode_view import encode_for_display  # noqa: E402
+from webapp.playground.spans import group_spans  # noqa: E402
+from webapp.store import db  # noqa: E402
+from webapp.store.models import User  # noqa: E402
+from webapp.tokenizers.loaded import load  # noqa: E402
+from webapp.web.htmx import render_block  # noqa: E402
 
 
 @dataclass(frozen=True, slots=True)

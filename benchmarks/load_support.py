@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # webapp.training_form and webapp.models, for names the pages use
+sys.path.insert(0, str(REPO))  # webapp.training.form and webapp.store.models, for names the pages use
 CSRF_FIELD = re.compile(r'name="csrf_token" value="([^"]+)"')
 EMAIL, PASSWORD = "load@example.com", "load test password"
 
@@ -264,7 +264,7 @@ def wait_for_analysis(browser: Browser, corpus_id: int, timeout: float) -> None:
 
 def train_form_fields(browser: Browser, options: dict[str, str]) -> dict[str, str]:
     """The BPE train form's option fields, every one at the form's default but ``options``."""
-    from webapp.training_form import PREFIX
+    from webapp.training.form import PREFIX
 
     form = browser.get("train?algorithm=bpe")
     fields = dict(re.findall(rf'<input type="(?:text|number)" name="({PREFIX}[^"]+)" id="[^"]+" value="([^"]*)"', form))
@@ -348,7 +348,7 @@ def job_corpus(corpus: Path, megabytes: float) -> bytes:
 
 def stats_bytes(data_dir: Path, tokenizer_id: int) -> int | None:
     """The size of the tokenizer row's stats column, read from the run's own SQLite file."""
-    from webapp.models import Tokenizer
+    from webapp.store.models import Tokenizer
 
     try:
         with sqlite3.connect(f"file:{data_dir / 'tokenforge.sqlite3'}?mode=ro", uri=True) as db:

@@ -1,7 +1,7 @@
 """Alembic environment: runs migrations against ``sqlalchemy.url`` with Tokenforge's metadata.
 
 ``render_as_batch`` is on for SQLite, whose ALTER TABLE cannot change constraints, so every
-migration works on both SQLite and PostgreSQL. The URL is set by ``webapp.db`` (or the
+migration works on both SQLite and PostgreSQL. The URL is set by ``webapp.store.db`` (or the
 ``DATABASE_URL`` / ``TOKENFORGE_DATA_DIR`` settings when run through the ``alembic`` command
 with ``-c migrations/alembic.ini``).
 """
@@ -13,9 +13,9 @@ from typing import Literal
 from alembic import context
 from sqlalchemy import Connection
 
-from webapp.config import finish_settings, load_settings
-from webapp.db import make_engine
-from webapp.models import Base, UTCDateTime
+from webapp.store.db import make_engine
+from webapp.store.models import Base, UTCDateTime
+from webapp.web.config import finish_settings, load_settings
 
 config = context.config
 target_metadata = Base.metadata

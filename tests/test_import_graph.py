@@ -91,6 +91,21 @@ def test_the_engine_never_imports_the_web_app() -> None:
             if t.startswith("webapp")} == set()
 
 
+def test_the_graph_sees_the_web_app_packages() -> None:
+    """Modules two levels down count, under their dotted names, with ``from package import module``."""
+    graph = import_graph()
+    assert {"webapp.training.jobs", "webapp.store.models"} <= graph["webapp.training.worker"]
+    assert "webapp.playground.views" in graph["webapp.app"]
+
+
+def test_the_web_app_package_files_only_say_what_their_area_covers() -> None:
+    """Each ``webapp/<area>/__init__.py`` is a docstring alone: importing a module of an area runs
+    nothing else, which is why the graph may leave the packages themselves out."""
+    for init in sorted((REPO / "webapp").rglob("__init__.py")):
+        body = ast.parse(init.read_text(encoding="utf-8")).body
+        assert len(body) == 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant), init
+
+
 def test_the_circle_finder_finds_circles() -> None:
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert circles({"a": {"b"}, "b": set()}) == []

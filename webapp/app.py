@@ -1,6 +1,6 @@
 """Tokenforge's web app: the Flask application factory.
 
-``create_app`` loads settings from the environment (``config.py``), applies ``test_config``
+``create_app`` loads settings from the environment (``web/config.py``), applies ``test_config``
 on top, and wires the database, CSRF protection, the blueprints and the error pages. It never
 runs migrations: ``tokenforge serve`` does that once, before gunicorn forks its workers.
 """
@@ -15,11 +15,19 @@ from flask_login import current_user
 from flask_wtf.csrf import CSRFProtect
 from werkzeug.wrappers import Response
 
-from webapp import (accounts, api, auth, chat_views, compare_views, converters, corpora, db, errors, filters,
-                    leaderboard_views, playground, requests, security, sharing, spans_html, teams, text_links,
-                    time_budget, tokenizers, transfer, vocab_views)
-from webapp.assets import asset_dir
-from webapp.config import finish_settings, load_settings
+from webapp.access import accounts, auth, sharing, teams
+from webapp.api import views as api
+from webapp.chat import views as chat_views
+from webapp.corpora import views as corpora
+from webapp.leaderboards import views as leaderboard_views
+from webapp.playground import compare_views, spans_html, text_links, vocab_views
+from webapp.playground import views as playground
+from webapp.store import db
+from webapp.training import views as tokenizers
+from webapp.transfer import views as transfer
+from webapp.web import converters, errors, filters, requests, security, time_budget
+from webapp.web.assets import asset_dir
+from webapp.web.config import finish_settings, load_settings
 
 csrf = CSRFProtect()
 

@@ -2,14 +2,14 @@
 the engine's commands.
 
 ``serve`` applies the migrations once, deletes upload temp files left by a crash, and (unless
-``--no-worker``) starts the job-worker supervisor (``supervisor.py``), which runs two job
+``--no-worker``) starts the job-worker supervisor (``training/supervisor.py``), which runs two job
 workers, one for every kind of job and a lane that only takes corpus analyses (so they never
 wait behind a long training), and restarts either if it dies. Then it runs gunicorn in the
 foreground; SIGTERM or Ctrl-C stops gunicorn gracefully and the workers with it (a running job
 goes back to the queue, and none of its processes is left). ``worker`` runs the job loop alone,
 for more training capacity on other machines; ``worker --only KIND`` limits it to one kind of job.
 ``presets install`` fetches OpenAI's rank tables and adds them as read-only tokenizers for every
-team (``presets.py``). ``train``, ``encode``, ``import`` and ``eval`` come from ``engine/cli.py``.
+team (``tokenizers/presets.py``). ``train``, ``encode``, ``import`` and ``eval`` come from ``engine/cli.py``.
 
 Each command imports what it needs inside its ``cmd_`` function: ``tokenforge train`` should not
 spend a third of a second loading Flask, SQLAlchemy and gunicorn it never uses.
@@ -30,9 +30,9 @@ from typing import Any
 
 from engine.cli import one_line_errors, register
 from engine.processes import stop_processes
-from webapp.config import SettingsError, finish_settings, load_settings
-from webapp.job_states import JOB_KINDS
-from webapp.supervisor import WORKER_STOP_SECONDS, stop_with_parent
+from webapp.store.job_states import JOB_KINDS
+from webapp.training.supervisor import WORKER_STOP_SECONDS, stop_with_parent
+from webapp.web.config import SettingsError, finish_settings, load_settings
 
 #: The supervisor gives its workers WORKER_STOP_SECONDS to put their jobs back, then needs a moment.
 SUPERVISOR_STOP_SECONDS = WORKER_STOP_SECONDS + 5
@@ -46,7 +46,7 @@ def _settings() -> dict[str, Any]:
 
 
 def _migrate(settings: dict[str, Any]) -> None:
-    from webapp import db
+    from webapp.store import db
 
     db.upgrade(settings["DATABASE_URL"])
 
@@ -61,7 +61,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     """Run the job worker until SIGTERM or Ctrl-C."""
-    from webapp.worker import Worker
+    from webapp.training.worker import Worker
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s worker %(levelname)s %(message)s")
     settings = _settings()
@@ -77,7 +77,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 def cmd_backup(args: argparse.Namespace) -> int:
     """Write the database and the corpus store to one .tar.gz file."""
-    from webapp.backup import backup
+    from webapp.transfer.backup import backup
 
     settings = _settings()
     counts = backup(settings, Path(args.file))
@@ -88,7 +88,7 @@ def cmd_backup(args: argparse.Namespace) -> int:
 
 def cmd_restore(args: argparse.Namespace) -> int:
     """Restore a backup into an empty instance."""
-    from webapp.backup import BackupError, restore
+    from webapp.transfer.backup import BackupError, restore
 
     settings = _settings()
     try:
@@ -102,7 +102,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 def cmd_presets_install(args: argparse.Namespace) -> int:
     """Fetch the presets' rank tables (checked by hash) and register the presets for every team."""
-    from webapp import preset_install
+    from webapp.tokenizers import preset_install
 
     source = Path(args.from_dir) if args.from_dir else None
     if args.dir:  # a cache for tests or an offline machine: the tables only, no database
@@ -116,7 +116,8 @@ def cmd_presets_install(args: argparse.Namespace) -> int:
     from sqlalchemy.exc import SQLAlchemyError
     from sqlalchemy.orm import Session
 
-    from webapp import db, presets
+    from webapp.store import db
+    from webapp.tokenizers import presets
 
     settings = _settings()
     folder = Path(settings["DATA_DIR"]) / "presets"
@@ -152,7 +153,7 @@ def _stop(*processes: subprocess.Popen[bytes]) -> None:
 
 def _clean_uploads(settings: dict[str, Any]) -> None:
     """Delete the temp files of uploads cut off by a crash (their writers are gone)."""
-    from webapp.storage import CorpusStore
+    from webapp.corpora.storage import CorpusStore
 
     removed = CorpusStore(settings["CORPUS_DIR"]).clean_tmp()
     if removed:
@@ -173,9 +174,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not args.no_worker:
         # serve is still single-threaded here, so a preexec_fn is safe; it makes Linux SIGTERM
         # the supervisor if serve is killed outright (a clean exit stops it in ``_stop``).
-        workers.append(subprocess.Popen([sys.executable, "-m", "webapp.supervisor"],
+        workers.append(subprocess.Popen([sys.executable, "-m", "webapp.training.supervisor"],
                                         preexec_fn=stop_with_parent(os.getpid())))
-    from webapp import server
+    from webapp.web import server
 
     try:
         server.run(host=args.host, port=args.port, workers=args.workers, threads=args.threads,

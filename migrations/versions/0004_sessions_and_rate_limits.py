@@ -4,7 +4,7 @@ Every login session now carries its user's session generation; logging out, chan
 password or signing out everywhere raises it, which ends every session issued before. Existing
 users start at 0, which is what sessions from before this migration are read as, so nobody is
 logged out by the upgrade. ``rate_limits`` holds the counters every web process shares (see
-``webapp/ratelimit.py``); they are transient, so the downgrade simply drops them, and the older
+``webapp/web/ratelimit.py``); they are transient, so the downgrade simply drops them, and the older
 code goes back to counting in each process's memory.
 
 Revision ID: 0004

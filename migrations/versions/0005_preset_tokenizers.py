@@ -1,7 +1,7 @@
 """Preset tokenizers: ``tokenizers.preset`` and tokenizers that belong to no team.
 
 ``tokenforge presets install`` adds OpenAI's encodings (r50k, p50k, cl100k, o200k) as tokenizer
-rows with no team, readable by every team and changeable by none (``webapp/presets.py``). A
+rows with no team, readable by every team and changeable by none (``webapp/tokenizers/presets.py``). A
 check constraint ties the three columns together: a row has no team exactly when it is a preset
 (``preset`` names the encoding, ``source`` is ``'preset'``). The downgrade deletes the presets
 (``tokenforge presets install`` brings them back) before restoring ``team_id NOT NULL``.

@@ -1,7 +1,7 @@
 """Leaderboards: the ``leaderboards`` table, the "leaderboard" job kind, share links to a leaderboard.
 
 A leaderboard is a team's table of tokenizers × held-out corpora, filled in by a job of the new
-kind "leaderboard" (``webapp/leaderboard_child.py``); its results are one JSON column. A share
+kind "leaderboard" (``webapp/leaderboards/child.py``); its results are one JSON column. A share
 link now points at a tokenizer or at a leaderboard: ``share_links.tokenizer_id`` becomes
 nullable, ``leaderboard_id`` is added, and a check constraint keeps exactly one of them set.
 Existing rows are all tokenizer links and training or analysis jobs, so no data changes on the

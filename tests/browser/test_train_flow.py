@@ -20,7 +20,7 @@ CORPUS = "".join(f"{WORDS[i % 26]} {WORDS[i * 7 % 26]} {WORDS[i * 11 % 26]} numb
 
 def test_upload_train_and_see_the_tokenizer(page: Page, live_server: LiveServer,
                                             artifacts_dir: Path, tmp_path: Path) -> None:
-    from webapp.training_form import available_algorithms
+    from webapp.training.form import available_algorithms
 
     algorithm = "bpe" if "bpe" in available_algorithms() else "wordpiece"
     vocab = "300" if algorithm == "bpe" else "80"

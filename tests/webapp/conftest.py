@@ -22,11 +22,11 @@ from flask.testing import FlaskClient
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from webapp import db
+from webapp.access.auth import hash_password
 from webapp.app import create_app
-from webapp.auth import hash_password
-from webapp.config import normalize_database_url
-from webapp.models import Membership, Team, User
+from webapp.store import db
+from webapp.store.models import Membership, Team, User
+from webapp.web.config import normalize_database_url
 
 POSTGRES_ENV = "TOKENFORGE_TEST_POSTGRES_URL"
 PASSWORD = "correct horse battery staple"
@@ -150,7 +150,7 @@ def run_queued_jobs(app: Flask) -> None:
 
     The worker loop runs here; each job still runs in its real ``spawn`` child process.
     """
-    from webapp.worker import Worker
+    from webapp.training.worker import Worker
 
     worker = Worker(dict(app.config), worker_id="test-worker")
     try:
@@ -163,7 +163,7 @@ def run_queued_jobs(app: Flask) -> None:
 def algorithm() -> str:
     """The trainer the job tests run: BPE once the engine has it; until then WordPiece, the other real
     trainer available (shared by ``test_worker.py`` and ``test_faults.py``)."""
-    from webapp.training_form import available_algorithms
+    from webapp.training.form import available_algorithms
 
     for name in ("bpe", "wordpiece"):
         if name in available_algorithms():

@@ -25,9 +25,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from engine.trainers.limits import max_workers
 from tests.webapp.live import REPO, children
-from webapp import db, jobs
-from webapp.models import Corpus, Job
-from webapp.storage import CorpusStore
+from webapp.corpora.storage import CorpusStore
+from webapp.store import db
+from webapp.store.models import Corpus, Job
+from webapp.training import jobs
 
 CORPUS = "".join(f"the quick brown fox {i} jumps over the lazy dog {i % 7}\n" for i in range(300))
 

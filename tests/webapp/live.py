@@ -262,7 +262,7 @@ def multipart(fields: dict[str, str], filename: str, data: bytes,
 
 def train_fields(client: Client, vocab_size: int, algorithm: str = "bpe") -> dict[str, str]:
     """The training form's fields at their defaults (as the page offers them), plus a vocabulary size."""
-    from webapp.training_form import PREFIX
+    from webapp.training.form import PREFIX
 
     form = client.request(f"train?algorithm={algorithm}").body
     fields = dict(re.findall(rf'<input type="(?:text|number)" name="({PREFIX}[^"]+)" id="[^"]+" value="([^"]*)"', form))

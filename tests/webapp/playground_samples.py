@@ -83,8 +83,8 @@ def gpt2() -> Tokenizer:
 def store(app: object, tokenizer: Tokenizer, *, stats: dict | None = None, name: str | None = None,
           team_id: int = 1) -> int:
     """Save ``tokenizer`` as a database row of ``app`` and return its id."""
-    from webapp.db import get_session
-    from webapp.models import Tokenizer as Row
+    from webapp.store.db import get_session
+    from webapp.store.models import Tokenizer as Row
 
     with app.app_context():  # type: ignore[attr-defined]
         session = get_session()

@@ -1,8 +1,8 @@
 """The application factory is where the web app is wired: every blueprint is registered there.
 
 ``create_app`` imports each blueprint's module at the top and registers it; no other module
-registers one, and no view imports another view's helpers from ``playground.py`` (they live in
-``encode_page.py``). ``tests/test_import_graph.py`` checks the whole graph for circles.
+registers one, and no view imports another view's helpers from ``playground/views.py`` (they live in
+``playground/encode_page.py``). ``tests/test_import_graph.py`` checks the whole graph for circles.
 """
 
 from __future__ import annotations
@@ -21,19 +21,24 @@ def _calls(path: Path, name: str) -> bool:
                for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
 
 
+def _module(path: Path) -> str:
+    """``webapp/playground/views.py`` -> ``playground.views`` (the name below ``webapp``)."""
+    return ".".join(path.relative_to(WEBAPP).with_suffix("").parts)
+
+
 def test_only_create_app_registers_blueprints() -> None:
-    assert [p.name for p in sorted(WEBAPP.glob("*.py")) if _calls(p, "register_blueprint")] == ["app.py"]
+    assert [_module(p) for p in sorted(WEBAPP.rglob("*.py")) if _calls(p, "register_blueprint")] == ["app"]
 
 
 def test_every_blueprint_in_the_package_is_registered(app: Flask) -> None:
     defined = {}
-    for path in sorted(WEBAPP.glob("*.py")):
+    for path in sorted(WEBAPP.rglob("*.py")):
         if "Blueprint(" not in path.read_text(encoding="utf-8"):
             continue
-        module = importlib.import_module(f"webapp.{path.stem}")
+        module = importlib.import_module(f"webapp.{_module(path)}")
         for value in vars(module).values():
             if isinstance(value, Blueprint) and value.import_name == module.__name__:
-                defined[value.name] = path.stem
+                defined[value.name] = _module(path)
     assert defined == {name: app.blueprints[name].import_name.removeprefix("webapp.") for name in app.blueprints}
     assert set(defined) == {"accounts", "teams", "sharing", "corpora", "tokenizers", "leaderboard", "playground",
                             "compare", "vocab", "transfer", "api", "chat"}
@@ -41,12 +46,12 @@ def test_every_blueprint_in_the_package_is_registered(app: Flask) -> None:
 
 def test_no_module_imports_the_playground_views() -> None:
     importers = []
-    for path in sorted(WEBAPP.glob("*.py")):
+    for path in sorted(WEBAPP.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and (node.module == "webapp.playground" or (
-                    node.module == "webapp" and any(a.name == "playground" for a in node.names))):
-                importers.append(path.name)
-    assert importers == ["app.py"]
+            if isinstance(node, ast.ImportFrom) and (node.module == "webapp.playground.views" or (
+                    node.module == "webapp.playground" and any(a.name == "views" for a in node.names))):
+                importers.append(_module(path))
+    assert importers == ["app"]
 
 
 def test_the_playground_template_globals_are_set(app: Flask) -> None:

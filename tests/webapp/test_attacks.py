@@ -34,8 +34,8 @@ from flask.testing import FlaskClient
 
 from tests.webapp.conftest import login_as, make_app
 from tests.webapp.live import LiveApp
-from webapp.requests import BODY_BYTES, REFUSED_BODY_BYTES
-from webapp.server import HEAD_SECONDS
+from webapp.web.requests import BODY_BYTES, REFUSED_BODY_BYTES
+from webapp.web.server import HEAD_SECONDS
 
 GIB = 1 << 30
 
@@ -133,7 +133,7 @@ def test_a_login_form_is_still_accepted(anon_client: FlaskClient) -> None:
 ], ids=["partial-head", "head", "partial-small-body", "small-body", "large-body", "chunked",
         "bad-length", "endless-head"])
 def test_a_request_is_complete_when_its_head_and_small_body_arrived(raw: bytes, complete: bool) -> None:
-    from webapp.server import head_complete
+    from webapp.web.server import head_complete
 
     assert head_complete(raw) is complete
 
@@ -195,7 +195,7 @@ def test_an_encode_never_reads_the_training_statistics(app: Flask, client: Flask
     from sqlalchemy import event
 
     from tests.webapp.playground_samples import byte_bpe, store
-    from webapp import db
+    from webapp.store import db
 
     ref = store(app, byte_bpe(), stats={"merges": [[[104, 101], 7]], "curve": []})
     statements: list[str] = []

@@ -17,9 +17,9 @@ from sqlalchemy import func, select
 
 from tests.webapp.conftest import PASSWORD, add_user, login_as
 from tests.webapp.playground_samples import byte_bpe, store
-from webapp import db
-from webapp.auth import LOGIN_AT
-from webapp.models import ApiKey, Corpus, Membership, Team, Tokenizer, User
+from webapp.access.auth import LOGIN_AT
+from webapp.store import db
+from webapp.store.models import ApiKey, Corpus, Membership, Team, Tokenizer, User
 
 
 def login(client: FlaskClient, email: str, password: str = PASSWORD, **extra: str) -> int:
@@ -205,7 +205,7 @@ def test_a_session_lasts_session_days_from_its_login(app: Flask) -> None:
 def test_api_calls_do_not_reset_the_login_limit(app: Flask, client: FlaskClient) -> None:
     """The old cleanup forgot every key idle for longer than the API's window, logins included."""
     app.config.update(LOGIN_RATE_LIMIT="3/300", API_RATE_LIMIT="100000/60")
-    from webapp import ratelimit
+    from webapp.web import ratelimit
 
     # One second into a login window, so the jump below stays inside it (the sliding-window
     # estimate would rightly let a login through once most of the window has slid past).

@@ -31,12 +31,14 @@ from engine.pretokenizers import BertPreTokenizer
 from engine.trainers import option_specs
 from tests.webapp.conftest import add_user, login_as
 from tests.webapp.playground_samples import byte_bpe, store, unigram, wordpiece
-from webapp import charts, db, jobs, vocab_browser
-from webapp.errors import MESSAGES
-from webapp.models import Corpus, Leaderboard
-from webapp.models_auth import ApiKey, Invite, SharedText, ShareLink, Team
-from webapp.numbers import MAX_ID
-from webapp.training_form import PREFIX, available_algorithms
+from webapp.playground import charts, vocab_browser
+from webapp.store import db
+from webapp.store.models import Corpus, Leaderboard
+from webapp.store.models_auth import ApiKey, Invite, SharedText, ShareLink, Team
+from webapp.training import jobs
+from webapp.training.form import PREFIX, available_algorithms
+from webapp.web.errors import MESSAGES
+from webapp.web.numbers import MAX_ID
 
 HX = {"HX-Request": "true"}
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -372,7 +374,7 @@ def test_api_decode_refuses_wrong_ids(client: FlaskClient, three: dict[str, int]
 
 
 def test_api_decode_output_is_bounded(client: FlaskClient, three: dict[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
-    from webapp import api
+    from webapp.api import views as api
 
     monkeypatch.setattr(api, "MAX_DECODE_BYTES", 10)
     response = client.post("/api/v1/decode", json={"tokenizer": three["bpe"], "ids": [257] * 4})  # "the" x 4
@@ -381,7 +383,7 @@ def test_api_decode_output_is_bounded(client: FlaskClient, three: dict[str, int]
 
 
 def test_api_body_size_is_bounded(client: FlaskClient, three: dict[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
-    from webapp import requests
+    from webapp.web import requests
 
     monkeypatch.setattr(requests, "BODY_BYTES", 100)
     response = client.post("/api/v1/encode", json={"tokenizer": three["bpe"], "text": "x" * 200})
@@ -534,7 +536,8 @@ def test_pages_of_a_tokenizer_with_tokens_of_every_length_are_bounded(app: Flask
 
 
 def test_list_pages_are_capped(app: Flask, client: FlaskClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    from webapp import corpora, tokenizers
+    from webapp.corpora import views as corpora
+    from webapp.training import views as tokenizers
 
     monkeypatch.setattr(tokenizers, "MAX_LISTED", 2)
     monkeypatch.setattr(corpora, "MAX_LISTED", 2)

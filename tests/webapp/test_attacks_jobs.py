@@ -20,8 +20,8 @@ from sqlalchemy import select
 
 from engine.trainers.limits import MAX_PIECE_LENGTH, MAX_SUB_ITERATIONS, cpu_count, max_workers
 from tests.webapp.test_tokenizers import default_form
-from webapp import db
-from webapp.models import Job
+from webapp.store import db
+from webapp.store.models import Job
 
 
 @pytest.fixture

@@ -20,10 +20,10 @@ from sqlalchemy.orm import Session
 
 from tests.webapp.conftest import PASSWORD, make_app
 from tests.webapp.playground_samples import byte_bpe, store
-from webapp import backup as backup_module
-from webapp import db
-from webapp.backup import BackupError, backup, restore
-from webapp.models import ApiKey, Corpus, ShareLink, Tokenizer, User
+from webapp.store import db
+from webapp.store.models import ApiKey, Corpus, ShareLink, Tokenizer, User
+from webapp.transfer import backup as backup_module
+from webapp.transfer.backup import BackupError, backup, restore
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -8,8 +8,9 @@ from pathlib import Path
 from flask.testing import FlaskClient
 
 from engine.trainers import train
-from webapp import downloads, summary
-from webapp.training_form import form_from_options, parse
+from webapp.tokenizers import summary
+from webapp.training.form import form_from_options, parse
+from webapp.transfer import downloads
 
 
 def test_the_form_offers_the_level_and_validates_it(client: FlaskClient) -> None:

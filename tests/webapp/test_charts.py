@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from webapp import charts
+from webapp.playground import charts
 
 
 @pytest.mark.parametrize(("low", "high", "cover", "expected"), [

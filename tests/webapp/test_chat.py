@@ -10,7 +10,7 @@ from flask.testing import FlaskClient
 
 from engine import Tokenizer, byte_level_bpe
 from tests.webapp.playground_samples import EOT, MERGES, byte_bpe, store
-from webapp.chat import ChatCount, ChatError, Message, TemplateRefused, count_chat
+from webapp.chat.chat import ChatCount, ChatError, Message, TemplateRefused, count_chat
 
 HX = {"HX-Request": "true"}
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
@@ -195,8 +195,8 @@ def test_api_bad_chat_bodies(client: FlaskClient, ref: int, body: dict, status: 
 
 def test_api_refuses_a_malicious_stored_template(app: Flask, client: FlaskClient) -> None:
     app.config["CHAT_RENDER_SECONDS"] = 1.0
-    from webapp.db import get_session
-    from webapp.models import Tokenizer as Row
+    from webapp.store.db import get_session
+    from webapp.store.models import Tokenizer as Row
 
     with app.app_context():
         session = get_session()

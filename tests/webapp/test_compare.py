@@ -9,8 +9,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from tests.webapp.playground_samples import byte_bpe, store
-from webapp.compare import ColumnFigures, Region, column_figures, mark_spans, regions, summary
-from webapp.spans import DisplaySpan, TokenPart, group_spans
+from webapp.playground.compare import ColumnFigures, Region, column_figures, mark_spans, regions, summary
+from webapp.playground.spans import DisplaySpan, TokenPart, group_spans
 
 
 def mark_differences(tokenizations: list[list[DisplaySpan]], mark: str = "all") -> list[set[int]]:

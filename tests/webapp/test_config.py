@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from webapp.config import SettingsError, finish_settings, load_settings, normalize_database_url
+from webapp.web.config import SettingsError, finish_settings, load_settings, normalize_database_url
 
 
 def test_defaults_put_everything_in_the_data_dir(tmp_path: Path) -> None:

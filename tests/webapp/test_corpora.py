@@ -17,8 +17,8 @@ from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from tests.webapp.conftest import run_queued_jobs
-from webapp import db
-from webapp.models import Corpus
+from webapp.store import db
+from webapp.store.models import Corpus
 
 
 def upload(client: FlaskClient, *files: tuple[bytes, str], **fields: str) -> tuple[int, str, str]:
@@ -142,7 +142,7 @@ def test_interrupted_upload_stores_nothing(app: Flask) -> None:
             buffer[:5] = b"hello"
             return 5
 
-    from webapp.storage import CorpusStore, UploadError
+    from webapp.corpora.storage import CorpusStore, UploadError
 
     store = CorpusStore(app.config["CORPUS_DIR"])
     with pytest.raises(UploadError, match="The upload of 'x.txt' was interrupted") as info:

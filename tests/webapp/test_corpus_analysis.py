@@ -18,11 +18,13 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.webapp.conftest import login_as, run_queued_jobs
-from webapp import corpus_stats, db, jobs
-from webapp.corpus_stats import StatsAccumulator
-from webapp.models import Corpus, Job, Tokenizer, utcnow
-from webapp.training_form import available_algorithms
-from webapp.worker import Worker, _death_reason
+from webapp.corpora import stats as corpus_stats
+from webapp.corpora.stats import StatsAccumulator
+from webapp.store import db
+from webapp.store.models import Corpus, Job, Tokenizer, utcnow
+from webapp.training import jobs
+from webapp.training.form import available_algorithms
+from webapp.training.worker import Worker, _death_reason
 
 TEXT = "the cat sat\non the mat<|endoftext|>the dog\n" * 50
 

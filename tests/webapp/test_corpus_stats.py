@@ -15,8 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.pretokenizers import GPT2_PATTERN
-from webapp import corpus_stats
-from webapp.corpus_stats import DOCUMENT_SEPARATOR, StatsAccumulator, TextFacts, is_analysed
+from webapp.corpora import stats as corpus_stats
+from webapp.corpora.stats import DOCUMENT_SEPARATOR, StatsAccumulator, TextFacts, is_analysed
 
 # Spaces of every kind, including the four that str.isspace() has and regex's \s has not.
 ALPHABET = st.sampled_from(list("ab é漢1'.") + ["\n", "\t", "\x1c", "\x1f", "\xa0", "\u2028",

@@ -23,10 +23,10 @@ from sqlalchemy import select
 from engine.trainers import train
 from tests.engine.dask_cluster import local_cluster
 from tests.webapp.jobs_support import CORPUS, add_job, job_row, session_for, unigram_corpus, wait_for
-from webapp import jobs
-from webapp.config import SettingsError, load_settings
-from webapp.models import Tokenizer
-from webapp.worker import Worker
+from webapp.store.models import Tokenizer
+from webapp.training import jobs
+from webapp.training.worker import Worker
+from webapp.web.config import SettingsError, load_settings
 
 pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 

@@ -9,8 +9,9 @@ from alembic.migration import MigrationContext
 from flask import Flask
 from sqlalchemy import inspect, text
 
-from webapp import db, jobs
-from webapp.models import Base, Corpus
+from webapp.store import db
+from webapp.store.models import Base, Corpus
+from webapp.training import jobs
 
 
 def test_upgrade_head_leaves_nothing_for_autogenerate(db_app: Flask) -> None:

@@ -14,7 +14,7 @@ from flask.testing import FlaskClient
 from engine import Tokenizer
 from engine.normalizers import get_normalizer
 from tests.webapp.playground_samples import EOT, byte_bpe, store, unigram, wordpiece
-from webapp import downloads
+from webapp.transfer import downloads
 
 TEXT = "the wé, Hello worlds! 日本 👋"
 

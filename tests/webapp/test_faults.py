@@ -38,14 +38,21 @@ from pathlib import Path
 import pytest
 from flask import Flask
 
-from tests.webapp.live import Client, LiveApp, children, group_alive, multipart, process_commands, train_fields
 from tests.webapp.jobs_support import (
-    CORPUS, add_job, job_row, kill_worker_mid_job, needs_two_cpus, session_for, start_worker_process, unigram_corpus,
+    CORPUS,
+    add_job,
+    job_row,
+    kill_worker_mid_job,
+    needs_two_cpus,
+    session_for,
+    start_worker_process,
+    unigram_corpus,
     wait_for,
 )
-from webapp import supervisor
-from webapp.models import Job, Tokenizer, utcnow
-from webapp.storage import CorpusStore
+from tests.webapp.live import Client, LiveApp, children, group_alive, multipart, process_commands, train_fields
+from webapp.corpora.storage import CorpusStore
+from webapp.store.models import Job, Tokenizer, utcnow
+from webapp.training import supervisor
 
 pytestmark = pytest.mark.slow
 FINISHED = ("succeeded", "failed", "cancelled")

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from tests.webapp.conftest import login_as, make_app
 from tests.webapp.playground_samples import byte_bpe, store, wordpiece
-from webapp import db, imports
+from webapp.store import db
+from webapp.transfer import imports
 
 FUZZ = settings(max_examples=120, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 json_values = st.recursive(

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from webapp.graphemes import inside_graphemes, inside_graphemes_reference
+from webapp.playground.graphemes import inside_graphemes, inside_graphemes_reference
 
 # Characters that take part in the joining rules, next to plain ASCII: CR/LF, combining marks,
 # ZWJ, emoji and skin tones, regional indicators, Hangul jamo, a prepend mark, a spacing mark.

@@ -11,9 +11,10 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
-from webapp import db, filters
-from webapp.eta import MIN_STAGE_SECONDS, Progress
-from webapp.models import Job
+from webapp.store import db
+from webapp.store.models import Job
+from webapp.training.eta import MIN_STAGE_SECONDS, Progress
+from webapp.web import filters
 
 
 class Clock:

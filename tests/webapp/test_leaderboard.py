@@ -20,11 +20,12 @@ from sqlalchemy.exc import IntegrityError
 from engine.metrics import evaluate
 from tests.webapp.conftest import add_user, login_as, run_queued_jobs
 from tests.webapp.playground_samples import byte_bpe, store, unigram, wordpiece
-from webapp import db, jobs
-from webapp.leaderboard import SliceError, kept, read_slice
-from webapp.leaderboard_child import evaluate_pairs
-from webapp.models import Corpus, Job, Leaderboard, ShareLink, Tokenizer
-from webapp.storage import CorpusStore
+from webapp.corpora.storage import CorpusStore
+from webapp.leaderboards.child import evaluate_pairs
+from webapp.leaderboards.leaderboard import SliceError, kept, read_slice
+from webapp.store import db
+from webapp.store.models import Corpus, Job, Leaderboard, ShareLink, Tokenizer
+from webapp.training import jobs
 
 ENGLISH = "".join(f"the cat sat on the mat {i}\nhello world, unable to see {i % 5}\n" for i in range(40))
 FRENCH = "".join(f"le thé est très chaud {i}\nl'été à Paris\n" for i in range(30))
@@ -334,7 +335,7 @@ def test_cancelling_a_running_board_stops_its_child_and_keeps_the_pairs_done(
 
     from engine import byte_level_bpe
     from engine.pretokenizers import RegexSplit
-    from webapp.worker import Worker
+    from webapp.training.worker import Worker
 
     vocab = {b: bytes([b]) for b in range(256)}
     slow = store(app, byte_level_bpe(vocab, [], pretokenizer=RegexSplit(r"(?:.*,){6}X|\s|\S")), name="slow")
@@ -424,7 +425,7 @@ def test_boards_share_the_fair_queue(app: Flask, setup: dict[str, list[int]]) ->
 
 def test_deleting_a_teams_data_deletes_its_boards(app: Flask, client: FlaskClient,
                                                   setup: dict[str, list[int]]) -> None:
-    from webapp.teams import delete_team_data
+    from webapp.access.teams import delete_team_data
 
     build(client, setup["tokenizers"][:1], setup["corpora"][:1])
     with app.app_context():

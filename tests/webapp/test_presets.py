@@ -29,10 +29,11 @@ from engine.formats.js_tiktoken import parse_rank_table
 from engine.presets import TIKTOKEN_ENCODINGS
 from tests.webapp.conftest import add_user, login_as
 from tests.webapp.playground_samples import byte_bpe
-from webapp import db, preset_install, presets
+from webapp.access.teams import delete_team_data
 from webapp.cli import main as cli_main
-from webapp.models import ShareLink, Team, Tokenizer
-from webapp.teams import delete_team_data
+from webapp.store import db
+from webapp.store.models import ShareLink, Team, Tokenizer
+from webapp.tokenizers import preset_install, presets
 
 PRESETS_ENV = "TOKENFORGE_TEST_PRESETS_DIR"
 

@@ -12,7 +12,8 @@ from flask.testing import FlaskClient
 
 from engine import train
 from tests.webapp.playground_samples import byte_bpe, gpt2, store, unigram, wordpiece
-from webapp import filters, heldout
+from webapp.corpora import heldout
+from webapp.web import filters
 
 HX = {"HX-Request": "true"}
 
@@ -82,8 +83,8 @@ def test_wordpiece_merges_show_the_pieces_and_the_token_they_make(client: FlaskC
 
 
 def test_training_options_are_words_and_chips(client: FlaskClient, app: Flask) -> None:
-    from webapp.db import get_session
-    from webapp.models import Tokenizer as Row
+    from webapp.store.db import get_session
+    from webapp.store.models import Tokenizer as Row
 
     tokenizer_id = store(app, byte_bpe())
     with app.app_context():
@@ -100,8 +101,8 @@ def test_training_options_are_words_and_chips(client: FlaskClient, app: Flask) -
 
 
 def test_an_import_shows_where_it_came_from_and_no_empty_options(client: FlaskClient, app: Flask) -> None:
-    from webapp.db import get_session
-    from webapp.models import Tokenizer as Row
+    from webapp.store.db import get_session
+    from webapp.store.models import Tokenizer as Row
 
     tokenizer_id = store(app, wordpiece())
     with app.app_context():
@@ -115,8 +116,8 @@ def test_an_import_shows_where_it_came_from_and_no_empty_options(client: FlaskCl
 
 
 def test_an_imported_gpt2_names_its_format_and_pattern_as_the_form_does(client: FlaskClient, app: Flask) -> None:
-    from webapp.db import get_session
-    from webapp.models import Tokenizer as Row
+    from webapp.store.db import get_session
+    from webapp.store.models import Tokenizer as Row
 
     tokenizer_id = store(app, byte_bpe())
     with app.app_context():

@@ -16,9 +16,10 @@ from sqlalchemy.exc import OperationalError
 
 from tests.webapp.conftest import PASSWORD, login_as, make_app
 from tests.webapp.playground_samples import byte_bpe, store
-from webapp import db, ratelimit
-from webapp.config import SettingsError, parse_limit
-from webapp.corpora import clean_filename
+from webapp.corpora.views import clean_filename
+from webapp.store import db
+from webapp.web import ratelimit
+from webapp.web.config import SettingsError, parse_limit
 
 REPO = Path(__file__).resolve().parents[2]
 EVIL = ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>', "\u202eevil\u200b\u200d"]
@@ -245,7 +246,7 @@ def test_a_bad_rate_limit_setting_is_refused_with_its_value(raw: str) -> None:
 
 
 def test_backups_leave_the_rate_limit_counters_out(app: Flask, tmp_path: Path) -> None:
-    from webapp.backup import backup, restore
+    from webapp.transfer.backup import backup, restore
 
     app.config["LOGIN_RATE_LIMIT"] = "1/300"
     app.test_client().post("/login", data={"email": "alice@example.com", "password": "guess"})

@@ -1,7 +1,7 @@
-"""Web processes share the load (``webapp.server.Balance``): a process with no free thread
+"""Web processes share the load (``webapp.web.server.Balance``): a process with no free thread
 accepts no new connection, and an answer from a crowded process closes its connection.
 
-Each test runs gunicorn with the real :class:`webapp.server.BufferingWorker` around
+Each test runs gunicorn with the real :class:`webapp.web.server.BufferingWorker` around
 ``balance_app``, whose ``/hold`` keeps a thread busy until the test removes a file.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.webapp.live import free_port
-from webapp.server import Balance
+from webapp.web.server import Balance
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -32,7 +32,7 @@ class Server:
         self.hold = tmp_path / "hold"
         env = {**os.environ, "TOKENFORGE_TEST_HOLD": str(self.hold), "PYTHONPATH": str(REPO)}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "--worker-class", "webapp.server.BufferingWorker",
+            [sys.executable, "-m", "gunicorn", "--worker-class", "webapp.web.server.BufferingWorker",
              "--workers", str(workers), "--threads", str(threads), "--keep-alive", "75",
              "--bind", f"127.0.0.1:{self.port}", "--chdir", str(HERE), "balance_app:app"],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -11,8 +11,8 @@ from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from tests.webapp.playground_samples import byte_bpe, store, wordpiece
-from webapp import db
-from webapp.models import Corpus, ShareLink, SharedText, utcnow
+from webapp.store import db
+from webapp.store.models import Corpus, SharedText, ShareLink, utcnow
 
 
 @pytest.fixture

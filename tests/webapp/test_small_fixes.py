@@ -17,7 +17,7 @@ from engine import ConfigError
 from engine.trainers import make_options
 from tests.webapp.conftest import run_queued_jobs
 from tests.webapp.playground_samples import byte_bpe, store
-from webapp.training_form import available_algorithms
+from webapp.training.form import available_algorithms
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.webapp.playground_samples import EOT, byte_bpe, gpt2, unigram, wordpiece
-from webapp.spans import PALETTE_SIZE, counts, group_spans, show_whitespace
+from webapp.playground.spans import PALETTE_SIZE, counts, group_spans, show_whitespace
 
 
 def texts(spans):

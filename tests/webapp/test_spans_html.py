@@ -7,8 +7,8 @@ import re
 from markupsafe import escape
 
 from tests.webapp.playground_samples import EOT, byte_bpe
-from webapp.encode_view import encode_for_display
-from webapp.spans_html import escaped, ids_markup, spans_markup
+from webapp.playground.encode_view import encode_for_display
+from webapp.playground.spans_html import escaped, ids_markup, spans_markup
 
 
 def test_text_and_hover_titles_are_escaped() -> None:

@@ -13,8 +13,8 @@ from sqlalchemy import func, select
 
 from tests.webapp.conftest import PASSWORD, add_user, login_as
 from tests.webapp.playground_samples import byte_bpe, store
-from webapp import db
-from webapp.models import Corpus, Invite, Membership, Team, Tokenizer, User, utcnow
+from webapp.store import db
+from webapp.store.models import Corpus, Invite, Membership, Team, Tokenizer, User, utcnow
 
 
 def invite_url(client: FlaskClient, team_id: int = 1) -> str:

@@ -12,9 +12,9 @@ from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from engine.trainers import option_specs
-from webapp import db
-from webapp.models import Job
-from webapp.training_form import available_algorithms
+from webapp.store import db
+from webapp.store.models import Job
+from webapp.training.form import available_algorithms
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from tests.webapp.playground_samples import byte_bpe, gpt2, store, unigram, wordpiece
-from webapp import scripts, vocab_browser
+from webapp.playground import scripts, vocab_browser
 
 HX = {"HX-Request": "true"}
 

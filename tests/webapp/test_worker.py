@@ -26,14 +26,21 @@ from sqlalchemy import select, text
 
 from tests.webapp.conftest import login_as
 from tests.webapp.jobs_support import (
-    add_job, hold_job_row, job_row, kill_worker_mid_job, needs_two_cpus, session_for, small_options,
-    start_worker_process, unigram_corpus, wait_for,
+    add_job,
+    hold_job_row,
+    job_row,
+    kill_worker_mid_job,
+    needs_two_cpus,
+    session_for,
+    small_options,
+    start_worker_process,
+    unigram_corpus,
+    wait_for,
 )
 from tests.webapp.live import TAG_VARIABLE, children, tagged_processes
-from webapp import jobs
-from webapp.models import Tokenizer, utcnow
-from webapp.worker import Worker
-
+from webapp.store.models import Tokenizer, utcnow
+from webapp.training import jobs
+from webapp.training.worker import Worker
 
 
 @pytest.fixture

@@ -1,0 +1,286 @@
+"""Who is asking, and what they may see: login sessions, API keys, and the one scoping helper.
+
+Every corpus, job and tokenizer belongs to a team. A request may read a row when the user is a
+member of its team; tokenizers can also be read through a share link the visitor has opened
+(``visitors.py`` reads those from the session). There is exactly one way to fetch a row by id
+in a view, :func:`owned_or_404` (or :func:`scoped` for lists), and both answer 404, never 403,
+for rows of other teams, so guessing ids reveals nothing, not even that the row exists. Rows of no
+team are the preset tokenizers: reads admit them (``scoped(..., presets=True)``), and
+:func:`owned_or_404`, which the views that change a row use, refuses them with a 403.
+
+:func:`gate` runs before every request: pages need a login (the read-only playground pages are
+open to visitors holding a share link), and the JSON API answers 401 in JSON without a session
+or a valid ``Authorization: Bearer`` key.
+
+A session ends for good: its login id is ``"<user id>:<session generation>"`` (``User.get_id``),
+and :func:`end_sessions` raises the generation on logout, password change and "sign out
+everywhere", so every cookie issued before (a copied one too) stops working. A session also
+ends ``SESSION_DAYS`` after its login, however active it stays. Left out: the pages
+(``accounts.py``, ``teams.py``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import secrets
+import time
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+from flask import Flask, abort, current_app, g, jsonify, redirect, request, session, url_for
+from flask_login import LoginManager, current_user, login_user
+from sqlalchemy import Select, func, or_, select, update
+from werkzeug.security import check_password_hash, generate_password_hash
+from werkzeug.wrappers import Response
+
+from webapp.access.visitors import shared_tokenizer_ids
+from webapp.store.db import get_session
+from webapp.store.models import ApiKey, Membership, Team, User, utcnow
+from webapp.web.numbers import parse_id, parse_int
+
+PRESET_READ_ONLY = ("This is a preset tokenizer, shared read-only with every team: it cannot be renamed, "
+                    "deleted or shared, and has no training data. Encode, compare, browse and download it freely.")
+
+login_manager = LoginManager()
+login_manager.login_view = "accounts.login"
+login_manager.login_message = "Log in to see that page."
+
+Row = TypeVar("Row")
+LOGIN_AT = "_login_at"  # session key: when this session logged in (epoch seconds)
+MAX_NEXT = 2000  # longest ``next`` path kept after login; longer ones go to the home page
+API_KEY_PREFIX = "tf_"
+API_KEY_TOUCH_SECONDS = 60  # how stale last_used_at may get; writing it on every call would
+                            # turn every API read into a database write
+PUBLIC_ENDPOINTS = frozenset({"static", "healthz", "accounts.login", "accounts.signup", "accounts.logout",
+                              "sharing.open_link", "sharing.open_text", "sharing.open_vocab",
+                              "sharing.open_downloads", "teams.join"})
+#: Read-only tokenizer pages a share-link visitor may open; ``loaded.load`` checks the row.
+SHAREABLE_ENDPOINTS = frozenset({
+    "playground.play", "playground.encode", "playground.decode", "playground.inspector",
+    "vocab.browse", "transfer.downloads", "transfer.download", "transfer.download_zip",
+    "compare.page", "compare.run",
+})
+
+
+def hash_password(password: str) -> str:
+    """A memory-hard scrypt hash (werkzeug's defaults: n=2**15, r=8, p=1)."""
+    return generate_password_hash(password, method="scrypt")
+
+
+def check_password(user: User | None, password: str) -> bool:
+    """Whether ``password`` is the user's; hashes anyway when there is no user (no timing hint)."""
+    if user is None:
+        check_password_hash(_DUMMY_HASH, password)
+        return False
+    return check_password_hash(user.password_hash, password)
+
+
+_DUMMY_HASH = generate_password_hash(secrets.token_hex(16), method="scrypt")
+
+
+def new_token() -> str:
+    """An unguessable URL-safe token: 32 random bytes, 256 bits."""
+    return secrets.token_urlsafe(32)
+
+
+def digest(secret: str) -> str:
+    """The SHA-256 hex digest under which API keys are stored."""
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def new_api_key(user: User, name: str) -> tuple[ApiKey, str]:
+    """Create a key row for ``user``; return it and the key itself (shown once, never stored)."""
+    secret = API_KEY_PREFIX + new_token()
+    row = ApiKey(user_id=user.id, name=name, prefix=secret[:11], key_hash=digest(secret))
+    return row, secret
+
+
+@login_manager.user_loader
+def _load_user(login_id: str) -> User | None:
+    """The session's user, unless the session has ended (older generation, or too old)."""
+    user_part, _, generation_part = login_id.partition(":")
+    user_id = parse_id(user_part)
+    # A plain "<id>" (sessions from before generations existed) is generation 0.
+    generation = parse_int(generation_part) if generation_part else 0
+    if user_id is None or generation is None:
+        return None
+    user = get_session().get(User, user_id)
+    if user is None or user.session_generation != generation:
+        return None
+    login_at = session.get(LOGIN_AT)
+    if not isinstance(login_at, (int, float)) or isinstance(login_at, bool):
+        session[LOGIN_AT] = time.time()  # an older session: its lifetime starts counting now
+    elif time.time() - login_at > session_lifetime().total_seconds():
+        return None
+    return user
+
+
+def session_lifetime() -> dt.timedelta:
+    """How long a login lasts, from ``SESSION_DAYS``."""
+    return dt.timedelta(days=float(current_app.config["SESSION_DAYS"]))
+
+
+def start_session(user: User, *, keep: tuple[str, ...] = ()) -> None:
+    """Log ``user`` in on a fresh session (only the ``keep`` entries survive): no fixation."""
+    kept = {key: session[key] for key in keep if key in session}
+    session.clear()
+    session.update(kept)
+    session.permanent = True  # the cookie lasts SESSION_DAYS (PERMANENT_SESSION_LIFETIME)
+    session[LOGIN_AT] = time.time()
+    login_user(user)
+
+
+def end_sessions(user: User) -> None:
+    """End every session of ``user``, everywhere, by raising their session generation."""
+    db = get_session()
+    db.execute(update(User).where(User.id == user.id)
+               .values(session_generation=User.session_generation + 1))
+    db.commit()
+    db.refresh(user)
+
+
+@login_manager.request_loader
+def _load_user_from_key(req: Any) -> User | None:
+    """``Authorization: Bearer tf_…`` on the JSON API; anything else is ignored here."""
+    if not req.path.startswith("/api/"):
+        return None
+    header = req.headers.get("Authorization", "")
+    scheme, _, secret = header.partition(" ")
+    if scheme.lower() != "bearer" or not secret.strip().startswith(API_KEY_PREFIX):
+        return None
+    db = get_session()
+    # The key and its user in one query: the API pays for this on every call.
+    found = db.execute(select(ApiKey, User).join(User, User.id == ApiKey.user_id)
+                       .where(ApiKey.key_hash == digest(secret.strip()))).first()
+    if found is None:
+        return None
+    key, user = found
+    now = utcnow()
+    if key.last_used_at is None or (now - key.last_used_at).total_seconds() > API_KEY_TOUCH_SECONDS:
+        key.last_used_at = now
+        db.commit()
+    g.api_key_id = key.id
+    return user
+
+
+def team_ids() -> list[int]:
+    """The ids of the teams the current user belongs to (none for visitors)."""
+    if "team_ids" not in g:
+        if not current_user.is_authenticated:
+            g.team_ids = []
+        else:
+            g.team_ids = list(get_session().scalars(
+                select(Membership.team_id).where(Membership.user_id == current_user.id)))
+    return list(g.team_ids)
+
+
+def role_in(team_id: int) -> str | None:
+    """The current user's role in a team, or None when not a member."""
+    if not current_user.is_authenticated:
+        return None
+    return get_session().scalar(select(Membership.role).where(
+        Membership.team_id == team_id, Membership.user_id == current_user.id))
+
+
+def scoped(model: type[Row], *, shared_ids: list[int] | None = None, presets: bool = False) -> Select[tuple[Row]]:
+    """``select(model)`` limited to the current user's teams (plus ``shared_ids`` by id).
+
+    ``presets=True`` also admits the rows of no team, the preset tokenizers every team may read;
+    only reads ask for them (``loaded.rows_query``). Visitors who are in no team (share-link
+    visitors) see only what was shared with them, presets excluded.
+    """
+    column = model.team_id  # type: ignore[attr-defined]
+    teams = team_ids()
+    condition = column.in_(teams)
+    if shared_ids:
+        condition = or_(condition, model.id.in_(shared_ids))  # type: ignore[attr-defined]
+    if presets and teams:
+        condition = or_(condition, column.is_(None))
+    return select(model).where(condition)
+
+
+def owned_or_404(model: type[Row], row_id: int) -> Row:
+    """The ``model`` row with ``row_id`` if it belongs to one of the user's teams, else a 404.
+
+    Views that change a row fetch it here, so a preset (a row of no team) is never theirs: it
+    answers 403 with the reason, since every team can see that it exists.
+    """
+    row = readable_or_404(model, row_id)
+    if row.team_id is None:  # type: ignore[attr-defined]
+        abort(403, description=PRESET_READ_ONLY)
+    return row
+
+
+def readable_or_404(model: type[Row], row_id: int) -> Row:
+    """The ``model`` row with ``row_id`` if it belongs to one of the user's teams or is a preset."""
+    if not 0 < row_id < 2**63:  # a URL can carry any integer; the database cannot compare it
+        abort(404)
+    row = get_session().scalar(scoped(model, presets=True).where(model.id == row_id))  # type: ignore[attr-defined]
+    if row is None:
+        abort(404)
+    return row
+
+
+def current_team() -> Team:
+    """The team new corpora, jobs and tokenizers go to: the one chosen, else the first owned."""
+    ids = team_ids()
+    if not ids:
+        abort(403)  # every account has a team; losing all of them is a state we refuse to act in
+    chosen = session.get("team_id")
+    if chosen in ids:
+        team_id = chosen
+    else:  # a fresh session: a team of one's own, never one joined later that has a smaller id
+        owned = get_session().scalar(select(func.min(Membership.team_id)).where(
+            Membership.user_id == current_user.id, Membership.role == "owner"))
+        team_id = owned if owned is not None else min(ids)
+    team = get_session().get(Team, team_id)
+    if team is None:
+        abort(404)
+    return team
+
+
+def safe_next(target: str | None) -> str:
+    """A path on this site to return to after login; anything else becomes the home page.
+
+    Only a plain relative path is kept: it starts with one ``/``, holds no ``//`` (a
+    scheme-relative URL), no backslash (browsers read ``/\\host`` as ``//host``), no control
+    characters (a CR/LF would break the ``Location`` header) and no spaces.
+    """
+    if not target or not isinstance(target, str) or len(target) > MAX_NEXT:
+        return url_for("index")
+    if (not target.startswith("/") or "//" in target or "\\" in target
+            or any(ch.isspace() or not ch.isprintable() for ch in target)):
+        return url_for("index")
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc:
+        return url_for("index")
+    return target
+
+
+def gate() -> Response | None:
+    """Before every request: require a login, except for public and share-link pages."""
+    endpoint = request.endpoint
+    if endpoint is None or current_user.is_authenticated or endpoint in PUBLIC_ENDPOINTS:
+        return None
+    if endpoint in SHAREABLE_ENDPOINTS and shared_tokenizer_ids():
+        return None
+    if request.path.startswith("/api/"):
+        response = jsonify({"error": "Log in, or send an API key in the header "
+                                     "Authorization: Bearer <key> (create one on your account page)."})
+        response.status_code = 401
+        response.headers["WWW-Authenticate"] = 'Bearer realm="tokenforge"'
+        return response
+    return redirect(url_for("accounts.login", next=request.full_path.rstrip("?")), 303)
+
+
+def init_app(app: Flask) -> None:
+    """Attach flask-login and the gate; give templates ``current_user`` and ``role_in``."""
+    # Flask checks a session cookie's signature age against this, and a permanent session's
+    # cookie expires after it; the "remember me" cookie (not offered today) would too.
+    days = dt.timedelta(days=float(app.config["SESSION_DAYS"]))
+    app.config["PERMANENT_SESSION_LIFETIME"] = days
+    app.config["REMEMBER_COOKIE_DURATION"] = days
+    login_manager.init_app(app)
+    app.before_request(gate)
+    app.jinja_env.globals.update(role_in=role_in, team_ids=team_ids)

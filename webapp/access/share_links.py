@@ -1,0 +1,48 @@
+"""Share links as rows: create one for a tokenizer or a leaderboard, revoke one.
+
+Both kinds of link live in ``ShareLink`` and share tokens, expiry and revocation, so the
+tokenizer's share page (``sharing.py``) and the leaderboard's (``leaderboards/views.py``) call
+these two functions. A link's token is ``auth.new_token()``: 256 random bits.
+Left out: checking that the row is the user's (the callers do, with ``auth.owned_or_404``),
+opening a link (``sharing.py``) and what a visitor may then read (``visitors.py``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from flask_login import current_user
+
+from webapp.access.auth import new_token
+from webapp.store.db import get_session
+from webapp.store.models import ShareLink, utcnow
+from webapp.web.numbers import parse_int
+
+MAX_EXPIRY_DAYS = 3650
+
+
+def create_link(raw_days: str, *, tokenizer_id: int | None = None, leaderboard_id: int | None = None) -> str | None:
+    """Add a link to the tokenizer or the leaderboard, expiring after ``raw_days`` days (empty: never).
+
+    The caller has checked that the row is the user's. Return the sentence to show when the
+    expiry is not a number of days (and add nothing), else None.
+    """
+    raw = raw_days.strip()
+    expires = None
+    if raw:
+        days = parse_int(raw, low=1, high=MAX_EXPIRY_DAYS)
+        if days is None:
+            return (f"The expiry must be a whole number of days from 1 to {MAX_EXPIRY_DAYS}, "
+                    f"or empty for a link that never expires; got {raw[:20]!r}.")
+        expires = utcnow() + dt.timedelta(days=days)
+    get_session().add(ShareLink(tokenizer_id=tokenizer_id, leaderboard_id=leaderboard_id, token=new_token(),
+                                created_by=current_user.id, expires_at=expires))
+    get_session().commit()
+    return None
+
+
+def revoke_link(link: ShareLink) -> None:
+    """Revoke ``link`` (the caller has checked it is the user's): it stops opening at once."""
+    if link.revoked_at is None:
+        link.revoked_at = utcnow()
+        get_session().commit()

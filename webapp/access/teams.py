@@ -1,0 +1,294 @@
+"""The teams blueprint: team pages, members, invite links, leaving, and deleting a team's data.
+
+Owners invite (links expire after ``INVITE_DAYS``), promote and remove members, and delete the
+team's data or the team itself; members can leave. A team always keeps an owner: the last
+owner cannot leave or be removed while others remain (promote someone first). Deleting data
+removes the database rows and every corpus file no other corpus still uses; a deletion that
+would be refused (your only team) is refused before anything is deleted.
+
+Joining by invite is always a logged-in user's explicit, CSRF-protected click on the invite's
+page: opening a link while logged out only lets the visitor sign up, and logging in or
+signing up never joins a team by itself. Joining does not change the working team either, so
+nothing of yours goes to the new team until you choose it.
+
+Left out: accounts and sessions (``accounts.py``), scoping (``auth.py``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from flask import Blueprint, abort, current_app, flash, redirect, request, session, url_for
+from flask_login import current_user
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.orm import Session
+from werkzeug.wrappers import Response
+
+from webapp.access import auth
+from webapp.corpora.storage import CorpusStore
+from webapp.store.db import get_session
+from webapp.store.models import Corpus, Invite, Job, Leaderboard, Membership, Team, Tokenizer, User, utcnow
+from webapp.web.htmx import render
+
+bp = Blueprint("teams", __name__)
+
+
+def my_memberships() -> list[tuple[Membership, Team]]:
+    """The current user's memberships with their teams, by team name."""
+    rows = get_session().execute(
+        select(Membership, Team).join(Team, Team.id == Membership.team_id)
+        .where(Membership.user_id == current_user.id).order_by(Team.name, Team.id))
+    return [(m, t) for m, t in rows]
+
+
+def invite_from_session() -> Invite | None:
+    """The usable invite whose link this visitor opened, if any."""
+    token = session.get("invite")
+    if not isinstance(token, str):
+        return None
+    invite = get_session().scalar(select(Invite).where(Invite.token == token))
+    return invite if invite is not None and invite.usable() else None
+
+
+def accept_invite(db: Session, invite: Invite, user: User) -> int:
+    """Make ``user`` a member of the invite's team (once); return the team id."""
+    exists = db.scalar(select(Membership.id).where(Membership.team_id == invite.team_id,
+                                                   Membership.user_id == user.id))
+    if exists is None:
+        db.add(Membership(team_id=invite.team_id, user_id=user.id, role="member"))
+        invite.uses += 1
+    return invite.team_id
+
+
+def claim_orphan_teams(db: Session, user: User) -> None:
+    """Make ``user`` the owner of teams without members (data from before accounts existed)."""
+    members = select(Membership.team_id)
+    for team_id in db.scalars(select(Team.id).where(Team.id.not_in(members))):
+        db.add(Membership(team_id=team_id, user_id=user.id, role="owner"))
+
+
+def delete_team_data(db: Session, team_id: int) -> dict[str, int]:
+    """Delete a team's leaderboards, jobs, tokenizers and corpora, and the corpus files nobody else uses."""
+    shas = set(db.scalars(select(Corpus.sha256).where(Corpus.team_id == team_id)))
+    counts = {
+        "leaderboards": db.execute(delete(Leaderboard).where(Leaderboard.team_id == team_id)).rowcount,
+        "tokenizers": db.execute(delete(Tokenizer).where(Tokenizer.team_id == team_id)).rowcount,
+        "jobs": db.execute(delete(Job).where(Job.team_id == team_id)).rowcount,  # a running job's
+        # worker notices at its next heartbeat that the row is gone and stops training
+        "corpora": db.execute(delete(Corpus).where(Corpus.team_id == team_id)).rowcount,
+    }
+    db.commit()
+    remove_unused_files(db, shas)
+    return counts
+
+
+def remove_unused_files(db: Session, shas: set[str]) -> None:
+    """Delete the stored corpus objects among ``shas`` that no corpus row refers to any more."""
+    store = CorpusStore(current_app.config["CORPUS_DIR"])
+    for sha in shas:
+        if not db.scalar(select(func.count()).select_from(Corpus).where(Corpus.sha256 == sha)):
+            store.delete(sha)
+
+
+def close_account(db: Session, user: User) -> str | None:
+    """Delete ``user``; teams they alone belong to go too. Return why not, if it cannot be done."""
+    for membership, team in my_memberships():
+        others = db.scalar(select(func.count()).select_from(Membership).where(
+            Membership.team_id == team.id, Membership.user_id != user.id))
+        other_owners = db.scalar(select(func.count()).select_from(Membership).where(
+            Membership.team_id == team.id, Membership.user_id != user.id, Membership.role == "owner"))
+        if others and membership.role == "owner" and not other_owners:
+            return (f"You are the only owner of {team.name!r}, which has other members. Make one of "
+                    "them an owner, or remove them, before closing your account.")
+    for membership, team in my_memberships():
+        alone = not db.scalar(select(func.count()).select_from(Membership).where(
+            Membership.team_id == team.id, Membership.user_id != user.id))
+        if alone:
+            delete_team_data(db, team.id)
+            db.execute(delete(Team).where(Team.id == team.id))
+    db.execute(delete(User).where(User.id == user.id))
+    db.commit()
+    return None
+
+
+def _team_or_404(team_id: int, *, owner: bool = False) -> Team:
+    role = auth.role_in(team_id)
+    if role is None:
+        abort(404)
+    if owner and role != "owner":
+        abort(403)
+    team = get_session().get(Team, team_id)
+    if team is None:
+        abort(404)
+    return team
+
+
+def _back(team_id: int) -> Response:
+    return redirect(url_for("teams.show", team_id=team_id), 303)
+
+
+@bp.get("/teams")
+def index() -> Response:
+    """Your teams, and a form to start a new one."""
+    return render("teams/index.html", memberships=my_memberships(), error=None)
+
+
+@bp.post("/teams")
+def create() -> Response:
+    """Start a new team, owned by you."""
+    name = request.form.get("name", "").strip()
+    if not name or len(name) > 200:
+        return render("teams/index.html", memberships=my_memberships(), status=422,
+                      error="Give the team a name of at most 200 characters.")
+    db = get_session()
+    team = Team(name=name)
+    db.add(team)
+    db.flush()
+    db.add(Membership(team_id=team.id, user_id=current_user.id, role="owner"))
+    db.commit()
+    session["team_id"] = team.id
+    return _back(team.id)
+
+
+@bp.get("/teams/<int:team_id>")
+def show(team_id: int) -> Response:
+    """A team: its members, invite links and data."""
+    team = _team_or_404(team_id)
+    db = get_session()
+    members = db.execute(select(Membership, User).join(User, User.id == Membership.user_id)
+                         .where(Membership.team_id == team_id).order_by(User.name, User.id)).all()
+    invites = db.scalars(select(Invite).where(Invite.team_id == team_id, Invite.expires_at > utcnow())
+                         .order_by(Invite.id)).all()
+    counts = {name: db.scalar(select(func.count()).select_from(model).where(model.team_id == team_id))
+              for name, model in (("corpora", Corpus), ("tokenizers", Tokenizer))}
+    counts["jobs"] = db.scalar(select(func.count()).select_from(Job).where(  # training jobs
+        Job.team_id == team_id, Job.kind == "train"))
+    return render("teams/show.html", team=team, members=members, invites=invites, counts=counts,
+                  role=auth.role_in(team_id))
+
+
+@bp.post("/teams/<int:team_id>/invites")
+def invite(team_id: int) -> Response:
+    """Create an invite link (owners only)."""
+    _team_or_404(team_id, owner=True)
+    days = float(current_app.config.get("INVITE_DAYS", 7))
+    get_session().add(Invite(team_id=team_id, token=auth.new_token(), created_by=current_user.id,
+                             expires_at=utcnow() + dt.timedelta(days=days)))
+    get_session().commit()
+    return _back(team_id)
+
+
+@bp.post("/teams/<int:team_id>/invites/<int:invite_id>/delete")
+def revoke_invite(team_id: int, invite_id: int) -> Response:
+    """Revoke an invite link (owners only)."""
+    _team_or_404(team_id, owner=True)
+    get_session().execute(delete(Invite).where(Invite.id == invite_id, Invite.team_id == team_id))
+    get_session().commit()
+    return _back(team_id)
+
+
+@bp.route("/join/<token>", methods=["GET", "POST"])
+def join(token: str) -> Response:
+    """An invite's page: visitors sign up or log in first; logged-in users confirm with a POST."""
+    db = get_session()
+    invite = db.scalar(select(Invite).where(Invite.token == token[:64]))
+    if invite is None or not invite.usable():
+        return render("teams/join.html", invite=None, team=None, status=404)
+    team = db.get(Team, invite.team_id)
+    inviter = db.get(User, invite.created_by) if invite.created_by is not None else None
+    if not current_user.is_authenticated:
+        session["invite"] = invite.token  # lets the visitor sign up; it joins nothing by itself
+        return render("teams/join.html", invite=invite, team=team, inviter=inviter, member=False)
+    member = auth.role_in(invite.team_id) is not None
+    if request.method == "GET" or member:
+        return render("teams/join.html", invite=invite, team=team, inviter=inviter, member=member,
+                      current=auth.current_team())
+    working = auth.current_team()
+    # Pin the working team: without a choice it falls back to the lowest team id, which the
+    # joined team may have, and the user's next upload would go there unasked.
+    session["team_id"] = working.id
+    accept_invite(db, invite, current_user)
+    db.commit()
+    session.pop("invite", None)
+    flash(f"You joined {team.name if team else 'the team'!r}. New work still goes to "
+          f"{working.name!r}; choose the team on your account page to change that.")
+    return _back(invite.team_id)
+
+
+def _membership(team_id: int, user_id: int) -> Membership:
+    found = get_session().scalar(select(Membership).where(Membership.team_id == team_id,
+                                                          Membership.user_id == user_id))
+    if found is None:
+        abort(404)
+    return found
+
+
+def _last_owner(team_id: int, user_id: int) -> bool:
+    owners = set(get_session().scalars(select(Membership.user_id).where(
+        Membership.team_id == team_id, Membership.role == "owner")))
+    return owners == {user_id}
+
+
+@bp.post("/teams/<int:team_id>/members/<int:user_id>/remove")
+def remove_member(team_id: int, user_id: int) -> Response:
+    """Remove someone from the team (owners), or leave it yourself (anyone)."""
+    _team_or_404(team_id, owner=user_id != current_user.id)
+    membership = _membership(team_id, user_id)
+    db = get_session()
+    alone = not db.scalar(select(func.count()).select_from(Membership).where(
+        Membership.team_id == team_id, Membership.user_id != user_id))
+    if alone:
+        flash("You are the team's only member; delete the team instead of leaving it.")
+        return _back(team_id)
+    if membership.role == "owner" and _last_owner(team_id, user_id):
+        flash("A team needs an owner: make another member an owner first.")
+        return _back(team_id)
+    db.delete(membership)
+    db.commit()
+    if user_id == current_user.id:
+        session.pop("team_id", None)
+        flash("You left the team.")
+        return redirect(url_for("teams.index"), 303)
+    return _back(team_id)
+
+
+@bp.post("/teams/<int:team_id>/members/<int:user_id>/role")
+def set_role(team_id: int, user_id: int) -> Response:
+    """Make a member an owner, or an owner a member (owners only; never the last owner)."""
+    _team_or_404(team_id, owner=True)
+    role = request.form.get("role", "")
+    membership = _membership(team_id, user_id)
+    if role not in ("owner", "member"):
+        abort(400)
+    if role == "member" and _last_owner(team_id, user_id):
+        flash("A team needs an owner: make another member an owner first.")
+        return _back(team_id)
+    get_session().execute(update(Membership).where(Membership.id == membership.id).values(role=role))
+    get_session().commit()
+    return _back(team_id)
+
+
+@bp.post("/teams/<int:team_id>/delete")
+def delete_team(team_id: int) -> Response:
+    """Delete the team's data (``what=data``) or the team with its data (owners, confirmed)."""
+    team = _team_or_404(team_id, owner=True)
+    if request.form.get("confirm", "").strip() != team.name:
+        flash(f"Type the team's name, {team.name!r}, to confirm.")
+        return _back(team_id)
+    what = request.form.get("what", "")
+    if what not in ("data", "team"):
+        abort(400)  # the page's two buttons send one of these; nothing else deletes anything
+    if what == "team" and len(auth.team_ids()) <= 1:  # refuse before deleting anything
+        flash("This is your only team; close your account instead, or delete just the data.")
+        return _back(team_id)
+    db = get_session()
+    counts = delete_team_data(db, team_id)
+    if what == "data":
+        flash(f"Deleted {counts['corpora']} corpora, {counts['tokenizers']} tokenizers and "
+              f"{counts['jobs']} jobs of {team.name!r}.")
+        return _back(team_id)
+    db.execute(delete(Team).where(Team.id == team_id))
+    db.commit()
+    session.pop("team_id", None)
+    flash(f"Deleted the team {team.name!r} and its data.")
+    return redirect(url_for("teams.index"), 303)

@@ -1,0 +1,3 @@
+"""Chat templates: counting a conversation as a model sees it, with templates rendered in a
+bounded sandbox process, and the chat page.
+"""

@@ -1,0 +1,214 @@
+"""The corpora blueprint: upload, list, show, rename and delete text corpora.
+
+Uploads are streamed into the content-addressed store by ``storage.py``; this module turns
+the outcome into database rows and pages. Each new corpus gets an "analyse" job for its full
+statistics; its page polls (htmx) until they arrive, or says why the analysis failed and offers
+to run it again (``analysis.py``). An upload whose content is already stored is
+reused instead of stored twice (within the same team: another team's corpora are never
+revealed). Every row is fetched through ``auth.owned_or_404``/``auth.scoped``; deleting asks for
+confirmation on a page of its own, and removes the stored file when no corpus uses it any more.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from pathlib import PurePosixPath, PureWindowsPath
+
+from flask import Blueprint, current_app, flash, redirect, request, url_for
+from sqlalchemy import func, select
+from werkzeug.exceptions import ClientDisconnected
+from werkzeug.wrappers import Response
+
+from webapp.access.auth import current_team, owned_or_404, scoped
+from webapp.corpora.analysis import analysis_states
+from webapp.corpora.storage import CorpusStore, UploadError
+from webapp.store.db import get_session
+from webapp.store.models import Corpus, Job
+from webapp.training import jobs
+from webapp.web.htmx import is_htmx, render
+
+bp = Blueprint("corpora", __name__, url_prefix="/corpora")
+MAX_NAME = 200
+MAX_LISTED = 500  # rows on the list page, newest first
+INTERRUPTED = "The upload was interrupted before it finished. Nothing was stored; please try again."
+
+
+def store() -> CorpusStore:
+    """The app's corpus store."""
+    return CorpusStore(current_app.config["CORPUS_DIR"])
+
+
+def clean_filename(raw: str) -> str:
+    """The last path component of a browser-supplied name (never a path), at most 200 chars.
+
+    Control and format characters (NUL, newlines, bidi overrides, zero-width) are dropped, so a
+    name can neither break out of a header nor disguise its extension; ``.`` and ``..`` are not
+    names. The name is only ever displayed: files are stored under their hash.
+    """
+    base = PureWindowsPath(PurePosixPath((raw or "").replace("\x00", "")).name).name
+    name = "".join(c for c in base if unicodedata.category(c) not in ("Cc", "Cf")).strip()
+    if name in ("", ".", ".."):
+        return "upload"
+    return name[:MAX_NAME]
+
+
+def _all_corpora() -> list[Corpus]:
+    """The newest ``MAX_LISTED`` corpora, for the list page."""
+    return list(get_session().scalars(scoped(Corpus).order_by(Corpus.created_at.desc(), Corpus.id.desc())
+                                      .limit(MAX_LISTED)))
+
+
+def _get_or_404(corpus_id: int) -> Corpus:
+    return owned_or_404(Corpus, corpus_id)
+
+
+@bp.get("/")
+def index() -> Response:
+    """List corpora, with the upload form."""
+    return _index_page([], {})
+
+
+def _index_page(errors: list[str], form: dict[str, object], status: int = 200) -> Response:
+    corpora = _all_corpora()
+    return render("corpora/index.html", corpora=corpora, errors=errors, form=form, status=status,
+                  capped=len(corpora) == MAX_LISTED,
+                  states=analysis_states(get_session(), corpora))
+
+
+@bp.post("/")
+def upload() -> Response:
+    """Store one or more uploaded files as corpora."""
+    try:
+        files = [f for f in request.files.getlist("files") if f.filename]
+        form = request.form.to_dict()
+        # A body shorter than its Content-Length means the client went away mid-upload.
+        cut_short = bool(getattr(request, "body_cut_short", False))
+    except ClientDisconnected:
+        cut_short = True
+    if cut_short:
+        return _index_page([INTERRUPTED], {}, status=400)
+    text_field = form.get("text_field", "").strip() or "text"
+    replace = form.get("replace_errors") == "on"
+    errors: list[str] = []
+    offer_replace = False
+    stored: list[Corpus] = []
+    if not files:
+        errors.append("Choose at least one file to upload.")
+    if len(text_field) > MAX_NAME:
+        errors.append(f"The text field's name can be at most {MAX_NAME} characters; this one has "
+                      f"{len(text_field):,}. Nothing was stored.")
+        files = []
+    session = get_session()
+    team_id = current_team().id
+    for upload_file in files:
+        filename = clean_filename(upload_file.filename or "")
+        try:
+            result = store().ingest(
+                upload_file.stream, filename, max_bytes=int(current_app.config["MAX_UPLOAD_BYTES"]),
+                text_field=text_field, replace_errors=replace,
+            )
+        except UploadError as exc:
+            errors.append(str(exc))
+            offer_replace = offer_replace or exc.kind == "utf8"
+            continue
+        existing = session.scalars(select(Corpus).where(Corpus.sha256 == result.sha256,
+                                                        Corpus.team_id == team_id)).first()
+        if existing is not None:
+            flash(f"{filename!r} has the same content as the corpus {existing.name!r}, "
+                  "so that corpus is reused.")
+            stored.append(existing)
+            continue
+        corpus = Corpus(
+            team_id=team_id, name=filename, sha256=result.sha256, format=result.format,
+            original_filename=filename, upload_bytes=result.upload_bytes,
+            size_bytes=result.size_bytes, stats=result.stats,
+        )
+        session.add(corpus)
+        session.flush()
+        jobs.enqueue_analysis(session, corpus)  # commits the corpus and its job together
+        stored.append(corpus)
+    if errors:
+        form["offer_replace"] = offer_replace
+        return _index_page(errors, form, status=422)
+    if len(stored) == 1:
+        return redirect(url_for("corpora.show", corpus_id=stored[0].id), 303)
+    flash(f"Stored {len(stored)} corpora.")
+    return redirect(url_for("corpora.index"), 303)
+
+
+def _show_page(corpus: Corpus, *, block: str, rename_error: str | None = None,
+               status: int = 200) -> Response:
+    analysis = analysis_states(get_session(), [corpus])[corpus.id]
+    return render("corpora/show.html", block, corpus=corpus, analysis=analysis,
+                  rename_error=rename_error, status=status)
+
+
+@bp.get("/<int:corpus_id>")
+def show(corpus_id: int) -> Response:
+    """A corpus's statistics and preview; htmx polls get the statistics block until analysed."""
+    return _show_page(_get_or_404(corpus_id), block="stats")
+
+
+@bp.post("/<int:corpus_id>/analyse")
+def analyse(corpus_id: int) -> Response:
+    """Queue the corpus's analysis again (after it failed); the page then polls for it."""
+    corpus = _get_or_404(corpus_id)
+    if analysis_states(get_session(), [corpus])[corpus.id].status == "failed":  # not twice
+        jobs.enqueue_analysis(get_session(), corpus)
+    if is_htmx():
+        return _show_page(corpus, block="stats")
+    return redirect(url_for("corpora.show", corpus_id=corpus.id), 303)
+
+
+@bp.post("/<int:corpus_id>/rename")
+def rename(corpus_id: int) -> Response:
+    """Rename a corpus (the htmx form swaps only the title block)."""
+    corpus = _get_or_404(corpus_id)
+    name = request.form.get("name", "").strip()
+    error = None
+    if not name:
+        error = "Give the corpus a name."
+    elif len(name) > MAX_NAME:
+        error = f"A name can be at most {MAX_NAME} characters; this one has {len(name)}."
+    else:
+        corpus.name = name
+        get_session().commit()
+    return _show_page(corpus, block="title", rename_error=error, status=422 if error else 200)
+
+
+@bp.get("/<int:corpus_id>/delete")
+def confirm_delete(corpus_id: int) -> Response:
+    """Ask before deleting a corpus."""
+    corpus = _get_or_404(corpus_id)
+    return render("auth/confirm.html", what=f"the corpus {corpus.name!r}",
+                  detail="Its stored file is removed too, unless another corpus has the same content.",
+                  action=url_for("corpora.delete", corpus_id=corpus.id),
+                  back=url_for("corpora.show", corpus_id=corpus.id))
+
+
+@bp.post("/<int:corpus_id>/delete")
+def delete(corpus_id: int) -> Response:
+    """Delete a corpus and, if no other corpus shares its content, its stored file."""
+    session = get_session()
+    corpus = _get_or_404(corpus_id)
+    if request.form.get("confirmed") != "yes":
+        return redirect(url_for("corpora.confirm_delete", corpus_id=corpus_id), 303)
+    active = session.scalars(select(Job).where(Job.status.in_(("queued", "running")), Job.kind == "train",
+                                               Job.team_id == corpus.team_id)).all()
+    if any(corpus_id in job.corpus_ids for job in active):
+        flash(f"{corpus.name!r} is used by a job that has not finished; cancel it first.")
+        return redirect(url_for("corpora.show", corpus_id=corpus_id), 303)
+    if corpus.analysis_job_id is not None:  # an unfinished analysis of it is pointless now
+        jobs.request_cancel(session, corpus.analysis_job_id)
+    sha, name = corpus.sha256, corpus.name
+    session.delete(corpus)
+    session.commit()
+    if not session.scalar(select(func.count()).select_from(Corpus).where(Corpus.sha256 == sha)):
+        store().delete(sha)
+    flash(f"Deleted the corpus {name!r}.")
+    target = url_for("corpora.index")
+    if is_htmx():
+        response = Response("", 200)
+        response.headers["HX-Redirect"] = target
+        return response
+    return redirect(target, 303)

@@ -1,0 +1,233 @@
+"""The leaderboard pages: choose tokenizers and held-out corpora, watch the board fill in, sort,
+export as CSV, share read-only.
+
+One view per action; the rows, sorting, chart data and CSV are ``leaderboard.py``'s. Every row
+is the team's (``auth.owned_or_404``: another team's board is a 404); the tokenizers offered are
+the team's own and the presets, the corpora the team's. The board page polls itself through
+htmx (the ``board`` block) until its job has finished; a share link (``access/sharing.py``) serves the
+same page read-only at ``/s/<token>``.
+
+Left out: evaluating (``child.py``) and the link mechanism itself (``access/sharing.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, abort, current_app, redirect, request, url_for
+from sqlalchemy import select
+from sqlalchemy.orm import defer
+from werkzeug.wrappers import Response
+
+from webapp.access import auth
+from webapp.access.share_links import create_link, revoke_link
+from webapp.corpora.storage import CorpusStore
+from webapp.leaderboards import leaderboard
+from webapp.playground import charts
+from webapp.store.db import get_session
+from webapp.store.models import Corpus, Job, Leaderboard, ShareLink, Tokenizer, utcnow
+from webapp.training import jobs
+from webapp.web.htmx import is_htmx, render
+from webapp.web.numbers import parse_id, parse_int
+
+bp = Blueprint("leaderboard", __name__, url_prefix="/leaderboards")
+MAX_LISTED = 100
+MAX_NAME = 200
+
+
+def _max_bytes() -> int:
+    return int(current_app.config.get("LEADERBOARD_MAX_BYTES", leaderboard.DEFAULT_MAX_BYTES))
+
+
+def _choices() -> tuple[list[Tokenizer], list[Corpus]]:
+    """What a new board may use: the team's tokenizers and the presets, and the team's corpora."""
+    session = get_session()
+    tokenizers = session.scalars(auth.scoped(Tokenizer, presets=True)
+                                 .options(defer(Tokenizer.tokenizer_json), defer(Tokenizer.stats))
+                                 .order_by(Tokenizer.team_id.is_not(None), Tokenizer.id.desc()).limit(200)).all()
+    corpora = session.scalars(auth.scoped(Corpus).order_by(Corpus.id.desc()).limit(200)).all()
+    return list(tokenizers), list(corpora)
+
+
+def _index_page(*, error: str | None = None, form: dict[str, Any] | None = None, status: int = 200) -> Response:
+    boards = get_session().scalars(auth.scoped(Leaderboard).order_by(Leaderboard.id.desc()).limit(MAX_LISTED)).all()
+    job_ids = [board.job_id for board in boards if board.job_id is not None]
+    statuses = ({job_id: status for job_id, status in get_session().execute(
+        select(Job.id, Job.status).where(Job.id.in_(job_ids)))} if job_ids else {})
+    tokenizers, corpora = _choices()
+    return render("leaderboard/index.html", status=status, boards=boards, statuses=statuses, tokenizers=tokenizers,
+                  corpora=corpora, error=error, form=form or {}, max_kib=_max_bytes() // 1024,
+                  max_tokenizers=leaderboard.MAX_TOKENIZERS, max_corpora=leaderboard.MAX_CORPORA)
+
+
+@bp.get("")
+def index() -> Response:
+    """The team's leaderboards, newest first, and the form for a new one."""
+    return _index_page()
+
+
+def _chosen(offered: list[Any], field: str, limit: int, what: str) -> tuple[list[Any], str | None]:
+    """The rows of ``offered`` whose ids the form's ``field`` lists, or a sentence saying what is wrong."""
+    raw = request.form.getlist(field)
+    if len(raw) > limit:
+        return [], f"Choose at most {limit} {what}; {len(raw):,} were chosen."
+    ids = [parse_id(value) for value in raw]
+    by_id = {row.id: row for row in offered}
+    if any(row_id is None or row_id not in by_id for row_id in ids):
+        return [], f"One of the {what} chosen does not exist, or is not your team's."
+    unique = list(dict.fromkeys(ids))
+    if not unique:
+        return [], f"Choose at least one of the {what}."
+    return [by_id[row_id] for row_id in unique], None
+
+
+@bp.post("")
+def create() -> Response:
+    """Store a new leaderboard and queue the job that fills it in."""
+    tokenizers, corpora = _choices()
+    form = {"name": request.form.get("name", "")[:MAX_NAME], "kib": request.form.get("kib", "")[:20],
+            "tokenizer_ids": request.form.getlist("tokenizer_ids")[:50], "corpus_ids": request.form.getlist("corpus_ids")[:50]}
+    chosen_tokenizers, error = _chosen(tokenizers, "tokenizer_ids", leaderboard.MAX_TOKENIZERS, "tokenizers")
+    chosen_corpora: list[Corpus] = []
+    if error is None:
+        chosen_corpora, error = _chosen(corpora, "corpus_ids", leaderboard.MAX_CORPORA, "corpora")
+    max_kib = max(1, _max_bytes() // 1024)
+    kib = parse_int(form["kib"].strip() or str(max_kib), low=1, high=max_kib)
+    if error is None and kib is None:
+        error = f"The slice must be a whole number of KiB from 1 to {max_kib:,}; got {form['kib']!r}."
+    if error is not None:
+        return _index_page(error=error, form=form, status=422)
+    name = " ".join(form["name"].split()) or f"Leaderboard of {utcnow():%Y-%m-%d %H:%M}"
+    board = Leaderboard(team_id=auth.current_team().id, name=name[:MAX_NAME],
+                        tokenizers=[{"id": row.id, "name": row.name} for row in chosen_tokenizers],
+                        corpora=[{"id": row.id, "name": row.name} for row in chosen_corpora],
+                        max_bytes=kib * 1024, results={})
+    options = {"max_bytes": board.max_bytes,
+               "pair_seconds": float(current_app.config.get("LEADERBOARD_PAIR_SECONDS", leaderboard.DEFAULT_PAIR_SECONDS))}
+    try:
+        jobs.enqueue_leaderboard(get_session(), board, options=options,
+                                 max_queued=current_app.config["MAX_QUEUED_JOBS"])
+    except jobs.QueueFull as full:
+        get_session().rollback()
+        return _index_page(error=str(full), form=form, status=429)
+    return redirect(url_for("leaderboard.show", board_id=board.id), 303)
+
+
+def _board_context(board: Leaderboard, *, shared_token: str | None = None) -> dict[str, Any]:
+    """What the board page shows: progress, one sorted table and one chart per corpus."""
+    job = get_session().get(Job, board.job_id) if board.job_id is not None else None
+    sort, descending = leaderboard.parse_sort(request.args.get("sort"), request.args.get("order"))
+    tables = []
+    for entry in board.corpora:
+        corpus_id = int(entry["id"])
+        rows = leaderboard.rows(board, corpus_id, sort=sort, descending=descending)
+        sample = next((row.figures for row in rows if row.figures), None)
+        bars = leaderboard.chart_bars(board, corpus_id)
+        chart = charts.bar_chart(bars, label_x="Tokenizer", label_y="Bytes per token",
+                                 title=f"Bytes per token on {entry['name']}") if bars else None
+        tables.append({"id": corpus_id, "name": entry["name"], "rows": rows, "chart": chart, "sample": sample})
+    links = [] if shared_token else get_session().scalars(
+        select(ShareLink).where(ShareLink.leaderboard_id == board.id).order_by(ShareLink.id.desc())).all()
+    here = (url_for("sharing.open_link", token=shared_token) if shared_token
+            else url_for("leaderboard.show", board_id=board.id))
+    return {"board": board, "job": job, "tables": tables, "sort": sort, "descending": descending,
+            "columns": leaderboard.COLUMNS, "done": leaderboard.pairs_done(board),
+            "total": leaderboard.pairs_total(board), "finished": job is None or job.finished,
+            "shared": shared_token is not None, "here": here, "links": links, "now": utcnow(), "share_error": None}
+
+
+def _board_page(board: Leaderboard, *, status: int = 200, **extra: Any) -> Response:
+    response = render("leaderboard/show.html", "board", status=status, **{**_board_context(board), **extra})
+    response.headers["Cache-Control"] = "no-store"  # it lists the board's share links, which are secrets
+    return response
+
+
+@bp.get("/<int:board_id>")
+def show(board_id: int) -> Response:
+    """A leaderboard: its progress while it runs, then a sortable table and a chart per corpus."""
+    return _board_page(auth.owned_or_404(Leaderboard, board_id))
+
+
+def _csv_response(board: Leaderboard) -> Response:
+    body = leaderboard.to_csv(board, [(int(entry["id"]), str(entry["name"])) for entry in board.corpora])
+    response = current_app.response_class(body, mimetype="text/csv")
+    response.headers["Content-Disposition"] = f'attachment; filename="leaderboard-{board.id}.csv"'
+    return response
+
+
+@bp.get("/<int:board_id>/csv")
+def export_csv(board_id: int) -> Response:
+    """Every pair of the leaderboard as CSV."""
+    return _csv_response(auth.owned_or_404(Leaderboard, board_id))
+
+
+@bp.get("/<int:board_id>/corpora/<int:corpus_id>/text")
+def slice_text(board_id: int, corpus_id: int) -> Response:
+    """The exact text the board evaluated on a corpus, to check a figure with ``tokenforge eval``."""
+    board = auth.owned_or_404(Leaderboard, board_id)
+    if corpus_id not in {int(entry["id"]) for entry in board.corpora}:
+        abort(404)
+    corpus = auth.owned_or_404(Corpus, corpus_id)
+    path = CorpusStore(current_app.config["CORPUS_DIR"]).path(corpus.sha256)
+    if path is None or not path.is_file():
+        abort(404)
+    try:
+        text = leaderboard.read_slice(str(path), board.max_bytes)
+    except leaderboard.SliceError as exc:
+        abort(422, description=str(exc))
+    response = current_app.response_class(text.encode("utf-8"), mimetype="text/plain")
+    response.headers["Content-Disposition"] = f'attachment; filename="leaderboard-{board.id}-corpus-{corpus_id}.txt"'
+    return response
+
+
+@bp.post("/<int:board_id>/cancel")
+def cancel(board_id: int) -> Response:
+    """Stop the board's job; the pairs evaluated so far stay."""
+    board = auth.owned_or_404(Leaderboard, board_id)
+    if board.job_id is not None:
+        jobs.request_cancel(get_session(), board.job_id)
+    if is_htmx():
+        return _board_page(board)
+    return redirect(url_for("leaderboard.show", board_id=board.id), 303)
+
+
+@bp.post("/<int:board_id>/delete")
+def delete(board_id: int) -> Response:
+    """Delete a leaderboard and its share links; a job still filling it in is cancelled first."""
+    board = auth.owned_or_404(Leaderboard, board_id)
+    if board.job_id is not None:
+        jobs.request_cancel(get_session(), board.job_id)
+    get_session().delete(board)  # its share links go with it (ON DELETE CASCADE)
+    get_session().commit()
+    return redirect(url_for("leaderboard.index"), 303)
+
+
+@bp.post("/<int:board_id>/share")
+def share(board_id: int) -> Response:
+    """Create a read-only link to the board, optionally expiring after a number of days."""
+    board = auth.owned_or_404(Leaderboard, board_id)
+    error = create_link(request.form.get("days", ""), leaderboard_id=board.id)
+    if error:
+        return _board_page(board, status=422, share_error=error)
+    return redirect(url_for("leaderboard.show", board_id=board.id) + "#share", 303)
+
+
+@bp.post("/<int:board_id>/share/<int:link_id>/revoke")
+def revoke(board_id: int, link_id: int) -> Response:
+    """Revoke a link to the board: it stops opening at once."""
+    board = auth.owned_or_404(Leaderboard, board_id)
+    link = get_session().scalar(select(ShareLink).where(ShareLink.id == link_id, ShareLink.leaderboard_id == board.id))
+    if link is None:
+        abort(404)
+    revoke_link(link)
+    return redirect(url_for("leaderboard.show", board_id=board.id) + "#share", 303)
+
+
+def shared_board(link: ShareLink) -> Response:
+    """A share link's leaderboard, read-only (``?format=csv``: its CSV); ``sharing.open_link`` calls it."""
+    board = get_session().get(Leaderboard, link.leaderboard_id)
+    if board is None:
+        abort(404)
+    if request.args.get("format") == "csv":
+        return _csv_response(board)
+    return render("leaderboard/show.html", "board", **_board_context(board, shared_token=link.token))

@@ -1,0 +1,108 @@
+"""The encode page and the request helpers the playground's views share.
+
+The encode page is served at two kinds of URL: the team's (``playground.play``) and a share
+link's (``sharing.open_link``, ``sharing.open_text``); :func:`play_page` builds it for both.
+The compare, chat and JSON API views read the same checkboxes (:func:`flag`), size limits
+(:func:`limits`) and inspector address (:func:`inspect_base`), so every view imports them from
+here and no view imports another view's module.
+Left out: the routes (``views.py`` and its siblings) and encoding for display
+(``encode_view.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import current_app, request, url_for
+from werkzeug.wrappers import Response
+
+from engine import TokenforgeError
+from webapp.playground.encode_view import MAX_CHARS, RENDER_TOKENS, encode_for_display
+from webapp.store.models import Tokenizer as TokenizerRow
+from webapp.tokenizers.loaded import Loaded, all_rows
+from webapp.web.htmx import is_htmx, render
+
+PICKER_ROWS = 200  # tokenizers the picker offers (the current one always)
+
+SAMPLE_TEXT = ("Tokenizers split text into pieces: “Hello, world!” → tokens.\n"
+               "Emoji 👩‍🚀 and accents (café, naïve) and 日本語 too.\n    indented code()\n")
+
+
+def flag(name: str, default: bool) -> bool:
+    """A checkbox: absent from a posted form means off; in a page's URL, absent means the default.
+
+    A URL (a permalink, a reload after typing, the picker) sets a flag only by naming it, as
+    ``allowed_special=on`` or ``allowed_special=0``, so ``?text=`` alone keeps the defaults.
+    """
+    if request.method == "POST":
+        return request.form.get(name) in ("on", "1", "true")
+    value = request.args.get(name)
+    return default if value is None else value in ("on", "1", "true")
+
+
+def limits() -> tuple[int, int]:
+    """(largest text in characters, tokens rendered as spans) from the app config."""
+    config = current_app.config
+    return int(config.get("PLAYGROUND_MAX_CHARS", MAX_CHARS)), int(config.get("PLAYGROUND_RENDER_TOKENS", RENDER_TOKENS))
+
+
+def inspect_base(loaded: Loaded) -> str:
+    """The inspector URL without the token id, for the script that opens the inspector."""
+    return url_for("playground.inspector", tokenizer_id=loaded.row.id, token_id=0)[:-1]
+
+
+def encode_context(loaded: Loaded, text: str) -> tuple[dict[str, Any], int]:
+    """The encode block's template context and HTTP status for ``text``."""
+    options = {"allowed_special": flag("allowed_special", True), "show_ws": flag("show_ws", False),
+               "colour_by_id": flag("colour_by_id", False)}
+    max_chars, render_tokens = limits()
+    context: dict[str, Any] = {"loaded": loaded, "text": text, "options": options, "result": None,
+                               "error": None, "max_chars": max_chars, "inspect_base": inspect_base(loaded),
+                               "ids_raw": "", "decoded": None, "decode_error": None, "rows": [], "id_count": 0}
+    if len(text) > max_chars:
+        context["error"] = (f"The text has {len(text):,} characters; the playground encodes at most "
+                            f"{max_chars:,}. Shorten it, or use the command line for whole files.")
+        return context, 422
+    try:
+        context["result"] = encode_for_display(loaded.tokenizer, text, limit=render_tokens, **options)
+    except TokenforgeError as exc:
+        context["error"] = str(exc)
+        return context, 422
+    return context, 200
+
+
+def picker_rows(current: TokenizerRow) -> list[TokenizerRow]:
+    """The picker's choices: what this visitor can read (``loaded.all_rows``: presets, then their
+    teams' newest first, or what was shared with them), bounded, and always ``current``."""
+    rows = all_rows(limit=PICKER_ROWS)
+    return rows if any(r.id == current.id for r in rows) else [current, *rows]
+
+
+def page_context(loaded: Loaded, text_from: str, address: str | None = None) -> dict[str, Any]:
+    """What the whole encode page needs beyond the encode block: the picker and the text's origin.
+
+    ``text_from`` tells the page script whether the text is the sample ("default", which a text
+    kept in this browser replaces), one the request gave ("given": ``?text=`` or a posted form)
+    or a shared text ("shared"); ``address`` is the path the script writes ``?text=`` onto,
+    when not the page's own.
+    """
+    return {"picker": picker_rows(loaded.row), "text_from": text_from, "address": address}
+
+
+def block_or_page(loaded: Loaded, text_from: str) -> dict[str, Any]:
+    """:func:`page_context` for a request that gets the whole page; nothing for htmx's blocks."""
+    return {} if is_htmx() else page_context(loaded, text_from)
+
+
+def play_page(loaded: Loaded, text: str | None, *, text_from: str | None = None,
+              address: str | None = None) -> Response:
+    """The whole encode page, for the team's URL and a share link's alike.
+
+    ``text`` None is the sample text (``text_from`` "default"); a given text is "given" unless
+    ``text_from`` says otherwise.
+    """
+    if text is None:
+        text, text_from = SAMPLE_TEXT, "default"
+    context, status = encode_context(loaded, text)
+    return render("playground/play.html", status=status, **page_context(loaded, text_from or "given", address),
+                  **context)

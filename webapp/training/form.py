@@ -1,0 +1,161 @@
+"""The training form, generated from the engine's option dataclasses.
+
+``fields_for`` lists one field per ``engine.trainers.option_specs(algorithm)`` entry (its
+type, default, help and choices), holding what the user typed so a re-rendered form keeps it;
+``parse`` turns the submitted form into an options dict that the engine has already validated,
+or into plain-sentence errors attached to the field they concern. Rendering is the template's
+job and queueing the job is ``views.py``'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from engine.errors import ConfigError
+from engine.limits import shown
+from engine.trainers import TRAINERS, OptionSpec, make_options, option_specs, options_class
+from engine.trainers.base import options_to_dict
+
+PREFIX = "opt-"
+
+
+@dataclass
+class Field:
+    """One option as the template renders it."""
+
+    spec: OptionSpec
+    value: Any  # str for inputs, bool for checkboxes
+    error: str | None = None
+
+    @property
+    def input_name(self) -> str:
+        return PREFIX + self.spec.name
+
+    @property
+    def label(self) -> str:
+        return self.spec.name.replace("_", " ").capitalize()
+
+    @property
+    def widget(self) -> str:
+        """"select", "checkbox", "number", "textarea" or "text"."""
+        if self.spec.choices:
+            return "select"
+        return {"bool": "checkbox", "int": "number", "float": "number",
+                "list": "textarea"}.get(self.spec.type, "text")
+
+
+def available_algorithms() -> list[str]:
+    """Algorithms whose trainer is installed (others are still being written, or absent)."""
+    names = []
+    for name in TRAINERS:
+        try:
+            options_class(name)
+        except ImportError:
+            continue
+        names.append(name)
+    return names
+
+
+def _shown(spec: OptionSpec, value: Any) -> Any:
+    if spec.type == "bool":
+        return bool(value)
+    if value is None:
+        return ""
+    if spec.type == "list":
+        return "\n".join(str(v) for v in value)
+    return str(value)
+
+
+def fields_for(algorithm: str, form: Mapping[str, str] | None = None,
+               errors: Mapping[str, str] | None = None) -> list[Field]:
+    """The form fields for ``algorithm``, showing ``form``'s values where given."""
+    fields = []
+    for spec in option_specs(algorithm):
+        if form is None:
+            value = _shown(spec, spec.default)
+        elif spec.type == "bool":
+            value = form.get(PREFIX + spec.name) == "on"
+        else:
+            value = form.get(PREFIX + spec.name, "")
+        fields.append(Field(spec, value, (errors or {}).get(spec.name)))
+    return fields
+
+
+def form_from_options(algorithm: str, options: Mapping[str, Any]) -> dict[str, str]:
+    """The submitted form that would give ``options`` (for "train again with these options").
+
+    Options the algorithm no longer has are dropped and missing ones take their default, so a
+    job stored before an option was added or removed still fills the form.
+    """
+    form: dict[str, str] = {}
+    for spec in option_specs(algorithm):
+        value = options.get(spec.name, spec.default)
+        if spec.type == "bool":
+            if value:
+                form[PREFIX + spec.name] = "on"
+        elif isinstance(value, (list, tuple)):
+            form[PREFIX + spec.name] = "\n".join(str(v) for v in value)
+        else:
+            form[PREFIX + spec.name] = "" if value is None else str(value)
+    return form
+
+
+def _raw_values(algorithm: str, form: Mapping[str, str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for spec in option_specs(algorithm):
+        if spec.type == "bool":
+            values[spec.name] = form.get(PREFIX + spec.name) == "on"
+        else:
+            values[spec.name] = form.get(PREFIX + spec.name, "")
+    return values
+
+
+def _figure(value: float) -> str:
+    return f"{value:,}" if isinstance(value, int) else f"{value:,g}"
+
+
+def form_message(exc: ConfigError) -> str:
+    """The engine's message, or for a number out of bounds, a sentence in the form's own words.
+
+    The engine words its fixes for the API and the CLI ("pass vocab_size of at most …"); on the
+    form the user types into a field, so the fix is to enter another number there.
+    """
+    if not exc.option or exc.value is None or (exc.least is None and exc.most is None):
+        return str(exc)
+    label = exc.option.replace("_", " ").capitalize()  # as the form labels the field
+    why = f" ({exc.why})" if exc.why else ""
+    if exc.least is not None and exc.most is not None:
+        limits, fix = f"must be from {_figure(exc.least)}{why} to {_figure(exc.most)}", "a number in that range"
+    elif exc.most is not None:
+        limits, fix = f"can be at most {_figure(exc.most)}{why}", "a smaller number"
+    else:
+        limits, fix = f"must be at least {_figure(exc.least)}{why}", "a larger number"  # type: ignore[arg-type]
+    value = exc.value
+    given = shown(value) if isinstance(value, int) and abs(value) >= 10**15 else _figure(value)  # no 4,000-digit echo
+    return f"{label} {limits}, not {given}. Enter {fix}."
+
+
+def parse(algorithm: str, form: Mapping[str, str]) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    """Validate the submitted options; return (options, {}) or (None, {field or "": message})."""
+    specs = option_specs(algorithm)
+    errors: dict[str, str] = {}
+    values = _raw_values(algorithm, form)
+    # Check each field alone first so every bad field gets its own message at once.
+    for spec in specs:
+        try:
+            make_options(algorithm, {spec.name: values[spec.name]})
+        except ConfigError as exc:
+            if spec.name in str(exc) or exc.option == spec.name:
+                errors[spec.name] = form_message(exc)
+    if errors:
+        return None, errors
+    try:
+        options = make_options(algorithm, values)
+    except ConfigError as exc:  # a rule across fields, e.g. vocabulary smaller than the alphabet
+        message = str(exc)
+        named = [exc.option] if exc.option in values else [s.name for s in specs if s.name in message]
+        errors[named[0] if named else ""] = form_message(exc)
+        return None, errors
+    return options_to_dict(options), {}

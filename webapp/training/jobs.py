@@ -1,0 +1,405 @@
+"""The job queue: the ``jobs`` table and the state changes that make it safe to share.
+
+Three kinds of job share the queue: "train" (a tokenizer from corpora), "analyse" (a new
+corpus's statistics, ``corpora/analyse_child.py``) and "leaderboard" (tokenizers × held-out corpora,
+``leaderboards/child.py``). The queue is fair across teams: a claim takes a job
+of the team with the fewest jobs running, so no team's job waits behind another team's second
+one. Among those, analyses go first: they take seconds to minutes where training takes minutes
+to hours, and they are what a user who just uploaded is waiting for; then the oldest job. A
+training job already running is never interrupted; so that an analysis need not wait for one, a
+worker can be limited to some kinds (``claim(kinds=...)``, ``tokenforge worker --only analyse``),
+and ``tokenforge serve`` starts such a lane beside its general worker.
+
+Every transition is one conditional UPDATE, so several workers (on several machines) and the
+web processes can act at once without losing or double-running a job:
+
+- :func:`claim` takes the next queued job in that order atomically (``UPDATE … RETURNING``; on
+  PostgreSQL the candidate row is picked with ``FOR UPDATE SKIP LOCKED`` so claimers never wait
+  on each other);
+- :func:`heartbeat`, :func:`complete` and :func:`finish` only touch a job its caller still owns;
+- :func:`recover_stale` re-queues jobs whose worker stopped sending heartbeats, and gives up
+  after ``max_attempts``; :func:`recover_worker` does the same at once for a worker known to be
+  dead (``serve``'s supervisor saw it exit).
+
+Running the training itself is ``worker.py``'s job; this module never starts processes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from sqlalchemy import case, func, select, update
+from sqlalchemy.orm import Session, aliased
+
+from webapp.store.models import Corpus, Job, Leaderboard, Tokenizer, utcnow
+
+#: The kinds a user queues by hand; each team may have only so many of them waiting at once.
+#: (An analysis is queued by an upload, which has bounds of its own.)
+CAPPED_KINDS = ("train", "leaderboard")
+
+
+class QueueFull(Exception):
+    """The team already has as many training and leaderboard jobs waiting as it may."""
+
+
+def queued_trainings(session: Session, team_id: int) -> int:
+    """How many of ``team_id``'s training jobs wait in the queue (not yet running)."""
+    return queued_by_kind(session, team_id).get("train", 0)
+
+
+def queued_by_kind(session: Session, team_id: int) -> dict[str, int]:
+    """How many of ``team_id``'s capped jobs (:data:`CAPPED_KINDS`) wait in the queue, per kind."""
+    rows = session.execute(select(Job.kind, func.count()).where(
+        Job.team_id == team_id, Job.kind.in_(CAPPED_KINDS), Job.status == "queued").group_by(Job.kind))
+    return {kind: int(count) for kind, count in rows}
+
+
+def check_queue(session: Session, team_id: int, max_queued: int | None) -> None:
+    """Raise :class:`QueueFull` when ``team_id`` already has ``max_queued`` capped jobs waiting.
+
+    Trainings and leaderboards share the one cap: each waiting job is a row every claim sorts,
+    and a script could add millions. Two requests at the same instant may both pass the count;
+    the bound is on the order of ``max_queued``, which is what it is for.
+    """
+    if max_queued is None:
+        return
+    waiting = queued_by_kind(session, team_id)
+    if sum(waiting.values()) >= max_queued:
+        what = "training jobs" if not waiting.get("leaderboard") else "jobs (trainings and leaderboards)"
+        raise QueueFull(f"Your team already has {max_queued:,} {what} waiting; cancel one, or wait "
+                        "until one starts, then try again.")
+
+
+def enqueue(
+    session: Session,
+    *,
+    team_id: int,
+    name: str,
+    algorithm: str,
+    options: dict[str, Any],
+    corpus_ids: Sequence[int],
+    max_queued: int | None = None,
+) -> Job:
+    """Add a queued job of ``team_id`` and commit it.
+
+    With ``max_queued``, refuse (:class:`QueueFull`) when the team already has that many
+    trainings and leaderboards waiting (:func:`check_queue`).
+    """
+    check_queue(session, team_id, max_queued)
+    job = Job(team_id=team_id, name=name, algorithm=algorithm, options=options,
+              corpus_ids=list(corpus_ids))
+    session.add(job)
+    session.commit()
+    return job
+
+
+def enqueue_analysis(session: Session, corpus: Corpus) -> Job:
+    """Queue the analysis of ``corpus`` (flushed, with an id), point the corpus at it, commit."""
+    job = Job(team_id=corpus.team_id, kind="analyse", name=f"Analyse {corpus.name}"[:200],
+              algorithm="", options={}, corpus_ids=[corpus.id])
+    session.add(job)
+    session.flush()
+    corpus.analysis_job_id = job.id
+    session.commit()
+    return job
+
+
+def enqueue_leaderboard(session: Session, board: Leaderboard, *, options: dict[str, Any],
+                        max_queued: int | None = None) -> Job:
+    """Queue the job that fills in ``board`` (new, not yet added), link the two, commit.
+
+    ``options`` holds the job's bounds (``leaderboard.job_options``). The team's cap on waiting
+    jobs applies as to a training (:func:`check_queue`).
+    """
+    check_queue(session, board.team_id, max_queued)
+    job = Job(team_id=board.team_id, kind="leaderboard", name=board.name, algorithm="", options=options,
+              corpus_ids=[entry["id"] for entry in board.corpora])
+    session.add(job)
+    session.flush()
+    board.job_id = job.id
+    session.add(board)
+    session.commit()
+    return job
+
+
+def record_pair(session: Session, job_id: int, worker_id: str, key: str, result: dict[str, Any]) -> bool:
+    """Add one finished (corpus, tokenizer) pair to the leaderboard of a job its caller still owns.
+
+    Only the job's worker writes the results, one pair at a time, so reading the column and
+    writing it back loses nothing. Return whether the job was still ours.
+    """
+    owned = session.scalar(select(Job.id).where(Job.id == job_id, Job.worker_id == worker_id,
+                                                Job.status == "running"))
+    board = session.scalar(select(Leaderboard).where(Leaderboard.job_id == job_id)) if owned else None
+    if board is None:
+        session.rollback()
+        return False
+    board.results = {**board.results, key: result}
+    session.commit()
+    return True
+
+
+def complete_leaderboard(session: Session, job_id: int, worker_id: str) -> bool:
+    """Mark a leaderboard job succeeded (its pairs are already stored); return whether it was ours."""
+    stmt = _owned(job_id, worker_id).values(
+        status="succeeded", finished_at=utcnow(), error=None, progress_stage="done", eta_seconds=0.0
+    )
+    done = session.execute(stmt).rowcount == 1
+    session.commit()
+    return done
+
+
+def run_seconds(job: Job, now: dt.datetime | None = None) -> float | None:
+    """How long ``job`` has run: until it finished, or until now while it runs; None if it never started."""
+    if job.started_at is None:
+        return None
+    end = job.finished_at or (now or utcnow() if job.status == "running" else None)
+    if end is None:
+        return None
+
+    def aware(moment: dt.datetime) -> dt.datetime:  # SQLite gives naive UTC times back
+        return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
+
+    return max(0.0, (aware(end) - aware(job.started_at)).total_seconds())
+
+
+def claim(session: Session, worker_id: str, *, kinds: Collection[str] | None = None) -> int | None:
+    """Atomically mark the next queued job as running for ``worker_id``; return its id.
+
+    The next job is one of the team with the fewest jobs running, analyses first, then the
+    oldest (see the module docstring). With ``kinds``, only jobs of those kinds (of
+    :data:`~webapp.store.job_states.JOB_KINDS`) are candidates. One statement, so two claimers never take the same job.
+    """
+    now = utcnow()
+    waiting, running = aliased(Job), aliased(Job)
+    queued = waiting.status == "queued"
+    if kinds is not None:
+        queued = queued & waiting.kind.in_(list(kinds))
+    team_running = (
+        select(func.count(running.id))
+        .where(running.team_id == waiting.team_id, running.status == "running")
+        .scalar_subquery()
+    )
+    candidate = (
+        select(waiting.id)
+        .where(queued)
+        .order_by(team_running, case((waiting.kind == "analyse", 0), else_=1), waiting.id)
+        .limit(1)
+        # PostgreSQL: lock only the candidate row, skipping rows another claimer holds; SQLite
+        # serialises writers anyway (and leaves the clause out).
+        .with_for_update(skip_locked=True, of=waiting)
+        .scalar_subquery()
+    )
+    stmt = (
+        update(Job)
+        .where(Job.id == candidate, Job.status == "queued")
+        .values(
+            status="running",
+            worker_id=worker_id,
+            attempts=Job.attempts + 1,
+            heartbeat_at=now,
+            started_at=now,
+            progress_stage="starting",
+            progress_current=0,
+            progress_total=0,
+            eta_seconds=None,
+        )
+        .returning(Job.id)
+        .execution_options(synchronize_session=False)
+    )
+    job_id = session.execute(stmt).scalar_one_or_none()
+    session.commit()
+    return job_id
+
+
+def _owned(job_id: int, worker_id: str) -> Any:
+    return update(Job).where(
+        Job.id == job_id, Job.worker_id == worker_id, Job.status == "running"
+    ).execution_options(synchronize_session=False)
+
+
+def heartbeat(
+    session: Session,
+    job_id: int,
+    worker_id: str,
+    *,
+    stage: str | None = None,
+    current: int = 0,
+    total: int = 0,
+    eta_seconds: float | None = None,
+) -> tuple[bool, bool]:
+    """Record liveness and progress; return (still ours, cancel requested)."""
+    values: dict[str, Any] = {"heartbeat_at": utcnow()}
+    if stage is not None:
+        values.update(
+            progress_stage=stage[:200],
+            progress_current=current,
+            progress_total=total,
+            eta_seconds=eta_seconds,
+        )
+    stmt = _owned(job_id, worker_id).values(**values).returning(Job.cancel_requested)
+    cancel = session.execute(stmt).scalar_one_or_none()
+    session.commit()
+    return cancel is not None, bool(cancel)
+
+
+def finish(
+    session: Session, job_id: int, worker_id: str, status: str, *, error: str | None = None
+) -> bool:
+    """End an owned running job as failed or cancelled; return whether it was still ours."""
+    if status not in ("failed", "cancelled"):
+        raise ValueError(f"finish() ends jobs as failed or cancelled, not {status!r}")
+    stmt = _owned(job_id, worker_id).values(status=status, error=error, finished_at=utcnow())
+    done = session.execute(stmt).rowcount == 1
+    session.commit()
+    return done
+
+
+def release(session: Session, job_id: int, worker_id: str) -> bool:
+    """Put an owned job back in the queue without counting the attempt (worker shutting down)."""
+    stmt = _owned(job_id, worker_id).values(
+        status="queued", worker_id=None, attempts=Job.attempts - 1, heartbeat_at=None
+    )
+    done = session.execute(stmt).rowcount == 1
+    session.commit()
+    return done
+
+
+def complete(
+    session: Session, job_id: int, worker_id: str, *, tokenizer_json: str, stats: dict[str, Any]
+) -> Tokenizer | None:
+    """Store the trained tokenizer and mark the job succeeded, in one transaction."""
+    job = session.get(Job, job_id)
+    stmt = _owned(job_id, worker_id).values(
+        status="succeeded",
+        finished_at=utcnow(),
+        error=None,
+        progress_stage="done",
+        eta_seconds=0.0,
+    )
+    if job is None or session.execute(stmt).rowcount != 1:
+        session.rollback()
+        return None
+    seconds = stats.get("seconds")
+    tokenizer = Tokenizer(
+        team_id=job.team_id,  # the tokenizer belongs to the team that trained it
+        name=job.name,
+        algorithm=job.algorithm,
+        source="trained",
+        tokenizer_json=tokenizer_json,
+        config={"algorithm": job.algorithm, "options": stats.get("options", job.options),
+                "corpus_ids": job.corpus_ids},
+        stats=stats,
+        vocab_size=int(stats.get("vocab_size", 0)),
+        training_seconds=float(seconds) if isinstance(seconds, (int, float)) else None,
+        job_id=job_id,
+    )
+    session.add(tokenizer)
+    session.commit()
+    return tokenizer
+
+
+def complete_analysis(session: Session, job_id: int, worker_id: str, *, stats: dict[str, Any]) -> bool:
+    """Store a corpus's statistics and mark its analysis job succeeded, in one transaction.
+
+    The statistics go only to a corpus that still points at this job: a deleted corpus, or one
+    whose analysis was queued again since, is left alone. Return whether the job was still ours.
+    """
+    job = session.get(Job, job_id)
+    stmt = _owned(job_id, worker_id).values(
+        status="succeeded", finished_at=utcnow(), error=None, progress_stage="done", eta_seconds=0.0
+    )
+    if job is None or session.execute(stmt).rowcount != 1:
+        session.rollback()
+        return False
+    session.execute(
+        update(Corpus)
+        .where(Corpus.id.in_(job.corpus_ids), Corpus.analysis_job_id == job_id)
+        .values(stats=stats)
+        .execution_options(synchronize_session=False)
+    )
+    session.commit()
+    return True
+
+
+def request_cancel(session: Session, job_id: int) -> str | None:
+    """Cancel a queued job at once, or ask a running job's worker to stop; return the status."""
+    now = utcnow()
+    session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.status == "queued")
+        .values(status="cancelled", finished_at=now, cancel_requested=True)
+        .execution_options(synchronize_session=False)
+    )
+    session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.status == "running")
+        .values(cancel_requested=True)
+        .execution_options(synchronize_session=False)
+    )
+    session.commit()
+    return session.scalar(select(Job.status).where(Job.id == job_id))
+
+
+def recover_stale(
+    session: Session, *, stale_seconds: float, max_attempts: int, now: dt.datetime | None = None
+) -> dict[str, list[int]]:
+    """Deal with running jobs whose heartbeat is older than ``stale_seconds``.
+
+    A stale job that was being cancelled becomes cancelled; one that has had ``max_attempts``
+    attempts fails with the reason; any other goes back to the queue for another worker.
+    """
+    now = now or utcnow()
+    cutoff = now - dt.timedelta(seconds=stale_seconds)
+    silent = f"its worker stopped sending heartbeats for more than {stale_seconds:g} seconds"
+    return _recover(session, (Job.status == "running", Job.heartbeat_at < cutoff), now=now,
+                    max_attempts=max_attempts, why=silent,
+                    each_time=f"{silent} (the worker process was killed or its machine stopped)")
+
+
+def recover_worker(session: Session, worker_id: str, *, max_attempts: int, why: str) -> dict[str, list[int]]:
+    """Deal at once with the running jobs of ``worker_id``, a worker known to be dead.
+
+    Only for a worker that cannot write again (``serve``'s supervisor has seen its process exit):
+    nothing waits for its heartbeats to go stale. ``why`` ends "Re-queued because ..." (e.g. "its
+    worker process was killed by signal 9"). The outcomes are :func:`recover_stale`'s.
+    """
+    return _recover(session, (Job.status == "running", Job.worker_id == worker_id), now=utcnow(),
+                    max_attempts=max_attempts, why=why, each_time=why)
+
+
+def _recover(session: Session, where: tuple[Any, ...], *, now: dt.datetime, max_attempts: int, why: str,
+             each_time: str) -> dict[str, list[int]]:
+    """Cancel, fail or re-queue the running jobs matching ``where`` (see :func:`recover_stale`)."""
+
+    def run(*more: Any, **values: Any) -> list[int]:
+        stmt = (
+            update(Job).where(*where, *more).values(**values).returning(Job.id)
+            .execution_options(synchronize_session=False)
+        )
+        return list(session.execute(stmt).scalars())
+
+    result = {
+        "cancelled": run(Job.cancel_requested.is_(True), status="cancelled", finished_at=now),
+        "failed": run(
+            Job.attempts >= max_attempts,
+            status="failed",
+            finished_at=now,
+            error=case(
+                (Job.kind == "analyse", f"The analysis failed after {max_attempts} attempts: "),
+                (Job.kind == "leaderboard", f"The leaderboard failed after {max_attempts} attempts: "),
+                else_=f"Training failed after {max_attempts} attempts: ",
+            ) + f"each time, {each_time}.",
+        ),
+        "requeued": run(
+            Job.attempts < max_attempts,
+            status="queued",
+            worker_id=None,
+            heartbeat_at=None,
+            error=f"Re-queued because {why}.",
+        ),
+    }
+    session.commit()
+    return result

@@ -1,0 +1,205 @@
+"""The tokenizers blueprint: the training form, the job pages and the tokenizer pages.
+
+A valid training form becomes a queued job (``jobs.enqueue``) and the browser is sent to the
+job page, whose progress block polls itself through htmx until the job ends. The playground
+(encode, compare, inspector, downloads) belongs to ``playground/views.py``, ``playground/compare_views.py`` and
+``transfer/views.py``, not here.
+Every row is fetched through ``auth.owned_or_404``/``auth.scoped``: other teams' jobs,
+corpora and tokenizers are 404s. Deleting a tokenizer asks for confirmation first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, abort, current_app, flash, redirect, request, url_for
+from sqlalchemy import select
+from sqlalchemy.orm import defer
+from werkzeug.wrappers import Response
+
+from webapp.access.auth import owned_or_404, readable_or_404, scoped
+from webapp.store.db import get_session
+from webapp.store.models import Corpus, Job, Tokenizer
+from webapp.tokenizers import summary
+from webapp.tokenizers.loaded import load
+from webapp.tokenizers.presets import INSTALL_COMMAND, preset_rows
+from webapp.training import form as training_form
+from webapp.training import jobs
+from webapp.transfer import imports
+from webapp.web.htmx import is_htmx, render
+from webapp.web.numbers import parse_id, parse_ids
+
+bp = Blueprint("tokenizers", __name__)
+MAX_CORPORA = 1000  # corpus checkboxes one form may submit; more is not a person choosing
+SHOWN_MERGES = 50
+MAX_LISTED = 500  # rows on a list page, newest first (as the job list)
+
+
+def _corpora() -> list[Corpus]:
+    return list(get_session().scalars(scoped(Corpus).order_by(Corpus.name, Corpus.id).limit(MAX_CORPORA)))
+
+
+def _train_page(algorithm: str, *, form: dict[str, Any] | None = None,
+                errors: dict[str, str] | None = None, status: int = 200) -> Response:
+    algorithms = training_form.available_algorithms()
+    if algorithm not in algorithms:
+        algorithm = algorithms[0] if algorithms else ""
+    fields = training_form.fields_for(algorithm, form, errors) if algorithm else []
+    selected = set(parse_ids((form or {}).get("corpus_ids", []), most=MAX_CORPORA))
+    if form is None:
+        selected = set(parse_ids([request.args.get("corpus", "")], most=1))
+    return render(
+        "tokenizers/train.html", "options", algorithm=algorithm, algorithms=algorithms,
+        fields=fields, corpora=_corpora(), selected=selected, errors=errors or {},
+        name=(form or {}).get("name", ""), status=status,
+    )
+
+
+@bp.get("/train")
+def train_form() -> Response:
+    """The training form; htmx requests (changing the algorithm) get only the options.
+
+    ``?again=JOB`` fills it with that job's corpora, name and options ("train again"); nothing
+    starts until the form is submitted.
+    """
+    if "again" in request.args:
+        job = _job_or_404(parse_id(request.args["again"]) or 0)
+        form: dict[str, Any] = {"name": job.name, "corpus_ids": [str(i) for i in job.corpus_ids],
+                                **training_form.form_from_options(job.algorithm, job.options or {})}
+        return _train_page(job.algorithm, form=form)
+    return _train_page(request.args.get("algorithm", "bpe"))
+
+
+@bp.post("/train")
+def train() -> Response:
+    """Validate the form and queue a training job."""
+    form: dict[str, Any] = request.form.to_dict()
+    form["corpus_ids"] = request.form.getlist("corpus_ids")
+    algorithm = form.get("algorithm", "")
+    if algorithm not in training_form.available_algorithms():
+        return _train_page(algorithm, form=form, status=422,
+                           errors={"": f"Choose an algorithm; {algorithm!r} is not available."})
+    options, errors = training_form.parse(algorithm, form)
+    submitted = [value for value in form["corpus_ids"] if value.strip()]
+    ids = parse_ids(submitted, most=MAX_CORPORA)
+    corpora = list(get_session().scalars(scoped(Corpus).where(Corpus.id.in_(ids)))) if ids else []
+    if len(submitted) > MAX_CORPORA:
+        errors["corpus_ids"] = f"Choose at most {MAX_CORPORA:,} corpora; {len(submitted):,} were sent."
+    elif len(ids) != len(submitted):
+        bad = next(value for value in submitted if parse_id(value) is None)
+        errors["corpus_ids"] = f"{bad[:20]!r} is not a corpus id; choose the corpora from the list."
+    elif not ids:
+        errors["corpus_ids"] = "Choose at least one corpus to train on."
+    elif len(corpora) != len(set(ids)):
+        errors["corpus_ids"] = "One of the chosen corpora no longer exists; choose again."
+    name = str(form.get("name", "")).strip()
+    if len(name) > 200:
+        errors["name"] = f"A name can be at most 200 characters; this one has {len(name)}."
+    if errors or options is None:
+        return _train_page(algorithm, form=form, errors=errors, status=422)
+    if not name:
+        vocab = options.get("vocab_size")
+        name = f"{algorithm}{f'-{vocab}' if vocab else ''} on {', '.join(c.name for c in corpora)}"
+    team_id = corpora[0].team_id  # all chosen corpora are the user's; train in the first's team
+    if any(c.team_id != team_id for c in corpora):
+        return _train_page(algorithm, form=form, status=422, errors={
+            "corpus_ids": "The chosen corpora belong to different teams; train on one team's corpora."})
+    try:
+        job = jobs.enqueue(get_session(), team_id=team_id, name=name[:200], algorithm=algorithm, options=options,
+                           corpus_ids=[c.id for c in corpora], max_queued=current_app.config["MAX_QUEUED_JOBS"])
+    except jobs.QueueFull as full:
+        return _train_page(algorithm, form=form, status=429, errors={"": str(full)})
+    return redirect(url_for("tokenizers.job", job_id=job.id), 303)
+
+
+def _job_or_404(job_id: int) -> Job:
+    job = owned_or_404(Job, job_id)
+    if job.kind != "train":  # analyses show on their corpus's page, not as jobs
+        abort(404)
+    return job
+
+
+def _job_context(job: Job) -> dict[str, Any]:
+    session = get_session()
+    tokenizer = session.scalars(select(Tokenizer).where(Tokenizer.job_id == job.id)).first()
+    corpora = session.scalars(scoped(Corpus).where(Corpus.id.in_(job.corpus_ids))).all()
+    return {"job": job, "tokenizer": tokenizer, "corpora": corpora}
+
+
+@bp.get("/jobs")
+def job_list() -> Response:
+    """All training jobs, newest first; while some run, htmx polls the table (only it is sent)."""
+    rows = get_session().scalars(scoped(Job).where(Job.kind == "train").order_by(Job.id.desc()).limit(MAX_LISTED)).all()
+    return render("tokenizers/jobs.html", "jobs_table", jobs=rows, run_seconds=jobs.run_seconds)
+
+
+@bp.get("/jobs/<int:job_id>")
+def job(job_id: int) -> Response:
+    """A job's page; htmx polls get only the progress block, which stops polling once done."""
+    return render("tokenizers/job.html", "job", **_job_context(_job_or_404(job_id)))
+
+
+@bp.post("/jobs/<int:job_id>/cancel")
+def cancel(job_id: int) -> Response:
+    """Cancel a queued job now, or ask the worker to stop a running one."""
+    job = _job_or_404(job_id)
+    jobs.request_cancel(get_session(), job.id)
+    get_session().refresh(job)
+    if is_htmx():
+        return render("tokenizers/job.html", "job", **_job_context(job))
+    return redirect(url_for("tokenizers.job", job_id=job.id), 303)
+
+
+@bp.get("/tokenizers")
+def index() -> Response:
+    """The team's tokenizers, newest first, and the presets every team can read."""
+    # The list needs neither the JSON document nor the training stats, which can be megabytes each.
+    rows = get_session().scalars(scoped(Tokenizer).options(defer(Tokenizer.tokenizer_json), defer(Tokenizer.stats))
+                                 .order_by(Tokenizer.id.desc()).limit(MAX_LISTED)).all()
+    active = get_session().scalars(
+        scoped(Job).where(Job.status.in_(("queued", "running")), Job.kind == "train").order_by(Job.id)
+    ).all()
+    return render("tokenizers/index.html", tokenizers=rows, active=active, capped=len(rows) == MAX_LISTED,
+                  presets=preset_rows(get_session()), presets_command=INSTALL_COMMAND)
+
+
+@bp.get("/tokenizers/<int:tokenizer_id>")
+def show(tokenizer_id: int) -> Response:
+    """A tokenizer's summary: how it was trained or imported, what its model holds, its first merges."""
+    tokenizer = readable_or_404(Tokenizer, tokenizer_id)  # the team's own, or a preset
+    job = get_session().scalar(scoped(Job).where(Job.id == tokenizer.job_id)) if tokenizer.job_id else None
+    corpus_ids = parse_ids(tokenizer.config.get("corpus_ids"), most=MAX_CORPORA)
+    corpora = get_session().scalars(scoped(Corpus).where(Corpus.id.in_(corpus_ids))).all() if corpus_ids else []
+    engine_tokenizer = load(tokenizer_id).tokenizer
+    stats = tokenizer.stats or {}
+    options = tokenizer.config.get("options")
+    imported = tokenizer.config.get("import")
+    return render("tokenizers/show.html", tokenizer=tokenizer, job=job, corpora=corpora,
+                  figures=summary.figures(engine_tokenizer, stats),
+                  merges=summary.first_merges(engine_tokenizer, stats, SHOWN_MERGES),
+                  options=options if isinstance(options, dict) else {},
+                  imported=imported if isinstance(imported, dict) else {},
+                  import_kinds=imports.KINDS, import_patterns=imports.PATTERN_CHOICES)
+
+
+@bp.get("/tokenizers/<int:tokenizer_id>/delete")
+def confirm_delete(tokenizer_id: int) -> Response:
+    """Ask before deleting a tokenizer."""
+    tokenizer = owned_or_404(Tokenizer, tokenizer_id)
+    return render("auth/confirm.html", what=f"the tokenizer {tokenizer.name!r}",
+                  detail="Its share links and shared texts stop working.",
+                  action=url_for("tokenizers.delete", tokenizer_id=tokenizer.id),
+                  back=url_for("tokenizers.show", tokenizer_id=tokenizer.id))
+
+
+@bp.post("/tokenizers/<int:tokenizer_id>/delete")
+def delete(tokenizer_id: int) -> Response:
+    """Delete a tokenizer (its JSON lives in its row) with its share links."""
+    tokenizer = owned_or_404(Tokenizer, tokenizer_id)
+    if request.form.get("confirmed") != "yes":
+        return redirect(url_for("tokenizers.confirm_delete", tokenizer_id=tokenizer_id), 303)
+    name = tokenizer.name
+    get_session().delete(tokenizer)
+    get_session().commit()
+    flash(f"Deleted the tokenizer {name!r}.")
+    return redirect(url_for("tokenizers.index"), 303)

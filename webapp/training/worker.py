@@ -1,0 +1,312 @@
+"""The job worker: claims queued jobs and runs each one in a child process.
+
+``tokenforge worker`` (and ``tokenforge serve``, which starts one, plus a lane that only takes
+analyses so that they never wait behind a long training) runs :meth:`Worker.run`.
+Per job the worker spawns ``train_child.run`` (a "train" job), ``analyse_child.run`` (an
+"analyse" job: a new corpus's statistics) or ``leaderboard_child.run`` (a "leaderboard" job:
+tokenizers × held-out corpora, whose pairs it stores as they come) at lower CPU priority, then every
+``HEARTBEAT_SECONDS`` writes a heartbeat and the latest progress (with an ETA) to the job row
+and checks for a cancel request. Outcomes:
+
+- the child reports a result: the tokenizer (or the corpus statistics) is stored and the job
+  succeeds, in one transaction;
+- the child dies without a result (killed, out of memory): the job fails at once, saying so;
+- a cancel is requested: the child is told to stop, and killed if it has not within
+  ``CANCEL_GRACE_SECONDS``;
+- the job runs longer than ``JOB_TIME_LIMIT``: it is stopped like a cancel, and fails with a
+  sentence naming the limit and its setting;
+- the worker itself is killed: the child dies with it (the parent-death signal), ``serve``'s
+  supervisor re-queues the job at once (``supervisor.py``), and failing that any worker's
+  :func:`jobs.recover_stale` does once the heartbeats are stale (or fails it after ``MAX_ATTEMPTS``);
+- the worker is asked to stop (SIGTERM): the child is killed and the job goes back to the queue.
+
+However a job ends, the worker then kills the child's whole process group (the child leads
+one, ``job_child.py``), so no counting pool, fork or shard the trainer started outlives it.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import socket
+import threading
+import time
+from collections.abc import Collection, Mapping
+from multiprocessing.connection import wait
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import sessionmaker
+
+from engine.processes import kill_group
+from webapp.corpora import analyse_child
+from webapp.corpora.storage import CorpusStore
+from webapp.leaderboards import child as leaderboard_child
+from webapp.leaderboards import leaderboard
+from webapp.store.db import make_engine
+from webapp.store.models import Corpus, Job, Leaderboard
+from webapp.training import jobs, train_child
+from webapp.training.eta import Progress
+
+log = logging.getLogger("tokenforge.worker")
+RECOVER_EVERY_SECONDS = 5.0
+EXIT_WAIT_SECONDS = 5.0  # how long a child that reported its outcome may take to exit by itself
+
+
+def worker_id_for(pid: int) -> str:
+    """The id a worker process with ``pid`` on this machine claims jobs under."""
+    return f"{socket.gethostname()}:{pid}"
+
+
+class Worker:
+    """One job-worker process's loop; holds its own database engine."""
+
+    def __init__(
+        self, settings: Mapping[str, Any], *, worker_id: str | None = None, kinds: Collection[str] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.kinds = kinds  # None: every kind of job; ("analyse",): the short-job lane
+        self.engine = make_engine(settings["DATABASE_URL"])
+        self.sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self.store = CorpusStore(settings["CORPUS_DIR"])
+        self.worker_id = worker_id or worker_id_for(os.getpid())
+        self.stopping = threading.Event()
+        self.child_pid: int | None = None  # the running trainer, for tests and logs
+
+    def stop(self) -> None:
+        """Ask the loop to finish (safe from a signal handler)."""
+        self.stopping.set()
+
+    def run(self, *, poll_seconds: float = 1.0, once: bool = False) -> None:
+        """Claim and run jobs until stopped (or, with ``once``, until the queue is empty)."""
+        next_recover = 0.0
+        while not self.stopping.is_set():
+            if time.monotonic() >= next_recover:
+                self.recover()
+                next_recover = time.monotonic() + RECOVER_EVERY_SECONDS
+            with self.sessions() as session:
+                job_id = jobs.claim(session, self.worker_id, kinds=self.kinds)
+            if job_id is not None:
+                self.run_job(job_id)
+            elif once:
+                return
+            else:
+                self.stopping.wait(poll_seconds)
+
+    def recover(self) -> dict[str, list[int]]:
+        """Re-queue or fail jobs abandoned by dead workers."""
+        with self.sessions() as session:
+            result = jobs.recover_stale(
+                session,
+                stale_seconds=float(self.settings["STALE_SECONDS"]),
+                max_attempts=int(self.settings["MAX_ATTEMPTS"]),
+            )
+        if any(result.values()):
+            log.warning("recovered stale jobs: %s", result)
+        return result
+
+    def run_job(self, job_id: int) -> str:
+        """Run one claimed job to an end state; return the job's final status."""
+        with self.sessions() as session:
+            job = session.get(Job, job_id)
+            if job is None:
+                return "missing"
+            kind = job.kind
+            paths, missing = ([], None) if kind == "leaderboard" else self._corpus_paths(session, job.corpus_ids, kind)
+            if kind == "leaderboard":
+                board = session.scalar(select(Leaderboard).where(Leaderboard.job_id == job_id))
+                missing = None if board is not None else "The leaderboard was deleted before it ran."
+            if missing:
+                jobs.finish(session, job_id, self.worker_id, "failed", error=missing)
+                return "failed"
+            nice = int(self.settings["WORKER_NICE"])
+            if kind == "analyse":
+                target: Any = analyse_child.run
+                args: tuple[Any, ...] = (paths[0], nice)
+            elif kind == "leaderboard":  # pairs whose corpus or tokenizer is gone fail alone, in the child
+                plan = leaderboard.job_plan(session, self.store, board)
+                target = leaderboard_child.run
+                args = (self.settings["DATABASE_URL"], plan, int(job.options["max_bytes"]),
+                        float(job.options["pair_seconds"]), nice)
+            else:
+                target, args = train_child.run, (job.algorithm, paths, dict(job.options), nice,
+                                                 self.settings.get("DASK_SCHEDULER"))
+        ctx = multiprocessing.get_context("spawn")
+        parent_conn, child_conn = ctx.Pipe()
+        child = ctx.Process(
+            target=target,
+            args=(child_conn, os.getpid(), *args),
+            name=f"tokenforge-{kind}-{job_id}",
+            # Not a daemon: the engine's trainers count words on a process pool, and daemonic
+            # processes may not have children. The child still dies with this worker (prctl
+            # PDEATHSIG in job_child), and it and its own children are killed in ``finally``.
+            daemon=False,
+        )
+        child.start()
+        child_conn.close()
+        self.child_pid = child.pid
+        job_process = _JobProcess(child)
+        try:
+            return self._supervise(job_id, kind, job_process, parent_conn)
+        finally:
+            self.child_pid = None
+            parent_conn.close()
+            job_process.exited(EXIT_WAIT_SECONDS)  # a child that reported may exit by itself
+            job_process.end()  # whatever is left of the job, grandchildren included, is killed
+            child.close()
+
+    def _supervise(self, job_id: int, kind: str, child: _JobProcess, conn: Any) -> str:
+        """Relay progress and heartbeats until the child ends; record the outcome."""
+        interval = float(self.settings["HEARTBEAT_SECONDS"])
+        grace = float(self.settings["CANCEL_GRACE_SECONDS"])
+        time_limit = float(self.settings["JOB_TIME_LIMIT"])
+        started = time.monotonic()
+        progress = Progress()
+        outcome: tuple[Any, ...] | None = None
+        stop_sent_at: float | None = None  # when "cancel" went to the child (a cancel or the time limit)
+        timed_out = False
+        next_beat = time.monotonic()
+        while outcome is None:
+            wait([conn, child.process.sentinel], timeout=max(0.0, next_beat - time.monotonic()))
+            try:
+                while conn.poll():
+                    message = conn.recv()
+                    if message[0] == "progress":
+                        progress.update(*message[1:])
+                    elif message[0] == "pair":  # stored at once, so the leaderboard fills in
+                        with self.sessions() as session:
+                            jobs.record_pair(session, job_id, self.worker_id, message[1], message[2])
+                    else:
+                        outcome = message
+                        break
+            except (EOFError, OSError):
+                pass  # the child is gone; its exit code says how
+            if outcome is None and child.exited():
+                outcome = ("died", child.end())
+                break
+            if outcome is None and self.stopping.is_set():  # a result that came in is still stored
+                child.end()
+                with self.sessions() as session:
+                    jobs.release(session, job_id, self.worker_id)
+                return "queued"
+            if outcome is not None or time.monotonic() < next_beat:
+                continue
+            next_beat = time.monotonic() + interval
+            with self.sessions() as session:
+                ours, cancel = jobs.heartbeat(session, job_id, self.worker_id, **progress.row())
+            if not ours:  # re-queued by a recoverer, or deleted: someone else owns it now
+                child.end()
+                return "lost"
+            if not timed_out and time.monotonic() - started > time_limit:
+                timed_out = True
+                log.warning("job %s ran longer than the time limit of %g s; stopping it", job_id, time_limit)
+            if (cancel or timed_out) and stop_sent_at is None:
+                try:
+                    conn.send("cancel")
+                except OSError:
+                    pass  # the child has just exited: the next pass reads how
+                stop_sent_at = time.monotonic()
+            elif stop_sent_at is not None and time.monotonic() - stop_sent_at > grace:
+                child.end()
+                outcome = ("cancelled",)
+        if timed_out and outcome[0] != "done":
+            outcome = ("timeout", time_limit)
+        return self._record(job_id, kind, outcome)
+
+    def _corpus_paths(self, session: Any, corpus_ids: list[int], kind: str) -> tuple[list[str], str | None]:
+        paths = []
+        for corpus_id in corpus_ids:
+            corpus = session.get(Corpus, corpus_id)
+            path = self.store.path(corpus.sha256) if corpus is not None else None
+            if path is None or not path.is_file():
+                what = "its analysis" if kind == "analyse" else "training"
+                return [], f"Corpus #{corpus_id} was deleted before {what} started."
+            paths.append(str(path))
+        return paths, None
+
+    def _record(self, job_id: int, kind: str, outcome: tuple[Any, ...]) -> str:
+        with self.sessions() as session:
+            if outcome[0] == "done" and kind == "leaderboard":
+                return "succeeded" if jobs.complete_leaderboard(session, job_id, self.worker_id) else "lost"
+            if outcome[0] == "done" and kind == "analyse":
+                ours = jobs.complete_analysis(session, job_id, self.worker_id, stats=outcome[1])
+                return "succeeded" if ours else "lost"
+            if outcome[0] == "done":
+                stored = jobs.complete(session, job_id, self.worker_id,
+                                       tokenizer_json=outcome[1], stats=outcome[2])
+                return "succeeded" if stored is not None else "lost"
+            if outcome[0] == "cancelled":
+                jobs.finish(session, job_id, self.worker_id, "cancelled")
+                return "cancelled"
+            if outcome[0] == "error":
+                error = outcome[1]
+            elif outcome[0] == "timeout":
+                error = _time_limit_reason(outcome[1], kind)
+            else:
+                error = _death_reason(outcome[1], kind)
+            jobs.finish(session, job_id, self.worker_id, "failed", error=error)
+            return "failed"
+
+
+class _JobProcess:
+    """A job child and the process group it leads; :meth:`end` kills both, once.
+
+    The child is never reaped before its group is signalled: until it is, its pid (the group's
+    id) cannot be given to another process, so the group signal reaches only the job's own
+    processes. That is why exit is watched on the sentinel, not with ``is_alive`` (which reaps).
+    """
+
+    def __init__(self, process: Any) -> None:
+        self.process = process
+        self.ended = False
+
+    def exited(self, timeout: float = 0.0) -> bool:
+        """Whether the child has exited (waiting up to ``timeout`` seconds), without reaping it."""
+        return self.ended or bool(wait([self.process.sentinel], timeout=timeout))
+
+    def end(self) -> int | None:
+        """Kill the child (if still running) and every process in its group; reap it; its exit code."""
+        if not self.ended:
+            self.ended = True
+            self.process.kill()  # only signals: a no-op once it has exited, and it does not reap
+            kill_group(self.process.pid)
+            self.process.join()
+        return self.process.exitcode
+
+
+def _duration(seconds: float) -> str:
+    """``21600`` -> "6 hours", ``90`` -> "90 seconds", for messages."""
+    for unit, size in (("hour", 3600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            count = int(seconds // size)
+            return f"{count} {unit}{'s' if count != 1 else ''}"
+    return f"{seconds:g} second{'s' if seconds != 1 else ''}"
+
+
+WHAT = {"analyse": "analysis", "leaderboard": "leaderboard", "train": "training"}
+ADVICE = {"train": " Train on less text or a smaller vocabulary, or",
+          "leaderboard": " Choose fewer tokenizers or corpora, or a smaller slice, or"}
+
+
+def _time_limit_reason(limit: float, kind: str) -> str:
+    """A sentence for a job stopped by the time limit: the limit, and the setting that sets it."""
+    what, advice = WHAT.get(kind, kind), ADVICE.get(kind, "")
+    return (f"The {what} ran longer than the time limit of {_duration(limit)} and was stopped. "
+            f"{_saved(kind)}{advice}{' ask' if advice else ' Ask'} the administrator to raise the "
+            f"setting TOKENFORGE_JOB_TIME_LIMIT (now {limit:g} second{'s' if limit != 1 else ''}).")
+
+
+def _death_reason(exitcode: int | None, kind: str) -> str:
+    """A sentence for a child that ended without reporting a result."""
+    what = WHAT.get(kind, kind)
+    if exitcode is not None and exitcode < 0:
+        signum = -exitcode
+        why = " (SIGKILL: often the system running out of memory)" if signum == 9 else ""
+        return f"The {what} process was killed by signal {signum}{why}. {_saved(kind)}"
+    return f"The {what} process exited unexpectedly with code {exitcode}. {_saved(kind)}"
+
+
+def _saved(kind: str) -> str:
+    """What is left of a job that stopped early: a leaderboard keeps the pairs it stored."""
+    return "The pairs evaluated so far are kept." if kind == "leaderboard" else "Nothing was saved."

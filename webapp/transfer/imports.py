@@ -1,0 +1,179 @@
+"""Read uploaded tokenizer files into engine tokenizers, with a clear message for every bad file.
+
+Four kinds: a ``tokenizer.json``; GPT-2's ``vocab.json`` + ``merges.txt`` with the split pattern
+chosen from a list; a WordPiece ``vocab.txt``; a tiktoken rank file with its pattern (from the
+list or its sidecar). Every failure is an :class:`ImportProblem` whose message names the file
+as uploaded and the problem (the engine's ``FormatError`` names the line). The engine's loaders
+enforce the bounds of ``engine.limits`` (ids, vocabulary, token length, special tokens). An imported tokenizer must also
+survive the round trip through ``tokenizer.json``, since that is how the database stores it.
+
+Beside a ``tokenizer.json``, an optional ``tokenizer_config.json`` (:func:`read_config`) gives the
+chat template and the bos/eos/pad tokens, which the row's ``config`` keeps under ``"chat"``.
+
+Left out: HTTP, storing the row (``views.py``), and the parsers (``engine.formats``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from engine import PATTERNS, TokenforgeError, Tokenizer
+from engine.serialization import loads
+from webapp.chat.sandbox import MAX_TEMPLATE_CHARS
+
+KINDS = {
+    "tokenizer_json": "tokenizer.json (Hugging Face)",
+    "gpt2": "vocab.json + merges.txt (GPT-2 style)",
+    "vocab_txt": "vocab.txt (WordPiece, BERT style)",
+    "tiktoken": "tiktoken rank file",
+}
+PATTERN_CHOICES = {"gpt2": "GPT-2 (r50k)", "gpt4": "GPT-4 (cl100k)", "o200k": "GPT-4o (o200k)"}
+SAMPLE = "Round trip check: Hello, world! café 日本 👋\n"
+
+
+class ImportProblem(ValueError):
+    """An upload that cannot become a tokenizer; the message says which file and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Upload:
+    """One uploaded file: its name as sent and its bytes."""
+
+    filename: str
+    data: bytes
+
+
+def _text(upload: Upload | None, what: str) -> str:
+    if upload is None or not upload.data:
+        raise ImportProblem(f"Choose the {what} file; none was uploaded (or it is empty).")
+    try:
+        return upload.data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ImportProblem(f"{upload.filename or what} is not UTF-8 text: byte {exc.start} is 0x{upload.data[exc.start]:02X}.") from None
+
+
+def _pattern(choice: str) -> str:
+    if choice not in PATTERNS:
+        raise ImportProblem(f"Choose the split pattern from the list ({', '.join(PATTERN_CHOICES)}), not {choice!r}.")
+    return choice
+
+
+def _specials(raw: str) -> list[str]:
+    return [s for s in (part.strip() for part in raw.replace(",", "\n").splitlines()) if s]
+
+
+def _name(files: dict[str, Upload | None], key: str, default: str) -> str:
+    """The uploaded file's name for messages ("vocab.json, line 7: ..."), cut to a readable length."""
+    upload = files.get(key)
+    return (upload.filename if upload is not None and upload.filename else default)[:100]
+
+
+def _vocab_txt(text: str, lowercase: bool, source: str) -> Tokenizer:
+    from engine.formats.vocab_txt import bert_tokenizer, parse_vocab_txt
+
+    return bert_tokenizer(parse_vocab_txt(text, source=source), lowercase=lowercase, source=source)
+
+
+def read(kind: str, files: dict[str, Upload | None], *, pattern: str = "gpt2", specials: str = "",
+         lowercase: bool = True) -> Tokenizer:
+    """Build a tokenizer from the uploaded ``files`` of ``kind``; raise ImportProblem if impossible."""
+    if kind not in KINDS:
+        raise ImportProblem(f"Choose what kind of file to import; {kind!r} is not one of them.")
+    try:
+        if kind == "tokenizer_json":
+            tokenizer = loads(_text(files.get("file"), "tokenizer.json"))
+        elif kind == "gpt2":
+            from engine.formats import gpt2
+
+            vocab_name, merges_name = _name(files, "vocab", "vocab.json"), _name(files, "merges", "merges.txt")
+            vocab, lines = gpt2.parse_vocab_lines(_text(files.get("vocab"), "vocab.json"), source=vocab_name)
+            merges = gpt2.parse_merges_txt(_text(files.get("merges"), "merges.txt"), source=merges_name)
+            tokenizer = gpt2.build_gpt2(vocab, merges, pretokenizer=_pattern(pattern), special_tokens=_specials(specials),
+                                        vocab_source=vocab_name, merges_source=merges_name, vocab_lines=lines)
+        elif kind == "vocab_txt":
+            tokenizer = _vocab_txt(_text(files.get("file"), "vocab.txt"), lowercase, _name(files, "file", "vocab.txt"))
+        else:
+            from engine.formats import tiktoken
+
+            sidecar = files.get("sidecar")
+            sidecar_text = _text(sidecar, "sidecar") if sidecar is not None and sidecar.data else None
+            tokenizer = tiktoken.loads_tiktoken(
+                _text(files.get("file"), "rank file"), sidecar_text,
+                pretokenizer=None if sidecar_text and not pattern else _pattern(pattern),
+                special_tokens=_specials(specials), source=_name(files, "file", "rank file"),
+                sidecar_source=_name(files, "sidecar", "sidecar"))
+    except ImportProblem:
+        raise
+    except (TokenforgeError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise ImportProblem(str(exc) or exc.__class__.__name__) from None
+    try:
+        stored = loads(tokenizer.to_json())
+        same = stored.encode(SAMPLE, disallowed_special=()) == tokenizer.encode(SAMPLE, disallowed_special=())
+    except (TokenforgeError, ValueError) as exc:
+        raise ImportProblem(f"The tokenizer was read but cannot be stored: {exc}") from None
+    if not same:
+        raise ImportProblem("The tokenizer was read but does not survive conversion to tokenizer.json; it was not imported.")
+    return tokenizer
+
+
+MAX_CONFIG_BYTES = 4 << 20
+"""Bytes of a tokenizer_config.json. Llama 3's, with its 256 added tokens listed, is about 50 KB."""
+CONFIG_TOKENS = ("bos_token", "eos_token", "pad_token")
+
+
+def _config_token(value: object, key: str, source: str) -> str | None:
+    """A special token as tokenizer_config.json writes it: a string, or an AddedToken ``{"content": ...}``."""
+    if isinstance(value, dict):
+        value = value.get("content")
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > 256:
+        raise ImportProblem(f"{source}: {key} must be a string of at most 256 characters.")
+    return value
+
+
+def _chat_template(value: object, source: str) -> tuple[str | None, str | None]:
+    """The template and its name: a string, or transformers' list of ``{"name", "template"}`` (take "default")."""
+    if value is None:
+        return None, None
+    if isinstance(value, list):
+        named = {item.get("name"): item.get("template") for item in value if isinstance(item, dict)}
+        if not named:
+            raise ImportProblem(f"{source}: chat_template is an empty list; give a template or leave it out.")
+        name = "default" if "default" in named else next(iter(named))
+        value, label = named[name], str(name)[:100]
+    else:
+        label = None
+    if not isinstance(value, str):
+        raise ImportProblem(f"{source}: chat_template must be a string (a Jinja template), or a list of named ones.")
+    if len(value) > MAX_TEMPLATE_CHARS:
+        raise ImportProblem(f"{source}: the chat template has {len(value):,} characters; at most "
+                            f"{MAX_TEMPLATE_CHARS:,} are accepted.")
+    return value, label
+
+
+def read_config(upload: Upload | None) -> dict[str, Any]:
+    """The chat settings of a tokenizer_config.json (``{}`` when none was uploaded); raise ImportProblem if bad."""
+    if upload is None or not upload.data:
+        return {}
+    source = (upload.filename or "tokenizer_config.json")[:100]
+    if len(upload.data) > MAX_CONFIG_BYTES:
+        raise ImportProblem(f"{source} is larger than {MAX_CONFIG_BYTES >> 20} MiB, the most a tokenizer_config.json may be.")
+    try:
+        data = json.loads(_text(upload, "tokenizer_config.json"))
+    except json.JSONDecodeError as exc:
+        raise ImportProblem(f"{source} is not JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}.") from None
+    except RecursionError:
+        raise ImportProblem(f"{source} is nested too deeply to be a tokenizer_config.json.") from None
+    if not isinstance(data, dict):
+        raise ImportProblem(f"{source} must hold a JSON object, as transformers writes it.")
+    template, name = _chat_template(data.get("chat_template"), source)
+    chat: dict[str, Any] = {key: token for key in CONFIG_TOKENS
+                            if (token := _config_token(data.get(key), key, source)) is not None}
+    if template is not None:
+        chat["template"] = template
+        if name is not None:
+            chat["template_name"] = name
+    return chat

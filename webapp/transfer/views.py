@@ -1,0 +1,116 @@
+"""The transfer blueprint: downloads of a tokenizer in each format, and imports of tokenizer files.
+
+Downloads are built and verified when first asked for (``downloads.py``); formats made for
+another kind of model are left out of the page, one that fits the model but cannot hold this
+tokenizer says why in place of its button, and asking for either anyway is a 422 page with the
+reason. An import becomes a ``Tokenizer`` row with ``source="imported"`` and opens in the
+encode view; a bad file re-renders the form with the problem named and a 422.
+Left out: the file formats (``engine.formats``) and their checks (``imports.py``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from flask import Blueprint, abort, redirect, render_template, request, url_for
+from werkzeug.datastructures import FileStorage
+from werkzeug.wrappers import Response
+
+from webapp.access.auth import current_team
+from webapp.store.db import get_session
+from webapp.store.models import Tokenizer as TokenizerRow
+from webapp.tokenizers.loaded import load
+from webapp.transfer import downloads, imports
+from webapp.web.htmx import render
+
+bp = Blueprint("transfer", __name__)
+MAX_IMPORT_BYTES = 64 << 20
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")[:80] or "tokenizer"
+
+
+@bp.get("/tokenizers/<int:tokenizer_id>/downloads", endpoint="downloads")
+def downloads_page(tokenizer_id: int) -> Response:
+    """Each download format, or the reason this tokenizer cannot be written in it."""
+    loaded = load(tokenizer_id)
+    return render("playground/downloads.html", loaded=loaded, formats=downloads.plan(loaded.tokenizer))
+
+
+@bp.get("/tokenizers/<int:tokenizer_id>/download/<key>/<filename>")
+def download(tokenizer_id: int, key: str, filename: str) -> Response:
+    """One verified file of one format, as an attachment."""
+    loaded = load(tokenizer_id)
+    try:
+        files = downloads.build(loaded.tokenizer, key)
+    except downloads.ExportError as exc:
+        return Response(render_template("errors/error.html", status=422, message=str(exc)), 422)
+    if filename not in files:
+        abort(404)
+    response = Response(files[filename], mimetype="application/json" if filename.endswith(".json") else "text/plain")
+    response.headers["Content-Disposition"] = f'attachment; filename="{_slug(loaded.row.name)}-{filename}"'
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+@bp.get("/tokenizers/<int:tokenizer_id>/download.zip")
+def download_zip(tokenizer_id: int) -> Response:
+    """Every available format and a README, zipped."""
+    loaded = load(tokenizer_id)
+    response = Response(downloads.zip_all(loaded.tokenizer, loaded.row.name), mimetype="application/zip")
+    response.headers["Content-Disposition"] = f'attachment; filename="{_slug(loaded.row.name)}.zip"'
+    return response
+
+
+def _form_context(**extra: object) -> dict[str, object]:
+    return {"kinds": imports.KINDS, "patterns": imports.PATTERN_CHOICES, "error": None,
+            "form": request.form if request.method == "POST" else {}, **extra}
+
+
+@bp.get("/import")
+def import_form() -> Response:
+    """The import form: upload a tokenizer.json, GPT-2 files, a vocab.txt or a tiktoken rank file."""
+    return render("playground/import.html", **_form_context(kind=request.args.get("kind", "tokenizer_json")))
+
+
+def _upload(name: str) -> imports.Upload | None:
+    storage: FileStorage | None = request.files.get(name)
+    if storage is None or not storage.filename:
+        return None
+    try:
+        data = storage.stream.read(MAX_IMPORT_BYTES + 1)
+    finally:
+        storage.close()  # werkzeug spools big parts to a temp file; do not leave it to the GC
+    if len(data) > MAX_IMPORT_BYTES:
+        raise imports.ImportProblem(f"{storage.filename} is larger than {MAX_IMPORT_BYTES >> 20} MiB, "
+                                    "the most an imported tokenizer file may be.")
+    return imports.Upload(storage.filename, data)
+
+
+@bp.post("/import")
+def import_upload() -> Response:
+    """Read the uploaded files into a tokenizer, store it, and open its encode page."""
+    form = request.form
+    kind = form.get("kind", "")
+    name = form.get("name", "").strip()
+    try:
+        if len(name) > 200:
+            raise imports.ImportProblem(f"A name can be at most 200 characters; this one has {len(name)}.")
+        files = {key: _upload(key) for key in ("file", "vocab", "merges", "sidecar", "config")}
+        tokenizer = imports.read(kind, files, pattern=form.get("pattern", "gpt2"),
+                                 specials=form.get("special_tokens", "")[:2000],
+                                 lowercase=form.get("lowercase") == "on")
+        chat = imports.read_config(files["config"])  # tokenizer_config.json: chat template, bos/eos/pad
+    except imports.ImportProblem as exc:
+        return render("playground/import.html", status=422, **_form_context(kind=kind, error=str(exc)))
+    first = next((f for f in files.values() if f is not None), None)
+    name = name or (first.filename if first else "imported tokenizer")
+    row = TokenizerRow(team_id=current_team().id, name=name[:200], algorithm=tokenizer.model.kind, source="imported",
+                       tokenizer_json=tokenizer.to_json(), vocab_size=tokenizer.vocab_size, stats={},
+                       config={"import": {"kind": kind, "files": [f.filename for f in files.values() if f],
+                                          "pattern": form.get("pattern", "")}, **({"chat": chat} if chat else {})})
+    session = get_session()
+    session.add(row)
+    session.commit()
+    return redirect(url_for("playground.play", tokenizer_id=row.id), 303)
