@@ -22,6 +22,7 @@ Left out: Dask itself (``distributed.py``), and how the counts are added up.
 from __future__ import annotations
 
 import codecs
+import functools
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,8 @@ WINDOW_BYTES = 64 << 10
 
 TallyArgs = tuple[str | Splitter, tuple[str, ...], Normalizer | None]
 """What :class:`counting.Tally` is built from: the split spec, the special tokens, the normalizer."""
+Step = int | Callable[[int], int]
+"""A range size in bytes, or how big the next range is given the bytes still to plan."""
 
 
 @dataclass(frozen=True)
@@ -103,51 +106,70 @@ class _Boundaries:
             pos += skip + max(1, len(text[: len(text) // 2].encode()))
         return limit
 
-    def ranges(self, start: int, stop: int, step: int) -> Iterator[tuple[int, int]]:
-        """``[start, stop)`` as consecutive ranges of about ``step`` bytes, cut at boundaries."""
-        # The window holds a few of the longest special tokens even at a tiny step (tests use them).
-        window = max(min(WINDOW_BYTES, step), 8 * self.longest, 64)
+    def ranges(self, start: int, stop: int, step: Step) -> Iterator[tuple[int, int]]:
+        """``[start, stop)`` as consecutive ranges of about ``step`` bytes, cut at boundaries
+        (a callable ``step`` is asked each range's size, given the bytes left before ``stop``)."""
         while start < stop:
-            end = self.after(start + step, stop, window) if start + step < stop else stop
+            size = max(1, step(stop - start) if callable(step) else step)
+            # The window holds a few of the longest special tokens even at a tiny step (tests use them).
+            window = max(min(WINDOW_BYTES, size), 8 * self.longest, 64)
+            end = self.after(start + size, stop, window) if start + size < stop else stop
             yield start, end
             start = end
 
 
 def plan_ranges(files: Sequence[str | Path], special_tokens: Sequence[str], *, safe_cuts: bool,
-                step: int) -> list[ByteRange]:
+                step: Step) -> list[ByteRange]:
     """The files as ranges of about ``step`` bytes each, cut where the local reader may cut a chunk.
 
-    An empty file has no range; a file without boundaries is one range however long it is.
+    ``step`` is a size, or a callable given the bytes not yet planned (over all the files) that
+    returns the next range's size: ``distributed.py`` shrinks the ranges towards the end. An
+    empty file has no range; a file without boundaries is one range however long it is.
     Raises :class:`FormatError` if a window read to find a cut is not UTF-8.
     """
-    if step < 1:
+    if not callable(step) and step < 1:
         raise ValueError(f"step must be at least 1 byte, not {step}")
+    sizes = [os.path.getsize(path) for path in files]
+    later = sum(sizes)  # bytes of the files after the current one, then of the current one too
     ranges: list[ByteRange] = []
-    for path in files:
+    for path, size in zip(files, sizes, strict=True):
         name = str(path)
+        later -= size
+        left = step if not callable(step) else functools.partial(_over_all, step, later)
         with open(name, "rb") as stream:
             bounds = _Boundaries(stream, name, special_tokens, safe_cuts)
-            ranges += [ByteRange(name, a, b) for a, b in bounds.ranges(0, os.path.getsize(name), step)]
+            ranges += [ByteRange(name, a, b) for a, b in bounds.ranges(0, size, left)]
     return ranges
+
+
+def _over_all(step: Callable[[int], int], later: int, left_in_file: int) -> int:
+    """``step`` asked with the bytes left in every file, not only the current one."""
+    return step(left_in_file + later)
 
 
 def count_range(part: ByteRange, tally_args: TallyArgs, *, safe_cuts: bool, max_chunk_chars: int,
                 stopped: Callable[[], bool] | None = None) -> dict[str, int]:
-    """Count the pre-tokens of one range: ``{pre_token: occurrences}``.
+    """Count the pre-tokens of one range: ``{pre_token: occurrences}`` (see :func:`tally_range`)."""
+    tally = Tally(*tally_args)
+    tally_range(tally, part, safe_cuts=safe_cuts, max_chunk_chars=max_chunk_chars, stopped=stopped)
+    return tally.result()
+
+
+def tally_range(tally: Tally, part: ByteRange, *, safe_cuts: bool, max_chunk_chars: int,
+                stopped: Callable[[], bool] | None = None) -> None:
+    """Add the pre-tokens of one range to ``tally`` (built with the special tokens it is cut at).
 
     The range is read in chunks of about ``max_chunk_chars`` bytes, cut as :func:`plan_ranges`
     cuts, so no more than one chunk (or one uncuttable document) is held at a time. ``stopped``
     is asked after each chunk; when it says so, :class:`TrainingCancelled` ends the count.
     """
-    tally = Tally(*tally_args)
     with open(part.path, "rb") as stream:
-        bounds = _Boundaries(stream, part.path, tally_args[1], safe_cuts)
+        bounds = _Boundaries(stream, part.path, tally.special_tokens, safe_cuts)
         for a, b in bounds.ranges(part.start, part.stop, max_chunk_chars):
             stream.seek(a)
             tally.add(decode(stream.read(b - a), part.path, a, final=True))
             if stopped is not None and stopped():
                 raise TrainingCancelled("Training was cancelled.")
-    return tally.result()
 
 
 def decode(data: bytes, path: str, offset: int, *, final: bool) -> str:

@@ -35,20 +35,20 @@ import os
 import queue
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import regex
 
 from engine.ascii_split import fastest_split
 from engine.normalizers import Normalizer
-from engine.processes import die_with_parent
 from engine.pretokenizers import get_pretokenizer
+from engine.processes import die_with_parent
 from engine.trainers.base import Reporter
-from engine.trainers.remote_counting import active_cluster
 from engine.trainers.corpus import MAX_CHUNK_CHARS, WORD_SPLITS, cuts_are_safe, iter_documents
 from engine.trainers.corpus import special_pattern, split_specials
 from engine.trainers.limits import check_workers, max_workers
+from engine.trainers.remote_counting import active_cluster
 
 Splitter = Callable[[str], list[str]]
 """Cuts ordinary text into pre-tokens; must be picklable when workers are used."""
@@ -95,12 +95,19 @@ def split_words(word_counts: dict[str, int], split: Splitter) -> dict[str, int]:
 
 
 class Tally:
-    """One process's running count of chunks under one split; :meth:`result` gives the counts."""
+    """One process's running count of chunks under one split; :meth:`result` gives the counts.
 
-    def __init__(self, split: str | Splitter, special_tokens: Iterable[str], normalizer: Normalizer | None) -> None:
-        self._specials = special_pattern(special_tokens)
+    ``running`` resumes from the :attr:`running` counts of an earlier tally under the same
+    arguments (copied, never changed): a Dask worker carries one running count from range to
+    range (``trainers/distributed.py``) as a local worker carries it from chunk to chunk.
+    """
+
+    def __init__(self, split: str | Splitter, special_tokens: Iterable[str], normalizer: Normalizer | None,
+                 running: Mapping[str, int] | None = None) -> None:
+        self.special_tokens = tuple(special_tokens)  # cut out, never counted
+        self._specials = special_pattern(self.special_tokens)
         self._normalize = normalizer.normalize if normalizer is not None else None
-        self._counter: Counter[str] = Counter()
+        self._counter: Counter[str] = Counter(running) if running else Counter()
         self._final: Splitter | None = None  # splits the distinct words at the end, if any
         if split == CHAR_PATTERN:
             self._add: Callable[[str], None] = self._counter.update
@@ -115,6 +122,11 @@ class Tally:
         """Count one chunk (special tokens are cut out, never counted)."""
         for stretch in split_specials(chunk, self._specials):
             self._add(self._normalize(stretch) if self._normalize else stretch)
+
+    @property
+    def running(self) -> Counter[str]:
+        """What has been counted so far, before the final split (words, for the word splits)."""
+        return self._counter
 
     def result(self) -> dict[str, int]:
         """The pre-token counts of every chunk added so far."""

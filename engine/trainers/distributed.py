@@ -1,4 +1,4 @@
-"""Count pre-tokens on a Dask cluster: one task per byte range, the counts added up by a tree.
+"""Count pre-tokens on a Dask cluster: one running count per thread, carried from range to range, added by a tree.
 
 This is the only module that imports Dask (the optional extra ``tokenforge[dask]``); the trainers
 reach it through ``trainers/cluster.py``, which connects a :class:`ClusterCounter` around a
@@ -6,19 +6,29 @@ training, and the one hook in ``counting.count_pretokens``. The stages of :meth:
 
 1. ``byte_ranges.plan_ranges`` cuts the files into ranges at document boundaries, on this machine,
    reading only a small window near each cut. The workers read the ranges themselves, so the
-   files must be at the same path on every worker (a shared corpus folder).
-2. One task per range counts it with the trainer's own split, special tokens and normalizer (the
-   specs travel, pickled; no closure over this process).
-3. Tasks of ``FAN_IN`` counts each add them up, then tasks over those, up to one root: a tree,
-   so no single process adds every table, and the adding starts while ranges are still counted.
-   Only the root's table comes back to this process. Tables travel pickled, as one ``bytes``
-   each: Dask sends a ``dict`` key by key, which took 8 s for six tables of 200,000 pre-tokens
-   that go in 0.05 s as bytes.
+   files must be at the same path on every worker (a shared corpus folder). The ranges shrink
+   towards the end (each at most a ``TAIL_SHARE``-th of what is left per thread, between
+   ``MIN_RANGE_BYTES`` and ``MAX_RANGE_BYTES``), so the threads finish within a small range of
+   each other: with 16 equal ranges of 66 MB one thread idled for seconds while the other ended.
+2. One *lane* per thread of the cluster. A task counts one range with the trainer's own split,
+   special tokens and normalizer (the specs travel, pickled; no closure over this process),
+   starting from a copy of its lane's running count, the previous task's result, which Dask
+   keeps in that worker's memory and hands over without sending it anywhere. So the cluster
+   adds up one table per thread, as the local path adds one per worker process: with one table
+   per range, adding and pickling 16 tables of 350,000 pre-tokens cost ~4 core-seconds on 1 GB.
+   This process hands out the ranges as lanes finish them (one queued behind the running one),
+   so a slow worker counts fewer ranges instead of holding the others up.
+3. Tasks of ``FAN_IN`` lanes each finish them (the word splits split their distinct words) and add
+   them up, then tasks over those, up to one root: a tree, so no single process adds every table.
+   Only the root's table comes back to this process. A table travels as one pickled object
+   (:class:`Counts`): Dask sends a bare ``dict`` key by key, which took 8 s for six tables of
+   200,000 pre-tokens that go in 0.05 s pickled.
 
 Progress is stage ``"count"`` in bytes of finished ranges, summed over the cluster; each update
 polls the cancel check. On a cancel or any error every task is cancelled, and a Dask ``Event``
 that the running tasks ask after a chunk (at most every ``STOP_CHECK_SECONDS``) stops those
-already running, so none is left running on the cluster. A worker lost mid-task is Dask's to retry.
+already running, so none is left running on the cluster. A worker lost mid-task is Dask's to
+retry: it recomputes the lost lane from its first range (the scheduler keeps each lane's lineage).
 
 Left out: which counts the trainers want (``counting.py``) and where the scheduler address comes
 from (``cluster.py``).
@@ -26,9 +36,11 @@ from (``cluster.py``).
 
 from __future__ import annotations
 
-import pickle
+import functools
+import sys
 import time
 import uuid
+from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -37,15 +49,18 @@ import distributed
 
 from engine.errors import ConfigError
 from engine.trainers.base import Reporter
-from engine.trainers.byte_ranges import ByteRange, TallyArgs, count_range, plan_ranges
-from engine.trainers.counting import add_counts
+from engine.trainers.byte_ranges import ByteRange, TallyArgs, plan_ranges, tally_range
+from engine.trainers.counting import Tally, add_counts
 
 FAN_IN = 8
-"""Counts added up by one task of the tree (dask.bag's ``split_every`` default, too)."""
+"""Lanes (then sums) added up by one task of the tree (dask.bag's ``split_every`` default, too)."""
 MIN_RANGE_BYTES = 1 << 20
 MAX_RANGE_BYTES = 64 << 20
-"""~5 s of counting on one core: bigger ranges leave fewer tables to add up, smaller ones a shorter tail."""
-RANGES_PER_THREAD = 4
+"""~3 s of counting on one core: fewer, bigger ranges mean fewer tasks; the tail uses smaller ones."""
+TAIL_SHARE = 2
+"""A range is at most 1/TAIL_SHARE of the bytes left per thread (guided self-scheduling)."""
+QUEUED_PER_LANE = 1
+"""Ranges waiting behind a lane's running one, so its worker never waits for this process."""
 CONNECT_SECONDS = 5.0
 """How long to try reaching the scheduler before the training fails (it has not started yet)."""
 STOP_CHECK_SECONDS = 0.5
@@ -53,7 +68,23 @@ STOP_CHECK_SECONDS = 0.5
 STOP_WAIT_SECONDS = 3.0
 """How long a cancel waits for running tasks to see the stop (one chunk each); the web app kills
 a job that has not stopped within TOKENFORGE_CANCEL_GRACE_SECONDS (5 s)."""
-POLL_SECONDS = 0.1
+POLL_SECONDS = 0.05
+
+
+class Counts:
+    """A count table as one object, so that Dask pickles it whole (and knows its size in memory)."""
+
+    __slots__ = ("table",)
+
+    def __init__(self, table: dict[str, int]) -> None:
+        self.table = table
+
+    def __reduce__(self) -> tuple[type[Counts], tuple[dict[str, int]]]:
+        return Counts, (self.table,)
+
+    def __sizeof__(self) -> int:
+        # About a short str key and a small int per entry; Dask weighs moving it by this.
+        return sys.getsizeof(self.table) + 90 * len(self.table)
 
 
 class ClusterCounter:
@@ -61,7 +92,7 @@ class ClusterCounter:
 
     def __init__(self, client: distributed.Client, *, range_bytes: int | None = None) -> None:
         self.client = client
-        self.range_bytes = range_bytes  # None: from the corpus size and the cluster's threads
+        self.range_bytes = range_bytes  # None: shrinking ranges, see the module docstring
 
     @classmethod
     def connect(cls, address: str, *, range_bytes: int | None = None) -> ClusterCounter:
@@ -83,62 +114,42 @@ class ClusterCounter:
               max_chunk_chars: int, reporter: Reporter) -> dict[str, int]:
         """The pre-token counts of ``files``, equal to the local path's (see the module docstring)."""
         total = sum(Path(f).stat().st_size for f in files)
+        threads = max(1, sum(self.client.nthreads().values()))
         # 1. Plan the ranges.
-        step = self.range_bytes or self._range_bytes(total)
+        step = self.range_bytes or functools.partial(guided_range_bytes, threads)
         ranges = plan_ranges(files, tally_args[1], safe_cuts=safe_cuts, step=step)
         if not ranges:
             return {}
         stop = distributed.Event(f"tokenforge-stop-{uuid.uuid4().hex}", client=self.client)
-        futures: list[distributed.Future] = []
+        live: list[distributed.Future] = []  # every future not yet released, for a cancel
         try:
-            # 2. One task per range, 3. the tree above them.
-            leaves = [self.client.submit(_count_task, part, tally_args, safe_cuts, max_chunk_chars, stop.name,
-                                         pure=False) for part in ranges]
-            futures += leaves
-            root = self._tree(leaves, futures)
-            self._watch(leaves, ranges, total, reporter)
-            while not root.done():
+            # 2. The lanes, 3. the tree above them.
+            lanes = Lanes(self.client, live, (tally_args, safe_cuts, max_chunk_chars, stop.name))
+            tails = lanes.count(deque(ranges), min(threads, len(ranges)), total, reporter)
+            root = self._tree(tails, live, tally_args)
+            while not root.done():  # (result(timeout=...) can fail with UnboundLocalError on a timeout)
                 reporter.update("count", total, total)
                 time.sleep(POLL_SECONDS)
-            counts: dict[str, int] = pickle.loads(root.result())
-            return counts
+            counts: Counts = root.result()
+            return counts.table
         except BaseException:
-            self._stop(futures, stop)
+            self._stop(live, stop)
             raise
         finally:
-            for future in futures:  # releases the tables the workers still hold
+            for future in live:  # releases the tables the workers still hold
                 future.release()
 
-    def _range_bytes(self, total: int) -> int:
-        """A range size that gives every thread of the cluster the same number of ranges (at least
-        ``RANGES_PER_THREAD``), none above ``MAX_RANGE_BYTES``: with 17 ranges on 2 threads, one
-        thread counted the last range alone while the other idled."""
-        threads = max(1, sum(self.client.nthreads().values()))
-        per_thread = max(RANGES_PER_THREAD, -(-total // (MAX_RANGE_BYTES * threads)))
-        return max(MIN_RANGE_BYTES, -(-total // (per_thread * threads)))
-
-    def _tree(self, level: list[distributed.Future], futures: list[distributed.Future]) -> distributed.Future:
-        """Submit the tasks that add ``level`` up, ``FAN_IN`` at a time, to one root."""
+    def _tree(self, level: list[distributed.Future], live: list[distributed.Future],
+              tally_args: TallyArgs) -> distributed.Future:
+        """Submit the tasks that finish the lanes and add them up, ``FAN_IN`` at a time, to one root."""
+        level = [self.client.submit(_finish_task, tally_args, *level[i:i + FAN_IN], pure=False)
+                 for i in range(0, len(level), FAN_IN)]
+        live += level
         while len(level) > 1:
             level = [self.client.submit(_add_task, *level[i:i + FAN_IN], pure=False)
                      for i in range(0, len(level), FAN_IN)]
-            futures += level
+            live += level
         return level[0]
-
-    def _watch(self, leaves: list[distributed.Future], ranges: list[ByteRange], total: int,
-               reporter: Reporter) -> None:
-        """Report the bytes of finished ranges until all are counted; raise a task's error."""
-        pending = dict(zip(leaves, ranges, strict=True))
-        done = 0
-        while pending:
-            for future in [f for f in pending if f.done()]:
-                if future.status != "finished":
-                    future.result()  # raises the task's own error (FormatError, ...)
-                    raise RuntimeError(f"A Dask counting task ended as {future.status}.")
-                done += pending.pop(future).size
-            reporter.update("count", done, total)  # also polls the cancel check
-            if pending:
-                time.sleep(POLL_SECONDS)
 
     def _stop(self, futures: list[distributed.Future], stop: distributed.Event) -> None:
         """Cancel every task and wait until none of them still runs on a worker."""
@@ -154,6 +165,57 @@ class ClusterCounter:
             pass
 
 
+def guided_range_bytes(threads: int, left: int) -> int:
+    """The next range's size when ``left`` bytes remain for ``threads`` threads (see ``TAIL_SHARE``)."""
+    return min(MAX_RANGE_BYTES, max(MIN_RANGE_BYTES, left // (TAIL_SHARE * threads)))
+
+
+class Lanes:
+    """Hands the ranges to the lanes as they count them; ``count`` returns each lane's last task."""
+
+    def __init__(self, client: distributed.Client, live: list[distributed.Future], task_args: tuple[Any, ...]) -> None:
+        self.client, self.live, self.task_args = client, live, task_args
+        self.size: dict[distributed.Future, int] = {}  # a submitted, unfinished task -> its range's bytes
+        self.lane: dict[distributed.Future, int] = {}  # a task -> its lane
+        self.before: dict[distributed.Future, distributed.Future] = {}  # a task -> the one it continues
+        self.tails: list[distributed.Future | None] = []
+
+    def count(self, todo: deque[ByteRange], lanes: int, total: int, reporter: Reporter) -> list[distributed.Future]:
+        """Count every range of ``todo``; report the bytes of finished ranges; raise a task's error."""
+        self.tails = [None] * lanes
+        for _ in range(1 + QUEUED_PER_LANE):
+            for lane in range(lanes):
+                if todo:
+                    self._extend(lane, todo.popleft())
+        done = 0
+        while self.size:
+            finished = [future for future in self.size if future.done()]
+            for future in finished:
+                if future.status != "finished":
+                    future.result()  # raises the task's own error (FormatError, ...)
+                    raise RuntimeError(f"A Dask counting task ended as {future.status}.")
+                done += self.size.pop(future)
+                if (previous := self.before.pop(future, None)) is not None:
+                    self.live.remove(previous)  # nothing needs its table any more
+                    previous.release()
+                if todo:
+                    self._extend(self.lane[future], todo.popleft())
+            reporter.update("count", done, total)  # also polls the cancel check
+            if self.size and not finished:
+                time.sleep(POLL_SECONDS)
+        return [tail for tail in self.tails if tail is not None]
+
+    def _extend(self, lane: int, part: ByteRange) -> None:
+        """Queue ``part`` on ``lane``, after the lane's last task (Dask runs it where that one's table is)."""
+        previous = self.tails[lane]
+        future = self.client.submit(_count_task, previous, part, *self.task_args, pure=False)
+        self.live.append(future)
+        self.size[future], self.lane[future] = part.size, lane
+        if previous is not None:
+            self.before[future] = previous
+        self.tails[lane] = future
+
+
 def running_keys(client: distributed.Client) -> set[Any]:
     """The keys of the tasks running right now on any worker of ``client``'s cluster."""
     per_worker = client.run(_active_keys)
@@ -164,9 +226,10 @@ def _active_keys(dask_worker: distributed.Worker) -> list[Any]:
     return list(dask_worker.active_keys)
 
 
-def _count_task(part: ByteRange, tally_args: TallyArgs, safe_cuts: bool, max_chunk_chars: int,
-                stop_name: str) -> bytes:
-    """What a worker runs for one range: count it (stopping early if the training was cancelled)."""
+def _count_task(lane: Counts | None, part: ByteRange, tally_args: TallyArgs, safe_cuts: bool,
+                max_chunk_chars: int, stop_name: str) -> Counts:
+    """What a worker runs for one range: the lane's running count plus the range's (``lane`` itself,
+    which Dask may hand to a retry, is not changed), stopping early if the training was cancelled."""
     stop = distributed.Event(stop_name)  # the worker's own client asks the scheduler
     asked = time.monotonic()
 
@@ -177,15 +240,18 @@ def _count_task(part: ByteRange, tally_args: TallyArgs, safe_cuts: bool, max_chu
         asked = time.monotonic()
         return bool(stop.is_set())
 
-    return _pack(count_range(part, tally_args, safe_cuts=safe_cuts, max_chunk_chars=max_chunk_chars,
-                             stopped=stopped))
+    tally = Tally(*tally_args, running=lane.table if lane is not None else None)
+    tally_range(tally, part, safe_cuts=safe_cuts, max_chunk_chars=max_chunk_chars, stopped=stopped)
+    return Counts(tally.running)
 
 
-def _add_task(*tables: bytes) -> bytes:
-    """What a worker runs for one node of the tree: the sum of its children's tables."""
-    return _pack(add_counts(*map(pickle.loads, tables)))
+def _finish_task(tally_args: TallyArgs, *lanes: Counts) -> Counts:
+    """What a worker runs for one node of the tree's first level: the sum of its lanes' final counts."""
+    return Counts(add_counts(*(Tally(*tally_args, running=lane.table).result() for lane in lanes)))
 
 
-def _pack(counts: dict[str, int]) -> bytes:
-    return pickle.dumps(counts, protocol=pickle.HIGHEST_PROTOCOL)
+def _add_task(*sums: Counts) -> Counts:
+    """What a worker runs for one node above: the sum of its children's tables (none is changed)."""
+    largest = max(sums, key=lambda child: len(child.table))
+    return Counts(add_counts(dict(largest.table), *(child.table for child in sums if child is not largest)))
 

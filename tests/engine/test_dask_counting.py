@@ -11,6 +11,7 @@ from __future__ import annotations
 import socket
 import sys
 import time
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,9 +22,10 @@ from engine.cli import main
 from engine.errors import ConfigError, FormatError, TrainingCancelled
 from engine.normalizers import get_normalizer
 from engine.trainers import train
-from engine.trainers.byte_ranges import count_range, overlap_free, plan_ranges
+from engine.trainers.base import Reporter
+from engine.trainers.byte_ranges import count_range, overlap_free, plan_ranges, tally_range
 from engine.trainers.cluster import EXTRA_MISSING, active_cluster, check_address, counting_on
-from engine.trainers.counting import CHAR_PATTERN, add_counts, count_pretokens
+from engine.trainers.counting import CHAR_PATTERN, Tally, add_counts, count_pretokens
 from engine.trainers.unigram.words import MetaspaceSplit
 from tests.engine.dask_cluster import local_cluster
 
@@ -69,7 +71,7 @@ def test_ranges_cover_every_file_and_cut_only_at_boundaries(corpus: Path, tmp_pa
             assert before.endswith(EOT) or (before[-1].isalpha() and after[0] in " \n" and after[1].isalpha())
 
 
-@pytest.mark.parametrize("split, specials, normalizer, safe_cuts", [
+SPLITS = [
     pytest.param("gpt2", (EOT,), None, True, id="gpt2"),
     pytest.param("gpt4", (EOT, "<|fim|>"), None, True, id="gpt4"),
     pytest.param("bert", ("[CLS]", EOT), "nfd,strip_accents,lowercase", True, id="bert-normalized"),
@@ -78,7 +80,10 @@ def test_ranges_cover_every_file_and_cut_only_at_boundaries(corpus: Path, tmp_pa
     pytest.param(r"\w+|\W", (EOT,), "nfkc", False, id="custom-regex"),
     pytest.param(MetaspaceSplit(add_dummy_prefix=True, split_by_whitespace=True), (), None, True, id="unigram"),
     pytest.param(MetaspaceSplit(add_dummy_prefix=True, split_by_whitespace=False), (), None, False, id="unigram-lines"),
-])
+]
+
+
+@pytest.mark.parametrize("split, specials, normalizer, safe_cuts", SPLITS)
 def test_the_ranges_add_up_to_the_local_counts(corpus: Path, split: Any, specials: tuple[str, ...],
                                               normalizer: str | None, safe_cuts: bool) -> None:
     norm = get_normalizer(normalizer)
@@ -89,6 +94,55 @@ def test_the_ranges_add_up_to_the_local_counts(corpus: Path, split: Any, special
     assert add_counts(*parts) == {piece: 2 * n for piece, n in local.items()}
     can_cut = bool(specials) or safe_cuts
     assert (len(ranges) > 4) == can_cut  # the ranges were really cut where cuts are allowed
+
+
+@pytest.mark.parametrize("split, specials, normalizer, safe_cuts", SPLITS)
+def test_a_running_count_carried_from_range_to_range_gives_the_local_counts(
+        corpus: Path, split: Any, specials: tuple[str, ...], normalizer: str | None, safe_cuts: bool) -> None:
+    # What one Dask lane does: each range continues the previous range's running count.
+    norm = get_normalizer(normalizer)
+    local = count_pretokens([corpus], special_tokens=specials, split=split, normalizer=norm, num_workers=1,
+                            safe_cuts=safe_cuts)
+    running: dict[str, int] | None = None
+    for part in plan_ranges([corpus, corpus], specials, safe_cuts=safe_cuts, step=40):
+        before = dict(running) if running is not None else None
+        tally = Tally(split, specials, norm, running=running)
+        tally_range(tally, part, safe_cuts=safe_cuts, max_chunk_chars=16)
+        assert running == before  # the earlier count is copied, never changed (Dask may reuse it)
+        running = tally.running
+    assert Tally(split, specials, norm, running=running).result() == {piece: 2 * n for piece, n in local.items()}
+
+
+def test_a_callable_step_sizes_each_range_from_the_bytes_left_in_every_file(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.txt", tmp_path / "b.txt"
+    first.write_text(("x" * 99 + EOT) * 60, encoding="utf-8")  # documents of 112 bytes
+    second.write_text(("x" * 99 + EOT) * 4, encoding="utf-8")
+    asked: list[int] = []
+
+    def step(left: int) -> int:
+        asked.append(left)
+        return left // 4
+
+    ranges = plan_ranges([first, second], [EOT], safe_cuts=True, step=step)
+    total = 64 * 112
+    assert asked == [total - sum(r.size for r in ranges[:i]) for i in range(len(ranges))]  # over both files
+    # Each cut is the last document end in a window of the step's size after the target (64 KB on real
+    # ranges), so these small ranges come out twice the size asked for.
+    assert [(r.path == str(first), r.size) for r in ranges] == [
+        (True, 3584), (True, 1792), (True, 896), (True, 448), (False, 224), (False, 112), (False, 112)]
+
+
+def test_guided_ranges_shrink_towards_the_end_between_the_bounds() -> None:
+    pytest.importorskip("distributed")
+    from engine.trainers.distributed import (
+        MAX_RANGE_BYTES,
+        MIN_RANGE_BYTES,
+        guided_range_bytes,
+    )
+
+    assert guided_range_bytes(2, 10 << 30) == MAX_RANGE_BYTES == 64 << 20
+    assert guided_range_bytes(2, 100 << 20) == 25 << 20  # half of what each of 2 threads has left
+    assert guided_range_bytes(16, 10 << 20) == MIN_RANGE_BYTES == 1 << 20
 
 
 def test_overlapping_special_tokens_keep_each_file_whole(corpus: Path) -> None:
@@ -205,6 +259,27 @@ def test_the_cli_flag_writes_the_same_files(scheduler: str, counted: list[int], 
     assert counted == [corpus.stat().st_size]
     for name in ("tokenizer.json", "vocab.json", "merges.txt"):
         assert (tmp_path / "dask" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
+
+
+def test_each_thread_carries_one_running_count_and_the_tree_adds_only_those(scheduler: str, corpus: Path) -> None:
+    from engine.trainers.distributed import ClusterCounter, Lanes
+
+    local = count_pretokens([corpus], special_tokens=[EOT], num_workers=1)
+    ranges = plan_ranges([corpus, corpus], [EOT], safe_cuts=True, step=97)
+    total = sum(r.size for r in ranges)
+    counter = ClusterCounter.connect(scheduler)
+    live: list[Any] = []
+    try:
+        task_args = (("gpt2", (EOT,), None), True, 16, "tokenforge-test-never-stopped")
+        tails = Lanes(counter.client, live, task_args).count(deque(ranges), 2, total, Reporter())
+        assert len(ranges) > 20 and {f.key for f in live} == {f.key for f in tails}  # each lane's earlier tables were released as it went on
+        assert len(set(counter.client.who_has(tails).values())) == 2  # one lane on each worker
+        tables = [tail.result().table for tail in tails]
+        assert all(tables) and add_counts(*map(dict, tables)) == {piece: 2 * n for piece, n in local.items()}
+    finally:
+        for future in live:
+            future.release()
+        counter.close()
 
 
 def test_a_task_error_reaches_the_trainer(scheduler: str, tmp_path: Path) -> None:
