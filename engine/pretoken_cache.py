@@ -1,30 +1,34 @@
 """The pre-token cache: pre-token → ids, bounded, evicting what was not used recently.
 
 Real text repeats its words, so a tokenizer merges each distinct pre-token once and looks the
-rest up (en_5M: 1.3M pre-tokens, 70k distinct). ``functools.lru_cache`` made every lookup a
-Python-level call that also relinks an LRU list. Here a hit is a plain C-level ``dict`` lookup,
-run for a whole call's pre-tokens by one ``map``; only a miss runs Python code (the dict's
-``__missing__``), and a miss pays for a BPE merge anyway.
+rest up (en_5M: 1.3M pre-tokens, 70k distinct). A call whose pre-tokens are all known is one
+C-level ``dict`` lookup each, run by one ``map``, with no Python code per pre-token. When a
+lookup fails, the call numbers its distinct pre-tokens and hands all those not cached to
+``tokenize_many`` together, which lets a model merge them in one batch (``BPE`` does it in numpy,
+``bpe_batch.py``). A call that brings new pre-tokens thus pays two C-level passes over its
+pre-tokens, and no Python call per new pre-token.
 
 Recency is approximated with two generations, as CLOCK-style caches do, instead of exact LRU
 order (which would cost bookkeeping on every hit): entries live in a *young* dict; when young
 and old together outgrow ``maxsize``, the old generation is dropped (nothing in it was used since
-the last rotation) and the young one becomes old. A miss in young that is found in old is
-promoted back to young. So an entry survives as long as it is used at least once per rotation,
-and what goes first is always the least recently used generation. A call with more distinct
-pre-tokens than ``maxsize`` is served whole, then trimmed to its last ``maxsize`` new entries.
+the last rotation) and the young one becomes old. A pre-token missing from young that is found in
+old is promoted back to young. So an entry survives as long as it is used at least once per
+rotation, and what goes first is always the least recently used generation. A call with more
+distinct pre-tokens than ``maxsize`` is served whole, then trimmed to its last ``maxsize`` new
+entries.
 
-Threads: the web app shares a tokenizer between request threads. No lock is needed: every
-mutation is one atomic dict operation (``pop`` with a default, item assignment), so a race can
-at worst compute a pre-token twice or drop an entry early; the ids returned are always the
-model's. What the ids are is the model's business, not this module's.
+Threads: the web app shares a tokenizer between request threads. No lock is needed: entries
+are inserted only once computed, a call keeps the ids it added in its own table, and every
+mutation is one atomic dict operation, so a race can at worst compute a pre-token twice or drop
+an entry early; the ids returned are always the model's. What the ids are is the model's
+business, not this module's.
 """
 
 from __future__ import annotations
 
-from collections import deque
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Sequence
-from itertools import chain, islice, repeat
+from itertools import chain, count, islice, repeat
 from typing import NamedTuple
 
 
@@ -35,34 +39,25 @@ class CacheInfo(NamedTuple):
     currsize: int
 
 
-class _Young(dict[str, tuple[int, ...]]):
-    """The young generation; a lookup that misses here promotes from old or computes."""
-
-    __slots__ = ("owner",)
-
-    def __init__(self, owner: PreTokenCache) -> None:
-        super().__init__()
-        self.owner = owner
-
-    def __missing__(self, piece: str) -> tuple[int, ...]:
-        owner = self.owner
-        ids = owner._old.pop(piece, None)
-        if ids is None:
-            ids = tuple(owner._tokenize(piece))
-            owner._misses += 1
-        self[piece] = ids
-        return ids
-
-
 class PreTokenCache:
-    """Ids of pre-tokens as computed by ``tokenize``, about ``maxsize`` of them kept."""
+    """Ids of pre-tokens as computed by ``tokenize_many``, about ``maxsize`` of them kept.
 
-    def __init__(self, tokenize: Callable[[str], Iterable[int]], maxsize: int) -> None:
-        self._tokenize = tokenize
+    ``tokenize_many(pieces)`` gives the ids of each piece, in order; by default each piece is
+    given to ``tokenize`` on its own.
+    """
+
+    def __init__(
+        self,
+        tokenize: Callable[[str], Iterable[int]],
+        maxsize: int,
+        *,
+        tokenize_many: Callable[[Sequence[str]], Iterable[Iterable[int]]] | None = None,
+    ) -> None:
+        self._tokenize_many = tokenize_many or (lambda pieces: map(tokenize, pieces))
         self.maxsize = maxsize
-        self._young = _Young(self)
+        self._young: dict[str, tuple[int, ...]] = {}
         self._old: dict[str, tuple[int, ...]] = {}
-        self._hits = 0  # counted per call as pieces minus misses; racy under threads, only a statistic
+        self._hits = 0  # racy under threads, only a statistic
         self._misses = 0
 
     def info(self) -> CacheInfo:
@@ -70,20 +65,53 @@ class PreTokenCache:
 
     def encode(self, pieces: Sequence[str]) -> list[int]:
         """The ids of all ``pieces``, concatenated."""
-        misses = self._misses
-        ids = list(chain.from_iterable(map(self._young.__getitem__, pieces)))
-        self._hits += len(pieces) - (self._misses - misses)
+        try:  # the warm case, every piece cached: C-level lookups only
+            ids = list(chain.from_iterable(map(self._young.__getitem__, pieces)))
+            self._hits += len(pieces)
+        except KeyError:
+            ids = self._encode_with_new(pieces)
         self._maybe_rotate()
         return ids
 
+    def _encode_with_new(self, pieces: Sequence[str]) -> list[int]:
+        """``encode`` when some pieces are new: all of them go to ``tokenize_many`` at once.
+
+        The distinct pieces are numbered in order of first appearance by a ``defaultdict``
+        whose factory is a counter (both C-level), which yields each piece's number and the
+        distinct pieces in one pass; the ids are then looked up by number in a list.
+        """
+        numbers: defaultdict[str, int] = defaultdict(count().__next__)
+        order = list(map(numbers.__getitem__, pieces))
+        distinct = list(numbers)
+        cached = list(map(self._young.get, distinct))
+        misses = self._misses
+        added = self._add([piece for piece, ids in zip(distinct, cached) if ids is None])
+        self._hits += len(pieces) - (self._misses - misses)
+        table = [ids if ids is not None else added[piece] for piece, ids in zip(distinct, cached)]
+        return list(chain.from_iterable(map(table.__getitem__, order)))
+
     def lookup(self, piece: str) -> tuple[int, ...]:
         """The ids of one pre-token (for callers that need them piece by piece)."""
-        misses = self._misses
-        ids = self._young[piece]
-        if misses == self._misses:
+        ids = self._young.get(piece)
+        if ids is None:
+            misses = self._misses
+            ids = self._add([piece])[piece]
+            self._hits += misses == self._misses  # promoted from old
+        else:
             self._hits += 1
         self._maybe_rotate()
         return ids
+
+    def _add(self, pieces: list[str]) -> dict[str, tuple[int, ...]]:
+        """Put ``pieces`` (distinct, not in young) into young, in order, promoted from old or computed."""
+        old = self._old
+        added = {piece: ids for piece in pieces if (ids := old.pop(piece, None)) is not None}
+        new = [piece for piece in pieces if piece not in added] if added else pieces
+        if new:
+            added.update(zip(new, map(tuple, self._tokenize_many(new))))
+            self._misses += len(new)
+        self._young.update(added)  # the promoted ones first, then the new ones in order
+        return added
 
     def _maybe_rotate(self) -> None:
         young = self._young
@@ -92,4 +120,4 @@ class PreTokenCache:
         excess = len(young) - self.maxsize
         if excess > 0:  # one call brought more than maxsize new entries: keep the last ones
             deque(map(young.pop, list(islice(young, excess)), repeat(None)), maxlen=0)
-        self._old, self._young = young, _Young(self)
+        self._old, self._young = young, {}

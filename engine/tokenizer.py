@@ -88,7 +88,9 @@ class Tokenizer:
         self._reset_cache()
 
     def _reset_cache(self) -> None:
-        self._cache = PreTokenCache(self.model.tokenize, CACHE_SIZE)
+        self._cache = PreTokenCache(
+            self.model.tokenize, CACHE_SIZE, tokenize_many=getattr(self.model, "tokenize_many", None)
+        )
         self._surfaces = SurfaceBytes(getattr(self.model, "surface_bytes", self.model.token_bytes))
 
     # Pickling drops the caches, so tokenizers can be sent to worker processes.

@@ -1,0 +1,142 @@
+"""The numpy batch merge (``bpe_batch``) and the cache path that feeds it, against the slow reference.
+
+``merge_many`` must give, for every word, exactly ``BPE.encode_bytes``'s ids: on random words
+over a merge list where a merge uses a token a later merge creates (the case where "merge every
+occurrence of the lowest rank" differs from Hugging Face), on GPT-2's real files with the
+distinct pre-tokens of a real text, and through ``Tokenizer.encode`` under threads. ``PairRanks``
+must answer every pair it holds and no other, also when most pairs collide.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.ascii_split import fastest_split
+from engine.formats.gpt2 import load_gpt2
+from engine.models import bpe as bpe_module
+from engine.models.bpe import BPE, LONG_PIECE_BYTES
+from engine.models.bpe_batch import NO_MERGE, PairRanks
+from engine.presets import byte_level_bpe
+from engine.pretoken_cache import PreTokenCache
+from engine.tokenizer import Tokenizer
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "cs336"
+# "ab" is made by rank 2 and rank 0 uses it; "aa" and "aaa" make runs of one byte interesting.
+MERGES = [(b"ab", b"a"), (b"a", b"a"), (b"a", b"b"), (b"aa", b"a"), (b"b", b"c"), (b"ab", b"bc"), (b"c", b"c")]
+
+
+def model_of(tokenizer: Tokenizer) -> BPE:
+    model = tokenizer.model
+    if not isinstance(model, BPE):
+        raise TypeError(f"expected a BPE model, not {type(model).__name__}")
+    return model
+
+
+def small_model() -> BPE:
+    vocab = {b: bytes([b]) for b in range(256)}
+    for index, (left, right) in enumerate(MERGES):
+        vocab[256 + index] = left + right
+    return model_of(byte_level_bpe(vocab, MERGES, pretokenizer="gpt2"))
+
+
+# ----------------------------------------------------------------------------- PairRanks
+@given(st.dictionaries(st.tuples(st.integers(0, 2_000), st.integers(0, 2_000)), st.integers(0, 10**6), max_size=300))
+def test_pair_ranks_answer_exactly_the_pairs_they_hold(table: dict[tuple[int, int], int]) -> None:
+    pairs = PairRanks([p[0] for p in table], [p[1] for p in table], list(table.values()))
+    held = list(table)
+    absent = [(a + 1, b) for a, b in held if (a + 1, b) not in table] + [(1_999_999, 0)]
+    queries = held + absent
+    got = pairs.get(np.array([q[0] for q in queries], np.int32), np.array([q[1] for q in queries], np.int32))
+    assert got.tolist() == [table[q] for q in held] + [NO_MERGE] * len(absent)
+
+
+def test_pair_ranks_with_every_key_in_one_slot() -> None:
+    # Keys that differ only above the hash's top bits would share a slot; here all 40 pairs
+    # share a left id, so most land in runs that linear probing must walk to the end.
+    pairs = PairRanks([7] * 40, list(range(0, 400, 10)), list(range(40)))
+    rights = np.arange(0, 400, 5, dtype=np.int32)
+    got = pairs.get(np.full(len(rights), 7, np.int32), rights)
+    assert got.tolist() == [r // 10 if r % 10 == 0 else NO_MERGE for r in rights.tolist()]
+
+
+# ----------------------------------------------------------------------------- merge_many
+WORDS = st.lists(st.binary(min_size=1, max_size=LONG_PIECE_BYTES).map(lambda b: bytes(97 + x % 4 for x in b)), max_size=80)
+
+
+@settings(max_examples=150)
+@given(WORDS)
+def test_batch_merge_equals_reference_when_merges_use_later_tokens(words: list[bytes]) -> None:
+    model = small_model()
+    words = words + [b"abab", b"aaaa", b"abbcab", b"a", b"ccc" * 20]
+    assert model._merge_batches(words) == [tuple(model.encode_bytes(word)) for word in words]
+
+
+def test_batches_are_cut_by_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = small_model()
+    words = [b"abab", b"aaaa" * 16, b"abbcab", b"a", b"cc"] * 30
+    expected = [tuple(model.encode_bytes(word)) for word in words]
+    monkeypatch.setattr(bpe_module, "BATCH_MAX_BYTES", LONG_PIECE_BYTES)  # many one-word batches
+    assert model._merge_batches(words) == expected
+
+
+def test_tokenize_many_mixes_batch_long_and_empty_pieces() -> None:
+    model = small_model()
+    pieces = ["", "ab" * 40, "é", "abab"] + [f"a{'b' * (i % 7)}c{i}" for i in range(bpe_module.BATCH_MIN_PIECES)]
+    assert model.tokenize_many(pieces) == [tuple(model.encode_bytes(p.encode("utf-8"))) for p in pieces]
+
+
+@pytest.fixture(scope="module")
+def gpt2() -> Tokenizer:
+    vocab, merges = SHARED / "gpt2_vocab.json", SHARED / "gpt2_merges.txt"
+    if not (vocab.is_file() and merges.is_file()):
+        pytest.skip(f"GPT-2 files not found in {SHARED}")
+    return load_gpt2(vocab, merges, pretokenizer="gpt2")
+
+
+def test_batch_merge_equals_reference_on_gpt2_and_a_real_text(gpt2: Tokenizer) -> None:
+    corpus = SHARED / "corpus.en"
+    if not corpus.is_file():
+        pytest.skip(f"{corpus} not found")
+    assert gpt2.pre_tokenizer is not None
+    text = corpus.read_text(encoding="utf-8")
+    pieces = list(dict.fromkeys(fastest_split(gpt2.pre_tokenizer)(text)))
+    model = model_of(gpt2)
+    assert len(pieces) > 4_000
+    assert model.tokenize_many(pieces) == [tuple(model.encode_bytes(p.encode("utf-8"))) for p in pieces]
+
+
+# ----------------------------------------------------------------------------- the cache's batch path
+def test_cache_sends_each_new_piece_once_in_order_of_first_appearance() -> None:
+    batches: list[list[str]] = []
+
+    def tokenize_many(pieces: list[str]) -> list[list[int]]:
+        batches.append(list(pieces))
+        return [[len(p)] for p in pieces]
+
+    cache = PreTokenCache(lambda piece: [len(piece)], maxsize=4, tokenize_many=tokenize_many)
+    assert cache.encode(["bb", "a", "bb", "ccc", "a"]) == [2, 1, 2, 3, 1]
+    assert cache.encode(["a", "dddd", "a", "bb"]) == [1, 4, 1, 2]
+    assert cache.encode(["ccc", "e", "ccc"]) == [3, 1, 3]  # 5 > 4: "bb" is trimmed, the rest become old
+    assert (list(cache._old), list(cache._young)) == (["a", "ccc", "dddd", "e"], [])
+    assert cache.encode(["bb", "dddd", "f"]) == [2, 4, 1]  # "dddd" is promoted from old, not recomputed
+    assert batches == [["bb", "a", "ccc"], ["dddd"], ["e"], ["bb", "f"]]
+    assert (list(cache._old), list(cache._young)) == (["dddd", "bb", "f"], [])
+    assert cache.info() == (8, 7, 4, 3)
+
+
+def test_batch_path_is_exact_under_threads(gpt2: Tokenizer, monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = [" ".join(f"w{(i * 7 + j) % 90}é{j % 3}" for j in range(60)) for i in range(40)]
+    expected = [gpt2.encode(text) for text in texts]
+    monkeypatch.setattr(bpe_module, "BATCH_MIN_PIECES", 1)
+    tokenizer = load_gpt2(SHARED / "gpt2_vocab.json", SHARED / "gpt2_merges.txt", pretokenizer="gpt2")
+    tokenizer._cache = PreTokenCache(
+        tokenizer.model.tokenize, 64, tokenize_many=model_of(tokenizer).tokenize_many
+    )  # constant eviction
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        assert list(pool.map(tokenizer.encode, texts * 3)) == expected * 3
