@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tarfile
 from pathlib import Path
+from typing import IO
 
 import pytest
 from flask import Flask
@@ -41,7 +42,10 @@ def fill(app: Flask, client: FlaskClient) -> dict[str, object]:
                 "shas": sorted(c.sha256 for c in session.scalars(select(Corpus)))}
 
 
-def test_backup_then_restore_into_an_empty_instance(app: Flask, client: FlaskClient, tmp_path: Path) -> None:
+def test_backup_then_restore_into_an_empty_instance(app: Flask, client: FlaskClient, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(backup_module, "ROWS_AT_ONCE", 1)  # every row and corpus byte goes in pieces
+    monkeypatch.setattr(backup_module, "COPY_CHUNK", 3)
     facts = fill(app, client)
     archive = tmp_path / "out" / "backup.tar.gz"
     counts = backup(dict(app.config), archive)
@@ -117,17 +121,17 @@ def test_the_commands(app: Flask, client: FlaskClient, tmp_path: Path) -> None:
 def test_a_backup_is_one_moment_of_the_database(db_app: Flask, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A row committed while the backup is half-way through its tables is in none of them."""
     writer = db.make_engine(db_app.config["DATABASE_URL"])
-    add_bytes = backup_module._add_bytes
+    add_member = backup_module._add_member
     late = Corpus(team_id=1, name="late.txt", sha256="0" * 64, format="txt", size_bytes=1, stats={})
 
-    def add_then_write(archive: tarfile.TarFile, name: str, data: bytes) -> None:
-        add_bytes(archive, name, data)
+    def add_then_write(archive: tarfile.TarFile, name: str, data: IO[bytes]) -> None:
+        add_member(archive, name, data)
         if name == "db/teams.jsonl":  # the first table is read; corpora is still to come
             with Session(writer) as session:
                 session.add(late)
                 session.commit()  # writers are not blocked by the backup's snapshot
 
-    monkeypatch.setattr(backup_module, "_add_bytes", add_then_write)
+    monkeypatch.setattr(backup_module, "_add_member", add_then_write)
     archive = tmp_path / "during-writes.tar.gz"
     try:
         counts = backup(dict(db_app.config), archive)

@@ -4,8 +4,10 @@ A backup is a ``.tar.gz`` holding ``manifest.json`` (format version, Alembic rev
 counts), ``db/<table>.jsonl`` (every row of every table, as JSON, in dependency order) and
 ``corpora/<sha>.txt`` (every stored object). Rows are written portably rather than as a SQLite
 file or a ``pg_dump``, so a backup taken from SQLite restores into PostgreSQL and back.
-:func:`restore` refuses a database that already has rows (it restores into an empty instance),
-checks each corpus object's SHA-256 on the way in, and resets PostgreSQL's id sequences.
+:func:`restore` refuses a database that already has rows (it restores into an empty instance,
+whose presets it registers again afterwards), checks each corpus object's SHA-256 on the way in,
+and resets PostgreSQL's id sequences. Rows and corpus objects stream in and out in bounded
+pieces, so neither command needs memory in proportion to the data.
 
 Every table is read in one transaction that sees a single moment of the database (see
 :func:`_snapshot`), so a backup taken while people work holds no tokenizer without its job and
@@ -26,16 +28,21 @@ import os
 import tarfile
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from sqlalchemy import Connection, Engine, func, select, text
+from sqlalchemy import Connection, Engine, delete, func, select, text
+from sqlalchemy.orm import Session
 from sqlalchemy.types import DateTime
 
 from webapp.corpora.storage import CorpusStore
 from webapp.store import db
 from webapp.store.models import Base, Corpus, UTCDateTime
+from webapp.store.models import Tokenizer as TokenizerRow
+from webapp.tokenizers import preset_install, presets
 
 FORMAT = 1
+ROWS_AT_ONCE = 500  # rows read or inserted per batch, so no table is held in memory whole
+COPY_CHUNK = 1 << 20  # bytes of a corpus object copied at a time
 
 
 def _tables() -> list[Any]:
@@ -58,11 +65,14 @@ def _encode(value: Any) -> Any:
     return value
 
 
-def _add_bytes(archive: tarfile.TarFile, name: str, data: bytes) -> None:
+def _add_member(archive: tarfile.TarFile, name: str, data: IO[bytes]) -> None:
+    """Add ``data`` (a seekable file, read from where it stands to its end) as ``name``."""
+    start = data.tell()
     info = tarfile.TarInfo(name)
-    info.size = len(data)
+    info.size = data.seek(0, os.SEEK_END) - start
+    data.seek(start)
     info.mtime = int(dt.datetime.now().timestamp())
-    archive.addfile(info, io.BytesIO(data))
+    archive.addfile(info, data)
 
 
 def _snapshot(conn: Connection) -> Connection:
@@ -94,11 +104,19 @@ def backup(settings: dict[str, Any], out: Path) -> dict[str, int]:
                 conn = _snapshot(raw)
                 shas: set[str] = set()
                 for table in _tables():
-                    lines = []
-                    for row in conn.execute(select(table).order_by(*table.primary_key.columns)).mappings():
-                        lines.append(json.dumps({k: _encode(v) for k, v in row.items()}, ensure_ascii=False))
-                    counts[table.name] = len(lines)
-                    _add_bytes(archive, f"db/{table.name}.jsonl", ("\n".join(lines) + "\n").encode("utf-8"))
+                    # Rows stream through a temporary file: a table of large tokenizer documents
+                    # never has to fit in memory.
+                    with tempfile.TemporaryFile(dir=out.parent) as lines:
+                        count = 0
+                        query = select(table).order_by(*table.primary_key.columns).execution_options(
+                            yield_per=ROWS_AT_ONCE)
+                        for row in conn.execute(query).mappings():
+                            lines.write(json.dumps({k: _encode(v) for k, v in row.items()}, ensure_ascii=False)
+                                        .encode("utf-8") + b"\n")
+                            count += 1
+                        counts[table.name] = count
+                        lines.seek(0)
+                        _add_member(archive, f"db/{table.name}.jsonl", lines)
                 shas.update(conn.execute(select(Corpus.sha256).distinct()).scalars())
             missing = []
             for sha in sorted(shas):
@@ -110,7 +128,7 @@ def backup(settings: dict[str, Any], out: Path) -> dict[str, int]:
             manifest = {"format": FORMAT, "revision": _revision(engine), "counts": counts,
                         "corpus_objects": len(shas) - len(missing), "missing_objects": missing,
                         "created_at": dt.datetime.now(dt.timezone.utc).isoformat()}
-            _add_bytes(archive, "manifest.json", json.dumps(manifest, indent=2).encode("utf-8"))
+            _add_member(archive, "manifest.json", io.BytesIO(json.dumps(manifest, indent=2).encode("utf-8")))
         os.replace(tmp_name, out)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
@@ -133,7 +151,12 @@ def _decode_row(table: Any, row: dict[str, Any]) -> dict[str, Any]:
 
 
 def restore(settings: dict[str, Any], source: Path) -> dict[str, int]:
-    """Restore a backup into an empty database and corpus store; return the row counts."""
+    """Restore a backup into an empty database and corpus store; return the row counts.
+
+    "Empty" allows the preset tokenizers (``tokenforge presets install`` on the new instance):
+    they are set aside while the backup's rows go in, and registered again afterwards from the
+    instance's own rank tables, with ids after the restored ones.
+    """
     url = settings["DATABASE_URL"]
     try:
         archive = tarfile.open(source, "r:gz")
@@ -148,7 +171,10 @@ def restore(settings: dict[str, Any], source: Path) -> dict[str, int]:
         try:
             with engine.connect() as conn:
                 for table in _tables():
-                    if conn.execute(select(func.count()).select_from(table)).scalar():
+                    query = select(func.count()).select_from(table)
+                    if table is TokenizerRow.__table__:
+                        query = query.where(TokenizerRow.preset.is_(None))
+                    if conn.execute(query).scalar():
                         raise BackupError(f"The database already has rows in {table.name!r}; restore "
                                           "into an empty instance (a new data folder or database).")
             counts = _restore_rows(engine, archive)
@@ -156,7 +182,24 @@ def restore(settings: dict[str, Any], source: Path) -> dict[str, int]:
             engine.dispose()
         _restore_objects(archive, CorpusStore(settings["CORPUS_DIR"]))
     db.upgrade(url)  # a backup from an older version gets the newer migrations
+    _register_presets(settings)
     return counts
+
+
+def _register_presets(settings: dict[str, Any]) -> None:
+    """Register the instance's presets again, if it has their rank tables."""
+    folder = Path(settings["DATA_DIR"]) / "presets"
+    if not folder.is_dir():
+        return
+    engine = db.make_engine(settings["DATABASE_URL"])
+    try:
+        with Session(engine) as session:
+            presets.register(session, folder)
+    except preset_install.PresetInstallError as exc:
+        raise BackupError(f"The backup is restored, but the presets could not be registered again ({exc}); "
+                          "run `tokenforge presets install`.") from None
+    finally:
+        engine.dispose()
 
 
 def _read_json(archive: tarfile.TarFile, name: str) -> Any:
@@ -170,21 +213,26 @@ def _read_json(archive: tarfile.TarFile, name: str) -> Any:
 
 
 def _restore_rows(engine: Engine, archive: tarfile.TarFile) -> dict[str, int]:
+    """Insert every table's rows, ``ROWS_AT_ONCE`` at a time, in one transaction."""
     counts: dict[str, int] = {}
     with engine.begin() as conn:
+        conn.execute(delete(TokenizerRow).where(TokenizerRow.preset.is_not(None)))  # see restore()
         for table in _tables():
             try:
                 member = archive.extractfile(f"db/{table.name}.jsonl")
             except KeyError:
                 member = None
-            rows = []
-            if member is not None:
-                for line in member.read().decode("utf-8").splitlines():
-                    if line.strip():
-                        rows.append(_decode_row(table, json.loads(line)))
-            if rows:
-                conn.execute(table.insert(), rows)
-            counts[table.name] = len(rows)
+            count = 0
+            batch: list[dict[str, Any]] = []
+            for line in member or ():
+                if line.strip():
+                    batch.append(_decode_row(table, json.loads(line)))
+                if len(batch) == ROWS_AT_ONCE:
+                    conn.execute(table.insert(), batch)
+                    count, batch = count + len(batch), []
+            if batch:
+                conn.execute(table.insert(), batch)
+            counts[table.name] = count + len(batch)
         if engine.dialect.name == "postgresql":  # ids were inserted explicitly; move sequences on
             for table in _tables():
                 conn.execute(text(f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), "
@@ -204,10 +252,16 @@ def _restore_objects(archive: tarfile.TarFile, store: CorpusStore) -> None:
         data = archive.extractfile(member)
         if data is None:
             continue
-        payload = data.read()
-        if hashlib.sha256(payload).hexdigest() != sha:
-            raise BackupError(f"The corpus object {sha} in the backup is damaged (its SHA-256 differs).")
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_suffix(".part")
-        tmp.write_bytes(payload)
-        os.replace(tmp, target)
+        digest = hashlib.sha256()
+        try:  # streamed: a corpus object may be larger than memory
+            with tmp.open("wb") as out:
+                while chunk := data.read(COPY_CHUNK):
+                    digest.update(chunk)
+                    out.write(chunk)
+            if digest.hexdigest() != sha:
+                raise BackupError(f"The corpus object {sha} in the backup is damaged (its SHA-256 differs).")
+            os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
