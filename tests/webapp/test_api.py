@@ -79,7 +79,8 @@ def test_decode(client: FlaskClient, bpe: int) -> None:
 
 def test_tokenizer_list_and_docs(client: FlaskClient, bpe: int) -> None:
     assert client.get("/api/v1/tokenizers").json == {"tokenizers": [
-        {"id": bpe, "name": "tiny-bpe", "algorithm": "bpe", "vocab_size": 262, "source": "trained"}]}
+        {"id": bpe, "name": "tiny-bpe", "algorithm": "bpe", "vocab_size": 262, "source": "trained"}],
+        "total": 1, "next_offset": None}
     docs = client.get("/api").get_data(as_text=True)
     assert "curl -X POST http://localhost/api/v1/encode" in docs and "/api/v1/decode" in docs
     assert "Authorization: Bearer" in docs and "/account" in docs
@@ -93,3 +94,16 @@ def test_api_is_exempt_from_csrf_but_forms_are_not(tmp_path, bpe: int) -> None:
     client = login_as(app.test_client(), 1)
     assert client.post("/api/v1/encode", json={"tokenizer": ref, "text": "the"}).status_code == 200
     assert client.post(f"/tokenizers/{ref}/encode", data={"text": "the"}).status_code == 400
+
+
+def test_the_tokenizer_list_comes_a_page_at_a_time(app: Flask, client: FlaskClient, bpe: int) -> None:
+    more = [store(app, byte_bpe(f"bpe-{i}")) for i in range(4)]  # newest first: more[3], ..., more[0], bpe
+    first = client.get("/api/v1/tokenizers?limit=2").json
+    assert [t["id"] for t in first["tokenizers"]] == [more[3], more[2]]
+    assert (first["total"], first["next_offset"]) == (5, 2)
+    last = client.get("/api/v1/tokenizers?limit=2&offset=4").json
+    assert [t["id"] for t in last["tokenizers"]] == [bpe] and last["next_offset"] is None
+    assert client.get("/api/v1/tokenizers?offset=9").json == {"tokenizers": [], "total": 5, "next_offset": None}
+    for query in ("limit=0", "limit=1001", "limit=ten", "offset=-1", "limit=99999999999999999999"):
+        refused = client.get(f"/api/v1/tokenizers?{query}")
+        assert refused.status_code == 400 and "limit as a whole number from 1 to 1,000" in refused.json["error"]

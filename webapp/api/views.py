@@ -4,7 +4,7 @@
 ``{ids, tokens, offsets, count}``; with ``{tokenizer, messages, template}`` instead of ``text`` it
 counts a chat (``chat/chat.py``) and adds ``text`` (the rendered prompt), per-message counts and the
 template's ``overhead``; ``POST /api/v1/decode`` takes ``{tokenizer, ids}`` and
-returns ``{text, count}``; ``GET /api/v1/tokenizers`` lists what can be used. ``tokenizer`` is
+returns ``{text, count}``; ``GET /api/v1/tokenizers`` lists what can be used, a page at a time. ``tokenizer`` is
 an id or an exact name. Special tokens follow the playground's rule
 (``encode_view.encode_spans``): text spelling one is that special token only when
 ``allowed_special`` allows it (``"all"`` or a list), and plain text otherwise. Every error is JSON ``{"error": sentence}``
@@ -29,12 +29,13 @@ from webapp.chat.chat import ChatError, TemplateRefused, count_chat, parse_messa
 from webapp.chat.views import render_seconds
 from webapp.playground.encode_page import limits
 from webapp.playground.encode_view import MAX_DECODE_BYTES, check_decode_size, encode_spans
-from webapp.tokenizers.loaded import Loaded, all_rows, find
+from webapp.tokenizers.loaded import Loaded, all_rows, count_rows, find
 from webapp.web.htmx import render
 from webapp.web.numbers import parse_id, parse_int
 
 bp = Blueprint("api", __name__)
 MAX_IDS = 1_000_000
+LIST_PAGE, MAX_LIST_PAGE = 100, 1000  # tokenizers per page of GET /api/v1/tokenizers: default, most
 
 
 def _error(message: str, status: int = 400) -> Response:
@@ -181,11 +182,22 @@ def decode() -> Response:
 
 @bp.get("/api/v1/tokenizers")
 def tokenizers() -> Response:
-    """Every tokenizer: id, name, algorithm, vocabulary size and source."""
-    return jsonify({"tokenizers": [
-        {"id": r.id, "name": r.name, "algorithm": r.algorithm, "vocab_size": r.vocab_size, "source": r.source}
-        for r in all_rows()
-    ]})
+    """The tokenizers, a page at a time: id, name, algorithm, vocabulary size and source, with the
+    ``total`` and the ``next_offset`` to ask for (null after the last page)."""
+    limit = parse_int(request.args.get("limit", LIST_PAGE), low=1, high=MAX_LIST_PAGE)
+    offset = parse_int(request.args.get("offset", 0))
+    if limit is None or offset is None:
+        return _error(f"Give limit as a whole number from 1 to {MAX_LIST_PAGE:,} and offset as a whole number "
+                      "of at least 0, such as ?limit=100&offset=200.")
+    rows, total = all_rows(limit=limit, offset=offset), count_rows()
+    return jsonify({
+        "tokenizers": [
+            {"id": r.id, "name": r.name, "algorithm": r.algorithm, "vocab_size": r.vocab_size, "source": r.source}
+            for r in rows
+        ],
+        "total": total,
+        "next_offset": offset + limit if offset + limit < total else None,
+    })
 
 
 @bp.get("/api")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flask import abort
-from sqlalchemy import Select, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.orm import defer
 
 from engine import TokenforgeError, Tokenizer
@@ -78,14 +78,19 @@ def rows_query() -> Select[tuple[TokenizerRow]]:
             .order_by(TokenizerRow.team_id.is_not(None), TokenizerRow.id.desc()))
 
 
-def all_rows(*, limit: int | None = None) -> list[TokenizerRow]:
+def all_rows(*, limit: int | None = None, offset: int = 0) -> list[TokenizerRow]:
     """The tokenizers the current user may read, presets first (see :func:`rows_query`).
 
     The one list every picker offers (encode, compare, the API list) and the tokenizer list
     page shows; ``row.preset`` tells the presets apart.
     """
-    query = rows_query()
+    query = rows_query().offset(offset or None)
     return list(get_session().scalars(query.limit(limit) if limit is not None else query))
+
+
+def count_rows() -> int:
+    """How many tokenizers :func:`all_rows` lists in all."""
+    return get_session().scalar(select(func.count()).select_from(rows_query().order_by(None).subquery())) or 0
 
 
 def _parse(row_id: int) -> Tokenizer:

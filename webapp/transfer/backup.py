@@ -188,6 +188,8 @@ def restore(settings: dict[str, Any], source: Path) -> dict[str, int]:
 
 def _register_presets(settings: dict[str, Any]) -> None:
     """Register the instance's presets again, if it has their rank tables."""
+    if not settings.get("DATA_DIR"):
+        return
     folder = Path(settings["DATA_DIR"]) / "presets"
     if not folder.is_dir():
         return
