@@ -233,6 +233,16 @@ def _write_model_files(tokenizer: Tokenizer, outdir: Path) -> list[Path]:
     return []
 
 
+def _in_flags(problem: ConfigError, specs: dict[str, OptionSpec]) -> ConfigError:
+    """``problem`` worded for the command line: each option it names becomes its flag
+    ("vocab_size=10 must be …" -> "--vocab-size=10 must be …"), the data it carries is kept."""
+    message = str(problem).replace("Option ", "", 1) if str(problem).startswith("Option ") else str(problem)
+    for name, spec in specs.items():
+        message = re.sub(rf"(?<![\w-]){re.escape(name)}(?!\w)", _flag(name, spec.type), message)
+    return ConfigError(message, option=problem.option, value=problem.value, least=problem.least,
+                       most=problem.most, why=problem.why)
+
+
 def _check_writable(outdir: Path) -> None:
     """Refuse an output folder that could not be written, without creating it: a typo in a corpus
     name must not leave an empty folder behind, and hours of training must not end in EACCES."""
@@ -267,10 +277,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         with counting_on(args.dask_scheduler):  # connects first: a bad scheduler stops here
             result = train(args.model, args.files, given, progress=bar)
     except ConfigError as exc:  # name the flag, not the dataclass field
-        message = str(exc)
-        for name, spec in specs.items():
-            message = message.replace(f"Option {name} ", f"{_flag(name, spec.type)} ")
-        raise ConfigError(message) from None
+        raise ConfigError.of([_in_flags(problem, specs) for problem in exc.problems]) from None
     finally:
         bar.close()
     tokenizer = result.tokenizer

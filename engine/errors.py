@@ -8,6 +8,9 @@ to Python's built-in exceptions.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 
 class TokenforgeError(Exception):
     """Base class of every error the engine raises on purpose."""
@@ -17,19 +20,61 @@ class ConfigError(TokenforgeError, ValueError):
     """An option has a value the engine cannot use (e.g. a vocabulary smaller than the alphabet).
 
     The message is worded for a caller of the API or the CLI ("pass vocab_size of at most …").
-    When the problem is a number out of bounds, ``option``, ``value``, ``least``/``most`` and
-    ``why`` (what sets the bounds) say so as data, so a front end with other words for the fix
-    (a web form's "enter a number …") can write its own sentence without parsing this one.
+    ``option`` names the field the problem belongs to (for a rule across fields, the one to
+    change: "vocabulary smaller than the alphabet" belongs to ``vocab_size``), so a front end can
+    put the message beside its own field, or name its own flag, without reading the sentence.
+    When the problem is a number out of bounds, ``value``, ``least``/``most`` and ``why`` (what
+    sets the bounds) say so as data, so a front end with other words for the fix (a web form's
+    "enter a number …") can write its own sentence.
+
+    One validation pass reports every bad option at once: ``problems`` holds one error per
+    problem (just this error when there is one), and the message joins theirs.
     """
 
     def __init__(self, message: str, *, option: str | None = None, value: float | None = None,
-                 least: float | None = None, most: float | None = None, why: str = "") -> None:
+                 least: float | None = None, most: float | None = None, why: str = "",
+                 problems: Sequence[ConfigError] = ()) -> None:
         super().__init__(message)
         self.option = option
         self.value = value
         self.least = least
         self.most = most
         self.why = why
+        self.problems: tuple[ConfigError, ...] = tuple(problems) or (self,)
+
+    @classmethod
+    def of(cls, problems: Sequence[ConfigError]) -> ConfigError:
+        """One error for ``problems`` (at least one): the problem itself, or one that carries them all."""
+        if len(problems) == 1:
+            return problems[0]
+        return cls(" ".join(str(problem) for problem in problems), problems=problems)
+
+
+class ConfigProblems:
+    """Collects the problems of one set of options, so a single pass reports all of them.
+
+    An options class's ``__post_init__`` adds each problem it finds (or runs a check that
+    raises) and ends with :meth:`raise_if_any`, instead of stopping at the first bad field.
+    """
+
+    def __init__(self) -> None:
+        self.found: list[ConfigError] = []
+
+    def add(self, problem: ConfigError) -> None:
+        """Record one problem (its own problems, if it already carries several)."""
+        self.found.extend(problem.problems)
+
+    def run(self, check: Callable[..., object], *args: Any, **kwargs: Any) -> None:
+        """Call a check that raises ConfigError, and record what it raises."""
+        try:
+            check(*args, **kwargs)
+        except ConfigError as problem:
+            self.add(problem)
+
+    def raise_if_any(self) -> None:
+        """Raise one ConfigError carrying every recorded problem, if there is one."""
+        if self.found:
+            raise ConfigError.of(self.found)
 
 
 class FormatError(TokenforgeError, ValueError):

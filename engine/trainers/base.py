@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from engine.errors import ConfigError, TrainingCancelled
+from engine.errors import ConfigError, ConfigProblems, TrainingCancelled
 
 if TYPE_CHECKING:
     from engine.tokenizer import Tokenizer
@@ -98,7 +98,7 @@ def _coerce(spec: OptionSpec, value: Any) -> Any:
     if value is None or (isinstance(value, str) and value.strip() == "" and spec.type != "str"):
         if spec.optional:
             return None
-        raise ConfigError(f"Option {spec.name} needs a value.")
+        raise ConfigError(f"Option {spec.name} needs a value.", option=spec.name)
     try:
         if spec.type == "bool":
             if isinstance(value, bool):
@@ -127,20 +127,40 @@ def _coerce(spec: OptionSpec, value: Any) -> Any:
     except (TypeError, ValueError):
         raise ConfigError(
             f"Option {spec.name} must be {'a whole number' if spec.type == 'int' else 'a ' + spec.type}, "
-            f"not {value!r}."
+            f"not {value!r}.", option=spec.name,
         ) from None
 
 
 def options_from_mapping(options_cls: type[OptionsT], values: Mapping[str, Any]) -> OptionsT:
-    """Build ``options_cls`` from untyped values; unknown names and bad values raise ConfigError."""
+    """Build ``options_cls`` from untyped values; unknown names and bad values raise ConfigError.
+
+    One pass finds every problem: each value is converted, and the dataclass's own checks run
+    once, with the default in place of a value that could not be converted (its problem is
+    already known, and the checks need a value of the right type). The ConfigError raised
+    carries them all in ``problems``, each naming its ``option``.
+    """
     specs = {spec.name: spec for spec in option_specs(options_cls)}
     unknown = sorted(set(values) - set(specs))
     if unknown:
         raise ConfigError(
             f"Unknown option {unknown[0]!r}; the options are: {', '.join(sorted(specs))}."
         )
-    kwargs = {name: _coerce(specs[name], value) for name, value in values.items()}
-    return options_cls(**kwargs)
+    problems = ConfigProblems()
+    kwargs: dict[str, Any] = {}
+    for name, value in values.items():
+        try:
+            kwargs[name] = _coerce(specs[name], value)
+        except ConfigError as problem:
+            problems.add(problem)
+    unconverted = {problem.option for problem in problems.found}
+    try:
+        options = options_cls(**kwargs)
+    except ConfigError as checked:
+        for problem in checked.problems:
+            if problem.option not in unconverted:  # the default stood in for it; its problem is known
+                problems.add(problem)
+    problems.raise_if_any()
+    return options
 
 
 def options_to_dict(options: Any) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.errors import ConfigError
+from engine.errors import ConfigError, ConfigProblems
 from engine.trainers.base import Reporter, TrainResult
 from engine.trainers.counting import CHAR_PATTERN
 from engine.trainers.limits import MAX_VOCAB, check_at_most, check_special_count
@@ -31,22 +31,29 @@ if TYPE_CHECKING:
 
 
 def _check_common(vocab_size: int | None, min_frequency: int, specials: tuple[str, ...], unk: str, normalizer: str) -> None:
+    problems = ConfigProblems()  # every bad option at once, each naming its field
     if normalizer not in NORMALIZER_CHOICES:
-        raise ConfigError(f"Unknown normalizer {normalizer!r}; choose one of: {', '.join(NORMALIZER_CHOICES)}.")
+        problems.add(ConfigError(f"Unknown normalizer {normalizer!r}; choose one of: {', '.join(NORMALIZER_CHOICES)}.",
+                                 option="normalizer"))
     if min_frequency < 1:
-        raise ConfigError(f"min_frequency must be at least 1, not {min_frequency}.")
+        problems.add(ConfigError(f"min_frequency must be at least 1, not {min_frequency}.", option="min_frequency"))
+    problems.run(_check_specials, specials)
+    if vocab_size is not None:
+        problems.run(check_at_most, "vocab_size", vocab_size, MAX_VOCAB)
+    if unk not in specials:
+        problems.add(ConfigError(f"The unknown token {unk!r} is not among special_tokens {list(specials)}; add it.",
+                                 option="unk_token"))
+    if vocab_size is not None and vocab_size <= len(specials):  # across fields: the vocabulary is the one to change
+        problems.add(ConfigError(
+            f"vocab_size {vocab_size} leaves no room after the {len(specials)} special tokens; "
+            f"use vocab_size of at least {len(specials) + 1}.", option="vocab_size"))
+    problems.raise_if_any()
+
+
+def _check_specials(specials: tuple[str, ...]) -> None:
     check_special_count(specials)
     if len(set(specials)) != len(specials) or "" in specials:
-        raise ConfigError(f"special_tokens must be distinct and non-empty: {list(specials)}.")
-    if vocab_size is not None:
-        check_at_most("vocab_size", vocab_size, MAX_VOCAB)
-    if unk not in specials:
-        raise ConfigError(f"The unknown token {unk!r} is not among special_tokens {list(specials)}; add it.")
-    if vocab_size is not None and vocab_size <= len(specials):
-        raise ConfigError(
-            f"vocab_size {vocab_size} leaves no room after the {len(specials)} special tokens; "
-            f"use vocab_size of at least {len(specials) + 1}."
-        )
+        raise ConfigError(f"special_tokens must be distinct and non-empty: {list(specials)}.", option="special_tokens")
 
 
 @dataclass(frozen=True)
@@ -86,9 +93,7 @@ class ByteOptions:
     special_tokens: tuple[str, ...] = field(default=(), metadata={"help": "Special tokens, given ids from 256 on."})
 
     def __post_init__(self) -> None:
-        check_special_count(self.special_tokens)
-        if len(set(self.special_tokens)) != len(self.special_tokens) or "" in self.special_tokens:
-            raise ConfigError(f"special_tokens must be distinct and non-empty: {list(self.special_tokens)}.")
+        _check_specials(self.special_tokens)
 
 
 OPTIONS = {"wordlevel": WordLevelOptions, "char": CharOptions, "byte": ByteOptions}

@@ -36,7 +36,7 @@ from typing import Any
 
 from engine.byte_unicode import BYTE_TO_UNICODE
 from engine.decoders import BPESuffixDecoder
-from engine.errors import ConfigError
+from engine.errors import ConfigError, ConfigProblems
 from engine.limits import MAX_TOKEN_LENGTH, shown
 from engine.models.bpe_char import END_OF_WORD, CharBPE
 from engine.presets import byte_level_bpe
@@ -99,33 +99,46 @@ class BpeOptions:
     )
 
     def __post_init__(self) -> None:
-        check_special_count(self.special_tokens)
-        if self.level not in LEVELS:
-            raise ConfigError(f"level={shown(self.level)} must be one of: {', '.join(LEVELS)}.")
         if self.pretokenizer == "":
             object.__setattr__(self, "pretokenizer", None)  # an empty form field: the level's default
-        base = 256 if self.level == "byte" else 1 + (self.unk_token not in self.special_tokens)
+        problems = ConfigProblems()  # every bad option at once, each naming its field
+        problems.run(check_special_count, self.special_tokens)
+        if self.level not in LEVELS:
+            problems.add(ConfigError(f"level={shown(self.level)} must be one of: {', '.join(LEVELS)}.", option="level"))
+        level = self.level if self.level in LEVELS else "byte"  # with a bad level, judge the rest as the default's
+        base = 256 if level == "byte" else 1 + (self.unk_token not in self.special_tokens)
         floor = len(self.special_tokens) + base
         if not floor <= self.vocab_size <= MAX_VOCAB:
-            what = "256 bytes" if self.level == "byte" else "the unknown token and one character"
-            raise ConfigError(
+            what = "256 bytes" if level == "byte" else "the unknown token and one character"
+            problems.add(ConfigError(
                 f"vocab_size={shown(self.vocab_size)} must be between {floor} (the {len(self.special_tokens)} "
                 f"special tokens + {what}) and {MAX_VOCAB:,}; pass a vocab_size in that range.",
                 option="vocab_size", value=self.vocab_size, least=floor, most=MAX_VOCAB,
                 why=f"the {len(self.special_tokens)} special tokens + {what}",
-            )
+            ))
         if len(set(self.special_tokens)) != len(self.special_tokens) or "" in self.special_tokens:
-            raise ConfigError(f"The special tokens {list(self.special_tokens)!r} must be distinct and non-empty.")
+            problems.add(ConfigError(f"The special tokens {list(self.special_tokens)!r} must be distinct and non-empty.",
+                                     option="special_tokens"))
         for name in ("end_of_word_suffix", "unk_token"):
             value = getattr(self, name)
             if not value or len(value) > MAX_TOKEN_LENGTH:
-                raise ConfigError(f"{name}={shown(value)} must be 1 to {MAX_TOKEN_LENGTH} characters long.")
+                problems.add(ConfigError(f"{name}={shown(value)} must be 1 to {MAX_TOKEN_LENGTH} characters long.",
+                                         option=name))
         if self.min_frequency < 0:
-            raise ConfigError(f"min_frequency={self.min_frequency} must be 0 or more.")
+            problems.add(ConfigError(f"min_frequency={self.min_frequency} must be 0 or more.", option="min_frequency"))
         if self.max_token_length is not None and self.max_token_length < 1:
-            raise ConfigError(f"max_token_length={self.max_token_length} must be 1 or more (or empty).")
-        check_workers(self.num_workers)
-        get_pretokenizer(self.split)  # raises ConfigError naming a bad regex
+            problems.add(ConfigError(f"max_token_length={self.max_token_length} must be 1 or more (or empty).",
+                                     option="max_token_length"))
+        problems.run(check_workers, self.num_workers)
+        if self.level in LEVELS:  # the default split depends on a valid level
+            problems.run(self._check_pretokenizer)
+        problems.raise_if_any()
+
+    def _check_pretokenizer(self) -> None:
+        try:
+            get_pretokenizer(self.split)
+        except ConfigError as exc:  # a bad regex: the message names it; the field is ours to name
+            raise ConfigError(str(exc), option="pretokenizer") from None
 
     @property
     def split(self) -> str:

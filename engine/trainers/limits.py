@@ -14,7 +14,12 @@ from __future__ import annotations
 import os
 
 from engine.errors import ConfigError
-from engine.limits import MAX_SPECIAL_CHARS, MAX_SPECIAL_TOKEN_LENGTH, MAX_SPECIAL_TOKENS, shown
+from engine.limits import (
+    MAX_SPECIAL_CHARS,
+    MAX_SPECIAL_TOKEN_LENGTH,
+    MAX_SPECIAL_TOKENS,
+    shown,
+)
 
 MAX_VOCAB = 1_000_000
 """Largest trained vocabulary; BPE's internal token ids are characters, so they must stay below U+10FFFF."""
@@ -60,7 +65,7 @@ def check_workers(num_workers: int | None, *, name: str = "num_workers", per_cpu
         why = f"this machine has {cpus} CPU{'s' if cpus != 1 else ''}" if limit == cpus else f"the limit is {MAX_WORKERS} processes"
         raise ConfigError(
             f"{name}={shown(num_workers)} must be between 1 and {limit} ({why}); "
-            f"pass a smaller {name}, or leave it empty for one per CPU."
+            f"pass a smaller {name}, or leave it empty for one per CPU.", option=name,
         )
 
 
@@ -78,12 +83,12 @@ def check_special_count(special_tokens: tuple[str, ...]) -> None:
     if len(special_tokens) > MAX_SPECIAL_TOKENS:
         raise ConfigError(
             f"special_tokens lists {len(special_tokens):,} tokens, above the limit of {MAX_SPECIAL_TOKENS:,}; "
-            "keep the special tokens your models really use."
+            "keep the special tokens your models really use.", option="special_tokens",
         )
     for token in special_tokens:
         if len(token) > MAX_SPECIAL_TOKEN_LENGTH:
             raise ConfigError(f"The special token {shown(token)} is longer than {MAX_SPECIAL_TOKEN_LENGTH} "
-                              "characters; pass a shorter one.")
+                              "characters; pass a shorter one.", option="special_tokens")
     if sum(map(len, special_tokens)) > MAX_SPECIAL_CHARS:
         raise ConfigError(f"The special tokens have more than {MAX_SPECIAL_CHARS:,} characters in all; "
-                          "keep the special tokens your models really use.")
+                          "keep the special tokens your models really use.", option="special_tokens")

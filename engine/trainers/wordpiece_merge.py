@@ -70,7 +70,7 @@ def learn(
     if len(vocab) > options.vocab_size:
         raise ConfigError(
             f"vocab_size {options.vocab_size} is smaller than the {len(vocab)} special tokens and alphabet "
-            f"symbols this corpus needs; raise vocab_size or set limit_alphabet."
+            f"symbols this corpus needs; raise vocab_size or set limit_alphabet.", option="vocab_size",
         )
     table = {ord(c): s for c, s in cont_sym.items()}
     words: list[str] = []

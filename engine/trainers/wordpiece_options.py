@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.errors import ConfigError
+from engine.errors import ConfigError, ConfigProblems
 from engine.trainers.limits import MAX_VOCAB, check_at_most, check_special_count
 
 BERT_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -49,39 +49,48 @@ class WordPieceOptions:
     template: str = field(default="", metadata={"help": "Post-processing template, e.g. '[CLS] $A [SEP]' (empty: none)."})
 
     def __post_init__(self) -> None:
+        problems = ConfigProblems()  # every bad option at once, each naming its field
         if self.score not in ("likelihood", "frequency"):
-            raise ConfigError(f"Unknown WordPiece score {self.score!r}; use score='frequency' or score='likelihood'.")
+            problems.add(ConfigError(f"Unknown WordPiece score {self.score!r}; use score='frequency' or score='likelihood'.",
+                                     option="score"))
         if self.normalizer not in NORMALIZER_CHOICES:
-            raise ConfigError(
-                f"Unknown normalizer {self.normalizer!r}; choose one of: {', '.join(NORMALIZER_CHOICES)}."
-            )
+            problems.add(ConfigError(
+                f"Unknown normalizer {self.normalizer!r}; choose one of: {', '.join(NORMALIZER_CHOICES)}.",
+                option="normalizer"))
         if self.min_frequency < 0:
-            raise ConfigError(f"min_frequency must be 0 or more, not {self.min_frequency}.")
+            problems.add(ConfigError(f"min_frequency must be 0 or more, not {self.min_frequency}.", option="min_frequency"))
         if self.limit_alphabet is not None and self.limit_alphabet < 1:
-            raise ConfigError(f"limit_alphabet must be at least 1 (or empty for no limit), not {self.limit_alphabet}.")
+            problems.add(ConfigError(f"limit_alphabet must be at least 1 (or empty for no limit), not {self.limit_alphabet}.",
+                                     option="limit_alphabet"))
         if self.max_input_chars_per_word < 1:
-            raise ConfigError(f"max_input_chars_per_word must be at least 1, not {self.max_input_chars_per_word}.")
+            problems.add(ConfigError(f"max_input_chars_per_word must be at least 1, not {self.max_input_chars_per_word}.",
+                                     option="max_input_chars_per_word"))
         if not self.continuing_subword_prefix:
-            raise ConfigError("continuing_subword_prefix must not be empty; WordPiece needs it (e.g. '##').")
-        check_special_count(self.special_tokens)
+            problems.add(ConfigError("continuing_subword_prefix must not be empty; WordPiece needs it (e.g. '##').",
+                                     option="continuing_subword_prefix"))
+        problems.run(check_special_count, self.special_tokens)
         if len(set(self.special_tokens)) != len(self.special_tokens) or "" in self.special_tokens:
-            raise ConfigError(f"special_tokens must be distinct and non-empty: {list(self.special_tokens)}.")
-        check_at_most("vocab_size", self.vocab_size, MAX_VOCAB)
+            problems.add(ConfigError(f"special_tokens must be distinct and non-empty: {list(self.special_tokens)}.",
+                                     option="special_tokens"))
+        problems.run(check_at_most, "vocab_size", self.vocab_size, MAX_VOCAB)
         if self.unk_token not in self.special_tokens:
-            raise ConfigError(
-                f"The unknown token {self.unk_token!r} is not among special_tokens {list(self.special_tokens)}; add it."
-            )
+            problems.add(ConfigError(
+                f"The unknown token {self.unk_token!r} is not among special_tokens {list(self.special_tokens)}; add it.",
+                option="unk_token"))
         floor = len(self.special_tokens) + (self.limit_alphabet or 1)
-        if self.vocab_size < floor:
-            raise ConfigError(
+        if self.vocab_size < floor:  # a rule across fields; the vocabulary is the one to change
+            problems.add(ConfigError(
                 f"vocab_size {self.vocab_size} is smaller than the {len(self.special_tokens)} special tokens plus the "
-                f"alphabet; use vocab_size of at least {floor}."
-            )
+                f"alphabet; use vocab_size of at least {floor}.", option="vocab_size"))
         for part in self.template.split():
             if part != "$A" and part not in self.special_tokens:
-                raise ConfigError(f"The template token {part!r} is not a special token; add it to special_tokens.")
+                problems.add(ConfigError(f"The template token {part!r} is not a special token; add it to special_tokens.",
+                                         option="template"))
+                break
         if self.template and self.template.split().count("$A") != 1:
-            raise ConfigError(f"The template {self.template!r} must contain $A exactly once, e.g. '[CLS] $A [SEP]'.")
+            problems.add(ConfigError(f"The template {self.template!r} must contain $A exactly once, e.g. '[CLS] $A [SEP]'.",
+                                     option="template"))
+        problems.raise_if_any()
 
     def normalizer_names(self) -> list[str]:
         """The pipeline normalizer steps these options ask for, in BERT's order."""

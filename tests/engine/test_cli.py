@@ -89,7 +89,7 @@ def test_import_vocab_txt(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         pytest.param(["encode", "-t", "BAD", "--text", "a"], "tokenforge encode: error: line 1: The file is not valid JSON", id="bad-tokenizer"),
         pytest.param(["encode", "-t", "TOK"], "tokenforge encode: error: Give either --text TEXT or a FILE", id="no-input"),
         pytest.param(["train", "--model", "bpe", "--vocab-size", "abc", "-o", "OUT", "CORPUS"], "tokenforge train: error: --vocab-size must be a whole number, not 'abc'.", id="bad-int"),
-        pytest.param(["train", "--model", "bpe", "--vocab-size", "10", "-o", "OUT", "CORPUS"], "tokenforge train: error: vocab_size=10 must be between 257", id="too-small"),
+        pytest.param(["train", "--model", "bpe", "--vocab-size", "10", "-o", "OUT", "CORPUS"], "tokenforge train: error: --vocab-size=10 must be between 257", id="too-small"),
         pytest.param(["train", "--model", "bpe", "-o", "OUT", "nope.txt"], "tokenforge train: error: Corpus file 'nope.txt' does not exist.", id="missing-corpus"),
         pytest.param(["train", "--model", "bpe", "-o", "OUT", "DIR"], "tokenforge train: error: Corpus file 'DIR' is a directory; give the files in it instead.", id="directory-corpus"),
         pytest.param(["train", "--model", "bpe", "-o", "corpus.txt/out", "CORPUS"], "tokenforge train: error: Cannot write the output folder", id="output-under-a-file"),

@@ -112,6 +112,6 @@ def test_the_cli_reports_the_limit_in_one_line(tmp_path: Path, capsys: pytest.Ca
     code = main(["train", "--model", "bpe", "--num-workers", "1000", "-o", str(tmp_path / "out"), str(corpus)])
     err = capsys.readouterr().err
     assert code == 1
-    assert err.startswith("tokenforge train: error: num_workers=1000 must be between 1 and ")
+    assert err.startswith("tokenforge train: error: --num-workers=1000 must be between 1 and ")  # the flag, not the field
     assert err.count("\n") == 1
     assert not (tmp_path / "out" / "tokenizer.json").exists()

@@ -15,7 +15,13 @@ from typing import Any
 
 from engine.errors import ConfigError
 from engine.limits import shown
-from engine.trainers import TRAINERS, OptionSpec, make_options, option_specs, options_class
+from engine.trainers import (
+    TRAINERS,
+    OptionSpec,
+    make_options,
+    option_specs,
+    options_class,
+)
 from engine.trainers.base import options_to_dict
 
 PREFIX = "opt-"
@@ -138,24 +144,17 @@ def form_message(exc: ConfigError) -> str:
 
 
 def parse(algorithm: str, form: Mapping[str, str]) -> tuple[dict[str, Any] | None, dict[str, str]]:
-    """Validate the submitted options; return (options, {}) or (None, {field or "": message})."""
-    specs = option_specs(algorithm)
-    errors: dict[str, str] = {}
+    """Validate the submitted options; return (options, {}) or (None, {field or "": message}).
+
+    The engine validates once and reports every bad field of the submission, each problem
+    naming its ``option``; a field with several problems shows the first.
+    """
     values = _raw_values(algorithm, form)
-    # Check each field alone first so every bad field gets its own message at once.
-    for spec in specs:
-        try:
-            make_options(algorithm, {spec.name: values[spec.name]})
-        except ConfigError as exc:
-            if spec.name in str(exc) or exc.option == spec.name:
-                errors[spec.name] = form_message(exc)
-    if errors:
-        return None, errors
     try:
         options = make_options(algorithm, values)
-    except ConfigError as exc:  # a rule across fields, e.g. vocabulary smaller than the alphabet
-        message = str(exc)
-        named = [exc.option] if exc.option in values else [s.name for s in specs if s.name in message]
-        errors[named[0] if named else ""] = form_message(exc)
+    except ConfigError as exc:
+        errors: dict[str, str] = {}
+        for problem in exc.problems:
+            errors.setdefault(problem.option if problem.option in values else "", form_message(problem))
         return None, errors
     return options_to_dict(options), {}

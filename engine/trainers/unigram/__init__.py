@@ -55,7 +55,8 @@ def train_on_counts(word_counts: Mapping[str, int], options: UnigramOptions, rep
     if options.vocab_size < reserved + len(required):
         raise ConfigError(
             f"vocab_size {options.vocab_size} is smaller than the {len(required)} required characters plus "
-            f"{reserved} special/byte pieces; raise vocab_size to at least {reserved + len(required)} or lower character_coverage."
+            f"{reserved} special/byte pieces; raise vocab_size to at least {reserved + len(required)} or lower character_coverage.",
+            option="vocab_size",
         )
     # 2. Seed vocabulary; piece id ``unk`` (one past the seed) is "unknown character".
     reporter.update("seeding", 0, force=True)

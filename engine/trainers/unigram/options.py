@@ -9,9 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.errors import ConfigError
+from engine.errors import ConfigError, ConfigProblems
 from engine.trainers.limits import (
-    MAX_PIECE_LENGTH, MAX_SEED_SIZE, MAX_SHRINKING_FACTOR, MAX_SUB_ITERATIONS, MAX_VOCAB, check_at_most,
+    MAX_PIECE_LENGTH,
+    MAX_SEED_SIZE,
+    MAX_SHRINKING_FACTOR,
+    MAX_SUB_ITERATIONS,
+    MAX_VOCAB,
+    check_at_most,
     check_special_count,
 )
 
@@ -33,32 +38,42 @@ class UnigramOptions:
     special_tokens: tuple[str, ...] = field(default=("<unk>", "<s>", "</s>"), metadata={"help": "Special tokens, one per line; the first is the unknown token."})
 
     def __post_init__(self) -> None:
+        problems = ConfigProblems()  # every bad option at once, each naming its field
         if not 0 < self.character_coverage <= 1:
-            raise ConfigError(f"character_coverage must be in (0, 1], not {self.character_coverage}; 0.9995 suits most languages.")
+            problems.add(ConfigError(f"character_coverage must be in (0, 1], not {self.character_coverage}; "
+                                     "0.9995 suits most languages.", option="character_coverage"))
         if not 0 < self.shrinking_factor <= MAX_SHRINKING_FACTOR:
-            raise ConfigError(
+            problems.add(ConfigError(
                 f"shrinking_factor must be above 0 and at most {MAX_SHRINKING_FACTOR:g}, not {self.shrinking_factor} "
-                "(closer to 1, pruning takes ever more rounds); 0.75 is sentencepiece's default."
-            )
+                "(closer to 1, pruning takes ever more rounds); 0.75 is sentencepiece's default.",
+                option="shrinking_factor"))
         if self.max_piece_length < 1:
-            raise ConfigError(f"max_piece_length must be at least 1, not {self.max_piece_length}.")
-        check_at_most("max_piece_length", self.max_piece_length, MAX_PIECE_LENGTH,
-                      fix=f"pass max_piece_length of at most {MAX_PIECE_LENGTH} (16 is sentencepiece's default)")
+            problems.add(ConfigError(f"max_piece_length must be at least 1, not {self.max_piece_length}.",
+                                     option="max_piece_length"))
+        problems.run(check_at_most, "max_piece_length", self.max_piece_length, MAX_PIECE_LENGTH,
+                     fix=f"pass max_piece_length of at most {MAX_PIECE_LENGTH} (16 is sentencepiece's default)")
         if self.n_sub_iterations < 1:
-            raise ConfigError(f"n_sub_iterations must be at least 1, not {self.n_sub_iterations}.")
-        check_at_most("n_sub_iterations", self.n_sub_iterations, MAX_SUB_ITERATIONS,
-                      fix=f"pass n_sub_iterations of at most {MAX_SUB_ITERATIONS} (2 is sentencepiece's default)")
-        check_at_most("vocab_size", self.vocab_size, MAX_VOCAB)
-        check_at_most("seed_size", self.seed_size, MAX_SEED_SIZE,
-                      fix=f"pass seed_size of at most {MAX_SEED_SIZE:,} (1,000,000 is sentencepiece's default)")
-        check_special_count(self.special_tokens)
+            problems.add(ConfigError(f"n_sub_iterations must be at least 1, not {self.n_sub_iterations}.",
+                                     option="n_sub_iterations"))
+        problems.run(check_at_most, "n_sub_iterations", self.n_sub_iterations, MAX_SUB_ITERATIONS,
+                     fix=f"pass n_sub_iterations of at most {MAX_SUB_ITERATIONS} (2 is sentencepiece's default)")
+        problems.run(check_at_most, "vocab_size", self.vocab_size, MAX_VOCAB)
+        problems.run(check_at_most, "seed_size", self.seed_size, MAX_SEED_SIZE,
+                     fix=f"pass seed_size of at most {MAX_SEED_SIZE:,} (1,000,000 is sentencepiece's default)")
+        problems.run(check_special_count, self.special_tokens)
         if not self.special_tokens:
-            raise ConfigError("special_tokens needs at least the unknown token, e.g. special_tokens=('<unk>',).")
+            problems.add(ConfigError("special_tokens needs at least the unknown token, e.g. special_tokens=('<unk>',).",
+                                     option="special_tokens"))
         if len(set(self.special_tokens)) != len(self.special_tokens):
-            raise ConfigError(f"special_tokens lists a token twice: {list(self.special_tokens)!r}.")
+            problems.add(ConfigError(f"special_tokens lists a token twice: {list(self.special_tokens)!r}.",
+                                     option="special_tokens"))
+        # Rules across fields: each belongs to the field to change.
         reserved = len(self.special_tokens) + (256 if self.byte_fallback else 0)
         if self.vocab_size <= reserved:
             fix = f"raise vocab_size above {reserved}" + (" or pass byte_fallback=False" if self.byte_fallback else "")
-            raise ConfigError(f"vocab_size {self.vocab_size} leaves no room for pieces after {reserved} special and byte pieces; {fix}.")
-        if self.seed_size < self.vocab_size:
-            raise ConfigError(f"seed_size {self.seed_size} is smaller than vocab_size {self.vocab_size}; raise seed_size.")
+            problems.add(ConfigError(f"vocab_size {self.vocab_size} leaves no room for pieces after {reserved} special "
+                                     f"and byte pieces; {fix}.", option="vocab_size"))
+        if self.seed_size < self.vocab_size <= MAX_VOCAB:
+            problems.add(ConfigError(f"seed_size {self.seed_size} is smaller than vocab_size {self.vocab_size}; "
+                                     "raise seed_size.", option="seed_size"))
+        problems.raise_if_any()
