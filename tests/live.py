@@ -1,14 +1,19 @@
-"""A real ``tokenforge serve`` for fault tests: start it, crash it, restart it, and talk to it.
+"""A real ``tokenforge serve`` for tests: start it, crash it, restart it, and talk to it.
+
+The one live-server harness: the fault and attack tests (``tests/webapp/``) and the browser
+tests' ``live_server`` fixture (``tests/browser/conftest.py``) all run the server through it.
 
 :class:`LiveApp` runs ``python -m webapp.cli serve`` on 127.0.0.1 with its data folder in a
 test's ``tmp_path``, in a process group of its own, so :meth:`LiveApp.crash` can SIGKILL the
 whole app at once (gunicorn, its workers, the job worker and any trainer), the way a power cut
 or an OOM-killed container would. Every process the app starts carries its
 :data:`TAG_VARIABLE` in its environment, so :func:`tagged_processes` finds what is left of it
-however it was re-parented or regrouped (a job leads a process group of its own). :class:`Client` is a cookie-keeping HTTP client that fills in
-CSRF tokens and never raises on a 4xx/5xx, so tests can assert every status they saw.
+however it was re-parented or regrouped (a job leads a process group of its own).
+:class:`Client` is a cookie-keeping HTTP client that fills in CSRF tokens and never raises on a
+4xx/5xx, so tests can assert every status they saw.
 
-Left out: the browser fixtures (``tests/browser/conftest.py``) and the in-process Flask client.
+Left out: Playwright (``tests/browser/conftest.py``) and the in-process Flask client
+(``tests/webapp/conftest.py``).
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 EMAIL = "admin@example.com"
 PASSWORD = "correct horse battery staple"
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import LiveServer
+from tests.live import LiveApp
 from tests.webapp.playground_samples import EOT, gpt2_files
 
 pytestmark = pytest.mark.browser
@@ -36,7 +36,7 @@ def tiktoken_count(vocab_path: Path) -> int:
     return len(enc.encode(text, allowed_special="all"))
 
 
-def test_chatml_chat_of_three_messages_on_imported_gpt2(page: Page, live_server: LiveServer, artifacts_dir: Path) -> None:
+def test_chatml_chat_of_three_messages_on_imported_gpt2(page: Page, live_server: LiveApp, artifacts_dir: Path) -> None:
     vocab_path, merges_path = gpt2_files()
     page.goto(live_server.url + "import")
     page.get_by_test_id("kind-gpt2").check()

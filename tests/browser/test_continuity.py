@@ -14,7 +14,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import LiveServer, import_json
+from tests.browser.conftest import import_json
+from tests.live import LiveApp
 
 pytestmark = pytest.mark.browser
 
@@ -26,7 +27,7 @@ def url_text(page: Page) -> str | None:
     return parse_qs(urlsplit(page.url).query).get("text", [None])[0]
 
 
-def test_text_kept_across_picker_reload_and_compare(page: Page, live_server: LiveServer, tmp_path: Path,
+def test_text_kept_across_picker_reload_and_compare(page: Page, live_server: LiveApp, tmp_path: Path,
                                                     artifacts_dir: Path) -> None:
     merged = import_json(page, live_server, tmp_path, "keep-merged")
     plain = import_json(page, live_server, tmp_path, "keep-bytes", merges=[])
@@ -84,7 +85,7 @@ def test_text_kept_across_picker_reload_and_compare(page: Page, live_server: Liv
     expect(box).to_have_value(LONG)
 
 
-def test_share_link_copied_and_opened_in_a_fresh_browser(page: Page, browser: Browser, live_server: LiveServer,
+def test_share_link_copied_and_opened_in_a_fresh_browser(page: Page, browser: Browser, live_server: LiveApp,
                                                          tmp_path: Path, artifacts_dir: Path) -> None:
     ref = import_json(page, live_server, tmp_path, "shared-bpe")
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url.rstrip("/"))
@@ -123,7 +124,7 @@ def test_share_link_copied_and_opened_in_a_fresh_browser(page: Page, browser: Br
         context.close()
 
 
-def test_token_spans_are_one_tab_stop(page: Page, live_server: LiveServer, tmp_path: Path) -> None:
+def test_token_spans_are_one_tab_stop(page: Page, live_server: LiveApp, tmp_path: Path) -> None:
     ref = import_json(page, live_server, tmp_path, "keys-bpe")
     page.goto(f"{live_server.url}tokenizers/{ref}/play?text=the+w%C3%A9+wo")
     spans = page.locator(".spans .tok")

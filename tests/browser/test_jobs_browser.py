@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import LiveServer
+from tests.live import LiveApp
 
 pytestmark = pytest.mark.browser
 CORPUS = "".join(f"the quick brown fox {i} jumps over the lazy dog {i % 7}\n" for i in range(300))
 
 
-def test_train_again_prefills_the_form_and_waits_for_submit(page: Page, live_server: LiveServer,
+def test_train_again_prefills_the_form_and_waits_for_submit(page: Page, live_server: LiveApp,
                                                             artifacts_dir: Path, tmp_path: Path) -> None:
     corpus = tmp_path / "foxes.txt"
     corpus.write_text(CORPUS, encoding="utf-8")

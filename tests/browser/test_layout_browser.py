@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page
 
-from tests.browser.conftest import LiveServer, import_json
+from tests.browser.conftest import import_json
+from tests.live import LiveApp
 
 pytestmark = pytest.mark.browser
 
@@ -29,7 +30,7 @@ OVERFLOWING = """() => Array.from(document.querySelectorAll('body *'))
   .map(el => `${el.tagName.toLowerCase()}.${[...el.classList].join('.')}#${el.id} (${Math.round(el.getBoundingClientRect().right)} px)`)"""
 
 
-def _pages(server: LiveServer, ref: int, other: int) -> dict[str, str]:
+def _pages(server: LiveApp, ref: int, other: int) -> dict[str, str]:
     text = re.sub(r"\s", "+", TEXT)
     return {
         "tokenizers": "tokenizers",
@@ -49,7 +50,7 @@ def _pages(server: LiveServer, ref: int, other: int) -> dict[str, str]:
     }
 
 
-def test_main_pages_fit_a_390_px_screen(page: Page, live_server: LiveServer, tmp_path: Path,
+def test_main_pages_fit_a_390_px_screen(page: Page, live_server: LiveApp, tmp_path: Path,
                                          artifacts_dir: Path) -> None:
     ref = import_json(page, live_server, tmp_path, "layout-bpe")
     other = import_json(page, live_server, tmp_path, "layout-bytes", merges=[])
@@ -72,7 +73,7 @@ def test_main_pages_fit_a_390_px_screen(page: Page, live_server: LiveServer, tmp
 CJK_FACES = ("PingFang SC", "Hiragino Sans", "Microsoft YaHei", "Noto Sans CJK SC")
 
 
-def test_text_and_tokens_name_cjk_fonts(page: Page, live_server: LiveServer, tmp_path: Path) -> None:
+def test_text_and_tokens_name_cjk_fonts(page: Page, live_server: LiveApp, tmp_path: Path) -> None:
     """Chinese or Japanese text gets a CJK face on every platform, in prose and in the token spans."""
     ref = import_json(page, live_server, tmp_path, "cjk-bpe")
     page.goto(f"{live_server.url}tokenizers/{ref}/play?text=日本語のテキスト")

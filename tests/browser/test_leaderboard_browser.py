@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import REPO, LiveServer, import_tokenizer_file
+from tests.browser.conftest import import_tokenizer_file
+from tests.live import REPO, LiveApp
 from tests.webapp.playground_samples import byte_bpe, unigram, wordpiece
 
 pytestmark = pytest.mark.browser
@@ -37,7 +38,7 @@ def cli_eval(tokenizer: Path, text: Path) -> dict[str, object]:
 
 
 def test_a_board_of_three_tokenizers_and_two_corpora_equals_tokenforge_eval(
-        page: Page, live_server: LiveServer, tmp_path: Path, artifacts_dir: Path) -> None:
+        page: Page, live_server: LiveApp, tmp_path: Path, artifacts_dir: Path) -> None:
     ids = {}
     for tokenizer in (byte_bpe("lb-bpe"), wordpiece(), unigram()):
         path = tmp_path / f"{tokenizer.name}.json"

@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import LiveServer, import_json
+from tests.browser.conftest import import_json
+from tests.live import LiveApp
 from tests.webapp.playground_samples import EOT, gpt2_files
 
 pytestmark = pytest.mark.browser
 
 
-def test_type_toggle_inspect_and_compare(page: Page, live_server: LiveServer, tmp_path: Path, artifacts_dir: Path) -> None:
+def test_type_toggle_inspect_and_compare(page: Page, live_server: LiveApp, tmp_path: Path, artifacts_dir: Path) -> None:
     ref = import_json(page, live_server, tmp_path, "tiny-bpe")
     plain = import_json(page, live_server, tmp_path, "plain-bytes", merges=[])
     page.goto(f"{live_server.url}tokenizers/{ref}/play")
@@ -60,7 +61,7 @@ def test_type_toggle_inspect_and_compare(page: Page, live_server: LiveServer, tm
 
 
 def test_gpt2_import_matches_tiktoken_and_download_loads_in_tokenizers(
-        page: Page, live_server: LiveServer, tmp_path: Path, artifacts_dir: Path) -> None:
+        page: Page, live_server: LiveApp, tmp_path: Path, artifacts_dir: Path) -> None:
     tiktoken = pytest.importorskip("tiktoken")
     hf = pytest.importorskip("tokenizers")
     vocab_path, merges_path = gpt2_files()

@@ -8,7 +8,6 @@ afterwards, so the other browser tests see the server as they left it.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -16,45 +15,32 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import tiktoken
 from playwright.sync_api import Page, expect
 from sqlalchemy import create_engine, text
 
-from engine.formats.js_tiktoken import parse_rank_table
 from engine.presets import TIKTOKEN_ENCODINGS
-from tests.browser.conftest import REPO, LiveServer
+from tests.live import LiveApp
+from tests.preset_tables import presets_dir, tiktoken_encoding
 
 pytestmark = pytest.mark.browser
-PRESETS_ENV = "TOKENFORGE_TEST_PRESETS_DIR"
 SAMPLE = "Grüße aus München! 我们学习分词器。It's 12345 tokens 🤖 — they'll see.\n    def f(x): return x**2"
 
 
 @pytest.fixture(scope="module")
-def installed(live_server: LiveServer) -> Iterator[Path]:
+def installed(live_server: LiveApp) -> Iterator[Path]:
     """The presets registered in the live server's database; the cache folder they came from."""
-    folder = os.environ.get(PRESETS_ENV)
-    if not folder or not Path(folder).is_dir():
-        pytest.skip(f"set {PRESETS_ENV} to a folder written by `tokenforge presets install --dir` (scripts/test.sh does)")
-    env = {**os.environ, "TOKENFORGE_DATA_DIR": str(live_server.data_dir), "PYTHONPATH": str(REPO)}
-    env.pop("DATABASE_URL", None)
-    subprocess.run([sys.executable, "-m", "webapp.cli", "presets", "install", "--from", folder],
-                   env=env, check=True, capture_output=True, timeout=300)
-    yield Path(folder)
-    engine = create_engine(f"sqlite:///{live_server.data_dir / 'tokenforge.sqlite3'}")
+    folder = presets_dir()
+    subprocess.run([sys.executable, "-m", "webapp.cli", "presets", "install", "--from", str(folder)],
+                   env=live_server.env, check=True, capture_output=True, timeout=300)
+    yield folder
+    engine = create_engine(f"sqlite:///{live_server.database}")
     with engine.begin() as conn:
         conn.execute(text("DELETE FROM tokenizers WHERE preset IS NOT NULL"))
     engine.dispose()
 
 
-def tiktoken_encoding(folder: Path, name: str) -> tiktoken.Encoding:
-    ranks = parse_rank_table((folder / f"{name}.js").read_text(encoding="utf-8")).ranks()
-    encoding = TIKTOKEN_ENCODINGS[name]
-    return tiktoken.Encoding(name=name, pat_str=encoding.pat_str, mergeable_ranks=ranks,
-                             special_tokens=dict(encoding.special_tokens))
-
-
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
-def test_a_presets_encode_page_gives_tiktokens_ids(page: Page, live_server: LiveServer, installed: Path,
+def test_a_presets_encode_page_gives_tiktokens_ids(page: Page, live_server: LiveApp, installed: Path,
                                                    artifacts_dir: Path, name: str) -> None:
     page.goto(live_server.url + "tokenizers")
     presets = page.get_by_test_id("presets")
@@ -72,7 +58,7 @@ def test_a_presets_encode_page_gives_tiktokens_ids(page: Page, live_server: Live
     page.screenshot(path=str(artifacts_dir / f"preset-{name}.png"), full_page=True)
 
 
-def test_deleting_a_preset_is_refused_with_the_reason(page: Page, live_server: LiveServer, installed: Path) -> None:
+def test_deleting_a_preset_is_refused_with_the_reason(page: Page, live_server: LiveApp, installed: Path) -> None:
     page.goto(live_server.url + "tokenizers")
     page.get_by_test_id("presets").get_by_role("link", name=TIKTOKEN_ENCODINGS["r50k_base"].title).click()
     expect(page).to_have_url(re.compile(r"/tokenizers/\d+/play"))

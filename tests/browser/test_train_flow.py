@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import LiveServer
+from tests.live import LiveApp
 
 pytestmark = pytest.mark.browser
 WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november "
@@ -18,7 +18,7 @@ CORPUS = "".join(f"{WORDS[i % 26]} {WORDS[i * 7 % 26]} {WORDS[i * 11 % 26]} numb
                  for i in range(200))
 
 
-def test_upload_train_and_see_the_tokenizer(page: Page, live_server: LiveServer,
+def test_upload_train_and_see_the_tokenizer(page: Page, live_server: LiveApp,
                                             artifacts_dir: Path, tmp_path: Path) -> None:
     from webapp.training.form import available_algorithms
 

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import LiveServer
+from tests.live import LiveApp
 
 pytestmark = pytest.mark.browser
 CORPUS = "".join(f"the thinking thing thought {i} then there therefore {i % 9}\n" for i in range(300))
 
 
-def test_the_query_lives_in_the_url(page: Page, live_server: LiveServer, artifacts_dir: Path, tmp_path: Path) -> None:
+def test_the_query_lives_in_the_url(page: Page, live_server: LiveApp, artifacts_dir: Path, tmp_path: Path) -> None:
     corpus = tmp_path / "things.txt"
     corpus.write_text(CORPUS, encoding="utf-8")
     page.goto(live_server.url + "corpora/")

@@ -12,13 +12,14 @@ on shuffled merge lists, runs of one character and long random texts.
 from __future__ import annotations
 
 import pytest
-import tokenizers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.models.bpe import LONG_PIECE_BYTES, BPE
 from engine.presets import byte_level_bpe
 from engine.tokenizer import Tokenizer
+
+tokenizers = pytest.importorskip("tokenizers")  # Hugging Face's library, the reference these tests compare with
 
 
 def tokenizer_with(merges: list[tuple[bytes, bytes]]) -> Tokenizer:

@@ -18,7 +18,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import pytest
-import tokenizers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -136,6 +135,7 @@ def pieces_and_text(draw: st.DrawFn) -> tuple[list[tuple[str, float]], str]:
 @settings(max_examples=80, deadline=None)
 @given(case=pieces_and_text())
 def test_unigram_equals_hugging_face_when_lengths_have_gaps(case: tuple[list[tuple[str, float]], str]) -> None:
+    tokenizers = pytest.importorskip("tokenizers")
     pieces, text = case
     model = Unigram([("<unk>", 0.0), *pieces], unk_id=0)
     hf = tokenizers.Tokenizer(tokenizers.models.Unigram([("<unk>", 0.0), *pieces], unk_id=0, byte_fallback=False))

@@ -11,19 +11,16 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 from pathlib import Path
 
 import pytest
-import tiktoken
-import tiktoken_ext.openai_public as openai_public
 
 from engine.errors import FormatError
 from engine.formats.js_tiktoken import parse_rank_table
 from engine.formats.tiktoken import build_tiktoken
 from engine.presets import TIKTOKEN_ENCODINGS
+from tests.preset_tables import presets_dir
 
-PRESETS_ENV = "TOKENFORGE_TEST_PRESETS_DIR"
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "cs336"
 
 MULTILINGUAL = [
@@ -86,6 +83,7 @@ def test_malformed_tables_are_refused_with_the_reason(text: str, message: str) -
 
 
 def test_a_hand_made_table_encodes_as_tiktoken_does() -> None:
+    tiktoken = pytest.importorskip("tiktoken")
     # 256 single bytes in a scrambled order, then merges whose ranks tiktoken must respect.
     singles = [bytes([b]) for b in range(256)]
     singles = singles[128:] + singles[:128]
@@ -102,16 +100,9 @@ def test_a_hand_made_table_encodes_as_tiktoken_does() -> None:
 
 # The catalogue, against tiktoken's definitions -----------------------------------------------
 
-def presets_dir() -> Path:
-    folder = os.environ.get(PRESETS_ENV)
-    if not folder or not Path(folder).is_dir():
-        pytest.skip(f"set {PRESETS_ENV} to a folder written by `tokenforge presets install --dir` "
-                    "(scripts/test.sh does) to compare the presets with tiktoken")
-    return Path(folder)
-
-
 def tiktoken_definition(name: str, ranks: dict[bytes, int], monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
     """tiktoken's own constructor arguments for ``name``, with ``ranks`` in place of its download."""
+    openai_public = pytest.importorskip("tiktoken_ext.openai_public")
     monkeypatch.setattr(openai_public, "load_tiktoken_bpe", lambda *args, **kwargs: ranks)
     definition: dict[str, object] = getattr(openai_public, name)()
     return definition
@@ -124,6 +115,7 @@ def texts() -> list[str]:
 
 @pytest.mark.parametrize("name", list(TIKTOKEN_ENCODINGS))
 def test_each_preset_matches_tiktoken_id_for_id(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    tiktoken = pytest.importorskip("tiktoken")
     folder = presets_dir()
     table = parse_rank_table((folder / f"{name}.js").read_text(encoding="utf-8"), source=f"{name}.js")
     definition = tiktoken_definition(name, table.ranks(), monkeypatch)

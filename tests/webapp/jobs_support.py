@@ -24,7 +24,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
 from engine.trainers.limits import max_workers
-from tests.webapp.live import REPO, children
+from tests.live import REPO, children
 from webapp.corpora.storage import CorpusStore
 from webapp.store import db
 from webapp.store.models import Corpus, Job

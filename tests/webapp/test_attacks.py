@@ -33,7 +33,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from tests.webapp.conftest import login_as, make_app
-from tests.webapp.live import LiveApp
+from tests.live import LiveApp
 from webapp.web.requests import BODY_BYTES, REFUSED_BODY_BYTES
 from webapp.web.server import HEAD_SECONDS
 

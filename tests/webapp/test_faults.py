@@ -49,7 +49,7 @@ from tests.webapp.jobs_support import (
     unigram_corpus,
     wait_for,
 )
-from tests.webapp.live import Client, LiveApp, children, group_alive, multipart, process_commands, train_fields
+from tests.live import Client, LiveApp, children, group_alive, multipart, process_commands, train_fields
 from webapp.corpora.storage import CorpusStore
 from webapp.store.models import Job, Tokenizer, utcnow
 from webapp.training import supervisor

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import http.server
 import io
-import os
 import shutil
 import tarfile
 import threading
@@ -19,7 +18,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import tiktoken
 from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import func, select
@@ -27,6 +25,7 @@ from sqlalchemy.exc import IntegrityError
 
 from engine.formats.js_tiktoken import parse_rank_table
 from engine.presets import TIKTOKEN_ENCODINGS
+from tests.preset_tables import presets_dir, tiktoken_encoding
 from tests.webapp.conftest import add_user, login_as
 from tests.webapp.playground_samples import byte_bpe
 from webapp.access.teams import delete_team_data
@@ -34,8 +33,6 @@ from webapp.cli import main as cli_main
 from webapp.store import db
 from webapp.store.models import ShareLink, Team, Tokenizer
 from webapp.tokenizers import preset_install, presets
-
-PRESETS_ENV = "TOKENFORGE_TEST_PRESETS_DIR"
 
 
 def add_preset(app: Flask, name: str = "r50k_base") -> int:
@@ -243,13 +240,6 @@ def test_tables_are_written_all_at_once_and_replace_the_old_ones(tmp_path: Path)
 
 # With the real tables -------------------------------------------------------------------------
 
-def presets_dir() -> Path:
-    folder = os.environ.get(PRESETS_ENV)
-    if not folder or not Path(folder).is_dir():
-        pytest.skip(f"set {PRESETS_ENV} to a folder written by `tokenforge presets install --dir` (scripts/test.sh does)")
-    return Path(folder)
-
-
 def test_a_tampered_table_is_refused_and_nothing_is_installed(tmp_path: Path) -> None:
     source = tmp_path / "copy"
     shutil.copytree(presets_dir(), source)
@@ -281,10 +271,7 @@ def test_install_registers_every_preset_once(tmp_path: Path, monkeypatch: pytest
     assert (Path(app.config["DATA_DIR"]) / "presets" / "o200k_base.js").is_file()
     text = "Grüße, 世界! It's <|endoftext|> 12345 🤖"
     for name in ("cl100k_base", "o200k_base"):
-        ranks = parse_rank_table((cache / f"{name}.js").read_text(encoding="utf-8")).ranks()
-        encoding = TIKTOKEN_ENCODINGS[name]
-        theirs = tiktoken.Encoding(name=name, pat_str=encoding.pat_str, mergeable_ranks=ranks,
-                                   special_tokens=dict(encoding.special_tokens))
+        theirs = tiktoken_encoding(cache, name)
         answer = client.post("/api/v1/encode", json={"tokenizer": ids[name], "text": text, "allowed_special": "all"})
         assert answer.get_json()["ids"] == theirs.encode(text, allowed_special="all")
 

@@ -259,7 +259,7 @@ def test_backups_leave_the_rate_limit_counters_out(app: Flask, tmp_path: Path) -
 
 @pytest.mark.slow
 def test_gunicorn_workers_share_the_login_limit_across_a_restart(tmp_path: Path) -> None:
-    from tests.webapp.live import EMAIL, Client, LiveApp
+    from tests.live import EMAIL, Client, LiveApp
 
     live = LiveApp(tmp_path / "data", workers=2, threads=2, job_worker=False,
                    env={"TOKENFORGE_LOGIN_RATE_LIMIT": "4/300"})

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.webapp.live import free_port
+from tests.live import free_port
 from webapp.web.server import Balance
 
 HERE = Path(__file__).resolve().parent

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.webapp.live import REPO, free_port, group_alive
+from tests.live import REPO, free_port, group_alive
 from webapp.web.assets import asset_dir
 
 #: What a source distribution of Tokenforge holds; the wheel is built from a copy of these.

@@ -37,7 +37,7 @@ from tests.webapp.jobs_support import (
     unigram_corpus,
     wait_for,
 )
-from tests.webapp.live import TAG_VARIABLE, children, tagged_processes
+from tests.live import TAG_VARIABLE, children, tagged_processes
 from webapp.store.models import Tokenizer, utcnow
 from webapp.training import jobs
 from webapp.training.worker import Worker
