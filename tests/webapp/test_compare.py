@@ -9,6 +9,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from tests.webapp.playground_samples import byte_bpe, store
+from webapp.playground import encode_page
 from webapp.playground.compare import ColumnFigures, Region, column_figures, mark_spans, regions, summary
 from webapp.playground.spans import DisplaySpan, TokenPart, group_spans
 
@@ -130,3 +131,13 @@ def test_a_grapheme_of_one_token_against_two_bytes_differs_in_both_marks() -> No
         (0, 1, True, (1, 1)), (1, 2, True, (1, 1)), (2, 3, True, (1, 1)), (3, 4, False, (1, 2))]
     assert mark_spans([a, b], found, "all") == mark_spans([a, b], found, "counts") == [{3}, {3}]
     assert summary([a, b], len(text), found)["differing"] == summary([a, b], len(text), found)["counts_differ"] == 1
+
+
+def test_the_compare_list_is_bounded_and_keeps_the_chosen_ones(client: FlaskClient, app: Flask,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(encode_page, "PICKER_ROWS", 2)
+    ids = [store(app, byte_bpe(f"bpe-{i}")) for i in range(5)]
+    offered = lambda html: [int(i) for i in re.findall(r'data-testid="compare-(\d+)"', html)]  # noqa: E731
+    assert offered(client.get("/compare").get_data(as_text=True)) == [ids[4], ids[3]]  # the newest two
+    page = client.get(f"/compare?ids={ids[0]}&ids={ids[4]}&text=the").get_data(as_text=True)
+    assert offered(page) == [ids[0], ids[4], ids[3]]  # an older chosen one stays offered

@@ -19,9 +19,9 @@ from werkzeug.wrappers import Response
 
 from engine import TokenforgeError
 from webapp.playground import compare
-from webapp.playground.encode_page import SAMPLE_TEXT, flag, inspect_base, limits
+from webapp.playground.encode_page import SAMPLE_TEXT, flag, inspect_base, limits, picker_rows
 from webapp.playground.encode_view import encode_for_display
-from webapp.tokenizers.loaded import all_rows, load
+from webapp.tokenizers.loaded import load
 from webapp.web.htmx import render
 from webapp.web.numbers import parse_id
 
@@ -48,7 +48,7 @@ def _mark(source: Any) -> str:
 
 def _context(ids: list[int], text: str, text_from: str = "given", mark: str = "all") -> tuple[dict[str, Any], int]:
     options = {"allowed_special": flag("allowed_special", True), "show_ws": flag("show_ws", False)}
-    context: dict[str, Any] = {"rows": all_rows(), "selected": ids, "text": text, "options": options,
+    context: dict[str, Any] = {"rows": picker_rows(ids), "selected": ids, "text": text, "options": options,
                                "columns": [], "summary": None, "error": None, "text_from": text_from,
                                "mark": mark, "marks": compare.MARKS}
     max_chars, render_tokens = limits()
@@ -85,7 +85,7 @@ def page() -> Response:
     text_from = "default" if text is None else "given"
     text = SAMPLE_TEXT if text is None else text
     if len(ids) < MIN_TOKENIZERS:
-        context: dict[str, Any] = {"rows": all_rows(), "selected": ids, "text": text, "columns": [],
+        context: dict[str, Any] = {"rows": picker_rows(ids), "selected": ids, "text": text, "columns": [],
                                    "summary": None, "error": None, "text_from": text_from,
                                    "options": {"allowed_special": True, "show_ws": False},
                                    "mark": _mark(request.args), "marks": compare.MARKS}

@@ -11,6 +11,7 @@ Left out: the routes (``views.py`` and its siblings) and encoding for display
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from flask import current_app, request, url_for
@@ -19,7 +20,7 @@ from werkzeug.wrappers import Response
 from engine import TokenforgeError
 from webapp.playground.encode_view import MAX_CHARS, RENDER_TOKENS, encode_for_display
 from webapp.store.models import Tokenizer as TokenizerRow
-from webapp.tokenizers.loaded import Loaded, all_rows
+from webapp.tokenizers.loaded import Loaded, all_rows, rows_with_ids
 from webapp.web.htmx import is_htmx, render
 
 PICKER_ROWS = 200  # tokenizers the picker offers (the current one always)
@@ -71,11 +72,12 @@ def encode_context(loaded: Loaded, text: str) -> tuple[dict[str, Any], int]:
     return context, 200
 
 
-def picker_rows(current: TokenizerRow) -> list[TokenizerRow]:
-    """The picker's choices: what this visitor can read (``loaded.all_rows``: presets, then their
-    teams' newest first, or what was shared with them), bounded, and always ``current``."""
+def picker_rows(chosen: Collection[int] = ()) -> list[TokenizerRow]:
+    """A picker's choices: what this visitor can read (``loaded.all_rows``: presets, then their
+    teams' newest first, or what was shared with them), bounded, and always the ``chosen`` ones."""
     rows = all_rows(limit=PICKER_ROWS)
-    return rows if any(r.id == current.id for r in rows) else [current, *rows]
+    missing = set(chosen) - {r.id for r in rows}
+    return [*rows_with_ids(missing), *rows] if missing else rows
 
 
 def page_context(loaded: Loaded, text_from: str, address: str | None = None) -> dict[str, Any]:
@@ -86,7 +88,7 @@ def page_context(loaded: Loaded, text_from: str, address: str | None = None) -> 
     or a shared text ("shared"); ``address`` is the path the script writes ``?text=`` onto,
     when not the page's own.
     """
-    return {"picker": picker_rows(loaded.row), "text_from": text_from, "address": address}
+    return {"picker": picker_rows([loaded.row.id]), "text_from": text_from, "address": address}
 
 
 def block_or_page(loaded: Loaded, text_from: str) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,6 +87,11 @@ def all_rows(*, limit: int | None = None, offset: int = 0) -> list[TokenizerRow]
     """
     query = rows_query().offset(offset or None)
     return list(get_session().scalars(query.limit(limit) if limit is not None else query))
+
+
+def rows_with_ids(ids: Collection[int]) -> list[TokenizerRow]:
+    """The rows among ``ids`` that the current user may read (a short list: a picker's choices)."""
+    return list(get_session().scalars(rows_query().where(TokenizerRow.id.in_(ids)))) if ids else []
 
 
 def count_rows() -> int:
