@@ -3,7 +3,8 @@
 Every app starts with one account, Alice (the admin, user 1), owner of team 1; ``client`` is
 logged in as her, ``anon_client`` is a visitor. :func:`add_user` makes more accounts (each with
 a team of its own) and :func:`login_as` puts a client in someone's session without the cost of
-a real password check. ``app``/``client`` use SQLite. ``db_app`` (and ``database_url``) are parametrized over SQLite
+a real password check; :func:`default_form` is the training form as its page fills it.
+``app``/``client`` use SQLite. ``db_app`` (and ``database_url``) are parametrized over SQLite
 and PostgreSQL; the PostgreSQL case runs only when ``TOKENFORGE_TEST_POSTGRES_URL`` points at a
 server (a fresh database is created and dropped per test) and is skipped otherwise.
 """
@@ -22,6 +23,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from engine.trainers import option_specs
 from webapp.access.auth import hash_password
 from webapp.app import create_app
 from webapp.store import db
@@ -143,6 +145,21 @@ def client(app: Flask) -> FlaskClient:
 def anon_client(app: Flask) -> FlaskClient:
     """A browser that has not logged in."""
     return app.test_client()
+
+
+def default_form(algorithm: str, **options: str) -> dict[str, str]:
+    """The training form at its defaults for corpus 1, as the page fills it, with ``options`` changed."""
+    data = {"algorithm": algorithm, "corpus_ids": "1", "name": ""}
+    for spec in option_specs(algorithm):
+        if spec.type == "bool":
+            if spec.default:
+                data[f"opt-{spec.name}"] = "on"
+        elif spec.type == "list":
+            data[f"opt-{spec.name}"] = "\n".join(spec.default or [])
+        else:
+            data[f"opt-{spec.name}"] = "" if spec.default is None else str(spec.default)
+    data.update({f"opt-{name}": value for name, value in options.items()})
+    return data
 
 
 def run_queued_jobs(app: Flask) -> None:

@@ -19,7 +19,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from engine.trainers.limits import MAX_PIECE_LENGTH, MAX_SUB_ITERATIONS, cpu_count, max_workers
-from tests.webapp.test_tokenizers import default_form
+from tests.webapp.conftest import default_form
 from webapp.store import db
 from webapp.store.models import Job
 

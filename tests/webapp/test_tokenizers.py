@@ -12,6 +12,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from engine.trainers import option_specs
+from tests.webapp.conftest import default_form
 from webapp.store import db
 from webapp.store.models import Job
 from webapp.training.form import available_algorithms
@@ -55,21 +56,6 @@ def test_missing_corpus_and_bad_vocab_are_inline_errors(client: FlaskClient, app
     assert 'value="2"' in html  # what the user typed is kept
     with app.app_context():
         assert db.get_session().scalars(select(Job)).all() == []
-
-
-def default_form(algorithm: str, **options: str) -> dict[str, str]:
-    """The training form at its defaults for corpus 1, as the page fills it, with ``options`` changed."""
-    data = {"algorithm": algorithm, "corpus_ids": "1", "name": ""}
-    for spec in option_specs(algorithm):
-        if spec.type == "bool":
-            if spec.default:
-                data[f"opt-{spec.name}"] = "on"
-        elif spec.type == "list":
-            data[f"opt-{spec.name}"] = "\n".join(spec.default or [])
-        else:
-            data[f"opt-{spec.name}"] = "" if spec.default is None else str(spec.default)
-    data.update({f"opt-{name}": value for name, value in options.items()})
-    return data
 
 
 def test_a_valid_form_queues_a_job(client: FlaskClient, app: Flask, algorithm: str) -> None:

@@ -9,7 +9,7 @@ import re
 import pytest
 from flask.testing import FlaskClient
 
-from tests.webapp.test_tokenizers import default_form
+from tests.webapp.conftest import default_form
 from webapp.training import form as training_form
 
 
