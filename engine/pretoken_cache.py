@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Sequence
-from itertools import chain, count, islice, repeat
+from itertools import chain, compress, count, islice, repeat
+from operator import is_
 from typing import NamedTuple
 
 
@@ -85,9 +86,9 @@ class PreTokenCache:
         distinct = list(numbers)
         cached = list(map(self._young.get, distinct))
         misses = self._misses
-        added = self._add([piece for piece, ids in zip(distinct, cached) if ids is None])
+        added = self._add(list(compress(distinct, map(is_, cached, repeat(None)))))
         self._hits += len(pieces) - (self._misses - misses)
-        table = [ids if ids is not None else added[piece] for piece, ids in zip(distinct, cached)]
+        table = list(map(added.get, distinct, cached))  # the added ids, else the cached ones
         return list(chain.from_iterable(map(table.__getitem__, order)))
 
     def lookup(self, piece: str) -> tuple[int, ...]:

@@ -18,12 +18,15 @@ import random
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from itertools import accumulate, repeat
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.byte_unicode import bytes_to_symbols, symbols_to_bytes
 from engine.errors import FormatError
 from engine.limits import MAX_MERGES, MAX_VOCAB_SIZE, check_count, check_id, check_token, shown
 from engine.models.bpe_long import merge_long_ids
+
+if TYPE_CHECKING:
+    from engine.models.bpe_batch import BatchMerger
 
 # The rank of an adjacent pair that has no merge: above every real rank, and still a one-digit
 # CPython int (< 2**30), so comparisons with it stay on the interpreter's fast path.
@@ -84,7 +87,7 @@ class BPE:
         # The ids of the single bytes as a ``bytes.translate`` table when every one is below 256
         # (GPT-2's are 0-255): a word's bytes become ids in one C call.
         self._byte_table = bytes(self._byte_ids) if max(self._byte_ids) < 256 else None
-        self._batch_tables: tuple[Any, ...] | None = None  # bpe_batch's tables, built on first use
+        self._batch: BatchMerger | None = None  # built on first use (``_merge_batches``)
         # merged id -> (rank, left id, right id): the inspector's "why does this token exist".
         self.origins: dict[int, tuple[int, int, int]] = {
             merged: (rank, pair[0], pair[1]) for pair, (rank, merged) in self._ranks.items()
@@ -102,36 +105,31 @@ class BPE:
 
     def tokenize_many(self, pieces: Sequence[str]) -> list[tuple[int, ...]]:
         """The ids of each piece, as ``tokenize`` gives them; a cold encode's new pieces, merged together."""
-        encoded = [piece.encode("utf-8") for piece in pieces]
+        encoded = list(map(str.encode, pieces))
         short = [data for data in encoded if 0 < len(data) <= LONG_PIECE_BYTES]
         if len(short) < BATCH_MIN_PIECES:
             return [tuple(self.tokenize(piece)) for piece in pieces]
+        if len(short) == len(encoded):
+            return self._merge_batches(short)
         merged = iter(self._merge_batches(short))
         return [
             next(merged) if 0 < len(data) <= LONG_PIECE_BYTES else tuple(self.merge_long(data)) for data in encoded
         ]
 
     def _merge_batches(self, words: list[bytes]) -> list[tuple[int, ...]]:
-        """``merge_many`` over ``words`` in batches of at most ``BATCH_MAX_BYTES``."""
+        """``BatchMerger.merge`` over ``words`` in batches of at most ``BATCH_MAX_BYTES``."""
         # Imported here: numpy costs ~60 ms of start-up, which a CLI call that loads a
         # tokenizer to encode a line should not pay.
-        import numpy as np
+        from engine.models.bpe_batch import BatchMerger
 
-        from engine.models.bpe_batch import PairRanks, merge_many
-
-        if self._batch_tables is None:
-            pairs = list(self._ranks.items())
-            self._batch_tables = (
-                np.array(self._byte_ids, np.int32),
-                PairRanks([p[0] for p, _ in pairs], [p[1] for p, _ in pairs], [r for _, (r, _) in pairs]),
-                np.array(self._merged_at, np.int32),
-            )
+        if self._batch is None:
+            self._batch = BatchMerger(self._byte_ids, self._ranks)
         out: list[tuple[int, ...]] = []
         ends = list(accumulate(map(len, words)))  # no word is longer than a batch may be
         start = 0
         while start < len(words):
             stop = bisect_right(ends, ends[start] - len(words[start]) + BATCH_MAX_BYTES, lo=start + 1)
-            out += merge_many(words[start:stop], *self._batch_tables)
+            out += self._batch.merge(words[start:stop])
             start = stop
         return out
 
@@ -284,7 +282,7 @@ def rank_tables(ranks: Mapping[tuple[int, int], tuple[int, int]], vocab_size: in
     """
     empty: dict[int, int] = {}
     rows: list[dict[int, int]] = [empty] * vocab_size
-    merged_at = [0] * len(ranks)
+    merged_at = [0] * (max((rank for rank, _ in ranks.values()), default=-1) + 1)  # a repeated merge leaves a gap
     for (left_id, right_id), (rank, merged) in ranks.items():
         if rows[left_id] is empty:
             rows[left_id] = {}

@@ -19,7 +19,7 @@ those to ``bpe_long``, one round per merge would be quadratic).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -87,45 +87,55 @@ class PairRanks:
         return ranks
 
 
-def merge_many(
-    words: Sequence[bytes], byte_ids: np.ndarray, pairs: PairRanks, merged_at: np.ndarray
-) -> list[tuple[int, ...]]:
-    """The ids of each of ``words`` (non-empty), merged as ``BPE.encode_bytes`` merges them.
+class BatchMerger:
+    """A BPE model's merges as numpy tables, built once, and the batch merge that reads them."""
 
-    ``byte_ids[b]`` is the id of byte ``b``; ``merged_at[rank]`` is the id a merge makes.
-    """
-    lengths = np.fromiter(map(len, words), np.int64, len(words))
-    symbols = byte_ids[np.frombuffer(b"".join(words), np.uint8)]
-    owners = np.arange(len(words))  # the word each row of lengths is
-    # ranks[i] is the rank of the pair (symbols[i], symbols[i + 1]); a word's last symbol has none.
-    ranks = np.full(len(symbols), NO_MERGE, np.int64)
-    ranks[:-1] = pairs.get(symbols[:-1], symbols[1:])
-    ranks[np.cumsum(lengths) - 1] = NO_MERGE
-    positions = np.arange(len(symbols))
-    finished_symbols: list[np.ndarray] = []
-    finished_owners: list[np.ndarray] = []
-    while len(symbols):
-        starts = np.cumsum(lengths) - lengths
-        # Each word's lowest (rank, position), both in one int so one reduceat finds them.
-        best = np.minimum.reduceat(ranks << 32 | positions[: len(symbols)], starts)
-        merging = best >> 32 != NO_MERGE
-        keep = np.repeat(merging, lengths)  # the symbols of the words that go on
-        if not merging.all():  # words with nothing left to merge are done: take them out
-            finished_symbols.append(symbols[~keep])
-            finished_owners.append(np.repeat(owners[~merging], lengths[~merging]))
-            best, starts, lengths, owners = best[merging], starts[merging], lengths[merging], owners[merging]
-        at = best & 0xFFFFFFFF  # where each remaining word merges: at and at + 1
-        symbols[at] = new = merged_at[best >> 32]
-        # The new symbol's pairs with its neighbours; at + 1's pair goes with at + 1.
-        has_left = at > starts
-        ranks[at[has_left] - 1] = pairs.get(symbols[at[has_left] - 1], new[has_left])
-        has_right = at + 2 < starts + lengths
-        ranks[at] = NO_MERGE
-        ranks[at[has_right]] = pairs.get(new[has_right], symbols[at[has_right] + 2])
-        keep[at + 1] = False
-        symbols, ranks = symbols[keep], ranks[keep]
-        lengths -= 1
-    return split_by_owner(finished_symbols, finished_owners, len(words))
+    def __init__(self, byte_ids: Sequence[int], ranks: Mapping[tuple[int, int], tuple[int, int]]) -> None:
+        self.byte_ids = np.asarray(byte_ids, np.int32)  # byte -> id
+        self.pairs = PairRanks([p[0] for p in ranks], [p[1] for p in ranks], [r for r, _ in ranks.values()])
+        self.merged_at = np.zeros(max((r for r, _ in ranks.values()), default=-1) + 1, np.int32)  # rank -> id
+        self.merged_at[[r for r, _ in ranks.values()]] = [m for _, m in ranks.values()]
+        # The ranks of all 65,536 pairs of bytes, indexed by ``first << 8 | second``: every word
+        # starts as bytes, so its first ranks come from one gather instead of the hash table.
+        firsts, seconds = np.divmod(np.arange(1 << 16), 1 << 8)
+        self.byte_pair_ranks = self.pairs.get(self.byte_ids[firsts], self.byte_ids[seconds]).astype(np.int64)
+
+    def merge(self, words: Sequence[bytes]) -> list[tuple[int, ...]]:
+        """The ids of each of ``words`` (non-empty), merged as ``BPE.encode_bytes`` merges them."""
+        pairs, merged_at = self.pairs, self.merged_at
+        lengths = np.fromiter(map(len, words), np.int64, len(words))
+        data = np.frombuffer(b"".join(words), np.uint8)
+        symbols = self.byte_ids[data]
+        owners = np.arange(len(words))  # the word each row of lengths is
+        # ranks[i] is the rank of the pair (symbols[i], symbols[i + 1]); a word's last symbol has none.
+        ranks = np.full(len(symbols), NO_MERGE, np.int64)
+        ranks[:-1] = self.byte_pair_ranks[data[:-1].astype(np.intp) << 8 | data[1:]]
+        ranks[np.cumsum(lengths) - 1] = NO_MERGE
+        positions = np.arange(len(symbols))
+        finished_symbols: list[np.ndarray] = []
+        finished_owners: list[np.ndarray] = []
+        while len(symbols):
+            starts = np.cumsum(lengths) - lengths
+            # Each word's lowest (rank, position), both in one int so one reduceat finds them.
+            best = np.minimum.reduceat(ranks << 32 | positions[: len(symbols)], starts)
+            merging = best >> 32 != NO_MERGE
+            keep = np.repeat(merging, lengths)  # the symbols of the words that go on
+            if not merging.all():  # words with nothing left to merge are done: take them out
+                finished_symbols.append(symbols[~keep])
+                finished_owners.append(np.repeat(owners[~merging], lengths[~merging]))
+                best, starts, lengths, owners = best[merging], starts[merging], lengths[merging], owners[merging]
+            at = best & 0xFFFFFFFF  # where each remaining word merges: at and at + 1
+            symbols[at] = new = merged_at[best >> 32]
+            # The new symbol's pairs with its neighbours; at + 1's pair goes with at + 1.
+            has_left = at > starts
+            ranks[at[has_left] - 1] = pairs.get(symbols[at[has_left] - 1], new[has_left])
+            has_right = at + 2 < starts + lengths
+            ranks[at] = NO_MERGE
+            ranks[at[has_right]] = pairs.get(new[has_right], symbols[at[has_right] + 2])
+            keep[at + 1] = False
+            symbols, ranks = symbols[keep], ranks[keep]
+            lengths -= 1
+        return split_by_owner(finished_symbols, finished_owners, len(words))
 
 
 def split_by_owner(symbols: Iterable[np.ndarray], owners: Iterable[np.ndarray], n_words: int) -> list[tuple[int, ...]]:

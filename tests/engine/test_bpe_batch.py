@@ -1,6 +1,6 @@
 """The numpy batch merge (``bpe_batch``) and the cache path that feeds it, against the slow reference.
 
-``merge_many`` must give, for every word, exactly ``BPE.encode_bytes``'s ids: on random words
+``BatchMerger.merge`` must give, for every word, exactly ``BPE.encode_bytes``'s ids: on random words
 over a merge list where a merge uses a token a later merge creates (the case where "merge every
 occurrence of the lowest rank" differs from Hugging Face), on GPT-2's real files with the
 distinct pre-tokens of a real text, and through ``Tokenizer.encode`` under threads. ``PairRanks``
@@ -65,7 +65,7 @@ def test_pair_ranks_with_every_key_in_one_slot() -> None:
     assert got.tolist() == [r // 10 if r % 10 == 0 else NO_MERGE for r in rights.tolist()]
 
 
-# ----------------------------------------------------------------------------- merge_many
+# ----------------------------------------------------------------------------- BatchMerger.merge
 WORDS = st.lists(st.binary(min_size=1, max_size=LONG_PIECE_BYTES).map(lambda b: bytes(97 + x % 4 for x in b)), max_size=80)
 
 
@@ -140,3 +140,14 @@ def test_batch_path_is_exact_under_threads(gpt2: Tokenizer, monkeypatch: pytest.
     )  # constant eviction
     with ThreadPoolExecutor(max_workers=4) as pool:
         assert list(pool.map(tokenizer.encode, texts * 3)) == expected * 3
+
+
+def test_a_merge_listed_twice_keeps_its_first_rank() -> None:
+    # The second "a b" leaves rank 1 unused; the tables must still load and merge (an
+    # IndexError once came from sizing rank -> id tables by the number of distinct pairs).
+    vocab = {b: bytes([b]) for b in range(256)} | {256: b"ab", 257: b"abc"}
+    model = BPE(vocab, [(b"a", b"b"), (b"a", b"b"), (b"ab", b"c")])
+    words = [b"abc", b"abab", b"cab"] * bpe_module.BATCH_MIN_PIECES
+    assert model.tokenize("abc") == [257]
+    assert model._merge_batches(words) == [tuple(model.encode_bytes(word)) for word in words]
+    assert model._merge_batches(words)[:3] == [(257,), (256, 256), (99, 256)]
