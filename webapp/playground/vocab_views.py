@@ -12,12 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, request
+from sqlalchemy.orm import defer
 from werkzeug.wrappers import Response
 
 from webapp.access.auth import owned_or_404, scoped
 from webapp.corpora import heldout
 from webapp.corpora.views import store
 from webapp.playground import charts, vocab_browser
+from webapp.playground.encode_page import PICKER_ROWS
 from webapp.store.db import get_session
 from webapp.store.models import Corpus, Job
 from webapp.store.models import Tokenizer as TokenizerRow
@@ -67,7 +69,8 @@ def _histogram(lengths: list[tuple[int | str, int]]) -> Any:
 def _insights_context(loaded: Loaded) -> dict[str, Any]:
     curve = loaded.stats.get("curve")
     points = charts.numeric_points(curve if isinstance(curve, list) else [])
-    corpora = list(get_session().scalars(scoped(Corpus).order_by(Corpus.name)))
+    corpora = list(get_session().scalars(scoped(Corpus).options(defer(Corpus.stats))
+                                         .order_by(Corpus.name, Corpus.id).limit(PICKER_ROWS)))
     trained_on = set(parse_ids(loaded.row.config.get("corpus_ids"), most=MAX_CORPORA))
     if loaded.row.job_id:
         job = get_session().scalar(scoped(Job).where(Job.id == loaded.row.job_id))
