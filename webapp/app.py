@@ -28,6 +28,7 @@ from webapp.transfer import views as transfer
 from webapp.web import converters, errors, filters, requests, security, time_budget
 from webapp.web.assets import asset_dir
 from webapp.web.config import finish_settings, load_settings
+from webapp.web.forms import MAX_NAME
 
 csrf = CSRFProtect()
 
@@ -85,10 +86,11 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
 
 def add_template_globals(app: Flask) -> None:
-    """The HTML builders and URL helpers that the playground's templates call."""
+    """The HTML builders and URL helpers that the playground's templates call, and the names' bound."""
     app.add_template_global(spans_html.spans_markup, "spans_markup")
     app.add_template_global(spans_html.ids_markup, "ids_markup")
     for helper in (text_links.play_url, text_links.page_url, text_links.compare_url, text_links.visitor_token,
                    text_links.url_text):
         app.add_template_global(helper, helper.__name__)
     app.jinja_env.globals["url_text_limit"] = text_links.URL_TEXT_LIMIT  # for the page script (base.html)
+    app.jinja_env.globals["max_name"] = MAX_NAME  # the name fields' maxlength (web/forms.py's rule)

@@ -14,23 +14,37 @@ Left out: teams and invites (``teams.py``), the scoping rules (``auth.py``).
 
 from __future__ import annotations
 
-from typing import Any
-
-from flask import Blueprint, abort, current_app, flash, redirect, request, session, url_for
+from flask import (
+    Blueprint,
+    abort,
+    current_app,
+    flash,
+    redirect,
+    request,
+    session,
+    url_for,
+)
 from flask_login import current_user, login_required, login_user, logout_user
 from sqlalchemy import func, select
 from werkzeug.wrappers import Response
 
 from webapp.access import auth, teams
+from webapp.access.forms import (
+    MIN_PASSWORD,
+    ApiKeyForm,
+    ChooseTeamForm,
+    ConfirmByTypingForm,
+    LoginForm,
+    PasswordForm,
+    SignupForm,
+)
 from webapp.store.db import get_session
 from webapp.store.models import ApiKey, Invite, Membership, Team, User
 from webapp.web import ratelimit
+from webapp.web.forms import MAX_NAME
 from webapp.web.htmx import render
-from webapp.web.numbers import parse_id
 
 bp = Blueprint("accounts", __name__)
-MIN_PASSWORD = 10
-MAX_PASSWORD = 1000
 KEEP_ON_LOGIN = ("shares",)  # session entries that survive the session renewal (share links)
 
 
@@ -44,52 +58,27 @@ def _signup_allowed() -> tuple[bool, Invite | None]:
     return bool(current_app.config.get("OPEN_SIGNUP")), None
 
 
-def _validate_signup(form: Any) -> tuple[dict[str, str], str, str, str]:
-    email = form.get("email", "").strip().lower()
-    name = form.get("name", "").strip()
-    password = form.get("password", "")
-    errors: dict[str, str] = {}
-    if "@" not in email or len(email) > 254 or any(c.isspace() for c in email):
-        errors["email"] = "Enter an e-mail address, such as ada@example.com."
-    elif get_session().scalar(select(User.id).where(User.email == email)) is not None:
-        errors["email"] = "An account with this e-mail address already exists; log in instead."
-    if not name or len(name) > 200:
-        errors["name"] = "Enter your name (at most 200 characters)."
-    errors.update(_password_errors(password, form.get("confirm", "")))
-    return errors, email, name, password
-
-
-def _password_errors(password: str, confirm: str) -> dict[str, str]:
-    """What is wrong with a new password and its confirmation, by form field."""
-    if len(password) < MIN_PASSWORD:
-        return {"password": f"Choose a password of at least {MIN_PASSWORD} characters."}
-    if len(password) > MAX_PASSWORD:
-        return {"password": f"Choose a password of at most {MAX_PASSWORD:,} characters."}
-    if password != confirm:
-        return {"confirm": "The two passwords differ; type the same password twice."}
-    return {}
-
-
 @bp.route("/signup", methods=["GET", "POST"])
 def signup() -> Response:
     """Create an account (and its own team); the first account becomes the admin."""
     allowed, invite = _signup_allowed()
+    form = SignupForm()
     if not allowed:
-        return render("auth/signup.html", closed=True, errors={}, form={}, invite=None, status=403)
+        return render("auth/signup.html", closed=True, form=form, errors={}, invite=None, status=403)
     if request.method == "GET":
-        return render("auth/signup.html", closed=False, errors={}, form={}, invite=invite)
+        return render("auth/signup.html", closed=False, form=form, errors={}, invite=invite)
     refused = ratelimit.refuse("SIGNUP_RATE_LIMIT", f"signup-ip:{ratelimit.client_ip()}",
                                "sign-ups from this address")
     if refused is not None:
         return refused
-    errors, email, name, password = _validate_signup(request.form)
-    if errors:
-        return render("auth/signup.html", closed=False, errors=errors, form=request.form, invite=invite,
+    if not form.validate():
+        return render("auth/signup.html", closed=False, form=form, errors=form.first_errors(), invite=invite,
                       status=422)
+    email, name, password = form.email.data, form.name.data, form.password.data
     db = get_session()
     first = not db.scalar(select(func.count()).select_from(User))
     user = User(email=email, name=name, password_hash=auth.hash_password(password), is_admin=first)
-    team = Team(name=f"{name}'s team"[:200])
+    team = Team(name=f"{name}'s team"[:MAX_NAME])
     db.add_all([user, team])
     db.flush()
     db.add(Membership(team_id=team.id, user_id=user.id, role="owner"))
@@ -110,13 +99,14 @@ def login() -> Response:
     target = auth.safe_next(request.values.get("next"))
     if request.method == "GET":
         return render("auth/login.html", error=None, email="", next=target)
-    email = request.form.get("email", "").strip().lower()[:254]
+    form = LoginForm()
+    email = form.email.data or ""
     for key in (f"login-ip:{ratelimit.client_ip()}", f"login-email:{email}"):
         refused = ratelimit.refuse("LOGIN_RATE_LIMIT", key, "login attempts")
         if refused is not None:
             return refused
     user = get_session().scalar(select(User).where(User.email == email))
-    matches = auth.check_password(user, request.form.get("password", "")[:MAX_PASSWORD])
+    matches = auth.check_password(user, form.password.data or "")
     if user is None or not matches:
         return render("auth/login.html", error="The e-mail address or the password is wrong.",
                       email=email, next=target, status=401)
@@ -156,11 +146,11 @@ def _account_page(new_key: str | None = None, error: str | None = None, status: 
 @login_required
 def choose_team() -> Response:
     """Choose the team that new corpora, jobs and tokenizers belong to."""
-    team_id = parse_id(request.form.get("team_id", ""))
-    if team_id is None or team_id not in auth.team_ids():
+    form = ChooseTeamForm()
+    if not form.validate() or form.team_id.data not in auth.team_ids():
         abort(404)
-    session["team_id"] = team_id
-    return redirect(auth.safe_next(request.form.get("next")) if request.form.get("next") else url_for("accounts.account"), 303)
+    session["team_id"] = form.team_id.data
+    return redirect(auth.safe_next(form.next.data) if form.next.data else url_for("accounts.account"), 303)
 
 
 @bp.post("/account/password")
@@ -171,16 +161,14 @@ def change_password() -> Response:
     refused = ratelimit.refuse("LOGIN_RATE_LIMIT", f"password:{current_user.id}", "password attempts")
     if refused is not None:
         return refused
-    form = request.form
-    errors: dict[str, str] = {}
-    if not auth.check_password(current_user, form.get("current", "")[:MAX_PASSWORD]):
-        errors["current"] = "That is not your current password; type the one you log in with."
-    password = form.get("password", "")
-    errors.update(_password_errors(password, form.get("confirm", "")))
-    if not errors and password == form.get("current", ""):
-        errors["password"] = "Choose a new password that differs from the current one."
-    if errors:
-        return _account_page(password_errors=errors, status=422)
+    form = PasswordForm()
+    valid = form.validate()
+    if not auth.check_password(current_user, form.current.data or ""):
+        form.current.errors = ["That is not your current password; type the one you log in with."]
+        valid = False
+    if not valid:
+        return _account_page(password_errors=form.first_errors(), status=422)
+    password = form.password.data
     user = current_user._get_current_object()  # the row itself, to update and log in again
     user.password_hash = auth.hash_password(password)
     get_session().commit()
@@ -205,10 +193,10 @@ def logout_elsewhere() -> Response:
 @login_required
 def create_key() -> Response:
     """Create an API key and show it once."""
-    name = request.form.get("name", "").strip()
-    if not name or len(name) > 200:
-        return _account_page(error="Give the key a name of at most 200 characters, such as “CI”.", status=422)
-    row, secret = auth.new_api_key(current_user, name)
+    form = ApiKeyForm()
+    if not form.validate():
+        return _account_page(error=form.name.errors[0], status=422)
+    row, secret = auth.new_api_key(current_user, form.name.data)
     get_session().add(row)
     get_session().commit()
     return _account_page(new_key=secret)
@@ -232,7 +220,7 @@ def delete_key(key_id: int) -> Response:
 @login_required
 def delete_account() -> Response:
     """Close the account: teams it alone belongs to are deleted with their data."""
-    if request.form.get("confirm") != current_user.email:
+    if ConfirmByTypingForm().confirm.data != current_user.email:
         return _account_page(error="Type your e-mail address to confirm closing the account.", status=422)
     problem = teams.close_account(get_session(), current_user)
     if problem:

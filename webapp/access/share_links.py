@@ -16,29 +16,17 @@ from flask_login import current_user
 from webapp.access.auth import new_token
 from webapp.store.db import get_session
 from webapp.store.models import ShareLink, utcnow
-from webapp.web.numbers import parse_int
-
-MAX_EXPIRY_DAYS = 3650
 
 
-def create_link(raw_days: str, *, tokenizer_id: int | None = None, leaderboard_id: int | None = None) -> str | None:
-    """Add a link to the tokenizer or the leaderboard, expiring after ``raw_days`` days (empty: never).
+def create_link(days: int | None, *, tokenizer_id: int | None = None, leaderboard_id: int | None = None) -> None:
+    """Add a link to the tokenizer or the leaderboard, expiring after ``days`` days (None: never).
 
-    The caller has checked that the row is the user's. Return the sentence to show when the
-    expiry is not a number of days (and add nothing), else None.
+    The caller has checked that the row is the user's, and ``days`` (``forms.ShareLinkForm``).
     """
-    raw = raw_days.strip()
-    expires = None
-    if raw:
-        days = parse_int(raw, low=1, high=MAX_EXPIRY_DAYS)
-        if days is None:
-            return (f"The expiry must be a whole number of days from 1 to {MAX_EXPIRY_DAYS}, "
-                    f"or empty for a link that never expires; got {raw[:20]!r}.")
-        expires = utcnow() + dt.timedelta(days=days)
+    expires = utcnow() + dt.timedelta(days=days) if days is not None else None
     get_session().add(ShareLink(tokenizer_id=tokenizer_id, leaderboard_id=leaderboard_id, token=new_token(),
                                 created_by=current_user.id, expires_at=expires))
     get_session().commit()
-    return None
 
 
 def revoke_link(link: ShareLink) -> None:

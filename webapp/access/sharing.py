@@ -29,6 +29,7 @@ from sqlalchemy import select
 from werkzeug.wrappers import Response
 
 from webapp.access import auth
+from webapp.access.forms import ShareLinkForm, ShareTextForm
 from webapp.access.share_links import create_link, revoke_link
 from webapp.access.visitors import remember
 from webapp.leaderboards.views import shared_board
@@ -72,9 +73,10 @@ def manage(tokenizer_id: int) -> Response:
 def create(tokenizer_id: int) -> Response:
     """Create a share link, optionally expiring after a number of days."""
     tokenizer = auth.owned_or_404(Tokenizer, tokenizer_id)
-    error = create_link(request.form.get("days", ""), tokenizer_id=tokenizer.id)
-    if error:
-        return render("share/manage.html", status=422, **_manage_context(tokenizer, error=error))
+    form = ShareLinkForm()
+    if not form.validate():
+        return render("share/manage.html", status=422, **_manage_context(tokenizer, error=form.days.errors[0]))
+    create_link(form.days.data, tokenizer_id=tokenizer.id)
     return redirect(url_for("sharing.manage", tokenizer_id=tokenizer.id), 303)
 
 
@@ -99,21 +101,18 @@ def revoke(tokenizer_id: int, link_id: int) -> Response:
 def share_text(tokenizer_id: int, link_id: int) -> Response:
     """"Share this text too": store the text and show its permalink."""
     tokenizer, link = _owned_link(tokenizer_id, link_id)
-    text = request.form.get("text", "")
-    max_chars = int(current_app.config.get("PLAYGROUND_MAX_CHARS", 200_000))
+    form = ShareTextForm()
     error = None
     if not link.active():
         error = "This link is revoked or expired; create a new link to share a text."
-    elif not text.strip():
-        error = "Type or paste the text to share."
-    elif len(text) > max_chars:
-        error = f"The text has {len(text):,} characters; share at most {max_chars:,}."
+    elif not form.validate():
+        error = form.text.errors[0]
     if error:
         return render("share/manage.html", status=422, **_manage_context(tokenizer, error=error))
     wait = ratelimit.limiter().hit(f"share-text:{current_user.id}", parse_limit(TEXT_LIMIT))
     if wait is not None:
         return ratelimit.too_many(wait, "shared texts")
-    row = SharedText(share_link_id=link.id, token=auth.new_token(), text=text)
+    row = SharedText(share_link_id=link.id, token=auth.new_token(), text=form.text.data)
     get_session().add(row)
     get_session().commit()
     url = url_for("sharing.open_text", token=link.token, text_token=row.token, _external=True)

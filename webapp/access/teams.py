@@ -18,16 +18,36 @@ from __future__ import annotations
 
 import datetime as dt
 
-from flask import Blueprint, abort, current_app, flash, redirect, request, session, url_for
+from flask import (
+    Blueprint,
+    abort,
+    current_app,
+    flash,
+    redirect,
+    request,
+    session,
+    url_for,
+)
 from flask_login import current_user
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 from werkzeug.wrappers import Response
 
 from webapp.access import auth
+from webapp.access.forms import DeleteTeamForm, RoleForm, TeamForm
 from webapp.corpora.storage import CorpusStore
 from webapp.store.db import get_session
-from webapp.store.models import Corpus, Invite, Job, Leaderboard, Membership, Team, Tokenizer, User, utcnow
+from webapp.store.models import (
+    Corpus,
+    Invite,
+    Job,
+    Leaderboard,
+    Membership,
+    Team,
+    Tokenizer,
+    User,
+    utcnow,
+)
 from webapp.web.htmx import render
 
 bp = Blueprint("teams", __name__)
@@ -136,12 +156,11 @@ def index() -> Response:
 @bp.post("/teams")
 def create() -> Response:
     """Start a new team, owned by you."""
-    name = request.form.get("name", "").strip()
-    if not name or len(name) > 200:
-        return render("teams/index.html", memberships=my_memberships(), status=422,
-                      error="Give the team a name of at most 200 characters.")
+    form = TeamForm()
+    if not form.validate():
+        return render("teams/index.html", memberships=my_memberships(), status=422, error=form.name.errors[0])
     db = get_session()
-    team = Team(name=name)
+    team = Team(name=form.name.data)
     db.add(team)
     db.flush()
     db.add(Membership(team_id=team.id, user_id=current_user.id, role="owner"))
@@ -256,10 +275,11 @@ def remove_member(team_id: int, user_id: int) -> Response:
 def set_role(team_id: int, user_id: int) -> Response:
     """Make a member an owner, or an owner a member (owners only; never the last owner)."""
     _team_or_404(team_id, owner=True)
-    role = request.form.get("role", "")
+    form = RoleForm()
     membership = _membership(team_id, user_id)
-    if role not in ("owner", "member"):
+    if not form.validate():
         abort(400)
+    role = form.role.data
     if role == "member" and _last_owner(team_id, user_id):
         flash("A team needs an owner: make another member an owner first.")
         return _back(team_id)
@@ -272,12 +292,13 @@ def set_role(team_id: int, user_id: int) -> Response:
 def delete_team(team_id: int) -> Response:
     """Delete the team's data (``what=data``) or the team with its data (owners, confirmed)."""
     team = _team_or_404(team_id, owner=True)
-    if request.form.get("confirm", "").strip() != team.name:
+    form = DeleteTeamForm()
+    if form.confirm.data != team.name:
         flash(f"Type the team's name, {team.name!r}, to confirm.")
         return _back(team_id)
-    what = request.form.get("what", "")
-    if what not in ("data", "team"):
-        abort(400)  # the page's two buttons send one of these; nothing else deletes anything
+    if not form.validate():
+        abort(400)  # the page's two buttons send "data" or "team"; nothing else deletes anything
+    what = form.what.data
     if what == "team" and len(auth.team_ids()) <= 1:  # refuse before deleting anything
         flash("This is your only team; close your account instead, or delete just the data.")
         return _back(team_id)

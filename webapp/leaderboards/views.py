@@ -20,23 +20,19 @@ from sqlalchemy.orm import defer
 from werkzeug.wrappers import Response
 
 from webapp.access import auth
+from webapp.access.forms import ShareLinkForm
 from webapp.access.share_links import create_link, revoke_link
 from webapp.corpora.storage import CorpusStore
 from webapp.leaderboards import leaderboard
+from webapp.leaderboards.forms import BoardForm, max_kib
 from webapp.playground import charts
 from webapp.store.db import get_session
 from webapp.store.models import Corpus, Job, Leaderboard, ShareLink, Tokenizer, utcnow
 from webapp.training import jobs
 from webapp.web.htmx import is_htmx, render
-from webapp.web.numbers import parse_id, parse_int
 
 bp = Blueprint("leaderboard", __name__, url_prefix="/leaderboards")
 MAX_LISTED = 100
-MAX_NAME = 200
-
-
-def _max_bytes() -> int:
-    return int(current_app.config.get("LEADERBOARD_MAX_BYTES", leaderboard.DEFAULT_MAX_BYTES))
 
 
 def _choices() -> tuple[list[Tokenizer], list[Corpus]]:
@@ -49,15 +45,17 @@ def _choices() -> tuple[list[Tokenizer], list[Corpus]]:
     return list(tokenizers), list(corpora)
 
 
-def _index_page(*, error: str | None = None, form: dict[str, Any] | None = None, status: int = 200) -> Response:
+def _index_page(form: BoardForm | None = None, *, error: str | None = None, status: int = 200) -> Response:
     boards = get_session().scalars(auth.scoped(Leaderboard).order_by(Leaderboard.id.desc()).limit(MAX_LISTED)).all()
     job_ids = [board.job_id for board in boards if board.job_id is not None]
     statuses = ({job_id: status for job_id, status in get_session().execute(
         select(Job.id, Job.status).where(Job.id.in_(job_ids)))} if job_ids else {})
     tokenizers, corpora = _choices()
+    if form is None:
+        form = BoardForm(tokenizers=tokenizers, corpora=corpora)
     return render("leaderboard/index.html", status=status, boards=boards, statuses=statuses, tokenizers=tokenizers,
-                  corpora=corpora, error=error, form=form or {}, max_kib=_max_bytes() // 1024,
-                  max_tokenizers=leaderboard.MAX_TOKENIZERS, max_corpora=leaderboard.MAX_CORPORA)
+                  corpora=corpora, error=error or next(iter(form.first_errors().values()), None), form=form,
+                  max_kib=max_kib(), max_tokenizers=leaderboard.MAX_TOKENIZERS, max_corpora=leaderboard.MAX_CORPORA)
 
 
 @bp.get("")
@@ -66,41 +64,18 @@ def index() -> Response:
     return _index_page()
 
 
-def _chosen(offered: list[Any], field: str, limit: int, what: str) -> tuple[list[Any], str | None]:
-    """The rows of ``offered`` whose ids the form's ``field`` lists, or a sentence saying what is wrong."""
-    raw = request.form.getlist(field)
-    if len(raw) > limit:
-        return [], f"Choose at most {limit} {what}; {len(raw):,} were chosen."
-    ids = [parse_id(value) for value in raw]
-    by_id = {row.id: row for row in offered}
-    if any(row_id is None or row_id not in by_id for row_id in ids):
-        return [], f"One of the {what} chosen does not exist, or is not your team's."
-    unique = list(dict.fromkeys(ids))
-    if not unique:
-        return [], f"Choose at least one of the {what}."
-    return [by_id[row_id] for row_id in unique], None
-
-
 @bp.post("")
 def create() -> Response:
     """Store a new leaderboard and queue the job that fills it in."""
     tokenizers, corpora = _choices()
-    form = {"name": request.form.get("name", "")[:MAX_NAME], "kib": request.form.get("kib", "")[:20],
-            "tokenizer_ids": request.form.getlist("tokenizer_ids")[:50], "corpus_ids": request.form.getlist("corpus_ids")[:50]}
-    chosen_tokenizers, error = _chosen(tokenizers, "tokenizer_ids", leaderboard.MAX_TOKENIZERS, "tokenizers")
-    chosen_corpora: list[Corpus] = []
-    if error is None:
-        chosen_corpora, error = _chosen(corpora, "corpus_ids", leaderboard.MAX_CORPORA, "corpora")
-    max_kib = max(1, _max_bytes() // 1024)
-    kib = parse_int(form["kib"].strip() or str(max_kib), low=1, high=max_kib)
-    if error is None and kib is None:
-        error = f"The slice must be a whole number of KiB from 1 to {max_kib:,}; got {form['kib']!r}."
-    if error is not None:
-        return _index_page(error=error, form=form, status=422)
-    name = " ".join(form["name"].split()) or f"Leaderboard of {utcnow():%Y-%m-%d %H:%M}"
-    board = Leaderboard(team_id=auth.current_team().id, name=name[:MAX_NAME],
-                        tokenizers=[{"id": row.id, "name": row.name} for row in chosen_tokenizers],
-                        corpora=[{"id": row.id, "name": row.name} for row in chosen_corpora],
+    form = BoardForm(tokenizers=tokenizers, corpora=corpora)
+    if not form.validate():
+        return _index_page(form, status=422)
+    name = " ".join(form.name.data.split()) or f"Leaderboard of {utcnow():%Y-%m-%d %H:%M}"
+    kib = form.kib.data or max_kib()
+    board = Leaderboard(team_id=auth.current_team().id, name=name,
+                        tokenizers=[{"id": row.id, "name": row.name} for row in form.chosen("tokenizer_ids")],
+                        corpora=[{"id": row.id, "name": row.name} for row in form.chosen("corpus_ids")],
                         max_bytes=kib * 1024, results={})
     options = {"max_bytes": board.max_bytes,
                "pair_seconds": float(current_app.config.get("LEADERBOARD_PAIR_SECONDS", leaderboard.DEFAULT_PAIR_SECONDS))}
@@ -109,7 +84,7 @@ def create() -> Response:
                                  max_queued=current_app.config["MAX_QUEUED_JOBS"])
     except jobs.QueueFull as full:
         get_session().rollback()
-        return _index_page(error=str(full), form=form, status=429)
+        return _index_page(form, error=str(full), status=429)
     return redirect(url_for("leaderboard.show", board_id=board.id), 303)
 
 
@@ -206,9 +181,10 @@ def delete(board_id: int) -> Response:
 def share(board_id: int) -> Response:
     """Create a read-only link to the board, optionally expiring after a number of days."""
     board = auth.owned_or_404(Leaderboard, board_id)
-    error = create_link(request.form.get("days", ""), leaderboard_id=board.id)
-    if error:
-        return _board_page(board, status=422, share_error=error)
+    form = ShareLinkForm()
+    if not form.validate():
+        return _board_page(board, status=422, share_error=form.days.errors[0])
+    create_link(form.days.data, leaderboard_id=board.id)
     return redirect(url_for("leaderboard.show", board_id=board.id) + "#share", 303)
 
 

@@ -1,0 +1,151 @@
+"""What every fixed form shares: the base form class, the one rule for names, and fields for
+numbers and ids from outside.
+
+Each area declares its forms (Flask-WTF ``FlaskForm`` subclasses of :class:`Form`) beside its
+views, and its templates keep writing their own HTML with the same field names, showing a
+field's first error beside it. A form is validated once; a view answers 422 and re-renders the
+page with the form when :meth:`Form.validate_on_submit` is false.
+
+- **Names.** Every name a user gives (account, team, API key, corpus, tokenizer, leaderboard)
+  goes through :class:`Name`: stripped, refused when empty (unless the view supplies a default
+  name) and when longer than :data:`MAX_NAME`, the width of every name column.
+- **Numbers.** :class:`WholeNumberField` reads its text with ``numbers.parse_int`` (plain ASCII
+  digits, bounded), never with ``int()``; :class:`IdListField` reads repeated ids (checkboxes).
+
+Left out: CSRF, which ``CSRFProtect`` checks for every POST before any view runs (htmx sends the
+token in a header, which a form's own check would not read), and the training options, whose
+fields are generated from the engine's option specs (``training/form.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from flask_wtf import FlaskForm
+from wtforms import Field, HiddenField, StringField
+from wtforms.validators import StopValidation
+
+from webapp.web.numbers import parse_id, parse_int
+
+#: The longest name of anything a user names; also the width of every name column.
+MAX_NAME = 200
+
+
+class Form(FlaskForm):
+    """The base of every fixed form (CSRF is ``CSRFProtect``'s, app-wide: see the module docstring)."""
+
+    class Meta:
+        csrf = False
+
+    def first_errors(self) -> dict[str, str]:
+        """Each invalid field's first message, by field name (what the templates show beside it)."""
+        return {name: field.errors[0] for name, field in self._fields.items() if field.errors}
+
+
+def strip(value: Any) -> str:
+    """A filter: the text without surrounding white space; a field not sent is empty."""
+    return value.strip() if isinstance(value, str) else ""
+
+
+def too_long(text: str, limit: int = MAX_NAME) -> str | None:
+    """The sentence for ``text`` longer than ``limit`` characters, else None."""
+    if len(text) <= limit:
+        return None
+    return f"A name can be at most {limit:,} characters; this one has {len(text):,}."
+
+
+class Name:
+    """The one rule for names: at most :data:`MAX_NAME` characters, and not empty.
+
+    ``empty`` is the sentence for an empty name, or None where the view gives a default name
+    (a tokenizer named after its file, a leaderboard after its date). Use with the ``strip``
+    filter (:func:`name_field` does both).
+    """
+
+    def __init__(self, empty: str | None) -> None:
+        self.empty = empty
+
+    def __call__(self, form: FlaskForm, field: Field) -> None:
+        value = field.data or ""
+        if not value:
+            if self.empty is None:
+                raise StopValidation()  # no name: the view picks one
+            raise StopValidation(self.empty)
+        problem = too_long(value)
+        if problem:
+            raise StopValidation(problem)
+
+
+def name_field(label: str = "Name", *, empty: str | None) -> StringField:
+    """A name field: stripped, then checked by :class:`Name`."""
+    return StringField(label, filters=[strip], validators=[Name(empty)])
+
+
+class WholeNumberField(StringField):
+    """A whole number from ``low`` to ``high`` (a number, or a function of the app's settings).
+
+    ``data`` is the number, or None when the field is empty (the view decides what that means;
+    ``required`` refuses it instead); ``text`` keeps what was typed, for re-rendering.
+    ``message`` is formatted with ``low``, ``high`` and ``text`` (its first 20 characters, repr'd).
+    """
+
+    def __init__(self, label: str | None = None, *, low: int, high: int | Callable[[], int], message: str,
+                 required: bool = False, **kwargs: Any) -> None:
+        super().__init__(label, **kwargs)
+        self.low, self._high, self.message, self.required = low, high, message, required
+        self.text = ""
+
+    @property
+    def high(self) -> int:
+        return self._high() if callable(self._high) else self._high
+
+    def process_formdata(self, valuelist: list[Any]) -> None:
+        self.text = str(valuelist[0]).strip() if valuelist else ""
+        self.data = parse_int(self.text, low=self.low, high=self.high) if self.text else None
+
+    def _value(self) -> str:
+        return self.text
+
+    def pre_validate(self, form: FlaskForm) -> None:
+        if self.data is None and (self.text or self.required):
+            raise StopValidation(self.message.format(low=self.low, high=self.high, text=repr(self.text[:20])))
+
+
+class IdListField(Field):
+    """Database ids from repeated fields (checked boxes), at most ``most`` of them.
+
+    ``raw`` holds what was sent, without empty values; ``data`` the valid ids among the first
+    ``most``, duplicates dropped; ``invalid`` the first value that is not an id. Whether the ids
+    are the user's rows, and the wording, are the form's (``validate_<field>``).
+    """
+
+    def __init__(self, label: str | None = None, *, most: int, **kwargs: Any) -> None:
+        super().__init__(label, **kwargs)
+        self.most = most
+        self.raw: list[str] = []
+        self.data: list[int] = []
+        self.invalid: str | None = None
+
+    def process_formdata(self, valuelist: list[Any]) -> None:
+        self.raw = [str(value) for value in valuelist if str(value).strip()]
+        ids = [(value, parse_id(value)) for value in self.raw[:self.most]]
+        self.invalid = next((value for value, parsed in ids if parsed is None), None)
+        self.data = list(dict.fromkeys(parsed for _, parsed in ids if parsed is not None))
+
+    def _value(self) -> str:
+        return ""
+
+    @property
+    def chosen(self) -> Sequence[str]:
+        """The values sent, for ticking the same boxes again."""
+        return self.raw[:self.most]
+
+
+class ConfirmForm(Form):
+    """A confirmation page's form: only ``confirmed=yes`` deletes; anything else goes back to ask."""
+
+    confirmed = HiddenField()
+
+    def confirmed_yes(self) -> bool:
+        return self.confirmed.data == "yes"
