@@ -6,6 +6,8 @@ import dataclasses
 import io
 import json
 import zipfile
+from pathlib import Path
+from typing import Any
 
 import pytest
 from flask import Flask
@@ -139,12 +141,57 @@ def test_zip_holds_every_available_file_and_a_readme(client: FlaskClient, app: F
     ref = store(app, byte_bpe())
     archive = zipfile.ZipFile(io.BytesIO(client.get(f"/tokenizers/{ref}/download.zip").data))
     assert sorted(archive.namelist()) == ["README.md", "merges.txt", "ranks.tiktoken", "ranks.tiktoken.json",
-                                          "tokenizer.json", "vocab.json"]
+                                          "tokenizer.json", "tokenizer_config.json", "vocab.json"]
     readme = archive.read("README.md").decode()
     assert "Tokenizer.from_file(\"tokenizer.json\")" in readme and "load_tiktoken_bpe" in readme
-    assert "GPT2TokenizerFast" in readme and "vocab.txt" not in readme
+    assert "GPT2TokenizerFast" in readme and "AutoTokenizer.from_pretrained" in readme and "vocab.txt" not in readme
 
 
 def test_wordpiece_vocab_txt_round_trips() -> None:
     files = downloads.build(wordpiece(), "vocab.txt")
     assert files["vocab.txt"].decode().splitlines()[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "hello"]
+
+
+@pytest.fixture
+def transformers(monkeypatch: pytest.MonkeyPatch) -> object:
+    """``transformers`` with the hub off: loading the unzipped folder must not need the network."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    return pytest.importorskip("transformers")
+
+
+@pytest.mark.parametrize(("sample", "roles"), [
+    (byte_bpe, {"bos_token": EOT, "eos_token": EOT}),
+    (wordpiece, {"unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]", "pad_token": "[PAD]"}),
+    (unigram, {"unk_token": "<unk>"}),
+], ids=["byte-bpe", "wordpiece", "unigram"])
+def test_the_unzipped_folder_loads_in_autotokenizer_with_our_ids(
+        client: FlaskClient, app: Flask, tmp_path: Path, transformers: Any, sample: Any, roles: dict[str, str]) -> None:
+    tok = sample()
+    ref = store(app, tok)
+    zipfile.ZipFile(io.BytesIO(client.get(f"/tokenizers/{ref}/download.zip").data)).extractall(tmp_path)
+    theirs = transformers.AutoTokenizer.from_pretrained(str(tmp_path))
+    assert isinstance(theirs, transformers.PreTrainedTokenizerFast)
+    assert {role: getattr(theirs, role) for role in roles} == roles
+    for text in (TEXT, "the cats", "hello unables world!"):
+        assert theirs.encode(text) == tok.encode(text)
+        assert theirs.decode(tok.encode(text)) == tok.decode(tok.encode(text))
+
+
+def test_an_imported_chat_template_and_tokens_go_back_into_tokenizer_config(client: FlaskClient, app: Flask,
+                                                                           tmp_path: Path, transformers: Any) -> None:
+    template = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{{ eos_token }}{% endfor %}"
+    config = {"tokenizer_class": "GPT2Tokenizer", "chat_template": template, "bos_token": EOT, "eos_token": EOT,
+              "pad_token": EOT}
+    imported = client.post("/import", data={
+        "kind": "tokenizer_json", "name": "chatty",
+        "file": (io.BytesIO(byte_bpe().to_json().encode()), "tokenizer.json"),
+        "config": (io.BytesIO(json.dumps(config).encode()), "tokenizer_config.json")})
+    assert imported.status_code == 303
+    ref = int(imported.headers["Location"].split("/")[2])  # /tokenizers/<id>/play
+    written = json.loads(client.get(f"/tokenizers/{ref}/download/tokenizer.json/tokenizer_config.json").data)
+    assert (written["chat_template"], written["pad_token"]) == (template, EOT)
+    zipfile.ZipFile(io.BytesIO(client.get(f"/tokenizers/{ref}/download.zip").data)).extractall(tmp_path)
+    theirs = transformers.AutoTokenizer.from_pretrained(str(tmp_path))
+    prompt = theirs.apply_chat_template([{"role": "user", "content": "the"}], tokenize=False)
+    assert prompt == f"<|user|>the{EOT}"

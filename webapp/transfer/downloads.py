@@ -26,10 +26,12 @@ import threading
 import time
 import weakref
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from engine import ConfigError, FormatError, TokenforgeError, Tokenizer
+from engine.formats.transformers_config import dumps_tokenizer_config
 from engine.models.bpe import BPE
 from engine.serialization import dumps, loads
 
@@ -181,8 +183,9 @@ class Builder:
 
 
 BUILDERS: dict[str, Builder] = {
-    "tokenizer.json": Builder("tokenizer.json", ("tokenizer.json",),
-                              "The whole pipeline, for Hugging Face tokenizers and transformers.",
+    "tokenizer.json": Builder("tokenizer.json", ("tokenizer.json", "tokenizer_config.json"),
+                              "The whole pipeline, for Hugging Face tokenizers, and with the config for "
+                              "transformers' AutoTokenizer.",
                               "", _any_model, _tokenizer_json),
     "gpt2": Builder("vocab.json + merges.txt", ("vocab.json", "merges.txt"), "GPT-2's two files (byte-level BPE).",
                     "byte-level BPE", _gpt2_fits, _gpt2),
@@ -220,10 +223,13 @@ def _remember(tok: Tokenizer, key: str, reason: str | None) -> None:
         _outcomes.setdefault(tok, {})[key] = reason
 
 
-def build(tok: Tokenizer, key: str) -> dict[str, bytes]:
+def build(tok: Tokenizer, key: str, *, chat: Mapping[str, Any] | None = None) -> dict[str, bytes]:
     """The files of format ``key``, verified; raises ExportError with the reason if impossible.
 
     The first build of a format for a tokenizer reads the files back; later ones only write them.
+    ``chat`` is what an import kept of the tokenizer's own ``tokenizer_config.json`` (its chat
+    template and bos/eos/pad tokens), written again into the ``tokenizer_config.json`` beside
+    ``tokenizer.json``.
     """
     if key not in BUILDERS:
         raise ExportError(f"There is no download format {key!r}; choose one of {', '.join(BUILDERS)}.")
@@ -234,6 +240,10 @@ def build(tok: Tokenizer, key: str) -> dict[str, bytes]:
     try:
         builder.fits(tok)
         files = builder.write(tok, not known)
+        if "tokenizer_config.json" in builder.files:
+            chat = chat or {}
+            template = chat.get("template") if isinstance(chat.get("template"), str) else None
+            files["tokenizer_config.json"] = dumps_tokenizer_config(tok, known=chat, chat_template=template).encode()
     except (TokenforgeError, ImportError, ValueError, KeyError) as exc:
         _remember(tok, key, _shown(str(exc)))
         raise ExportError(str(exc)) from None
@@ -269,14 +279,14 @@ Exported from Tokenforge. Every file below was read back and checked to give the
 """
 
 SECTIONS = {
-    "tokenizer.json": """## tokenizer.json (Hugging Face tokenizers, transformers)
+    "tokenizer.json": """## tokenizer.json + tokenizer_config.json (Hugging Face tokenizers, transformers)
 
     from tokenizers import Tokenizer
     tok = Tokenizer.from_file("tokenizer.json")
     tok.encode("Hello world").ids
 
-    from transformers import PreTrainedTokenizerFast
-    tok = PreTrainedTokenizerFast(tokenizer_file="tokenizer.json")
+    from transformers import AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(".")  # the folder of tokenizer.json and tokenizer_config.json
 """,
     "gpt2": """## vocab.json + merges.txt (GPT-2 style byte-level BPE)
 
@@ -326,14 +336,14 @@ def _add(archive: zipfile.ZipFile, filename: str, data: str | bytes) -> None:
     archive.writestr(info, data)
 
 
-def zip_all(tok: Tokenizer, name: str) -> bytes:
-    """A zip of every format that fits and verifies, plus README.md."""
+def zip_all(tok: Tokenizer, name: str, *, chat: Mapping[str, Any] | None = None) -> bytes:
+    """A zip of every format that fits and verifies, plus README.md (``chat``: see :func:`build`)."""
     buffer = io.BytesIO()
     sections = []
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for key in (f.key for f in plan(tok) if f.available):
             try:
-                files = build(tok, key)
+                files = build(tok, key, chat=chat)
             except ExportError:
                 continue
             for filename, data in files.items():

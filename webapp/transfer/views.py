@@ -17,6 +17,7 @@ from werkzeug.datastructures import FileStorage
 from werkzeug.wrappers import Response
 
 from webapp.access.auth import current_team
+from webapp.chat.chat import chat_settings
 from webapp.store.db import get_session
 from webapp.store.models import Tokenizer as TokenizerRow
 from webapp.tokenizers.loaded import load
@@ -43,7 +44,7 @@ def download(tokenizer_id: int, key: str, filename: str) -> Response:
     """One verified file of one format, as an attachment."""
     loaded = load(tokenizer_id)
     try:
-        files = downloads.build(loaded.tokenizer, key)
+        files = downloads.build(loaded.tokenizer, key, chat=chat_settings(loaded.row.config))
     except downloads.ExportError as exc:
         return Response(render_template("errors/error.html", status=422, message=str(exc)), 422)
     if filename not in files:
@@ -58,7 +59,8 @@ def download(tokenizer_id: int, key: str, filename: str) -> Response:
 def download_zip(tokenizer_id: int) -> Response:
     """Every available format and a README, zipped."""
     loaded = load(tokenizer_id)
-    response = Response(downloads.zip_all(loaded.tokenizer, loaded.row.name), mimetype="application/zip")
+    archive = downloads.zip_all(loaded.tokenizer, loaded.row.name, chat=chat_settings(loaded.row.config))
+    response = Response(archive, mimetype="application/zip")
     response.headers["Content-Disposition"] = f'attachment; filename="{_slug(loaded.row.name)}.zip"'
     return response
 
