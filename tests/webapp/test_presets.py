@@ -26,13 +26,14 @@ from sqlalchemy.exc import IntegrityError
 from engine.formats.js_tiktoken import parse_rank_table
 from engine.presets import TIKTOKEN_ENCODINGS
 from tests.preset_tables import presets_dir, tiktoken_encoding
-from tests.webapp.conftest import add_user, login_as
-from tests.webapp.playground_samples import byte_bpe
+from tests.webapp.conftest import add_user, login_as, make_app
+from tests.webapp.playground_samples import byte_bpe, store
 from webapp.access.teams import delete_team_data
 from webapp.cli import main as cli_main
 from webapp.store import db
 from webapp.store.models import ShareLink, Team, Tokenizer
 from webapp.tokenizers import preset_install, presets
+from webapp.transfer.backup import backup, restore
 
 
 def add_preset(app: Flask, name: str = "r50k_base") -> int:
@@ -336,3 +337,24 @@ def test_the_command_fails_in_one_line_and_installs_nothing(tmp_path: Path, monk
     assert not (tmp_path / "data" / "presets").exists()
     with pytest.raises(SystemExit, match=r"^tokenforge: .*copy/r50k_base\.js is missing"):
         cli_main(["presets", "install", "--dir", str(tmp_path / "copy"), "--from", str(tmp_path / "copy")])
+
+
+def test_restore_into_an_instance_with_presets_keeps_the_backups_ids(app: Flask, tmp_path: Path) -> None:
+    """The new instance's presets step aside for the backup's rows and come back after them."""
+    folder = presets_dir()
+    kept = store(app, byte_bpe("kept-bpe"))
+    archive = tmp_path / "backup.tar.gz"
+    backup(dict(app.config), archive)
+    target = make_app(tmp_path / "second", f"sqlite:///{tmp_path / 'second.sqlite3'}", seed=False)
+    installed = Path(target.config["DATA_DIR"]) / "presets"  # where `tokenforge presets install` puts them
+    shutil.copytree(folder, installed)
+    with target.app_context():
+        presets.register(db.get_session(), installed)
+    assert preset_count(target) == len(TIKTOKEN_ENCODINGS)
+    restore(dict(target.config), archive)
+    with target.app_context():
+        rows = db.get_session().scalars(select(Tokenizer).order_by(Tokenizer.id)).all()
+        assert [(row.id, row.name) for row in rows if row.preset is None] == [(kept, "kept-bpe")]
+        assert sorted(row.preset for row in rows if row.preset) == sorted(TIKTOKEN_ENCODINGS)
+        assert min(row.id for row in rows if row.preset) > kept
+    db.get_engine(target).dispose()
