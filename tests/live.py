@@ -18,6 +18,7 @@ Left out: Playwright (``tests/browser/conftest.py``) and the in-process Flask cl
 
 from __future__ import annotations
 
+import fcntl
 import html
 import http.cookiejar
 import os
@@ -25,13 +26,16 @@ import re
 import signal
 import socket
 import sqlite3
+import struct
 import subprocess
 import sys
+import termios
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +45,30 @@ EMAIL = "admin@example.com"
 PASSWORD = "correct horse battery staple"
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 TAG_VARIABLE = "TOKENFORGE_TEST_TAG"
+
+
+def wait_for(condition: Callable[[], bool], what: str, limit: float = 120) -> None:
+    """Poll until ``condition`` holds (a generous deadline guards against hangs only)."""
+    deadline = time.monotonic() + limit
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.02)
+
+
+def unread_bytes(sock: socket.socket) -> int:
+    """Bytes sent on ``sock`` (a client connected to 127.0.0.1) that the server has not yet read.
+
+    What our kernel has not handed over (``TIOCOUTQ``), plus what waits in the server socket's
+    receive queue (``/proc/net/tcp``): 0 means the server process has read all we sent.
+    """
+    unsent = struct.unpack("i", fcntl.ioctl(sock, termios.TIOCOUTQ, b"\0" * 4))[0]
+    ours, theirs = sock.getsockname()[1], sock.getpeername()[1]
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        local, remote, _state, queues = line.split()[1:5]
+        if int(local.split(":")[1], 16) == theirs and int(remote.split(":")[1], 16) == ours:
+            return int(unsent) + int(queues.split(":")[1], 16)
+    raise AssertionError(f"no server side for the connection from port {ours} in /proc/net/tcp")
 
 
 def free_port() -> int:

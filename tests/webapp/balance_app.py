@@ -1,6 +1,7 @@
 """A WSGI app for the web-process balancing tests: it names the process that answered, and
 ``/hold`` does not answer while the file named by ``TOKENFORGE_TEST_HOLD`` exists, so a test
-can keep a thread busy for as long as it needs and then let it go."""
+can keep a thread busy for as long as it needs and then let it go. On entering ``/hold`` it
+creates that name plus ``.entered``, so the test knows the request has its thread."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ HOLD_SECONDS = 30.0
 
 def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
     if environ["PATH_INFO"] == "/hold":
+        with open(HOLD_FILE + ".entered", "w"):
+            pass
         deadline = time.monotonic() + HOLD_SECONDS
         while os.path.exists(HOLD_FILE) and time.monotonic() < deadline:
             time.sleep(0.01)

@@ -13,7 +13,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
 from engine.trainers.limits import max_workers
-from tests.live import REPO, children
+from tests.live import REPO, children, wait_for
 from webapp.corpora.storage import CorpusStore
 from webapp.store import db
 from webapp.store.models import Corpus, Job
@@ -62,15 +61,6 @@ def job_row(app: Flask, job_id: int) -> Job:
         job = session.get(Job, job_id)
         assert job is not None
         return job
-
-
-def wait_for(condition: Callable[[], bool], what: str, limit: float = 120) -> None:
-    """Poll until ``condition`` holds (a generous deadline guards against hangs only)."""
-    deadline = time.monotonic() + limit
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.02)
 
 
 def start_worker_process(app: Flask, log: Path) -> subprocess.Popen[bytes]:

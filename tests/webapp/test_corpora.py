@@ -204,7 +204,7 @@ def test_delete_removes_the_row_and_the_file(client: FlaskClient, app: Flask) ->
     upload(client, (b"text", "a.txt"))
     unconfirmed = client.post("/corpora/1/delete")  # deleting asks first, on a page of its own
     assert (unconfirmed.status_code, unconfirmed.headers["Location"]) == (303, "/corpora/1/delete")
-    assert len(corpora(app)) == 1 and stored_files(app) != []
+    assert len(corpora(app)) == 1 and len(stored_files(app)) == 1
     assert "Delete the corpus &#39;a.txt&#39;?" in client.get("/corpora/1/delete").get_data(as_text=True)
     response = client.post("/corpora/1/delete", data={"confirmed": "yes"})
     assert (response.status_code, response.headers["Location"]) == (303, "/corpora/")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import socket
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,8 @@ from sqlalchemy import select
 
 from engine.trainers import train
 from tests.engine.dask_cluster import local_cluster
-from tests.webapp.jobs_support import CORPUS, add_job, job_row, session_for, unigram_corpus, wait_for
+from tests.live import wait_for
+from tests.webapp.jobs_support import CORPUS, add_job, job_row, session_for, unigram_corpus
 from webapp.store.models import Tokenizer
 from webapp.training import jobs
 from webapp.training.worker import Worker
@@ -93,10 +93,8 @@ def test_a_cancelled_job_leaves_no_task_on_the_cluster(db_app: Flask, scheduler:
     job = job_row(db_app, job_id)
     assert outcome == ["cancelled"] and job.status == "cancelled"
     assert job.progress_stage == "count" and job.progress_current < job.progress_total  # stopped mid-count
-    deadline = time.monotonic() + 10  # the scheduler forgets cancelled tasks asynchronously
-    while _on_scheduler(scheduler, _tasks_held) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _on_scheduler(scheduler, _tasks_held) == 0
+    # The scheduler forgets cancelled tasks asynchronously.
+    wait_for(lambda: _on_scheduler(scheduler, _tasks_held) == 0, "the scheduler to drop the job's tasks", limit=10)
 
 
 def test_an_unreachable_scheduler_fails_the_job_at_once(db_app: Flask) -> None:

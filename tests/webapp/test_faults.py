@@ -38,6 +38,17 @@ from pathlib import Path
 import pytest
 from flask import Flask
 
+from tests.live import (
+    Client,
+    LiveApp,
+    children,
+    group_alive,
+    multipart,
+    process_commands,
+    train_fields,
+    unread_bytes,
+    wait_for,
+)
 from tests.webapp.jobs_support import (
     CORPUS,
     add_job,
@@ -47,9 +58,7 @@ from tests.webapp.jobs_support import (
     session_for,
     start_worker_process,
     unigram_corpus,
-    wait_for,
 )
-from tests.live import Client, LiveApp, children, group_alive, multipart, process_commands, train_fields
 from webapp.corpora.storage import CorpusStore
 from webapp.store.models import Job, Tokenizer, utcnow
 from webapp.training import supervisor
@@ -128,7 +137,7 @@ def test_web_process_killed_while_an_upload_streams_in_stores_nothing(
     for start in range(0, half, 64 * 1024):  # slowly, as over a poor connection
         sock.sendall(body[start:min(start + 64 * 1024, half)])
         time.sleep(0.005)
-    time.sleep(0.3)
+    wait_for(lambda: unread_bytes(sock) == 0, "the server to read the first half", limit=60)
     live.crash()
     sock.close()
     _assert_nothing_stored(live)

@@ -18,6 +18,7 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
 from engine.metrics import evaluate
+from tests.live import wait_for
 from tests.webapp.conftest import add_user, login_as, run_queued_jobs
 from tests.webapp.playground_samples import byte_bpe, store, unigram, wordpiece
 from webapp.corpora.storage import CorpusStore
@@ -331,7 +332,6 @@ def test_a_pair_is_bounded_by_the_engine_time_budget_and_the_next_pair_still_run
 def test_cancelling_a_running_board_stops_its_child_and_keeps_the_pairs_done(
         app: Flask, client: FlaskClient) -> None:
     import threading
-    import time
 
     from engine import byte_level_bpe
     from engine.pretokenizers import RegexSplit
@@ -347,10 +347,8 @@ def test_cancelling_a_running_board_stops_its_child_and_keeps_the_pairs_done(
     thread = threading.Thread(target=worker.run, kwargs={"once": True})
     thread.start()
     try:
-        deadline = time.monotonic() + 60
-        while f"{corpus}:{fast}" not in board_row(app, board_id).results:  # the slow pair is running now
-            assert time.monotonic() < deadline, "the fast pair never came in"
-            time.sleep(0.05)
+        # Once the fast pair is in, the slow pair is running.
+        wait_for(lambda: f"{corpus}:{fast}" in board_row(app, board_id).results, "the fast pair", limit=60)
         assert client.post(f"/leaderboards/{board_id}/cancel").status_code == 303
         thread.join(timeout=60)
         assert not thread.is_alive()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.live import free_port
+from tests.live import free_port, wait_for
 from webapp.web.server import Balance
 
 HERE = Path(__file__).resolve().parent
@@ -30,6 +30,7 @@ class Server:
     def __init__(self, tmp_path: Path, workers: int, threads: int) -> None:
         self.port = free_port()
         self.hold = tmp_path / "hold"
+        self.entered = tmp_path / "hold.entered"  # balance_app creates it when /hold has a thread
         env = {**os.environ, "TOKENFORGE_TEST_HOLD": str(self.hold), "PYTHONPATH": str(REPO)}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "--worker-class", "webapp.web.server.BufferingWorker",
@@ -86,7 +87,7 @@ def test_a_process_with_no_free_thread_leaves_new_connections_to_the_others(serv
     server.hold.touch()
     held = server.connect()
     held.request("GET", "/hold")
-    time.sleep(0.5)  # the request reaches its process's only thread
+    wait_for(server.entered.exists, "/hold to take its process's only thread", limit=30)
     # Both processes wait on the same listening socket. Without balancing, about half of these
     # connections would go to the busy process and wait there until the hold ends (timeout).
     quick = {server.get("/")[0] for _ in range(8)}

@@ -1,4 +1,4 @@
-"""The span and ids HTML built in Python: every text and attribute escaped, the same on repeat."""
+"""The span and ids HTML built in Python: every text and attribute escaped, the same from the escape cache."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from markupsafe import escape
 
 from tests.webapp.playground_samples import EOT, byte_bpe
 from webapp.playground.encode_view import encode_for_display
-from webapp.playground.spans_html import escaped, ids_markup, spans_markup
+from webapp.playground.spans_html import _escape_short, escaped, ids_markup, spans_markup
 
 
 def test_text_and_hover_titles_are_escaped() -> None:
@@ -23,16 +23,38 @@ def test_text_and_hover_titles_are_escaped() -> None:
     assert f'title="{special_line}"' in html
 
 
-def test_repeated_rendering_is_identical() -> None:
-    tok = byte_bpe()
-    result = encode_for_display(tok, "the <the> & the\n" * 20, show_ws=True)
-    assert spans_markup(result) == spans_markup(result)
-    assert ids_markup(result).count('class="tid"') == len(result.ids)
+def _token(index: int, token_id: int, title: str, text: str) -> str:
+    stop = ' tabindex="0"' if index == 0 else ""
+    return (f'<span class="tok c{index}"{stop} role="button" data-t="{index}" data-ids="{token_id}" '
+            f'title="{title}">{text}</span>')
+
+
+EXPECTED_SPANS = "".join([
+    _token(0, 257, "257  the  [74 68 65]", "the"), _token(1, 32, "32  Ġ  [20]", "·"),
+    _token(2, 60, "60  &lt;  [3c]", "&lt;"), _token(3, 257, "257  the  [74 68 65]", "the"),
+    _token(4, 62, "62  &gt;  [3e]", "&gt;"), _token(5, 32, "32  Ġ  [20]", "·"),
+    _token(6, 38, "38  &amp;  [26]", "&amp;"), _token(7, 32, "32  Ġ  [20]", "·"),
+    _token(8, 257, "257  the  [74 68 65]", "the"), _token(9, 10, "10  Ċ  [0a]", "↵\n"),
+])
+
+
+def test_rendering_gives_the_same_markup_with_the_escape_cache_cold_and_warm() -> None:
+    result = encode_for_display(byte_bpe(), "the <the> & the\n", show_ws=True)
+    assert result.ids == [257, 32, 60, 257, 62, 32, 38, 32, 257, 10]
+    _escape_short.cache_clear()
+    assert str(spans_markup(result)) == EXPECTED_SPANS  # every string escaped for the first time
+    assert str(spans_markup(result)) == EXPECTED_SPANS  # every string from the cache
+    assert str(ids_markup(result)) == "".join(f'<span class="tid" data-t="{i}">{token_id}</span>'
+                                              for i, token_id in enumerate(result.ids))
 
 
 def test_escaped_matches_markupsafe_for_short_and_long_text() -> None:
-    for text in ["<a href='x'>&\"", "<" * 1000]:
-        assert escaped(text) == str(escape(text)) == escaped(text)
+    assert escaped("<a href='x'>&\"") == "&lt;a href=&#39;x&#39;&gt;&amp;&#34;"
+    for text in ["<a href='x'>&\"", "<" * 1000]:  # short ones go through the cache, long ones do not
+        _escape_short.cache_clear()
+        assert escaped(text) == str(escape(text))
+        assert escaped(text) == str(escape(text))  # again, from the cache if it is short
+    assert _escape_short.cache_info().currsize == 0  # the long one was not cached
 
 
 def test_the_spans_are_one_tab_stop() -> None:
@@ -40,7 +62,7 @@ def test_the_spans_are_one_tab_stop() -> None:
     result = encode_for_display(byte_bpe(), " the the wé the " * 30)
     html = str(spans_markup(result))
     tokens = re.findall(r'<span class="tok[^"]*"[^>]*>', html)
-    assert len(tokens) > 100
+    assert len(tokens) == len(result.ids) == 270  # one span per token: nothing merged or dropped
     assert html.count("tabindex") == 1 and ' tabindex="0"' in tokens[0]
     assert all("tabindex" not in tag for tag in tokens[1:])
     assert str(spans_markup(encode_for_display(byte_bpe(), ""))) == ""  # nothing to focus, no stop

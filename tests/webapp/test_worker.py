@@ -24,6 +24,7 @@ import pytest
 from flask import Flask
 from sqlalchemy import select, text
 
+from tests.live import TAG_VARIABLE, children, tagged_processes, wait_for
 from tests.webapp.conftest import login_as
 from tests.webapp.jobs_support import (
     add_job,
@@ -35,9 +36,7 @@ from tests.webapp.jobs_support import (
     small_options,
     start_worker_process,
     unigram_corpus,
-    wait_for,
 )
-from tests.live import TAG_VARIABLE, children, tagged_processes
 from webapp.store.models import Tokenizer, utcnow
 from webapp.training import jobs
 from webapp.training.worker import Worker
@@ -59,7 +58,9 @@ def test_worker_trains_and_stores_the_tokenizer(db_app: Flask, worker: Worker, a
         tokenizer = session.scalars(select(Tokenizer).where(Tokenizer.job_id == job_id)).one()
     assert tokenizer.vocab_size == small_options(algorithm)["vocab_size"]
     assert tokenizer.algorithm == algorithm
-    assert tokenizer.training_seconds is not None and tokenizer.training_seconds >= 0
+    # The trainer's own clock, stored as it reported it, and inside the job's run.
+    assert tokenizer.training_seconds == tokenizer.stats["seconds"]
+    assert 0 < tokenizer.training_seconds <= (job.finished_at - job.started_at).total_seconds()
     assert tokenizer.config["options"]["vocab_size"] == tokenizer.vocab_size
     assert '"model"' in tokenizer.tokenizer_json
     client = login_as(db_app.test_client(), 1)
