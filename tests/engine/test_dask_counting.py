@@ -8,6 +8,8 @@ it; the ``tokenizer.json`` must be the local one byte for byte.
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import sys
 import time
@@ -134,11 +136,7 @@ def test_a_callable_step_sizes_each_range_from_the_bytes_left_in_every_file(tmp_
 
 def test_guided_ranges_shrink_towards_the_end_between_the_bounds() -> None:
     pytest.importorskip("distributed")
-    from engine.trainers.distributed import (
-        MAX_RANGE_BYTES,
-        MIN_RANGE_BYTES,
-        guided_range_bytes,
-    )
+    from engine.trainers.distributed import MAX_RANGE_BYTES, MIN_RANGE_BYTES, guided_range_bytes
 
     assert guided_range_bytes(2, 10 << 30) == MAX_RANGE_BYTES == 64 << 20
     assert guided_range_bytes(2, 100 << 20) == 25 << 20  # half of what each of 2 threads has left
@@ -280,6 +278,27 @@ def test_each_thread_carries_one_running_count_and_the_tree_adds_only_those(sche
         for future in live:
             future.release()
         counter.close()
+
+
+def test_a_lost_worker_costs_its_lanes_not_the_result(tmp_path: Path) -> None:
+    import distributed
+
+    path = tmp_path / "big.txt"
+    path.write_text((CORPUS + EOT) * 2000, encoding="utf-8")  # ~5 MB: the kill lands mid-count
+    local = count_pretokens([path], special_tokens=[EOT], num_workers=1)
+    killed: list[str] = []
+
+    def kill_a_worker_once(stage: str, current: int, total: int) -> None:
+        if stage == "count" and 0 < current < total and not killed:
+            killed.append(sorted(client.scheduler_info()["workers"])[0])
+            [pid] = client.run(os.getpid, workers=killed).values()
+            os.kill(pid, signal.SIGKILL)  # its nanny starts a new one
+
+    # A cluster of its own: the shared one must keep both of its first workers.
+    with local_cluster() as address, distributed.Client(address, set_as_default=False) as client:
+        with counting_on(address, range_bytes=64 << 10):
+            counts = count_pretokens([path], special_tokens=[EOT], reporter=Reporter(kill_a_worker_once))
+    assert killed and counts == local  # the lost lane was counted again from its first range
 
 
 def test_a_task_error_reaches_the_trainer(scheduler: str, tmp_path: Path) -> None:
