@@ -23,7 +23,7 @@ from engine.models import bpe as bpe_module
 from engine.models.bpe import BPE, LONG_PIECE_BYTES
 from engine.models.bpe_batch import NO_MERGE, PairRanks
 from engine.presets import byte_level_bpe
-from engine.pretoken_cache import PreTokenCache
+from engine.pretoken_cache import PreTokenCache, concatenated
 from engine.tokenizer import Tokenizer
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "cs336"
@@ -128,6 +128,15 @@ def test_cache_sends_each_new_piece_once_in_order_of_first_appearance() -> None:
     assert batches == [["bb", "a", "ccc"], ["dddd"], ["e"], ["bb", "f"]]
     assert (list(cache._old), list(cache._young)) == (["dddd", "bb", "f"], [])
     assert cache.info() == (8, 7, 4, 3)
+
+
+TABLES = st.lists(st.lists(st.integers(0, 2_000_000), max_size=4).map(tuple), max_size=6)
+
+
+@given(TABLES.flatmap(lambda t: st.tuples(st.just(t), st.lists(st.integers(0, max(len(t) - 1, 0)), max_size=30 if t else 0))))
+def test_concatenated_equals_chaining_the_table(case: tuple[list[tuple[int, ...]], list[int]]) -> None:
+    table, order = case
+    assert concatenated(table, np.array(order, np.intp)) == [i for j in order for i in table[j]]
 
 
 def test_batch_path_is_exact_under_threads(gpt2: Tokenizer, monkeypatch: pytest.MonkeyPatch) -> None:
