@@ -78,11 +78,19 @@ def free_port() -> int:
 
 
 class LiveApp:
-    """One data folder, served by a ``tokenforge serve`` that can be crashed and restarted."""
+    """One data folder, served by a ``tokenforge serve`` that can be crashed and restarted.
+
+    By default the checkout's code serves (``python -m webapp.cli`` with the repository on
+    ``PYTHONPATH``, from the data folder); the wheel test gives an installed ``command``, the
+    ``base_env`` to run it in (no ``PYTHONPATH``) and a ``cwd`` outside the checkout instead.
+    """
 
     def __init__(self, data_dir: Path, *, workers: int = 1, threads: int = 4, job_worker: bool = True,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, command: list[str] | None = None,
+                 base_env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
         self.data_dir = data_dir
+        self.command = command or [sys.executable, "-m", "webapp.cli"]
+        self.cwd = cwd or data_dir
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.log = data_dir / "serve.log"
@@ -90,7 +98,8 @@ class LiveApp:
         self.args = ["--workers", str(workers), "--threads", str(threads)]
         if not job_worker:
             self.args.append("--no-worker")
-        self.env = {**os.environ, "TOKENFORGE_DATA_DIR": str(data_dir), "PYTHONPATH": str(REPO),
+        base = {**os.environ, "PYTHONPATH": str(REPO)} if base_env is None else base_env
+        self.env = {**base, "TOKENFORGE_DATA_DIR": str(data_dir),
                     "TOKENFORGE_HEARTBEAT_SECONDS": "0.3", "TOKENFORGE_WORKER_NICE": "0",
                     "TOKENFORGE_API_RATE_LIMIT": "100000/60", "TOKENFORGE_LOGIN_RATE_LIMIT": "1000/60",
                     TAG_VARIABLE: self.tag, **(env or {})}
@@ -111,9 +120,8 @@ class LiveApp:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "webapp.cli", "serve", "--host", "127.0.0.1",
-                 "--port", str(self.port), *self.args],
-                cwd=self.data_dir, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+                [*self.command, "serve", "--host", "127.0.0.1", "--port", str(self.port), *self.args],
+                cwd=self.cwd, env=self.env, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True)
         deadline = time.monotonic() + limit
         while True:
@@ -142,7 +150,10 @@ class LiveApp:
         self.process = None
 
     def stop(self) -> int:
-        """SIGTERM, as an operator's restart does; return serve's exit code."""
+        """SIGTERM, as an operator's restart does; return serve's exit code.
+
+        Whatever of the app outlives serve is SIGKILLed after it, so no test leaves processes.
+        """
         if self.process is None:
             return 0
         self.process.send_signal(signal.SIGTERM)
@@ -151,6 +162,8 @@ class LiveApp:
         except subprocess.TimeoutExpired:
             self.crash()
             raise
+        if group_alive(self.process.pid):
+            self.crash()
         self.process = None
         return code
 

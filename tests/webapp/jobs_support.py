@@ -1,7 +1,8 @@
 """Helpers for the job-worker tests (``test_worker.py``, ``test_faults.py``): queue a training
-on a tiny corpus, read its row, wait for a state, and run or kill a real worker process.
+on a tiny corpus, read its row, and run or kill a real worker process.
 
-Left out: fixtures (``conftest.py``: ``algorithm``, ``db_app``) and the live server (``live.py``).
+Left out: fixtures (``conftest.py``: ``algorithm``, ``db_app``), and the live server and
+``wait_for`` (``tests/live.py``).
 """
 
 from __future__ import annotations

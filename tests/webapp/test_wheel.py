@@ -15,11 +15,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import site
 import subprocess
 import sys
-import time
 import tomllib
 import urllib.error
 import urllib.request
@@ -29,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.live import REPO, free_port, group_alive
+from tests.live import REPO, LiveApp
 from webapp.web.assets import asset_dir
 
 #: What a source distribution of Tokenforge holds; the wheel is built from a copy of these.
@@ -109,24 +107,11 @@ def test_migrate_then_serve_from_any_folder(installed: Path, elsewhere: tuple[Pa
     assert "The database is up to date" in out
     assert (Path(env["TOKENFORGE_DATA_DIR"]) / "tokenforge.sqlite3").is_file()
 
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    log = cwd / "serve.log"
-    with log.open("wb") as out_file:
-        server = subprocess.Popen(
-            [str(installed / "tokenforge"), "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-            cwd=cwd, env=env, stdout=out_file, stderr=subprocess.STDOUT, start_new_session=True)
+    server = LiveApp(Path(env["TOKENFORGE_DATA_DIR"]), command=[str(installed / "tokenforge")], base_env=env,
+                     cwd=cwd)
+    server.start()
+    base = server.url.rstrip("/")
     try:
-        deadline = time.monotonic() + 45
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/healthz", timeout=2):
-                    break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
-            assert server.poll() is None and time.monotonic() < deadline, \
-                f"tokenforge serve did not start:\n{log.read_text()}"
-            time.sleep(0.1)
         with urllib.request.urlopen(f"{base}/login", timeout=10) as page:
             assert page.status == 200
             body = page.read().decode()
@@ -137,12 +122,7 @@ def test_migrate_then_serve_from_any_folder(installed: Path, elsewhere: tuple[Pa
             assert css.status == 200
             assert css.read() == (REPO / "static" / "css" / "app.css").read_bytes()
     finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=60)
-        finally:
-            if group_alive(server.pid):
-                os.killpg(server.pid, signal.SIGKILL)
+        server.stop()
 
 
 def test_a_checkout_finds_the_folders_beside_the_package() -> None:
