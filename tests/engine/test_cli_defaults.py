@@ -19,6 +19,7 @@ is missing; they are not in the repository, nor in CI). Each (model, corpus) tra
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import os
@@ -153,29 +154,38 @@ class Run:
     out: Path
     texts: list[str]
 
-    @property
+    @functools.cached_property
     def byte_fallback(self) -> bool:
+        """Whether the written model spells unknown characters as <0xNN> byte pieces."""
         document = json.loads((self.out / "tokenizer.json").read_text(encoding="utf-8"))
         return bool(document["model"].get("byte_fallback"))
 
 
 @pytest.fixture(scope="module")
-def splits(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, list[str]]]:
+def splits() -> dict[Corpus, tuple[Path, list[str]]]:
     """Each corpus's training file and held-out lines, split once for all models."""
     return {}
 
 
 @pytest.fixture(scope="module")
-def run(request: pytest.FixtureRequest, splits: dict[str, tuple[Path, list[str]]],
-        tmp_path_factory: pytest.TempPathFactory) -> Run:
+def runs() -> dict[tuple[tuple[str, ...], Corpus], Run]:
+    """Every training of this module, kept so that each (model, corpus) trains once whatever the
+    test order (a module-scoped parametrized fixture would train again for a second param list)."""
+    return {}
+
+
+@pytest.fixture()
+def run(request: pytest.FixtureRequest, splits: dict[Corpus, tuple[Path, list[str]]],
+        runs: dict[tuple[tuple[str, ...], Corpus], Run], tmp_path_factory: pytest.TempPathFactory) -> Run:
     """``tokenforge train VARIANT -o OUT TRAIN_FILE``, run in-process once per (model, corpus)."""
     variant, corpus = request.param
-    cs336 = request.getfixturevalue("cs336") if corpus.kind == "fixture" else None
-    path = corpus_path(corpus, cs336)
-    if corpus.name not in splits:
+    if request.param in runs:
+        return runs[request.param]
+    if corpus not in splits:
+        cs336 = request.getfixturevalue("cs336") if corpus.kind == "fixture" else None
         folder = tmp_path_factory.mktemp(f"split-{corpus.name}")
-        splits[corpus.name] = split_corpus(path, folder, HELD_OUT_EVERY[corpus.kind])
-    train_path, held = splits[corpus.name]
+        splits[corpus] = split_corpus(corpus_path(corpus, cs336), folder, HELD_OUT_EVERY[corpus.kind])
+    train_path, held = splits[corpus]
     out = tmp_path_factory.mktemp(variant_id(variant)) / "out"
     argv = ("train", *variant, "-o", str(out), str(train_path))
     output = io.StringIO()
@@ -184,7 +194,8 @@ def run(request: pytest.FixtureRequest, splits: dict[str, tuple[Path, list[str]]
             code = main(list(argv))
         except SystemExit as exc:  # argparse refusing an option exits
             code = int(exc.code or 0)
-    return Run(algorithm_of(variant), corpus, argv, code, output.getvalue(), out, held_out_texts(held))
+    runs[request.param] = Run(algorithm_of(variant), corpus, argv, code, output.getvalue(), out, held_out_texts(held))
+    return runs[request.param]
 
 
 def default_vocab_size(algorithm: str) -> int | None:
