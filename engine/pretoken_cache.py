@@ -112,7 +112,7 @@ class PreTokenCache:
     def _add(self, pieces: list[str]) -> dict[str, tuple[int, ...]]:
         """Put ``pieces`` (distinct, not in young) into young, in order, promoted from old or computed."""
         old = self._old
-        added = {piece: ids for piece in pieces if (ids := old.pop(piece, None)) is not None}
+        added = {piece: ids for piece in pieces if (ids := old.pop(piece, None)) is not None} if old else {}
         new = [piece for piece in pieces if piece not in added] if added else pieces
         if new:
             added.update(zip(new, map(tuple, self._tokenize_many(new))))

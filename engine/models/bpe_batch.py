@@ -19,36 +19,42 @@ those to ``bpe_long``, one round per merge would be quadratic).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 # A rank above every real one (and below 2**31): "this pair has no merge".
 NO_MERGE = (1 << 31) - 1
 # A pair (left, right) is the key left << _ID_BITS | right; ids are below 2**21
-# (engine.limits.MAX_VOCAB_SIZE is 2,000,000).
+# (engine.limits.MAX_VOCAB_SIZE is 2,000,000), and so are ranks (MAX_MERGES is the same).
 _ID_BITS = 21
-_EMPTY = -1  # a free slot's key
-# Fibonacci hashing: multiply by 2**64 / golden ratio and keep the top bits, which mixes the
-# left id (the key's high bits) into the slot number.
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_RANK_BITS = 21
+_RANK_MASK = (1 << _RANK_BITS) - 1
+_EMPTY = -1  # a free slot
+# Fibonacci hashing: multiply by 2**64 / golden ratio (as a signed 64-bit number; numpy wraps
+# array products around) and keep the top bits, which mixes the left id (the key's high bits)
+# into the slot number.
+_GOLDEN = np.int64(0x9E3779B97F4A7C15 - (1 << 64))
 
 
 class PairRanks:
     """``{(left id, right id): rank}`` queried an array of pairs at a time (open addressing).
 
-    The table has at least four slots per pair, so a pair sits at most a few slots after the
-    one it hashes to (linear probing); ``get`` probes every query at once, one slot a step,
-    and stops after the longest run any pair needed when the table was built.
+    A slot holds ``key << 21 | rank`` (42 + 21 bits), so one gather fetches both the pair to
+    compare and its rank. The table has at least four slots per pair, so a pair sits at most a
+    few slots after the one it hashes to (linear probing); ``get`` tries every query's own slot
+    at once, then walks on only with those that found another pair there, and stops after the
+    longest walk any pair needed when the table was built.
     """
 
     def __init__(self, lefts: Sequence[int], rights: Sequence[int], ranks: Sequence[int]) -> None:
         keys = np.asarray(lefts, np.int64) << _ID_BITS | np.asarray(rights, np.int64)
-        values = np.asarray(ranks, np.int32)
+        values = np.asarray(ranks, np.int64)
+        if len(values) and not 0 <= values.min() <= values.max() <= _RANK_MASK:
+            raise ValueError(f"ranks must lie in [0, {_RANK_MASK}]")
         self._bits = max(4, (4 * len(keys)).bit_length())
         self._mask = (1 << self._bits) - 1
-        self._keys = np.full(1 << self._bits, _EMPTY, np.int64)
-        self._ranks = np.full(1 << self._bits, NO_MERGE, np.int32)
+        self._slots = np.full(1 << self._bits, _EMPTY, np.int64)
         # Insert all pairs at once, one probe step per round: in each round every pair still
         # waiting tries its current slot, the first of those aiming at each free slot takes it,
         # and the rest move one slot on.
@@ -57,33 +63,33 @@ class PairRanks:
         self._probes = 0
         while waiting.size:
             self._probes += 1
-            free = self._keys[slots[waiting]] == _EMPTY
+            free = self._slots[slots[waiting]] == _EMPTY
             taken, first = np.unique(slots[waiting[free]], return_index=True)
             placed = waiting[free][first]
-            self._keys[taken] = keys[placed]
-            self._ranks[taken] = values[placed]
+            self._slots[taken] = keys[placed] << _RANK_BITS | values[placed]
             settled = np.zeros(len(keys), bool)
             settled[placed] = True
             waiting = waiting[~settled[waiting]]
             slots[waiting] = (slots[waiting] + 1) & self._mask
 
     def _slot(self, keys: np.ndarray) -> np.ndarray:
-        return (keys.astype(np.uint64) * _GOLDEN >> np.uint64(64 - self._bits)).astype(np.int64)
+        return keys * _GOLDEN >> (64 - self._bits) & self._mask
 
     def get(self, lefts: np.ndarray, rights: np.ndarray) -> np.ndarray:
-        """The rank of each pair ``(lefts[i], rights[i])``, ``NO_MERGE`` where it has none."""
+        """The rank of each pair ``(lefts[i], rights[i])`` (int64), ``NO_MERGE`` where it has none."""
         keys = lefts.astype(np.int64) << _ID_BITS | rights
         slots = self._slot(keys)
-        ranks = np.full(len(keys), NO_MERGE, np.int32)
-        pending = np.arange(len(keys))
-        for _ in range(self._probes):
-            found = self._keys[slots]
-            hit = found == keys
-            ranks[pending[hit]] = self._ranks[slots[hit]]
-            going_on = ~hit & (found != _EMPTY)  # an empty slot ends the search: no such pair
-            if not going_on.any():
+        found = self._slots[slots]
+        ranks = np.where(found >> _RANK_BITS == keys, found & _RANK_MASK, NO_MERGE)
+        # The few whose slot holds another pair walk on; an empty slot ends a walk: no such pair.
+        walking = np.flatnonzero((ranks == NO_MERGE) & (found != _EMPTY))
+        for step in range(1, self._probes):
+            if not len(walking):
                 break
-            pending, keys, slots = pending[going_on], keys[going_on], (slots[going_on] + 1) & self._mask
+            found = self._slots[(slots[walking] + step) & self._mask]
+            hit = found >> _RANK_BITS == keys[walking]
+            ranks[walking[hit]] = found[hit] & _RANK_MASK
+            walking = walking[~hit & (found != _EMPTY)]
         return ranks
 
 
@@ -138,10 +144,10 @@ class BatchMerger:
         return split_by_owner(finished_symbols, finished_owners, len(words))
 
 
-def split_by_owner(symbols: Iterable[np.ndarray], owners: Iterable[np.ndarray], n_words: int) -> list[tuple[int, ...]]:
+def split_by_owner(symbols: Sequence[np.ndarray], owners: Sequence[np.ndarray], n_words: int) -> list[tuple[int, ...]]:
     """Regroup the finished symbols per word: each word finished whole, in one round, in order."""
-    all_owners = np.concatenate(list(owners))
+    all_owners = np.concatenate(owners)
     order = np.argsort(all_owners, kind="stable")
-    ids = tuple(np.concatenate(list(symbols))[order].tolist())
+    ids = tuple(np.concatenate(symbols)[order].tolist())
     bounds = np.cumsum(np.bincount(all_owners, minlength=n_words)).tolist()
     return [ids[a:b] for a, b in zip([0, *bounds], bounds)]

@@ -56,13 +56,18 @@ def test_pair_ranks_answer_exactly_the_pairs_they_hold(table: dict[tuple[int, in
     assert got.tolist() == [table[q] for q in held] + [NO_MERGE] * len(absent)
 
 
-def test_pair_ranks_with_every_key_in_one_slot() -> None:
-    # Keys that differ only above the hash's top bits would share a slot; here all 40 pairs
-    # share a left id, so most land in runs that linear probing must walk to the end.
-    pairs = PairRanks([7] * 40, list(range(0, 400, 10)), list(range(40)))
-    rights = np.arange(0, 400, 5, dtype=np.int32)
-    got = pairs.get(np.full(len(rights), 7, np.int32), rights)
-    assert got.tolist() == [r // 10 if r % 10 == 0 else NO_MERGE for r in rights.tolist()]
+def test_pair_ranks_walk_past_collisions() -> None:
+    # 20,000 pairs in 2**17 slots: many hash to a taken slot and sit further along; every one
+    # must still be found, with its own rank, and pairs next to them must not be.
+    rng = np.random.default_rng(7)
+    keys = np.unique(rng.integers(0, 50_000, (20_000, 2)), axis=0)
+    ranks = rng.permutation(len(keys))
+    pairs = PairRanks(keys[:, 0].tolist(), keys[:, 1].tolist(), ranks.tolist())
+    assert pairs._probes > 3  # walks of several slots happened
+    assert pairs.get(keys[:, 0], keys[:, 1]).tolist() == ranks.tolist()
+    held = set(map(tuple, keys.tolist()))
+    near = np.array([(a, b + 1) for a, b in keys.tolist() if (a, b + 1) not in held])
+    assert (pairs.get(near[:, 0], near[:, 1]) == NO_MERGE).all()
 
 
 # ----------------------------------------------------------------------------- BatchMerger.merge
