@@ -3,7 +3,7 @@
 Tests never write into the working directory: Hypothesis keeps no example database (it would
 create ``.hypothesis/`` in the current folder), and pytest's cache is off in ``pyproject.toml``.
 The real-data fixtures come from ``../shared/data`` beside the repository and skip cleanly
-where it is absent. Browser tests run last (``pytest_collection_modifyitems``): Playwright's
+where it is absent (``tests/shared_data.py``). Browser tests run last (``pytest_collection_modifyitems``): Playwright's
 sync API leaves two threads running for the rest of the session, and the engine forks its
 worker processes only when no other thread runs, so after them the engine's multi-process
 paths would silently fall back to one process and go untested.
@@ -19,14 +19,13 @@ import pytest
 import werkzeug.test
 from hypothesis import HealthCheck, settings
 
+from tests.shared_data import CS336
+
 settings.register_profile(
     "tokenforge", database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile("tokenforge")
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
-CS336 = SHARED_DATA / "cs336"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

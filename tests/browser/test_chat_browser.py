@@ -13,7 +13,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.live import LiveApp
-from tests.webapp.playground_samples import EOT, gpt2_files
+from tests.shared_data import gpt2_files
+from tests.webapp.playground_samples import EOT
 
 pytestmark = pytest.mark.browser
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"

@@ -15,7 +15,8 @@ from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import import_json
 from tests.live import LiveApp
-from tests.webapp.playground_samples import EOT, gpt2_files
+from tests.shared_data import gpt2_files
+from tests.webapp.playground_samples import EOT
 
 pytestmark = pytest.mark.browser
 

@@ -16,19 +16,16 @@ from engine.byte_unicode import symbols_to_bytes
 from engine.formats.gpt2 import load_gpt2
 from engine.pretokenizers import GPT2_PATTERN
 from engine.tokenizer import Tokenizer
+from tests.shared_data import cs336_file, gpt2_files
 
 tiktoken = pytest.importorskip("tiktoken")
 
 EOT = "<|endoftext|>"
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "cs336"
 
 
 @pytest.fixture(scope="module")
 def files() -> tuple[Path, Path]:
-    vocab, merges = SHARED / "gpt2_vocab.json", SHARED / "gpt2_merges.txt"
-    if not (vocab.is_file() and merges.is_file()):
-        pytest.skip(f"GPT-2 files not found in {SHARED}")
-    return vocab, merges
+    return gpt2_files()
 
 
 @pytest.fixture(scope="module")
@@ -53,10 +50,7 @@ def test_merges_file_has_no_header(files: tuple[Path, Path], ours: Tokenizer) ->
 
 @pytest.mark.parametrize("name", ["address.txt", "german.txt", "tinystories_sample.txt"])
 def test_files_match_tiktoken(ours: Tokenizer, reference: object, name: str) -> None:
-    path = SHARED / name
-    if not path.is_file():
-        pytest.skip(f"{path} not found")
-    text = path.read_text(encoding="utf-8")
+    text = cs336_file(name).read_text(encoding="utf-8")
     expected = reference.encode(text, allowed_special="all")  # type: ignore[attr-defined]
     assert ours.encode(text, allowed_special="all") == expected
     assert ours.decode(expected) == text

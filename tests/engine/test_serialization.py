@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -17,11 +16,11 @@ from engine.formats.gpt2 import load_gpt2
 from engine.presets import byte_level_bpe
 from engine.serialization import loads, to_hf_dict
 from engine.tokenizer import Tokenizer
+from tests.shared_data import cs336_file, gpt2_files
 
 hf = pytest.importorskip("tokenizers")
 
 EOT = "<|endoftext|>"
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "cs336"
 TEXTS = [
     "",
     "Hello world",
@@ -50,13 +49,10 @@ def test_export_loads_in_hf_with_identical_ids(pretokenizer: str, text: str) -> 
 
 
 def test_gpt2_export_matches_hf_on_real_text() -> None:
-    vocab, merges = SHARED / "gpt2_vocab.json", SHARED / "gpt2_merges.txt"
-    if not (vocab.is_file() and merges.is_file()):
-        pytest.skip(f"GPT-2 files not found in {SHARED}")
-    ours = load_gpt2(vocab, merges, special_tokens=[EOT])
+    ours = load_gpt2(*gpt2_files(), special_tokens=[EOT])
     theirs = hf.Tokenizer.from_str(ours.to_json())
     for name in ("address.txt", "german.txt", "tinystories_sample.txt"):
-        text = (SHARED / name).read_text(encoding="utf-8")
+        text = cs336_file(name).read_text(encoding="utf-8")
         assert theirs.encode(text).ids == ours.encode(text, allowed_special="all"), name
 
 

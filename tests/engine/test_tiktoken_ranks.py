@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-from pathlib import Path
 
 import pytest
 
@@ -20,8 +19,7 @@ from engine.formats.js_tiktoken import parse_rank_table
 from engine.formats.tiktoken import build_tiktoken
 from engine.presets import TIKTOKEN_ENCODINGS
 from tests.preset_tables import presets_dir
-
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "cs336"
+from tests.shared_data import CS336
 
 MULTILINGUAL = [
     "Hello, world! It's a test: we'll see if they're right; I've said I'd go.",
@@ -109,7 +107,7 @@ def tiktoken_definition(name: str, ranks: dict[bytes, int], monkeypatch: pytest.
 
 
 def texts() -> list[str]:
-    extra = [SHARED / "german.txt", SHARED / "address.txt", SHARED / "tinystories_sample.txt"]
+    extra = [CS336 / "german.txt", CS336 / "address.txt", CS336 / "tinystories_sample.txt"]
     return MULTILINGUAL + [p.read_text(encoding="utf-8") for p in extra if p.is_file()]
 
 

@@ -13,16 +13,13 @@ from engine.formats.spm import dumps_vocab, load_vocab, loads_vocab
 from engine.models.unigram import BYTE_PIECES, Unigram
 from engine.tokenizer import Tokenizer
 from engine.trainers import train
-
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "cs336" / "corpus.en"
+from tests.shared_data import cs336_file
 
 
 @pytest.fixture(scope="module")
 def split_corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     """corpus.en without every 10th line (for training), and those lines (held out)."""
-    if not CORPUS.is_file():
-        pytest.skip(f"{CORPUS} not found")
-    lines = CORPUS.read_text(encoding="utf-8").splitlines()
+    lines = cs336_file("corpus.en").read_text(encoding="utf-8").splitlines()
     path = tmp_path_factory.mktemp("unigram") / "train.txt"
     path.write_text("".join(line + "\n" for i, line in enumerate(lines) if i % 10 != 9), encoding="utf-8")
     return path, [line for i, line in enumerate(lines) if i % 10 == 9 and line.strip()]

@@ -1,15 +1,12 @@
 """Small tokenizers of each kind for the playground tests, built in memory (no files needed).
 
-``gpt2_files`` gives the real GPT-2 vocab.json/merges.txt from ``../shared/data/cs336`` and
-skips the test where they are absent.
+``gpt2()`` is the real GPT-2, from ``tests/shared_data.py``'s ``gpt2_files`` (which skips the
+test where the files are absent).
 """
 
 from __future__ import annotations
 
 import functools
-from pathlib import Path
-
-import pytest
 
 from engine import Tokenizer, byte_level_bpe
 from engine.decoders import MetaspaceDecoder, WordPieceDecoder
@@ -18,8 +15,8 @@ from engine.models.wordpiece import WordPiece
 from engine.normalizers import get_normalizer
 from engine.post_processors import TemplateProcessing
 from engine.pretokenizers import BertPreTokenizer, Metaspace
+from tests.shared_data import gpt2_files
 
-CS336 = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "cs336"
 EOT = "<|endoftext|>"
 MERGES = [(b"t", b"h"), (b"th", b"e"), (b" ", b"w"), (b" w", b"o"), (b"\xc3", b"\xa9")]
 
@@ -50,14 +47,6 @@ def unigram() -> Tokenizer:
     model = Unigram(pieces, unk_id=0)
     return Tokenizer(model, pre_tokenizer=Metaspace(), special_tokens={"<unk>": 0},
                      decoder=MetaspaceDecoder(), name="tiny-unigram")
-
-
-def gpt2_files() -> tuple[Path, Path]:
-    """The GPT-2 vocab.json and merges.txt, or skip."""
-    vocab, merges = CS336 / "gpt2_vocab.json", CS336 / "gpt2_merges.txt"
-    if not (vocab.is_file() and merges.is_file()):
-        pytest.skip(f"GPT-2 files not found in {CS336}")
-    return vocab, merges
 
 
 @functools.cache

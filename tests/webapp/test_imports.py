@@ -11,7 +11,8 @@ from flask.testing import FlaskClient
 
 from engine.formats import gpt2 as gpt2_format
 from engine.formats import tiktoken as tiktoken_format
-from tests.webapp.playground_samples import EOT, byte_bpe, gpt2_files
+from tests.shared_data import gpt2_files
+from tests.webapp.playground_samples import EOT, byte_bpe
 
 
 def upload(data: bytes | str, name: str) -> tuple[io.BytesIO, str]:
