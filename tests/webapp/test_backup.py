@@ -4,6 +4,7 @@ one consistent moment (SQLite and, when configured, PostgreSQL)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
 import os
@@ -39,7 +40,8 @@ def fill(app: Flask, client: FlaskClient) -> dict[str, object]:
         session = db.get_session()
         link = session.scalar(select(ShareLink))
         return {"link": link.token, "tokenizer_id": tokenizer_id,
-                "shas": sorted(c.sha256 for c in session.scalars(select(Corpus)))}
+                "shas": sorted(c.sha256 for c in session.scalars(select(Corpus))),
+                "created": [c.created_at for c in session.scalars(select(Corpus).order_by(Corpus.id))]}
 
 
 def test_backup_then_restore_into_an_empty_instance(app: Flask, client: FlaskClient, tmp_path: Path,
@@ -59,8 +61,9 @@ def test_backup_then_restore_into_an_empty_instance(app: Flask, client: FlaskCli
         assert session.scalar(select(User)).email == "alice@example.com"
         assert session.scalar(select(Tokenizer)).name == "kept-bpe"
         assert session.scalar(select(ApiKey)).name == "CI"
-        created = session.scalar(select(Corpus)).created_at
-        assert created.tzinfo is not None
+        created = [c.created_at for c in session.scalars(select(Corpus).order_by(Corpus.id))]
+        assert created == facts["created"]  # the same instants, not the time of the restore
+        assert all(when.utcoffset() == dt.timedelta(0) for when in created)
     for sha in facts["shas"]:
         assert Path(empty.config["CORPUS_DIR"], "objects", sha[:2], f"{sha}.txt").is_file()
     visitor = empty.test_client()
