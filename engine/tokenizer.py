@@ -5,8 +5,9 @@ post-processor on the way in, and model bytes → decoder on the way out. The AP
 tiktoken: ``encode`` refuses special tokens that the caller did not allow (naming the token and
 the argument that allows it), ``encode_ordinary`` treats them as text, ``decode`` replaces
 invalid UTF-8 by default. Pre-tokens are cached (pre-token → ids, the least recently used
-evicted first; see ``pretoken_cache.py``), which is what makes pure-Python encoding fast on real
-text: most words repeat.
+evicted first; see ``pretoken_cache.py``), which is what makes encoding fast on real text: most
+words repeat. The pre-tokens a call meets for the first time go to the model together
+(``tokenize_many`` where the model has it: byte-level BPE merges them in numpy).
 
 Offsets for highlighting are computed in ``encode_with_offsets`` with the helpers of
 ``offsets.py``; file formats and training live elsewhere. Inside an

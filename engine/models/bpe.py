@@ -10,6 +10,10 @@ merge creates); on GPT-2's files it gives the same ids as tiktoken.
 ``sample`` enables BPE-dropout: each candidate merge is skipped with probability ``dropout``,
 which is how subword regularization is done for BPE. Caching and special tokens belong to the
 tokenizer pipeline, not here.
+
+Three merge loops give the same ids (the tests compare them with ``encode_bytes``, the slow
+reference): ``merge_fast`` for one short piece, ``merge_long`` (``bpe_long.py``) for a long one,
+and ``tokenize_many``'s numpy batch (``bpe_batch.py``) for the many new pieces of a cold encode.
 """
 
 from __future__ import annotations
