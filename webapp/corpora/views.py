@@ -21,14 +21,15 @@ from werkzeug.wrappers import Response
 
 from webapp.access.auth import current_team, owned_or_404, scoped
 from webapp.corpora.analysis import analysis_states
+from webapp.corpora.forms import RenameForm, UploadForm
 from webapp.corpora.storage import CorpusStore, UploadError
 from webapp.store.db import get_session
 from webapp.store.models import Corpus, Job
 from webapp.training import jobs
+from webapp.web.forms import MAX_NAME, ConfirmForm
 from webapp.web.htmx import is_htmx, render
 
 bp = Blueprint("corpora", __name__, url_prefix="/corpora")
-MAX_NAME = 200
 MAX_LISTED = 500  # rows on the list page, newest first
 INTERRUPTED = "The upload was interrupted before it finished. Nothing was stored; please try again."
 
@@ -65,13 +66,14 @@ def _get_or_404(corpus_id: int) -> Corpus:
 @bp.get("/")
 def index() -> Response:
     """List corpora, with the upload form."""
-    return _index_page([], {})
+    return _index_page([])
 
 
-def _index_page(errors: list[str], form: dict[str, object], status: int = 200) -> Response:
+def _index_page(errors: list[str], form: UploadForm | None = None, *, offer_replace: bool = False,
+                status: int = 200) -> Response:
     corpora = _all_corpora()
-    return render("corpora/index.html", corpora=corpora, errors=errors, form=form, status=status,
-                  capped=len(corpora) == MAX_LISTED,
+    return render("corpora/index.html", corpora=corpora, errors=errors, form=form or UploadForm(formdata=None),
+                  offer_replace=offer_replace, status=status, capped=len(corpora) == MAX_LISTED,
                   states=analysis_states(get_session(), corpora))
 
 
@@ -79,25 +81,19 @@ def _index_page(errors: list[str], form: dict[str, object], status: int = 200) -
 def upload() -> Response:
     """Store one or more uploaded files as corpora."""
     try:
-        files = [f for f in request.files.getlist("files") if f.filename]
-        form = request.form.to_dict()
+        form = UploadForm()  # reads the whole body: the files stream into the store's tmp folder
         # A body shorter than its Content-Length means the client went away mid-upload.
         cut_short = bool(getattr(request, "body_cut_short", False))
     except ClientDisconnected:
         cut_short = True
     if cut_short:
-        return _index_page([INTERRUPTED], {}, status=400)
-    text_field = form.get("text_field", "").strip() or "text"
-    replace = form.get("replace_errors") == "on"
-    errors: list[str] = []
+        return _index_page([INTERRUPTED], status=400)
+    valid = form.validate()
+    errors: list[str] = [error for field_errors in form.errors.values() for error in field_errors]
+    files = form.chosen_files() if valid else []
+    text_field, replace = form.json_field(), form.replace_errors.data
     offer_replace = False
     stored: list[Corpus] = []
-    if not files:
-        errors.append("Choose at least one file to upload.")
-    if len(text_field) > MAX_NAME:
-        errors.append(f"The text field's name can be at most {MAX_NAME} characters; this one has "
-                      f"{len(text_field):,}. Nothing was stored.")
-        files = []
     session = get_session()
     team_id = current_team().id
     for upload_file in files:
@@ -128,8 +124,7 @@ def upload() -> Response:
         jobs.enqueue_analysis(session, corpus)  # commits the corpus and its job together
         stored.append(corpus)
     if errors:
-        form["offer_replace"] = offer_replace
-        return _index_page(errors, form, status=422)
+        return _index_page(errors, form, offer_replace=offer_replace, status=422)
     if len(stored) == 1:
         return redirect(url_for("corpora.show", corpus_id=stored[0].id), 303)
     flash(f"Stored {len(stored)} corpora.")
@@ -164,14 +159,12 @@ def analyse(corpus_id: int) -> Response:
 def rename(corpus_id: int) -> Response:
     """Rename a corpus (the htmx form swaps only the title block)."""
     corpus = _get_or_404(corpus_id)
-    name = request.form.get("name", "").strip()
+    form = RenameForm()
     error = None
-    if not name:
-        error = "Give the corpus a name."
-    elif len(name) > MAX_NAME:
-        error = f"A name can be at most {MAX_NAME} characters; this one has {len(name)}."
+    if not form.validate():
+        error = form.name.errors[0]
     else:
-        corpus.name = name
+        corpus.name = form.name.data
         get_session().commit()
     return _show_page(corpus, block="title", rename_error=error, status=422 if error else 200)
 
@@ -191,7 +184,7 @@ def delete(corpus_id: int) -> Response:
     """Delete a corpus and, if no other corpus shares its content, its stored file."""
     session = get_session()
     corpus = _get_or_404(corpus_id)
-    if request.form.get("confirmed") != "yes":
+    if not ConfirmForm().confirmed_yes():
         return redirect(url_for("corpora.confirm_delete", corpus_id=corpus_id), 303)
     active = session.scalars(select(Job).where(Job.status.in_(("queued", "running")), Job.kind == "train",
                                                Job.team_id == corpus.team_id)).all()

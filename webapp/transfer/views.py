@@ -22,10 +22,12 @@ from webapp.store.db import get_session
 from webapp.store.models import Tokenizer as TokenizerRow
 from webapp.tokenizers.loaded import load
 from webapp.transfer import downloads, imports
+from webapp.transfer.forms import FILE_PARTS, ImportForm
+from webapp.web.forms import MAX_NAME
 from webapp.web.htmx import render
+from webapp.web.requests import MAX_IMPORT_BYTES
 
 bp = Blueprint("transfer", __name__)
-MAX_IMPORT_BYTES = 64 << 20
 
 
 def _slug(name: str) -> str:
@@ -65,19 +67,17 @@ def download_zip(tokenizer_id: int) -> Response:
     return response
 
 
-def _form_context(**extra: object) -> dict[str, object]:
-    return {"kinds": imports.KINDS, "patterns": imports.PATTERN_CHOICES, "error": None,
-            "form": request.form if request.method == "POST" else {}, **extra}
+def _form_context(form: ImportForm, **extra: object) -> dict[str, object]:
+    return {"kinds": imports.KINDS, "patterns": imports.PATTERN_CHOICES, "error": None, "form": form, **extra}
 
 
 @bp.get("/import")
 def import_form() -> Response:
     """The import form: upload a tokenizer.json, GPT-2 files, a vocab.txt or a tiktoken rank file."""
-    return render("playground/import.html", **_form_context(kind=request.args.get("kind", "tokenizer_json")))
+    return render("playground/import.html", **_form_context(ImportForm(), kind=request.args.get("kind", "tokenizer_json")))
 
 
-def _upload(name: str) -> imports.Upload | None:
-    storage: FileStorage | None = request.files.get(name)
+def _upload(storage: FileStorage | None) -> imports.Upload | None:
     if storage is None or not storage.filename:
         return None
     try:
@@ -93,25 +93,23 @@ def _upload(name: str) -> imports.Upload | None:
 @bp.post("/import")
 def import_upload() -> Response:
     """Read the uploaded files into a tokenizer, store it, and open its encode page."""
-    form = request.form
-    kind = form.get("kind", "")
-    name = form.get("name", "").strip()
+    form = ImportForm()
+    kind = form.kind.data
     try:
-        if len(name) > 200:
-            raise imports.ImportProblem(f"A name can be at most 200 characters; this one has {len(name)}.")
-        files = {key: _upload(key) for key in ("file", "vocab", "merges", "sidecar", "config")}
-        tokenizer = imports.read(kind, files, pattern=form.get("pattern", "gpt2"),
-                                 specials=form.get("special_tokens", "")[:2000],
-                                 lowercase=form.get("lowercase") == "on")
+        if not form.validate():
+            raise imports.ImportProblem(next(iter(form.first_errors().values())))
+        files = {part: _upload(form[part].data) for part in FILE_PARTS}
+        tokenizer = imports.read(kind, files, pattern=form.pattern.data, specials=form.special_tokens.data,
+                                 lowercase=form.lowercase.data)
         chat = imports.read_config(files["config"])  # tokenizer_config.json: chat template, bos/eos/pad
     except imports.ImportProblem as exc:
-        return render("playground/import.html", status=422, **_form_context(kind=kind, error=str(exc)))
+        return render("playground/import.html", status=422, **_form_context(form, kind=kind, error=str(exc)))
     first = next((f for f in files.values() if f is not None), None)
-    name = name or (first.filename if first else "imported tokenizer")
-    row = TokenizerRow(team_id=current_team().id, name=name[:200], algorithm=tokenizer.model.kind, source="imported",
-                       tokenizer_json=tokenizer.to_json(), vocab_size=tokenizer.vocab_size, stats={},
-                       config={"import": {"kind": kind, "files": [f.filename for f in files.values() if f],
-                                          "pattern": form.get("pattern", "")}, **({"chat": chat} if chat else {})})
+    name = form.name.data or (first.filename if first else "imported tokenizer")
+    row = TokenizerRow(team_id=current_team().id, name=name[:MAX_NAME], algorithm=tokenizer.model.kind,
+                       source="imported", tokenizer_json=tokenizer.to_json(), vocab_size=tokenizer.vocab_size,
+                       stats={}, config={"import": {"kind": kind, "files": [f.filename for f in files.values() if f],
+                                                    "pattern": form.pattern.data}, **({"chat": chat} if chat else {})})
     session = get_session()
     session.add(row)
     session.commit()

@@ -22,12 +22,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from flask import request
 from flask_wtf import FlaskForm
+from werkzeug.datastructures import CombinedMultiDict
 from wtforms import Field, HiddenField, StringField
 from wtforms.validators import StopValidation
 
 from webapp.web.numbers import parse_id, parse_int
 
+SUBMIT_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 #: The longest name of anything a user names; also the width of every name column.
 MAX_NAME = 200
 
@@ -37,6 +40,15 @@ class Form(FlaskForm):
 
     class Meta:
         csrf = False
+
+        def wrap_formdata(self, form: FlaskForm, formdata: Any) -> Any:
+            """A submitted form's fields and files, never a JSON body (which Flask-WTF would read,
+            and a JSON list or number would break)."""
+            if formdata is None or hasattr(formdata, "getlist"):
+                return formdata  # given by the caller
+            if request.method in SUBMIT_METHODS:
+                return CombinedMultiDict((request.files, request.form))
+            return None
 
     def first_errors(self) -> dict[str, str]:
         """Each invalid field's first message, by field name (what the templates show beside it)."""

@@ -23,7 +23,6 @@ from flask_login import current_user
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from webapp.access.auth import PUBLIC_ENDPOINTS, SHAREABLE_ENDPOINTS
-from webapp.transfer.views import MAX_IMPORT_BYTES
 
 #: Every request that is not a signed-in upload: forms, share-link encodes and the JSON API. A
 #: decode of the API's 1,000,000 ids is about 7 MB of JSON, and the longest text it encodes
@@ -31,6 +30,8 @@ from webapp.transfer.views import MAX_IMPORT_BYTES
 BODY_BYTES = 16 << 20
 #: A request the login gate will refuse anyway needs no more than a login form.
 REFUSED_BODY_BYTES = 64 << 10
+#: The largest tokenizer file an import reads (one part; an import sends up to four of them).
+MAX_IMPORT_BYTES = 64 << 20
 
 
 class _CountingStream:
