@@ -20,7 +20,7 @@ from engine.trainers import train
 
 VOCAB_SIZE = 2000
 HELD_OUT_EVERY = 10
-# The bar, one-sided (measured: 1.002; tokens per word 1.520 against 1.517).
+# The bar, one-sided (measured: 4,080 tokens against 4,079, 1.539 tokens per word both).
 MAX_TOKEN_RATIO = 1.02
 
 
