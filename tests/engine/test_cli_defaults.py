@@ -14,6 +14,12 @@ as one text with their newlines, and a handful of edge cases (empty text, CJK, s
 Corpora: the CS336 fixtures in ``../shared/data`` always (skipped where absent), and the benchmark
 corpora from the folder named by ``TOKENFORGE_BENCH_CORPORA`` (skipped when it is unset or a file
 is missing; they are not in the repository, nor in CI). Each (model, corpus) trains once.
+
+One known difference is Hugging Face's, not ours: its Unigram matches the literal text ``<0x34>``
+(an en_5M line reads ``reg = <0x34>;``) to the byte-fallback piece of that name, which decodes as
+"4". sentencepiece never matches byte pieces to text, and neither do we. Texts that name a byte
+piece are therefore checked apart: ours keeps them lossless, and Hugging Face's ids are a strict
+xfail, so the day it agrees the test says so.
 """
 
 from __future__ import annotations
