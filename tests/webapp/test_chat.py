@@ -9,6 +9,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from engine import Tokenizer, byte_level_bpe
+from tests.webapp.conftest import add_user
 from tests.webapp.playground_samples import EOT, MERGES, byte_bpe, store
 from webapp.chat.chat import ChatCount, ChatError, Message, TemplateRefused, count_chat
 
@@ -35,7 +36,8 @@ CHATML_IDS = [
 
 def count(tokenizer: Tokenizer, messages: list[Message], template: str = "chatml", config: dict | None = None,
           **kwargs: object) -> ChatCount:
-    return count_chat(tokenizer, messages, template, config, max_chars=10_000, **kwargs)  # type: ignore[arg-type]
+    return count_chat(tokenizer, messages, template, config, max_chars=10_000,  # type: ignore[arg-type]
+                      **{"seconds": 3.0, **kwargs})
 
 
 def test_chatml_rendering_pinned_to_hand_written_ids() -> None:
@@ -210,8 +212,6 @@ def test_api_refuses_a_malicious_stored_template(app: Flask, client: FlaskClient
 
 
 def test_chat_page_is_scoped_like_the_encode_page(app: Flask, client: FlaskClient, anon_client: FlaskClient) -> None:
-    from tests.webapp.conftest import add_user
-
     _, other_team = add_user(app, "bob@example.com")
     theirs = store(app, chatml_bpe(), team_id=other_team)
     assert client.get(f"/tokenizers/{theirs}/chat").status_code == 404

@@ -16,6 +16,8 @@ def test_defaults_put_everything_in_the_data_dir(tmp_path: Path) -> None:
     assert settings["MAX_UPLOAD_BYTES"] == 1024**3
     assert settings["MAX_ATTEMPTS"] == 2
     assert settings["STALE_SECONDS"] == 30.0
+    assert (settings["LEADERBOARD_MAX_BYTES"], settings["LEADERBOARD_PAIR_SECONDS"]) == (1 << 20, 60.0)
+    assert settings["CHAT_RENDER_SECONDS"] == 3.0
 
 
 def test_environment_overrides(tmp_path: Path) -> None:
@@ -24,8 +26,13 @@ def test_environment_overrides(tmp_path: Path) -> None:
         "DATABASE_URL": "postgresql://u:p@db.example/tf",
         "TOKENFORGE_MAX_UPLOAD_BYTES": "1000",
         "SECRET_KEY": "s3cret",
+        "TOKENFORGE_LEADERBOARD_MAX_BYTES": "4096",
+        "TOKENFORGE_LEADERBOARD_PAIR_SECONDS": "2.5",
+        "TOKENFORGE_CHAT_RENDER_SECONDS": "0.5",
     }
     settings = finish_settings(load_settings(env))
+    assert (settings["LEADERBOARD_MAX_BYTES"], settings["LEADERBOARD_PAIR_SECONDS"]) == (4096, 2.5)
+    assert settings["CHAT_RENDER_SECONDS"] == 0.5
     assert settings["DATABASE_URL"] == "postgresql+psycopg://u:p@db.example/tf"
     assert settings["MAX_UPLOAD_BYTES"] == 1000
     assert settings["SECRET_KEY"] == "s3cret"
@@ -58,3 +65,5 @@ def test_secret_key_is_generated_once_and_persisted(tmp_path: Path) -> None:
 def test_bad_numbers_are_named(tmp_path: Path) -> None:
     with pytest.raises(SettingsError, match="TOKENFORGE_MAX_UPLOAD_BYTES must be a number, not '1GB'"):
         load_settings({"TOKENFORGE_DATA_DIR": str(tmp_path), "TOKENFORGE_MAX_UPLOAD_BYTES": "1GB"})
+    with pytest.raises(SettingsError, match="TOKENFORGE_CHAT_RENDER_SECONDS must be greater than 0, got 0.0"):
+        load_settings({"TOKENFORGE_DATA_DIR": str(tmp_path), "TOKENFORGE_CHAT_RENDER_SECONDS": "0"})

@@ -36,7 +36,6 @@ from webapp.chat.sandbox import MAX_TEMPLATE_CHARS, ChatTemplateError, render
 
 MAX_MESSAGES = 100
 MAX_ROLE_CHARS = 64
-RENDER_SECONDS = 3.0  # wall time for one render; app config CHAT_RENDER_SECONDS overrides
 TEMPLATE_SLACK = 50_000  # characters a template may add to the messages' own
 
 
@@ -214,7 +213,7 @@ def _segments(length: int, places: list[tuple[int, int] | None]) -> list[tuple[i
 
 
 def count_chat(tokenizer: Tokenizer, messages: Sequence[Message], choice: str, config: Mapping[str, Any] | None, *,
-               add_generation_prompt: bool = False, max_chars: int, seconds: float = RENDER_SECONDS) -> ChatCount:
+               add_generation_prompt: bool = False, max_chars: int, seconds: float) -> ChatCount:
     """Render ``messages`` with template ``choice`` and encode the result (see the module docstring)."""
     source, declared = template_source(choice, config)
     settings = chat_settings(config)

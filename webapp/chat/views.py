@@ -18,7 +18,6 @@ from werkzeug.wrappers import Response
 from engine import TokenforgeError
 from webapp.chat.chat import (
     MAX_MESSAGES,
-    RENDER_SECONDS,
     TOKENIZER_TEMPLATE,
     ChatError,
     Message,
@@ -41,7 +40,7 @@ SAMPLE = [Message("system", "You are a helpful assistant."), Message("user", "Wh
 
 def render_seconds() -> float:
     """Wall seconds one template render may take (``CHAT_RENDER_SECONDS``)."""
-    return float(current_app.config.get("CHAT_RENDER_SECONDS", RENDER_SECONDS))
+    return float(current_app.config["CHAT_RENDER_SECONDS"])
 
 
 def default_template(loaded: Loaded) -> str:

@@ -22,7 +22,7 @@ MOST_SENT = 50  # checkboxes read from one submission; the bounds below are smal
 
 def max_bytes() -> int:
     """The largest slice of each corpus a board may evaluate (``LEADERBOARD_MAX_BYTES``)."""
-    return int(current_app.config.get("LEADERBOARD_MAX_BYTES", leaderboard.DEFAULT_MAX_BYTES))
+    return int(current_app.config["LEADERBOARD_MAX_BYTES"])
 
 
 def max_kib() -> int:

@@ -31,8 +31,6 @@ from webapp.store.models import Corpus, Leaderboard, Tokenizer
 
 MAX_TOKENIZERS = 12  # pairs per board: tokenizers × corpora, each up to the byte cap
 MAX_CORPORA = 6
-DEFAULT_MAX_BYTES = 1 << 20  # per pair; the setting LEADERBOARD_MAX_BYTES lowers or raises it
-DEFAULT_PAIR_SECONDS = 60.0  # the engine time budget per pair (LEADERBOARD_PAIR_SECONDS)
 CHUNK_BYTES = 1 << 20
 #: What ``evaluate`` returns that a board keeps (the longest tokens are the tokenizer page's).
 KEPT = ("chars", "bytes", "words", "tokens", "bytes_per_token", "chars_per_token", "fertility",

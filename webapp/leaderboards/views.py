@@ -78,7 +78,7 @@ def create() -> Response:
                         corpora=[{"id": row.id, "name": row.name} for row in form.chosen("corpus_ids")],
                         max_bytes=kib * 1024, results={})
     options = {"max_bytes": board.max_bytes,
-               "pair_seconds": float(current_app.config.get("LEADERBOARD_PAIR_SECONDS", leaderboard.DEFAULT_PAIR_SECONDS))}
+               "pair_seconds": float(current_app.config["LEADERBOARD_PAIR_SECONDS"])}
     try:
         jobs.enqueue_leaderboard(get_session(), board, options=options,
                                  max_queued=current_app.config["MAX_QUEUED_JOBS"])

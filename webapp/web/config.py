@@ -40,6 +40,9 @@ ENV_DEFAULTS: dict[str, tuple[str, str]] = {
     "TOKENFORGE_MAX_QUEUED_JOBS": ("20", "Training jobs one team may have waiting in the queue at once."),
     "TOKENFORGE_ENCODE_TIMEOUT": ("0.5", "CPU seconds of pattern matching (and model work on very long pieces) one request may use."),
     "TOKENFORGE_DASK_SCHEDULER": ("", "Dask scheduler (tcp://HOST:8786) counting each training's corpus; empty: here."),
+    "TOKENFORGE_LEADERBOARD_MAX_BYTES": ("1048576", "Bytes of each held-out corpus a leaderboard evaluates, at most."),
+    "TOKENFORGE_LEADERBOARD_PAIR_SECONDS": ("60", "CPU seconds of encoding one tokenizer × corpus pair of a leaderboard may use."),
+    "TOKENFORGE_CHAT_RENDER_SECONDS": ("3", "Wall seconds one chat template render may take."),
 }
 
 
@@ -174,6 +177,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
         "ENCODE_TIMEOUT": _positive(env, "TOKENFORGE_ENCODE_TIMEOUT", float),
         "MAX_QUEUED_JOBS": max(1, _number(env, "TOKENFORGE_MAX_QUEUED_JOBS", int)),
         "DASK_SCHEDULER": _dask_scheduler(env),
+        "LEADERBOARD_MAX_BYTES": _positive(env, "TOKENFORGE_LEADERBOARD_MAX_BYTES", int),
+        "LEADERBOARD_PAIR_SECONDS": _positive(env, "TOKENFORGE_LEADERBOARD_PAIR_SECONDS", float),
+        "CHAT_RENDER_SECONDS": _positive(env, "TOKENFORGE_CHAT_RENDER_SECONDS", float),
     }
 
 
