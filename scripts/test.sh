@@ -60,5 +60,12 @@ else
     echo "== no preset rank tables: their tests will skip"
 fi
 
+# 6. The benchmark corpora (en_5M, en_25M, zh; made by a script outside this repository) are used
+# by the slow CLI-defaults tests when $TOKENFORGE_BENCH_CORPORA names their folder; /tmp/corpora
+# is where the benchmark pages build them. Without them those cases skip.
+if [ -z "${TOKENFORGE_BENCH_CORPORA:-}" ] && [ -d /tmp/corpora ]; then
+    export TOKENFORGE_BENCH_CORPORA=/tmp/corpora
+fi
+
 echo "== running the tests"
 .venv/bin/python -m pytest "$@"
