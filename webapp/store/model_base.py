@@ -10,7 +10,16 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any
 
-from sqlalchemy import JSON, BigInteger, DateTime, ForeignKey, Integer, MetaData, String, TypeDecorator
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    DateTime,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    TypeDecorator,
+)
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, mapped_column
 
@@ -51,8 +60,12 @@ class Base(DeclarativeBase):
     type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
 
 
+#: The longest name of anything a user names: the width of every name column, and the bound
+#: of every name field (``web/forms.py``'s ``Name`` rule).
+MAX_NAME = 200
+
 IntPK = Annotated[int, mapped_column(Integer, primary_key=True)]
-Name = Annotated[str, mapped_column(String(200))]
+Name = Annotated[str, mapped_column(String(MAX_NAME))]
 Created = Annotated[dt.datetime, mapped_column(UTCDateTime, default=utcnow)]
 Timestamp = Annotated[dt.datetime | None, mapped_column(UTCDateTime)]
 JSONDict = Annotated[dict[str, Any], mapped_column(JSON, default=dict)]

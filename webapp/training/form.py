@@ -1,10 +1,11 @@
-"""The training form, generated from the engine's option dataclasses.
+"""The training form: its fixed fields (a Flask-WTF form), and its options, generated from the
+engine's option dataclasses.
 
-``fields_for`` lists one field per ``engine.trainers.option_specs(algorithm)`` entry (its
+:class:`TrainForm` reads the name, the algorithm and the chosen corpora. ``fields_for`` lists one field per ``engine.trainers.option_specs(algorithm)`` entry (its
 type, default, help and choices), holding what the user typed so a re-rendered form keeps it;
 ``parse`` turns the submitted form into an options dict that the engine has already validated,
-or into plain-sentence errors attached to the field they concern. Rendering is the template's
-job and queueing the job is ``views.py``'s.
+or into plain-sentence errors attached to the field they concern, from one validation pass of
+the engine. Rendering is the template's job and queueing the job is ``views.py``'s.
 """
 
 from __future__ import annotations
@@ -12,6 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from wtforms import Field as WTField
+from wtforms import StringField
+from wtforms.validators import StopValidation
 
 from engine.errors import ConfigError
 from engine.limits import shown
@@ -23,8 +28,41 @@ from engine.trainers import (
     options_class,
 )
 from engine.trainers.base import options_to_dict
+from webapp.access.auth import scoped
+from webapp.store.db import get_session
+from webapp.store.models import Corpus
+from webapp.web.forms import Form, IdListField, name_field, strip
 
 PREFIX = "opt-"
+MAX_CORPORA = 1000  # corpus checkboxes one form may submit; more is not a person choosing
+
+
+class TrainForm(Form):
+    """The fixed fields: a name (empty: one from the algorithm and corpora), the algorithm, the corpora.
+
+    A valid form's ``corpora`` are the chosen rows, all the user's (``auth.scoped``).
+    """
+
+    name = name_field(empty=None)
+    algorithm = StringField(filters=[strip])
+    corpus_ids = IdListField(most=MAX_CORPORA)
+
+    corpora: list[Corpus]
+
+    def validate_algorithm(self, field: WTField) -> None:
+        if field.data not in available_algorithms():
+            raise StopValidation(f"Choose an algorithm; {field.data!r} is not available.")
+
+    def validate_corpus_ids(self, field: IdListField) -> None:
+        if len(field.raw) > MAX_CORPORA:
+            raise StopValidation(f"Choose at most {MAX_CORPORA:,} corpora; {len(field.raw):,} were sent.")
+        if field.invalid is not None:
+            raise StopValidation(f"{field.invalid[:20]!r} is not a corpus id; choose the corpora from the list.")
+        if not field.data:
+            raise StopValidation("Choose at least one corpus to train on.")
+        self.corpora = list(get_session().scalars(scoped(Corpus).where(Corpus.id.in_(field.data))))
+        if len(self.corpora) != len(field.data):
+            raise StopValidation("One of the chosen corpora no longer exists; choose again.")
 
 
 @dataclass

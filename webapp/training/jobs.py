@@ -33,6 +33,7 @@ from typing import Any
 from sqlalchemy import case, func, select, update
 from sqlalchemy.orm import Session, aliased
 
+from webapp.store.model_base import MAX_NAME
 from webapp.store.models import Corpus, Job, Leaderboard, Tokenizer, utcnow
 
 #: The kinds a user queues by hand; each team may have only so many of them waiting at once.
@@ -97,7 +98,7 @@ def enqueue(
 
 def enqueue_analysis(session: Session, corpus: Corpus) -> Job:
     """Queue the analysis of ``corpus`` (flushed, with an id), point the corpus at it, commit."""
-    job = Job(team_id=corpus.team_id, kind="analyse", name=f"Analyse {corpus.name}"[:200],
+    job = Job(team_id=corpus.team_id, kind="analyse", name=f"Analyse {corpus.name}"[:MAX_NAME],
               algorithm="", options={}, corpus_ids=[corpus.id])
     session.add(job)
     session.flush()

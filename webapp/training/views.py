@@ -10,6 +10,7 @@ corpora and tokenizers are 404s. Deleting a tokenizer asks for confirmation firs
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from flask import Blueprint, abort, current_app, flash, redirect, request, url_for
@@ -25,12 +26,13 @@ from webapp.tokenizers.loaded import load
 from webapp.tokenizers.presets import INSTALL_COMMAND, preset_rows
 from webapp.training import form as training_form
 from webapp.training import jobs
+from webapp.training.form import MAX_CORPORA, TrainForm
 from webapp.transfer import imports
+from webapp.web.forms import MAX_NAME, ConfirmForm
 from webapp.web.htmx import is_htmx, render
 from webapp.web.numbers import parse_id, parse_ids
 
 bp = Blueprint("tokenizers", __name__)
-MAX_CORPORA = 1000  # corpus checkboxes one form may submit; more is not a person choosing
 SHOWN_MERGES = 50
 MAX_LISTED = 500  # rows on a list page, newest first (as the job list)
 
@@ -39,19 +41,19 @@ def _corpora() -> list[Corpus]:
     return list(get_session().scalars(scoped(Corpus).order_by(Corpus.name, Corpus.id).limit(MAX_CORPORA)))
 
 
-def _train_page(algorithm: str, *, form: dict[str, Any] | None = None,
-                errors: dict[str, str] | None = None, status: int = 200) -> Response:
+def _train_page(algorithm: str, *, values: Mapping[str, str] | None = None, name: str = "",
+                selected: set[int] | None = None, errors: dict[str, str] | None = None,
+                status: int = 200) -> Response:
+    """The training form for ``algorithm``, its options showing ``values`` (None: the defaults)."""
     algorithms = training_form.available_algorithms()
     if algorithm not in algorithms:
         algorithm = algorithms[0] if algorithms else ""
-    fields = training_form.fields_for(algorithm, form, errors) if algorithm else []
-    selected = set(parse_ids((form or {}).get("corpus_ids", []), most=MAX_CORPORA))
-    if form is None:
+    fields = training_form.fields_for(algorithm, values, errors) if algorithm else []
+    if selected is None:
         selected = set(parse_ids([request.args.get("corpus", "")], most=1))
     return render(
         "tokenizers/train.html", "options", algorithm=algorithm, algorithms=algorithms,
-        fields=fields, corpora=_corpora(), selected=selected, errors=errors or {},
-        name=(form or {}).get("name", ""), status=status,
+        fields=fields, corpora=_corpora(), selected=selected, errors=errors or {}, name=name, status=status,
     )
 
 
@@ -64,51 +66,42 @@ def train_form() -> Response:
     """
     if "again" in request.args:
         job = _job_or_404(parse_id(request.args["again"]) or 0)
-        form: dict[str, Any] = {"name": job.name, "corpus_ids": [str(i) for i in job.corpus_ids],
-                                **training_form.form_from_options(job.algorithm, job.options or {})}
-        return _train_page(job.algorithm, form=form)
+        return _train_page(job.algorithm, values=training_form.form_from_options(job.algorithm, job.options or {}),
+                           name=job.name, selected=set(parse_ids(job.corpus_ids, most=MAX_CORPORA)))
     return _train_page(request.args.get("algorithm", "bpe"))
 
 
 @bp.post("/train")
 def train() -> Response:
     """Validate the form and queue a training job."""
-    form: dict[str, Any] = request.form.to_dict()
-    form["corpus_ids"] = request.form.getlist("corpus_ids")
-    algorithm = form.get("algorithm", "")
-    if algorithm not in training_form.available_algorithms():
-        return _train_page(algorithm, form=form, status=422,
-                           errors={"": f"Choose an algorithm; {algorithm!r} is not available."})
-    options, errors = training_form.parse(algorithm, form)
-    submitted = [value for value in form["corpus_ids"] if value.strip()]
-    ids = parse_ids(submitted, most=MAX_CORPORA)
-    corpora = list(get_session().scalars(scoped(Corpus).where(Corpus.id.in_(ids)))) if ids else []
-    if len(submitted) > MAX_CORPORA:
-        errors["corpus_ids"] = f"Choose at most {MAX_CORPORA:,} corpora; {len(submitted):,} were sent."
-    elif len(ids) != len(submitted):
-        bad = next(value for value in submitted if parse_id(value) is None)
-        errors["corpus_ids"] = f"{bad[:20]!r} is not a corpus id; choose the corpora from the list."
-    elif not ids:
-        errors["corpus_ids"] = "Choose at least one corpus to train on."
-    elif len(corpora) != len(set(ids)):
-        errors["corpus_ids"] = "One of the chosen corpora no longer exists; choose again."
-    name = str(form.get("name", "")).strip()
-    if len(name) > 200:
-        errors["name"] = f"A name can be at most 200 characters; this one has {len(name)}."
-    if errors or options is None:
-        return _train_page(algorithm, form=form, errors=errors, status=422)
+    form = TrainForm()
+    algorithm = form.algorithm.data
+    valid = form.validate()
+    errors = form.first_errors()
+
+    def page(errors: dict[str, str], status: int) -> Response:
+        return _train_page(algorithm, values=request.form, name=form.name.data, errors=errors, status=status,
+                           selected=set(form.corpus_ids.data))
+
+    if "algorithm" in errors:  # without an algorithm there are no options to judge
+        return page({"": errors["algorithm"]}, 422)
+    options, option_errors = training_form.parse(algorithm, request.form)
+    errors.update(option_errors)
+    if not valid or options is None:
+        return page(errors, 422)
+    corpora = form.corpora
+    name = form.name.data
     if not name:
         vocab = options.get("vocab_size")
         name = f"{algorithm}{f'-{vocab}' if vocab else ''} on {', '.join(c.name for c in corpora)}"
     team_id = corpora[0].team_id  # all chosen corpora are the user's; train in the first's team
     if any(c.team_id != team_id for c in corpora):
-        return _train_page(algorithm, form=form, status=422, errors={
-            "corpus_ids": "The chosen corpora belong to different teams; train on one team's corpora."})
+        return page({"corpus_ids": "The chosen corpora belong to different teams; train on one team's corpora."}, 422)
     try:
-        job = jobs.enqueue(get_session(), team_id=team_id, name=name[:200], algorithm=algorithm, options=options,
+        job = jobs.enqueue(get_session(), team_id=team_id, name=name[:MAX_NAME], algorithm=algorithm, options=options,
                            corpus_ids=[c.id for c in corpora], max_queued=current_app.config["MAX_QUEUED_JOBS"])
     except jobs.QueueFull as full:
-        return _train_page(algorithm, form=form, status=429, errors={"": str(full)})
+        return page({"": str(full)}, 429)
     return redirect(url_for("tokenizers.job", job_id=job.id), 303)
 
 
@@ -196,7 +189,7 @@ def confirm_delete(tokenizer_id: int) -> Response:
 def delete(tokenizer_id: int) -> Response:
     """Delete a tokenizer (its JSON lives in its row) with its share links."""
     tokenizer = owned_or_404(Tokenizer, tokenizer_id)
-    if request.form.get("confirmed") != "yes":
+    if not ConfirmForm().confirmed_yes():
         return redirect(url_for("tokenizers.confirm_delete", tokenizer_id=tokenizer_id), 303)
     name = tokenizer.name
     get_session().delete(tokenizer)

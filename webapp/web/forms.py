@@ -8,7 +8,7 @@ page with the form when :meth:`Form.validate_on_submit` is false.
 
 - **Names.** Every name a user gives (account, team, API key, corpus, tokenizer, leaderboard)
   goes through :class:`Name`: stripped, refused when empty (unless the view supplies a default
-  name) and when longer than :data:`MAX_NAME`, the width of every name column.
+  name) and when longer than ``MAX_NAME``, the width of every name column (``store/model_base.py``).
 - **Numbers.** :class:`WholeNumberField` reads its text with ``numbers.parse_int`` (plain ASCII
   digits, bounded), never with ``int()``; :class:`IdListField` reads repeated ids (checkboxes).
 
@@ -28,11 +28,10 @@ from werkzeug.datastructures import CombinedMultiDict
 from wtforms import Field, HiddenField, StringField
 from wtforms.validators import StopValidation
 
+from webapp.store.model_base import MAX_NAME
 from webapp.web.numbers import parse_id, parse_int
 
 SUBMIT_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-#: The longest name of anything a user names; also the width of every name column.
-MAX_NAME = 200
 
 
 class Form(FlaskForm):
@@ -68,7 +67,7 @@ def too_long(text: str, limit: int = MAX_NAME) -> str | None:
 
 
 class Name:
-    """The one rule for names: at most :data:`MAX_NAME` characters, and not empty.
+    """The one rule for names: at most ``MAX_NAME`` characters, and not empty.
 
     ``empty`` is the sentence for an empty name, or None where the view gives a default name
     (a tokenizer named after its file, a leaderboard after its date). Use with the ``strip``
