@@ -6,6 +6,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
+from tests.webapp.conftest import login_as, make_app
 from tests.webapp.playground_samples import EOT, byte_bpe, gpt2, store
 
 
@@ -87,8 +88,6 @@ def test_tokenizer_list_and_docs(client: FlaskClient, bpe: int) -> None:
 
 
 def test_api_is_exempt_from_csrf_but_forms_are_not(tmp_path, bpe: int) -> None:
-    from tests.webapp.conftest import login_as, make_app
-
     app = make_app(tmp_path / "csrf", f"sqlite:///{tmp_path / 'csrf.sqlite3'}", WTF_CSRF_ENABLED=True)
     ref = store(app, byte_bpe())
     client = login_as(app.test_client(), 1)

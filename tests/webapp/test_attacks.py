@@ -32,8 +32,9 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from tests.webapp.conftest import login_as, make_app
 from tests.live import LiveApp
+from tests.webapp.conftest import login_as, make_app
+from tests.webapp.playground_samples import byte_bpe, store
 from webapp.web.requests import BODY_BYTES, REFUSED_BODY_BYTES
 from webapp.web.server import HEAD_SECONDS
 
@@ -194,7 +195,6 @@ def test_an_encode_never_reads_the_training_statistics(app: Flask, client: Flask
     """The stats column (half a megabyte for a 32k BPE) stays unread by encodes; pages that show it read it."""
     from sqlalchemy import event
 
-    from tests.webapp.playground_samples import byte_bpe, store
     from webapp.store import db
 
     ref = store(app, byte_bpe(), stats={"merges": [[[104, 101], 7]], "curve": []})

@@ -29,7 +29,7 @@ from engine import Tokenizer
 from engine.models.wordpiece import WordPiece
 from engine.pretokenizers import BertPreTokenizer
 from engine.trainers import option_specs
-from tests.webapp.conftest import add_user, login_as
+from tests.webapp.conftest import add_user, login_as, make_app
 from tests.webapp.playground_samples import byte_bpe, store, unigram, wordpiece
 from webapp.playground import charts, vocab_browser
 from webapp.store import db
@@ -201,8 +201,6 @@ def _problem(response: Any, method: str, path: str, what: str) -> str | None:
 
 @pytest.fixture
 def walk_app(tmp_path: Any) -> Iterator[Flask]:
-    from tests.webapp.conftest import make_app
-
     app = make_app(tmp_path, f"sqlite:///{tmp_path / 'walk.sqlite3'}", API_RATE_LIMIT="1000000/60",
                    LOGIN_RATE_LIMIT="1000000/60", SIGNUP_RATE_LIMIT="1000000/60", PROPAGATE_EXCEPTIONS=False)
     yield app
@@ -414,8 +412,6 @@ def test_html_pages_keep_html_errors(client: FlaskClient) -> None:
 
 
 def test_api_500_and_csrf_failures_are_json(tmp_path: Any) -> None:
-    from tests.webapp.conftest import make_app
-
     app = make_app(tmp_path, f"sqlite:///{tmp_path / 'csrf.sqlite3'}", WTF_CSRF_ENABLED=True, PROPAGATE_EXCEPTIONS=False)
 
     def boom() -> str:

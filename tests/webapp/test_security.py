@@ -14,6 +14,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 
+from tests.live import EMAIL, Client, LiveApp
 from tests.webapp.conftest import PASSWORD, login_as, make_app
 from tests.webapp.playground_samples import byte_bpe, store
 from webapp.corpora.views import clean_filename
@@ -261,8 +262,6 @@ def test_backups_leave_the_rate_limit_counters_out(app: Flask, tmp_path: Path) -
 
 @pytest.mark.slow
 def test_gunicorn_workers_share_the_login_limit_across_a_restart(tmp_path: Path) -> None:
-    from tests.live import EMAIL, Client, LiveApp
-
     live = LiveApp(tmp_path / "data", workers=2, threads=2, job_worker=False,
                    env={"TOKENFORGE_LOGIN_RATE_LIMIT": "4/300"})
     live.start()

@@ -12,7 +12,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from engine.trainers import option_specs
-from tests.webapp.conftest import default_form
+from tests.webapp.conftest import default_form, login_as, make_app
 from webapp.store import db
 from webapp.store.models import Job
 from webapp.training.form import available_algorithms
@@ -82,8 +82,6 @@ def test_unknown_pages_get_a_friendly_404(client: FlaskClient) -> None:
 
 
 def test_unexpected_errors_show_no_traceback(tmp_path: Path) -> None:
-    from tests.webapp.conftest import login_as, make_app
-
     app = make_app(tmp_path, f"sqlite:///{tmp_path / 'e.sqlite3'}", TESTING=False)
     app.view_functions["tokenizers.job_list"] = lambda: 1 / 0
     response = login_as(app.test_client(), 1).get("/jobs")
@@ -95,8 +93,6 @@ def test_unexpected_errors_show_no_traceback(tmp_path: Path) -> None:
 
 
 def test_csrf_is_enforced_and_htmx_sends_the_token_header(tmp_path: Path) -> None:
-    from tests.webapp.conftest import login_as, make_app
-
     app = make_app(tmp_path, f"sqlite:///{tmp_path / 'c.sqlite3'}", WTF_CSRF_ENABLED=True)
     client = login_as(app.test_client(), 1)
     refused = client.post("/jobs/1/cancel")
