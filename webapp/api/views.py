@@ -29,6 +29,7 @@ from webapp.chat.chat import ChatError, TemplateRefused, count_chat, parse_messa
 from webapp.chat.views import render_seconds
 from webapp.playground.encode_page import limits
 from webapp.playground.encode_view import MAX_DECODE_BYTES, check_decode_size, encode_spans
+from webapp.store.model_base import MAX_NAME
 from webapp.tokenizers.loaded import Loaded, all_rows, count_rows, find
 from webapp.web.htmx import render
 from webapp.web.numbers import parse_id, parse_int
@@ -62,8 +63,8 @@ def _tokenizer(body: dict[str, Any]) -> Loaded | Response:
     if ref is None or isinstance(ref, bool) or not isinstance(ref, (int, str)):
         return _error('Give "tokenizer": the id or exact name of a tokenizer (see GET /api/v1/tokenizers).')
     shown = repr(ref)[:80]
-    if isinstance(ref, str) and (len(ref) > 200 or not ref.strip()):
-        return _error(f"There is no tokenizer named {shown}; names are 1 to 200 characters "
+    if isinstance(ref, str) and (len(ref) > MAX_NAME or not ref.strip()):
+        return _error(f"There is no tokenizer named {shown}; names are 1 to {MAX_NAME} characters "
                       "(GET /api/v1/tokenizers lists them).", 404)
     if isinstance(ref, str) and ref.strip().isdigit():
         # Strict ASCII digits only: ``"²".isdigit()`` is true, but it is neither an id nor

@@ -40,7 +40,7 @@ def store() -> CorpusStore:
 
 
 def clean_filename(raw: str) -> str:
-    """The last path component of a browser-supplied name (never a path), at most 200 chars.
+    """The last path component of a browser-supplied name (never a path), at most ``MAX_NAME`` characters.
 
     Control and format characters (NUL, newlines, bidi overrides, zero-width) are dropped, so a
     name can neither break out of a header nor disguise its extension; ``.`` and ``..`` are not

@@ -32,6 +32,7 @@ from engine import TokenforgeError, Tokenizer
 from webapp.access.auth import scoped
 from webapp.access.visitors import shared_tokenizer_ids
 from webapp.store.db import get_session
+from webapp.store.model_base import MAX_NAME
 from webapp.store.models import Tokenizer as TokenizerRow
 from webapp.web.numbers import parse_id
 
@@ -150,7 +151,7 @@ def find(ref: object) -> Loaded | None:
     if row_id is not None:
         query = query.where(TokenizerRow.id == row_id)
     elif isinstance(ref, str) and ref and not (ref.isascii() and ref.isdigit()):
-        query = query.where(TokenizerRow.name == ref[:200])
+        query = query.where(TokenizerRow.name == ref[:MAX_NAME])  # no longer name exists
     else:
         return None
     row = get_session().scalar(query.limit(1))
