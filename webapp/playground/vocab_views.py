@@ -20,13 +20,14 @@ from webapp.corpora import heldout
 from webapp.corpora.views import store
 from webapp.playground import charts, vocab_browser
 from webapp.playground.encode_page import PICKER_ROWS
+from webapp.playground.forms import HeldOutForm
 from webapp.store.db import get_session
 from webapp.store.models import Corpus, Job
 from webapp.store.models import Tokenizer as TokenizerRow
 from webapp.tokenizers.loaded import Loaded, load
-from webapp.training.views import MAX_CORPORA
+from webapp.training.form import MAX_CORPORA
 from webapp.web.htmx import render
-from webapp.web.numbers import parse_id, parse_ids, parse_int
+from webapp.web.numbers import parse_ids, parse_int
 
 bp = Blueprint("vocab", __name__)
 
@@ -81,7 +82,7 @@ def _insights_context(loaded: Loaded) -> dict[str, Any]:
                                    title="Compression over the course of training") if points else None,
         "histogram": _histogram(vocab_browser.length_histogram(loaded.tokenizer)),
         "corpora": corpora, "trained_on": trained_on,
-        "evaluation": None, "eval_error": None, "split": None, "form": {},
+        "evaluation": None, "eval_error": None, "split": None, "form": HeldOutForm(formdata=None),
     }
 
 
@@ -97,24 +98,21 @@ def evaluate(tokenizer_id: int) -> Response:
     """Evaluate the tokenizer on the chosen held-out split; htmx gets only the result block."""
     owned_or_404(TokenizerRow, tokenizer_id)
     context = _insights_context(load(tokenizer_id))
-    form = request.form
+    form = HeldOutForm()
     context["form"] = form
-    corpus_id, raw_percent = parse_id(form.get("corpus_id", "")), form.get("percent", "").strip()
-    percent = parse_int(raw_percent, low=1, high=50)
-    corpus = get_session().scalar(scoped(Corpus).where(Corpus.id == corpus_id)) if corpus_id else None
-    status = 200
+    valid = form.validate()
+    corpus = (get_session().scalar(scoped(Corpus).where(Corpus.id == form.corpus_id.data))
+              if form.corpus_id.data is not None else None)
     if corpus is None:
-        context["eval_error"] = "Choose a corpus to take the held-out split from."
-    elif percent is None:
-        context["eval_error"] = f"The held-out share must be a whole percentage from 1 to 50, not {raw_percent[:20]!r}."
+        context["eval_error"] = form.corpus_id.message
+    elif not valid:
+        context["eval_error"] = next(iter(form.first_errors().values()))
     else:
         try:
-            split = heldout.read_split(store().path(corpus.sha256), percent / 100, form.get("part", "last")[:20])
+            split = heldout.read_split(store().path(corpus.sha256), form.percent.data / 100, form.part.data)
             context["split"] = split
             context["evaluation"] = heldout.report(heldout.evaluate(context["loaded"].tokenizer, split))
             context["eval_corpus"] = corpus
         except (OSError, ValueError) as exc:
             context["eval_error"] = f"The split could not be evaluated: {exc}"
-    if context["eval_error"]:
-        status = 422
-    return render("playground/insights.html", "evaluation", status=status, **context)
+    return render("playground/insights.html", "evaluation", status=422 if context["eval_error"] else 200, **context)
