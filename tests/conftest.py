@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import werkzeug.test
@@ -39,6 +40,16 @@ def cs336() -> Path:
     if not (CS336 / "corpus.en").is_file():
         pytest.skip(f"real test data not found at {CS336}")
     return CS336
+
+
+@pytest.fixture(scope="module")
+def transformers() -> Iterator[ModuleType]:
+    """``transformers`` with the Hugging Face hub off (loading a local file must not need the
+    network), or skip where it is not installed."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        patch.setenv("TRANSFORMERS_OFFLINE", "1")
+        yield pytest.importorskip("transformers")
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import inspect
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -29,15 +28,6 @@ HELD_OUT = [
     "numbers 1234567 3.14159 and symbols #$%&*(){}[]",
     "x",
 ]
-
-
-@pytest.fixture(scope="module")
-def transformers() -> Iterator[ModuleType]:
-    """``transformers`` with the hub off: loading a local file must not need the network."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HF_HUB_OFFLINE", "1")
-        patch.setenv("TRANSFORMERS_OFFLINE", "1")
-        yield pytest.importorskip("transformers")
 
 
 @pytest.fixture(scope="module")

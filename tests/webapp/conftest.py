@@ -11,7 +11,9 @@ server (a fresh database is created and dropped per test) and is skipped otherwi
 
 from __future__ import annotations
 
+import io
 import os
+import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -162,6 +164,19 @@ def default_form(algorithm: str, **options: str) -> dict[str, str]:
     return data
 
 
+def add_small_corpus(client: FlaskClient) -> None:
+    """Upload "a b c a b" as ``c.txt``: in a fresh app, corpus 1, the one :func:`default_form` names."""
+    client.post("/corpora/", data={"files": [(io.BytesIO(b"a b c a b"), "c.txt")]},
+                content_type="multipart/form-data")
+
+
+def invite_url(client: FlaskClient, team_id: int = 1) -> str:
+    """A new invite link to ``team_id``, as its page shows it (a path, without the host)."""
+    client.post(f"/teams/{team_id}/invites")
+    page = client.get(f"/teams/{team_id}").get_data(as_text=True)
+    return re.findall(r'data-testid="invite-url">([^<]+)<', page)[-1].replace("http://localhost", "")
+
+
 def run_queued_jobs(app: Flask) -> None:
     """Run every queued job (corpus analyses, training) to its end with an in-process worker.
 
@@ -178,8 +193,7 @@ def run_queued_jobs(app: Flask) -> None:
 
 @pytest.fixture
 def algorithm() -> str:
-    """The trainer the job tests run: BPE once the engine has it; until then WordPiece, the other real
-    trainer available (shared by ``test_worker.py`` and ``test_faults.py``)."""
+    """The trainer the training and job tests run: BPE (WordPiece in a build without it)."""
     from webapp.training.form import available_algorithms
 
     for name in ("bpe", "wordpiece"):

@@ -15,7 +15,7 @@ from flask.testing import FlaskClient
 from flask_login.utils import encode_cookie
 from sqlalchemy import func, select
 
-from tests.webapp.conftest import PASSWORD, add_user, login_as
+from tests.webapp.conftest import PASSWORD, add_user, invite_url, login_as
 from tests.webapp.playground_samples import byte_bpe, store
 from webapp.access.auth import LOGIN_AT
 from webapp.store import db
@@ -24,12 +24,6 @@ from webapp.store.models import ApiKey, Corpus, Membership, Team, Tokenizer, Use
 
 def login(client: FlaskClient, email: str, password: str = PASSWORD, **extra: str) -> int:
     return client.post("/login", data={"email": email, "password": password, **extra}).status_code
-
-
-def invite_url(client: FlaskClient, team_id: int = 1) -> str:
-    client.post(f"/teams/{team_id}/invites")
-    page = client.get(f"/teams/{team_id}").get_data(as_text=True)
-    return re.findall(r'data-testid="invite-url">([^<]+)<', page)[-1].replace("http://localhost", "")
 
 
 def teams_of(app: Flask, user_id: int) -> set[int]:

@@ -10,7 +10,6 @@ queue, no orphans) are in ``test_worker.py``, ``test_jobs.py`` and ``test_faults
 from __future__ import annotations
 
 import html
-import io
 import re
 
 import pytest
@@ -19,15 +18,14 @@ from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from engine.trainers.limits import MAX_PIECE_LENGTH, MAX_SUB_ITERATIONS, cpu_count, max_workers
-from tests.webapp.conftest import default_form
+from tests.webapp.conftest import add_small_corpus, default_form
 from webapp.store import db
 from webapp.store.models import Job
 
 
 @pytest.fixture
 def corpus(client: FlaskClient) -> None:
-    client.post("/corpora/", data={"files": [(io.BytesIO(b"a b c a b"), "c.txt")]},
-                content_type="multipart/form-data")
+    add_small_corpus(client)
 
 
 def _field_error(page: str, name: str) -> str | None:

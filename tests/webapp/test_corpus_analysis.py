@@ -15,22 +15,17 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import select
-from sqlalchemy.orm import Session, sessionmaker
 
 from tests.webapp.conftest import login_as, run_queued_jobs
+from tests.webapp.jobs_support import session_for
 from webapp.corpora import stats as corpus_stats
 from webapp.corpora.stats import StatsAccumulator
-from webapp.store import db
 from webapp.store.models import Corpus, Job, Tokenizer, utcnow
 from webapp.training import jobs
 from webapp.training.form import available_algorithms
 from webapp.training.worker import Worker, _death_reason
 
 TEXT = "the cat sat\non the mat<|endoftext|>the dog\n" * 50
-
-
-def session_for(app: Flask) -> Session:
-    return sessionmaker(db.get_engine(app), expire_on_commit=False)()
 
 
 def upload(client: FlaskClient, body: bytes = TEXT.encode(), name: str = "pets.txt") -> int:

@@ -152,14 +152,6 @@ def test_wordpiece_vocab_txt_round_trips() -> None:
     assert files["vocab.txt"].decode().splitlines()[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "hello"]
 
 
-@pytest.fixture
-def transformers(monkeypatch: pytest.MonkeyPatch) -> object:
-    """``transformers`` with the hub off: loading the unzipped folder must not need the network."""
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
-    return pytest.importorskip("transformers")
-
-
 @pytest.mark.parametrize(("sample", "roles"), [
     (byte_bpe, {"bos_token": EOT, "eos_token": EOT}),
     (wordpiece, {"unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]", "pad_token": "[PAD]"}),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import io
 import re
 
 import pytest
@@ -11,6 +10,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
+from tests.webapp.conftest import add_small_corpus
 from webapp.store import db
 from webapp.store.models import Job
 from webapp.training.eta import MIN_STAGE_SECONDS, Progress
@@ -85,10 +85,6 @@ def add_job(app: Flask, **values: object) -> int:
         return job.id
 
 
-def add_corpus(client: FlaskClient) -> None:
-    client.post("/corpora/", data={"files": [(io.BytesIO(b"a b c a b"), "c.txt")]}, content_type="multipart/form-data")
-
-
 @pytest.mark.parametrize("status", ["succeeded", "failed", "cancelled"])
 def test_every_finished_job_offers_train_again(client: FlaskClient, app: Flask, status: str) -> None:
     job_id = add_job(app, status=status)
@@ -101,7 +97,7 @@ def test_a_running_job_offers_no_train_again(client: FlaskClient, app: Flask) ->
 
 
 def test_train_again_fills_the_form_and_starts_nothing(client: FlaskClient, app: Flask) -> None:
-    add_corpus(client)  # corpus 1 (and its analysis job)
+    add_small_corpus(client)  # corpus 1 (and its analysis job)
     job_id = add_job(app, status="cancelled")
     response = client.get(f"/train?again={job_id}")
     html = response.get_data(as_text=True)

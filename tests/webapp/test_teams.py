@@ -4,23 +4,16 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-import re
 from pathlib import Path
 
 from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import func, select
 
-from tests.webapp.conftest import PASSWORD, add_user, login_as
+from tests.webapp.conftest import PASSWORD, add_user, invite_url, login_as
 from tests.webapp.playground_samples import byte_bpe, store
 from webapp.store import db
 from webapp.store.models import Corpus, Invite, Membership, Team, Tokenizer, User, utcnow
-
-
-def invite_url(client: FlaskClient, team_id: int = 1) -> str:
-    client.post(f"/teams/{team_id}/invites")
-    page = client.get(f"/teams/{team_id}").get_data(as_text=True)
-    return re.findall(r'data-testid="invite-url">([^<]+)<', page)[-1].replace("http://localhost", "")
 
 
 def members(app: Flask, team_id: int = 1) -> dict[int, str]:

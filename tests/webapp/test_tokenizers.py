@@ -2,33 +2,17 @@
 
 from __future__ import annotations
 
-import io
 import re
 from pathlib import Path
 
-import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from engine.trainers import option_specs
-from tests.webapp.conftest import default_form, login_as, make_app
+from tests.webapp.conftest import add_small_corpus, default_form, login_as, make_app
 from webapp.store import db
 from webapp.store.models import Job
-from webapp.training.form import available_algorithms
-
-
-@pytest.fixture
-def algorithm() -> str:
-    names = available_algorithms()
-    if not names:
-        pytest.skip("no trainer is installed in engine/trainers yet")
-    return "bpe" if "bpe" in names else names[0]
-
-
-def add_corpus(client: FlaskClient) -> None:
-    client.post("/corpora/", data={"files": [(io.BytesIO(b"a b c a b"), "c.txt")]},
-                content_type="multipart/form-data")
 
 
 def test_form_offers_every_engine_option_with_help(client: FlaskClient, algorithm: str) -> None:
@@ -59,7 +43,7 @@ def test_missing_corpus_and_bad_vocab_are_inline_errors(client: FlaskClient, app
 
 
 def test_a_valid_form_queues_a_job(client: FlaskClient, app: Flask, algorithm: str) -> None:
-    add_corpus(client)
+    add_small_corpus(client)
     response = client.post("/train", data=default_form(algorithm, vocab_size="300"))
     assert (response.status_code, response.headers["Location"]) == (303, "/jobs/2")  # 1: the corpus's analysis
     with app.app_context():
