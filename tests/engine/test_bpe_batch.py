@@ -10,7 +10,6 @@ must answer every pair it holds and no other, also when most pairs collide.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,8 +25,8 @@ from engine.models.bpe_batch import NO_MERGE, PairRanks
 from engine.presets import byte_level_bpe
 from engine.pretoken_cache import PreTokenCache, concatenated
 from engine.tokenizer import Tokenizer
+from tests.shared_data import cs336_file, gpt2_files
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "cs336"
 # "ab" is made by rank 2 and rank 0 uses it; "aa" and "aaa" make runs of one byte interesting.
 MERGES = [(b"ab", b"a"), (b"a", b"a"), (b"a", b"b"), (b"aa", b"a"), (b"b", b"c"), (b"ab", b"bc"), (b"c", b"c")]
 
@@ -103,21 +102,15 @@ def test_tokenize_many_mixes_batch_long_and_empty_pieces() -> None:
 
 @pytest.fixture(scope="module")
 def gpt2() -> Tokenizer:
-    vocab, merges = SHARED / "gpt2_vocab.json", SHARED / "gpt2_merges.txt"
-    if not (vocab.is_file() and merges.is_file()):
-        pytest.skip(f"GPT-2 files not found in {SHARED}")
-    return load_gpt2(vocab, merges, pretokenizer="gpt2")
+    return load_gpt2(*gpt2_files(), pretokenizer="gpt2")
 
 
 def test_batch_merge_equals_reference_on_gpt2_and_a_real_text(gpt2: Tokenizer) -> None:
-    corpus = SHARED / "corpus.en"
-    if not corpus.is_file():
-        pytest.skip(f"{corpus} not found")
     assert gpt2.pre_tokenizer is not None
-    text = corpus.read_text(encoding="utf-8")
+    text = cs336_file("corpus.en").read_text(encoding="utf-8")
     pieces = list(dict.fromkeys(fastest_split(gpt2.pre_tokenizer)(text)))
     model = model_of(gpt2)
-    assert len(pieces) > 4_000
+    assert len(pieces) == 4_763  # corpus.en's distinct pre-tokens under the gpt2 pattern
     assert model.tokenize_many(pieces) == [tuple(model.encode_bytes(p.encode("utf-8"))) for p in pieces]
 
 
@@ -153,7 +146,7 @@ def test_batch_path_is_exact_under_threads(gpt2: Tokenizer, monkeypatch: pytest.
     texts = [" ".join(f"w{(i * 7 + j) % 90}é{j % 3}" for j in range(60)) for i in range(40)]
     expected = [gpt2.encode(text) for text in texts]
     monkeypatch.setattr(bpe_module, "BATCH_MIN_PIECES", 1)
-    tokenizer = load_gpt2(SHARED / "gpt2_vocab.json", SHARED / "gpt2_merges.txt", pretokenizer="gpt2")
+    tokenizer = load_gpt2(*gpt2_files(), pretokenizer="gpt2")
     tokenizer._cache = PreTokenCache(
         tokenizer.model.tokenize, 64, tokenize_many=model_of(tokenizer).tokenize_many
     )  # constant eviction
