@@ -53,7 +53,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
     converters.init_app(app)  # before any route: ids beyond 64 bits are a 404, not a 500
     db.init_app(app)
-    requests.init_app(app)  # body limits before CSRF, whose check parses the form
+    # Body limits before CSRF, whose check parses the form; the login gate's open views get more.
+    requests.init_app(app, open_endpoints=auth.PUBLIC_ENDPOINTS | auth.SHAREABLE_ENDPOINTS)
     csrf.init_app(app)
     errors.init_app(app)
     filters.init_app(app)

@@ -16,13 +16,12 @@
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Collection
 from typing import IO
 
 from flask import Flask, Request, current_app, g, request
 from flask_login import current_user
 from werkzeug.exceptions import RequestEntityTooLarge
-
-from webapp.access.auth import PUBLIC_ENDPOINTS, SHAREABLE_ENDPOINTS
 
 #: Every request that is not a signed-in upload: forms, share-link encodes and the JSON API. A
 #: decode of the API's 1,000,000 ids is about 7 MB of JSON, and the longest text it encodes
@@ -30,6 +29,7 @@ from webapp.access.auth import PUBLIC_ENDPOINTS, SHAREABLE_ENDPOINTS
 BODY_BYTES = 16 << 20
 #: A request the login gate will refuse anyway needs no more than a login form.
 REFUSED_BODY_BYTES = 64 << 10
+_OPEN_ENDPOINTS = "tokenforge.open_endpoints"  # app.extensions key: endpoints open to visitors
 #: The largest tokenizer file an import reads (one part; an import sends up to four of them).
 MAX_IMPORT_BYTES = 64 << 20
 
@@ -88,7 +88,7 @@ def body_limit() -> int:
     endpoint = request.endpoint or ""
     if current_user.is_authenticated:
         return _upload_limits().get(endpoint, BODY_BYTES)
-    if endpoint in PUBLIC_ENDPOINTS or endpoint in SHAREABLE_ENDPOINTS:
+    if endpoint in current_app.extensions[_OPEN_ENDPOINTS]:
         return BODY_BYTES
     return REFUSED_BODY_BYTES
 
@@ -115,11 +115,15 @@ def _close_uploads(_exc: BaseException | None) -> None:
         stream.close()
 
 
-def init_app(app: Flask) -> None:
+def init_app(app: Flask, *, open_endpoints: Collection[str]) -> None:
     """Use :class:`UploadRequest`, limit bodies first thing, close temp files after every request.
 
-    Call before any other extension registers a ``before_request`` that may read the body.
+    ``open_endpoints`` are the views a visitor who is not signed in may reach (the login gate's
+    public and shareable ones, which the access area defines): only they get more than
+    :data:`REFUSED_BODY_BYTES` from such a visitor. Call before any other extension registers a
+    ``before_request`` that may read the body.
     """
+    app.extensions[_OPEN_ENDPOINTS] = frozenset(open_endpoints)
     app.request_class = UploadRequest
     app.before_request(limit_body)
     app.teardown_request(_close_uploads)
