@@ -18,6 +18,7 @@ from wtforms.validators import StopValidation, ValidationError
 from webapp.store.db import get_session
 from webapp.store.models import User
 from webapp.web.forms import Form, WholeNumberField, name_field, strip
+from webapp.web.numbers import MAX_ID
 
 MIN_PASSWORD = 10
 MAX_PASSWORD = 1000
@@ -87,7 +88,7 @@ class PasswordForm(Form):
 class ChooseTeamForm(Form):
     """The working team (the view checks it is one of the user's), and where to go next."""
 
-    team_id = WholeNumberField(low=1, high=2**63 - 1, required=True, message="Choose one of your teams.")
+    team_id = WholeNumberField(low=1, high=MAX_ID, required=True, message="Choose one of your teams.")
     next = StringField()
 
 

@@ -7,6 +7,7 @@ Left out: reading and checking the files themselves (``storage.py``, while they 
 from __future__ import annotations
 
 from flask_wtf.file import MultipleFileField
+from werkzeug.datastructures import FileStorage
 from wtforms import BooleanField, Field, StringField
 from wtforms.validators import ValidationError
 
@@ -31,7 +32,7 @@ class UploadForm(Form):
             raise ValidationError(f"The text field's name can be at most {MAX_NAME} characters; this one has "
                                   f"{len(field.data):,}. Nothing was stored.")
 
-    def chosen_files(self) -> list:  # type: ignore[type-arg]
+    def chosen_files(self) -> list[FileStorage]:
         """The file parts that carry a file (a browser sends an empty part when none is chosen)."""
         return [f for f in self.files.data or [] if f.filename]
 
