@@ -36,6 +36,10 @@ if TYPE_CHECKING:
     import numpy as np
 
 
+# ``concatenated`` lays out the ids of this many pieces at a time (~50 MB of temporary arrays).
+_LAYOUT_CHUNK = 1 << 20
+
+
 class CacheInfo(NamedTuple):
     hits: int
     misses: int
@@ -135,13 +139,19 @@ def concatenated(table: list[tuple[int, ...]], order: np.ndarray) -> list[int]:
 
     The table's ids lie end to end in one flat array, each entry's run starting at ``firsts``;
     output position ``k`` belongs to the piece whose run covers it, and takes the flat id at
-    that run's first plus ``k``'s distance from where the piece starts in the output.
+    that run's first plus ``k``'s distance from where the piece starts in the output. Pieces go
+    ``_LAYOUT_CHUNK`` at a time, which bounds the temporary arrays whatever the text's size.
     """
     import numpy as np
 
     counts = np.fromiter(map(len, table), np.intp, len(table))
     flat = np.fromiter(chain.from_iterable(table), np.int64, int(counts.sum()))
-    firsts = (np.cumsum(counts) - counts)[order]
-    lengths = counts[order]
-    ends = np.cumsum(lengths)
-    return flat[np.repeat(firsts - (ends - lengths), lengths) + np.arange(int(ends[-1]) if len(ends) else 0)].tolist()
+    starts = np.cumsum(counts) - counts
+    ids: list[int] = []
+    for low in range(0, len(order), _LAYOUT_CHUNK):
+        part = order[low : low + _LAYOUT_CHUNK]
+        lengths = counts[part]
+        ends = np.cumsum(lengths)
+        shift = np.repeat(starts[part] - (ends - lengths), lengths)
+        ids += flat[shift + np.arange(len(shift))].tolist()
+    return ids

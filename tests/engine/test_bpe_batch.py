@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine import pretoken_cache
 from engine.ascii_split import fastest_split
 from engine.formats.gpt2 import load_gpt2
 from engine.models import bpe as bpe_module
@@ -139,7 +140,10 @@ TABLES = st.lists(st.lists(st.integers(0, 2_000_000), max_size=4).map(tuple), ma
 @given(TABLES.flatmap(lambda t: st.tuples(st.just(t), st.lists(st.integers(0, max(len(t) - 1, 0)), max_size=30 if t else 0))))
 def test_concatenated_equals_chaining_the_table(case: tuple[list[tuple[int, ...]], list[int]]) -> None:
     table, order = case
-    assert concatenated(table, np.array(order, np.intp)) == [i for j in order for i in table[j]]
+    for chunk in (3, pretoken_cache._LAYOUT_CHUNK):  # several chunks, and one
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(pretoken_cache, "_LAYOUT_CHUNK", chunk)
+            assert concatenated(table, np.array(order, np.intp)) == [i for j in order for i in table[j]]
 
 
 def test_batch_path_is_exact_under_threads(gpt2: Tokenizer, monkeypatch: pytest.MonkeyPatch) -> None:
