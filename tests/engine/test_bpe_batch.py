@@ -167,3 +167,9 @@ def test_a_merge_listed_twice_keeps_its_first_rank() -> None:
     assert model.tokenize("abc") == [257]
     assert model._merge_batches(words) == [tuple(model.encode_bytes(word)) for word in words]
     assert model._merge_batches(words)[:3] == [(257,), (256, 256), (99, 256)]
+
+
+def test_a_lone_surrogate_in_a_batch_is_replaced_as_in_one_piece(gpt2: Tokenizer) -> None:
+    words = " ".join(f"w{i}" for i in range(bpe_module.BATCH_MIN_PIECES))
+    fresh = load_gpt2(*gpt2_files(), pretokenizer="gpt2")
+    assert fresh.encode(words + " a\ud800b") == gpt2.encode(words + " a\ufffdb")
