@@ -88,7 +88,7 @@ class PasswordForm(Form):
 class ChooseTeamForm(Form):
     """The working team (the view checks it is one of the user's), and where to go next."""
 
-    team_id = WholeNumberField(low=1, high=MAX_ID, required=True, message="Choose one of your teams.")
+    team_id = WholeNumberField(low=1, high=MAX_ID, required=True, strip=False, message="Choose one of your teams.")
     next = StringField()
 
 

@@ -25,7 +25,7 @@ def _first(limit: int) -> Callable[[object], str]:
 class HeldOutForm(Form):
     """Evaluate on ``percent`` % of a corpus; the view checks the corpus is the team's."""
 
-    corpus_id = WholeNumberField(low=1, high=MAX_ID, required=True,
+    corpus_id = WholeNumberField(low=1, high=MAX_ID, required=True, strip=False,
                                  message="Choose a corpus to take the held-out split from.")
     percent = WholeNumberField(low=1, high=MAX_HELD_OUT_PERCENT, required=True,
                                message="The held-out share must be a whole percentage from {low} to {high}, not {text}.")

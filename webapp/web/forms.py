@@ -99,12 +99,14 @@ class WholeNumberField(StringField):
     ``data`` is the number, or None when the field is empty (the view decides what that means;
     ``required`` refuses it instead); ``text`` keeps what was typed, for re-rendering.
     ``message`` is formatted with ``low``, ``high`` and ``text`` (its first 20 characters, repr'd).
+    ``strip=False`` takes the text exactly as sent (for ids that pages send, never typed).
     """
 
     def __init__(self, label: str | None = None, *, low: int, high: int | Callable[[], int], message: str,
-                 required: bool = False, **kwargs: Any) -> None:
+                 required: bool = False, strip: bool = True, **kwargs: Any) -> None:
         super().__init__(label, **kwargs)
         self.low, self._high, self.message, self.required = low, high, message, required
+        self.strip = strip  # spaces around a typed number are fine; an id a page sends has none
         self.text = ""
 
     @property
@@ -112,7 +114,8 @@ class WholeNumberField(StringField):
         return self._high() if callable(self._high) else self._high
 
     def process_formdata(self, valuelist: list[Any]) -> None:
-        self.text = str(valuelist[0]).strip() if valuelist else ""
+        text = str(valuelist[0]) if valuelist else ""
+        self.text = text.strip() if self.strip else text
         self.data = parse_int(self.text, low=self.low, high=self.high) if self.text else None
 
     def _value(self) -> str:
