@@ -22,9 +22,11 @@ from engine.trainers.base import (
     ProgressCallback,
     Reporter,
     TrainResult,
-    option_specs as _dataclass_specs,
     options_from_mapping,
     options_to_dict,
+)
+from engine.trainers.base import (
+    option_specs as _dataclass_specs,
 )
 
 # algorithm name -> module that implements it

@@ -13,12 +13,18 @@ import pytest
 
 from engine.cli import main
 from engine.errors import ConfigError
+from engine.limits import MAX_SPECIAL_TOKENS
 from engine.trainers import make_options, train
 from engine.trainers.counting import count_pretokens
-from engine.limits import MAX_SPECIAL_TOKENS
 from engine.trainers.limits import (
-    MAX_PIECE_LENGTH, MAX_SEED_SIZE, MAX_SHRINKING_FACTOR, MAX_SUB_ITERATIONS, MAX_VOCAB,
-    MAX_WORKERS, cpu_count, max_workers,
+    MAX_PIECE_LENGTH,
+    MAX_SEED_SIZE,
+    MAX_SHRINKING_FACTOR,
+    MAX_SUB_ITERATIONS,
+    MAX_VOCAB,
+    MAX_WORKERS,
+    cpu_count,
+    max_workers,
 )
 
 
