@@ -6,8 +6,11 @@ The web form puts each message beside its field and the CLI names the flag, both
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from engine.cli import main
 from engine.errors import ConfigError
 from engine.trainers import make_options
 from engine.trainers.bpe import BpeOptions
@@ -91,3 +94,15 @@ def test_every_single_field_check_of_every_trainer_names_its_option() -> None:
     }
     for algorithm, values in cases.items():
         assert set(_problems(algorithm, values)) == set(values), algorithm
+
+
+def test_the_cli_names_the_flag_of_each_bad_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the cat sat on the mat\n" * 20, encoding="utf-8")
+    code = main(["train", "--model", "bpe", "--vocab-size", "10", "--min-frequency", "-1",
+                 "--special-token", "<s>", "--special-token", "<s>", "-o", str(tmp_path / "out"), str(corpus)])
+    assert code == 1
+    assert capsys.readouterr().err == (
+        "tokenforge train: error: --vocab-size=10 must be between 258 (the 2 special tokens + 256 bytes) and "
+        "1,000,000; pass a --vocab-size in that range. The special tokens ['<s>', '<s>'] must be distinct and "
+        "non-empty. --min-frequency=-1 must be 0 or more.\n")
