@@ -3,8 +3,8 @@ numbers and ids from outside.
 
 Each area declares its forms (Flask-WTF ``FlaskForm`` subclasses of :class:`Form`) beside its
 views, and its templates keep writing their own HTML with the same field names, showing a
-field's first error beside it. A form is validated once; a view answers 422 and re-renders the
-page with the form when :meth:`Form.validate_on_submit` is false.
+field's first error beside it. A form is validated once; when ``validate()`` is false, the view
+answers 422 and re-renders the page with the form, each message beside its field.
 
 - **Names.** Every name a user gives (account, team, API key, corpus, tokenizer, leaderboard)
   goes through :class:`Name`: stripped, refused when empty (unless the view supplies a default
