@@ -3,8 +3,9 @@
 Each algorithm's options are one frozen dataclass whose fields carry ``metadata={"help": ...}``
 (and optionally ``"choices"``); :func:`option_specs` turns it into the list that the CLI flags
 and the web form are generated from, and :func:`options_from_mapping` builds an instance from
-untyped input (form fields, JSON), raising :class:`ConfigError` with a plain sentence on bad
-values. Reading corpora lives in ``trainers/corpus.py``; this module does no I/O.
+untyped input (form fields, JSON), raising one :class:`ConfigError` whose ``problems`` are every
+bad value, each a plain sentence naming its ``option``. Reading corpora lives in
+``trainers/corpus.py``; this module does no I/O.
 """
 
 from __future__ import annotations
