@@ -91,6 +91,17 @@ def test_the_engine_never_imports_the_web_app() -> None:
             if t.startswith("webapp")} == set()
 
 
+def test_the_frame_and_the_store_import_no_area() -> None:
+    """``webapp.web`` (the frame) and ``webapp.store`` (the database) sit under every area: they
+    import no area package, so any area can use them without a layering knot. (``web.server``
+    may start the app itself, ``webapp.app``, which is above the areas.)"""
+    graph = import_graph()
+    below = ("webapp.web.", "webapp.store.")
+    upward = {(m, t) for m, targets in graph.items() if m.startswith(below) for t in targets
+              if t.startswith("webapp.") and not t.startswith(below) and t != "webapp.app"}
+    assert upward == set()
+
+
 def test_the_graph_sees_the_web_app_packages() -> None:
     """Modules two levels down count, under their dotted names, with ``from package import module``."""
     graph = import_graph()
