@@ -82,8 +82,6 @@
   // After htmx has set itself up (its DOMContentLoaded listener was added first), so the
   // restored text's input event re-encodes it.
   document.addEventListener("DOMContentLoaded", function () {
-    var area = document.querySelector("textarea[data-keep-text]");
-    var text = kept();
     document.querySelectorAll("[data-picker-open]").forEach(function (b) { b.hidden = true; });
     var area = document.querySelector("textarea[data-keep-text]");
     var text = kept();

@@ -75,6 +75,7 @@ def test_gpt2_import_matches_tiktoken_and_download_loads_in_tokenizers(
     page.get_by_test_id("special-tokens").fill(EOT)
     page.get_by_test_id("import-submit").click()
     expect(page).to_have_url(re.compile(r"/tokenizers/\d+/play$"), timeout=30_000)
+    page.wait_for_load_state("load")  # htmx listens for input only once the page's scripts ran
     ref = int(page.url.split("/")[-2])
 
     from engine.byte_unicode import symbols_to_bytes
