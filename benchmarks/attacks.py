@@ -32,7 +32,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from load_support import (  # noqa: E402
-    CSRF_FIELD, Browser, free_port, multipart_request, start_server, stop_server, train_form_fields,
+    CSRF_FIELD,
+    Browser,
+    free_port,
+    multipart_request,
+    start_server,
+    stop_server,
+    train_form_fields,
 )
 
 MB = 1 << 20

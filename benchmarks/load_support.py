@@ -269,10 +269,10 @@ def train_form_fields(browser: Browser, options: dict[str, str]) -> dict[str, st
     form = browser.get("train?algorithm=bpe")
     fields = dict(re.findall(rf'<input type="(?:text|number)" name="({PREFIX}[^"]+)" id="[^"]+" value="([^"]*)"', form))
     fields.update(re.findall(rf'<textarea name="({PREFIX}[^"]+)" id="[^"]+" rows="3">([^<]*)</textarea>', form))
-    fields.update((field, "on") for field in re.findall(rf'name="({PREFIX}[^"]+)" id="[^"]+" checked', form))
-    for field, choices in re.findall(rf'<select name="({PREFIX}[^"]+)" id="[^"]+">(.*?)</select>', form, re.S):
+    fields.update((name, "on") for name in re.findall(rf'name="({PREFIX}[^"]+)" id="[^"]+" checked', form))
+    for name, choices in re.findall(rf'<select name="({PREFIX}[^"]+)" id="[^"]+">(.*?)</select>', form, re.S):
         chosen = re.search(r'<option value="([^"]*)"[^>]*selected', choices) or re.search(r'<option value="([^"]*)"', choices)
-        fields[field] = chosen.group(1) if chosen else ""
+        fields[name] = chosen.group(1) if chosen else ""
     fields.update((PREFIX + key, value) for key, value in options.items())
     return fields
 

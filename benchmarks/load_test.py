@@ -49,9 +49,23 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from load_support import (REPO, Connection, Setup, SetupError, Texts, free_port, job_state,  # noqa: E402
-                          percentiles, prepare, queue_training, start_server, stop_server, wait_for_job,
-                          web_cpu_seconds)
+from load_support import (  # noqa: E402
+    REPO,
+    Connection,
+    Setup,
+    SetupError,
+    Texts,
+    free_port,
+    job_state,
+    percentiles,
+    prepare,
+    queue_training,
+    start_server,
+    stop_server,
+    wait_for_job,
+    web_cpu_seconds,
+)
+
 from webapp.cli import default_web_workers  # noqa: E402 - the default serve uses
 
 KINDS = ("page", "htmx_encode", "api_encode")

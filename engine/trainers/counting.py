@@ -45,8 +45,14 @@ from engine.normalizers import Normalizer
 from engine.pretokenizers import get_pretokenizer
 from engine.processes import die_with_parent
 from engine.trainers.base import Reporter
-from engine.trainers.corpus import MAX_CHUNK_CHARS, WORD_SPLITS, cuts_are_safe, iter_documents
-from engine.trainers.corpus import special_pattern, split_specials
+from engine.trainers.corpus import (
+    MAX_CHUNK_CHARS,
+    WORD_SPLITS,
+    cuts_are_safe,
+    iter_documents,
+    special_pattern,
+    split_specials,
+)
 from engine.trainers.limits import check_workers, max_workers
 from engine.trainers.remote_counting import active_cluster
 

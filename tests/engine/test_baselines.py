@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.errors import ConfigError, FormatError
 from engine.models.baselines import ByteLevel, CharLevel, MaxMatch, WordLevel

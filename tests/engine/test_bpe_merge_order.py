@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.models.bpe import LONG_PIECE_BYTES, BPE
+from engine.models.bpe import BPE, LONG_PIECE_BYTES
 from engine.presets import byte_level_bpe
 from engine.tokenizer import Tokenizer
 

@@ -8,7 +8,7 @@ import pytest
 
 from engine.errors import FormatError
 from engine.normalizers import get_normalizer
-from engine.trainers.corpus import cuts_are_safe, iter_documents, split_specials, special_pattern
+from engine.trainers.corpus import cuts_are_safe, iter_documents, special_pattern, split_specials
 
 EOT = "<|endoftext|>"
 

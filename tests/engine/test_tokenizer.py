@@ -22,8 +22,8 @@ from engine.ascii_split import ASCII_TWINS, splitter_for
 from engine.errors import SpecialTokenError, UnknownTokenIdError
 from engine.offsets import TokenSpan
 from engine.presets import byte_level_bpe
-from engine.pretokenizers import PATTERNS, RegexSplit
 from engine.pretoken_cache import PreTokenCache
+from engine.pretokenizers import PATTERNS, RegexSplit
 from engine.tokenizer import CACHE_SIZE, Tokenizer
 
 EOT = "<|endoftext|>"

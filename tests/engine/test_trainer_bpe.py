@@ -14,8 +14,8 @@ from engine.errors import ConfigError, TrainingCancelled
 from engine.trainers import option_specs, train
 from engine.trainers.bpe import GPT2_BYTE_ORDER, BpeOptions, learn
 from engine.trainers.bpe_merge import merge_words, words_from_counts
-from tests.engine.bpe_reference import train_reference
 from engine.trainers.limits import max_workers
+from tests.engine.bpe_reference import train_reference
 
 EOT = "<|endoftext|>"
 

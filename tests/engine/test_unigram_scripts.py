@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.trainers.unigram.scripts import ANY, INHERITED, char_class
-from tests.engine.unigram_reference import is_valid_piece, segments
 from engine.trainers.unigram.seed import seed_pieces
+from tests.engine.unigram_reference import is_valid_piece, segments
 
 SPACE = "\u2581"
 ALPHABET = "ab.(15)9β年の中ー，０x" + SPACE + "\u0301"  # Latin, Common, digits, Greek, Han, kana, a mark

@@ -9,7 +9,8 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.errors import ConfigError, FormatError
 from engine.models.wordpiece import WordPiece
