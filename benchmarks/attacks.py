@@ -31,15 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from load_support import (  # noqa: E402
-    CSRF_FIELD,
-    Browser,
-    free_port,
-    multipart_request,
-    start_server,
-    stop_server,
-    train_form_fields,
-)
+from load_support import CSRF_FIELD, Browser, free_port, multipart_request, start_server, stop_server, train_form_fields  # noqa: E402
 
 MB = 1 << 20
 Answer = tuple[int, str]

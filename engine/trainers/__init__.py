@@ -25,9 +25,7 @@ from engine.trainers.base import (
     options_from_mapping,
     options_to_dict,
 )
-from engine.trainers.base import (
-    option_specs as _dataclass_specs,
-)
+from engine.trainers.base import option_specs as _dataclass_specs
 
 # algorithm name -> module that implements it
 TRAINERS: dict[str, str] = {

@@ -14,12 +14,7 @@ from __future__ import annotations
 import os
 
 from engine.errors import ConfigError
-from engine.limits import (
-    MAX_SPECIAL_CHARS,
-    MAX_SPECIAL_TOKEN_LENGTH,
-    MAX_SPECIAL_TOKENS,
-    shown,
-)
+from engine.limits import MAX_SPECIAL_CHARS, MAX_SPECIAL_TOKEN_LENGTH, MAX_SPECIAL_TOKENS, shown
 
 MAX_VOCAB = 1_000_000
 """Largest trained vocabulary; BPE's internal token ids are characters, so they must stay below U+10FFFF."""

@@ -14,16 +14,7 @@ Left out: teams and invites (``teams.py``), the scoping rules (``auth.py``).
 
 from __future__ import annotations
 
-from flask import (
-    Blueprint,
-    abort,
-    current_app,
-    flash,
-    redirect,
-    request,
-    session,
-    url_for,
-)
+from flask import Blueprint, abort, current_app, flash, redirect, request, session, url_for
 from flask_login import current_user, login_required, login_user, logout_user
 from sqlalchemy import func, select
 from werkzeug.wrappers import Response

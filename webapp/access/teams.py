@@ -18,16 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from flask import (
-    Blueprint,
-    abort,
-    current_app,
-    flash,
-    redirect,
-    request,
-    session,
-    url_for,
-)
+from flask import Blueprint, abort, current_app, flash, redirect, request, session, url_for
 from flask_login import current_user
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
@@ -37,17 +28,7 @@ from webapp.access import auth
 from webapp.access.forms import DeleteTeamForm, RoleForm, TeamForm
 from webapp.corpora.storage import CorpusStore
 from webapp.store.db import get_session
-from webapp.store.models import (
-    Corpus,
-    Invite,
-    Job,
-    Leaderboard,
-    Membership,
-    Team,
-    Tokenizer,
-    User,
-    utcnow,
-)
+from webapp.store.models import Corpus, Invite, Job, Leaderboard, Membership, Team, Tokenizer, User, utcnow
 from webapp.web.htmx import render
 
 bp = Blueprint("teams", __name__)

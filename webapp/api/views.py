@@ -25,20 +25,10 @@ from flask import Blueprint, Flask, jsonify, request
 from werkzeug.wrappers import Response
 
 from engine import TokenforgeError
-from webapp.chat.chat import (
-    ChatError,
-    TemplateRefused,
-    count_chat,
-    parse_messages,
-    template_choices,
-)
+from webapp.chat.chat import ChatError, TemplateRefused, count_chat, parse_messages, template_choices
 from webapp.chat.views import render_seconds
 from webapp.playground.encode_page import limits
-from webapp.playground.encode_view import (
-    MAX_DECODE_BYTES,
-    check_decode_size,
-    encode_spans,
-)
+from webapp.playground.encode_view import MAX_DECODE_BYTES, check_decode_size, encode_spans
 from webapp.store.model_base import MAX_NAME
 from webapp.tokenizers.loaded import Loaded, all_rows, count_rows, find
 from webapp.web.htmx import render

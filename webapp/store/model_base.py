@@ -10,16 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any
 
-from sqlalchemy import (
-    JSON,
-    BigInteger,
-    DateTime,
-    ForeignKey,
-    Integer,
-    MetaData,
-    String,
-    TypeDecorator,
-)
+from sqlalchemy import JSON, BigInteger, DateTime, ForeignKey, Integer, MetaData, String, TypeDecorator
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, mapped_column
 

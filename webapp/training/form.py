@@ -20,13 +20,7 @@ from wtforms.validators import StopValidation
 
 from engine.errors import ConfigError
 from engine.limits import shown
-from engine.trainers import (
-    TRAINERS,
-    OptionSpec,
-    make_options,
-    option_specs,
-    options_class,
-)
+from engine.trainers import TRAINERS, OptionSpec, make_options, option_specs, options_class
 from engine.trainers.base import options_to_dict
 from webapp.access.auth import scoped
 from webapp.store.db import get_session
