@@ -104,7 +104,10 @@ class BPE:
         return max(self._bytes) + 1 if self._bytes else 0
 
     def tokenize(self, piece: str) -> list[int]:
-        data = piece.encode("utf-8")
+        return self._merge_one(piece.encode("utf-8"))
+
+    def _merge_one(self, data: bytes) -> list[int]:
+        """The ids of one piece's bytes, by the merge loop that suits its length."""
         if len(data) > LONG_PIECE_BYTES:
             return self.merge_long(data)
         return self.merge_fast(data)
@@ -114,13 +117,11 @@ class BPE:
         encoded = list(map(str.encode, pieces))
         short = [data for data in encoded if 0 < len(data) <= LONG_PIECE_BYTES]
         if len(short) < BATCH_MIN_PIECES:
-            return [tuple(self.tokenize(piece)) for piece in pieces]
+            return [tuple(self._merge_one(data)) for data in encoded]
         if len(short) == len(encoded):
             return self._merge_batches(short)
         merged = iter(self._merge_batches(short))
-        return [
-            next(merged) if 0 < len(data) <= LONG_PIECE_BYTES else tuple(self.merge_long(data)) for data in encoded
-        ]
+        return [next(merged) if 0 < len(data) <= LONG_PIECE_BYTES else tuple(self._merge_one(data)) for data in encoded]
 
     def _merge_batches(self, words: list[bytes]) -> list[tuple[int, ...]]:
         """``BatchMerger.merge`` over ``words`` in batches of at most ``BATCH_MAX_BYTES``."""
