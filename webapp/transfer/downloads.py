@@ -101,6 +101,12 @@ def _tokenizer_json(tok: Tokenizer, verify: bool) -> dict[str, bytes]:
     return {"tokenizer.json": text.encode("utf-8")}
 
 
+def _transformers_config(tok: Tokenizer, chat: Mapping[str, Any]) -> dict[str, bytes]:
+    """``tokenizer_config.json`` for ``AutoTokenizer``, with what an import kept (see :func:`build`)."""
+    template = chat.get("template") if isinstance(chat.get("template"), str) else None
+    return {"tokenizer_config.json": dumps_tokenizer_config(tok, known=chat, chat_template=template).encode()}
+
+
 def _gpt2_fits(tok: Tokenizer) -> None:
     _needs_byte_bpe(tok, "GPT-2 files")
     if tok.pre_tokenizer is None:
@@ -180,13 +186,15 @@ class Builder:
     holds: str  # the kind of model the format is made for, as people name it; "" for every kind
     fits: Callable[[Tokenizer], None]  # raises NotForThisModel, or ConfigError for this tokenizer; writes nothing
     write: Callable[[Tokenizer, bool], dict[str, bytes]]  # the files; reads them back when told to verify
+    # files written from the row's chat settings too (``build``'s ``chat``), beside ``write``'s
+    beside: Callable[[Tokenizer, Mapping[str, Any]], dict[str, bytes]] | None = None
 
 
 BUILDERS: dict[str, Builder] = {
     "tokenizer.json": Builder("tokenizer.json", ("tokenizer.json", "tokenizer_config.json"),
                               "The whole pipeline, for Hugging Face tokenizers, and with the config for "
                               "transformers' AutoTokenizer.",
-                              "", _any_model, _tokenizer_json),
+                              "", _any_model, _tokenizer_json, beside=_transformers_config),
     "gpt2": Builder("vocab.json + merges.txt", ("vocab.json", "merges.txt"), "GPT-2's two files (byte-level BPE).",
                     "byte-level BPE", _gpt2_fits, _gpt2),
     "tiktoken": Builder("tiktoken rank file", ("ranks.tiktoken", "ranks.tiktoken.json"),
@@ -240,10 +248,8 @@ def build(tok: Tokenizer, key: str, *, chat: Mapping[str, Any] | None = None) ->
     try:
         builder.fits(tok)
         files = builder.write(tok, not known)
-        if "tokenizer_config.json" in builder.files:
-            chat = chat or {}
-            template = chat.get("template") if isinstance(chat.get("template"), str) else None
-            files["tokenizer_config.json"] = dumps_tokenizer_config(tok, known=chat, chat_template=template).encode()
+        if builder.beside is not None:
+            files.update(builder.beside(tok, chat or {}))
     except (TokenforgeError, ImportError, ValueError, KeyError) as exc:
         _remember(tok, key, _shown(str(exc)))
         raise ExportError(str(exc)) from None
