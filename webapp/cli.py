@@ -114,22 +114,15 @@ def cmd_presets_install(args: argparse.Namespace) -> int:
               f"({preset_install.PACKAGE}@{preset_install.VERSION}).")
         return 0
     from sqlalchemy.exc import SQLAlchemyError
-    from sqlalchemy.orm import Session
 
-    from webapp.store import db
     from webapp.tokenizers import presets
 
     settings = _settings()
-    folder = Path(settings["DATA_DIR"]) / "presets"
+    folder = presets.installed_folder(settings["DATA_DIR"])
     try:
         preset_install.fetch(folder, from_folder=source)
         _migrate(settings)
-        engine = db.make_engine(settings["DATABASE_URL"])
-        try:
-            with Session(engine) as session:
-                outcome = presets.register(session, folder)
-        finally:
-            engine.dispose()
+        outcome = presets.register_at(settings["DATABASE_URL"], folder)
     except preset_install.PresetInstallError as exc:
         raise SystemExit(f"tokenforge: {exc}") from None
     except SQLAlchemyError as exc:  # the tables are in place; running the command again registers them

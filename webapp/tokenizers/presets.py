@@ -22,10 +22,26 @@ from sqlalchemy.orm import Session, defer
 from engine import Tokenizer
 from engine.formats.tiktoken import build_tiktoken
 from engine.presets import TIKTOKEN_ENCODINGS
+from webapp.store.db import make_engine
 from webapp.store.models import Tokenizer as TokenizerRow
 from webapp.tokenizers import preset_install
 
 INSTALL_COMMAND = "tokenforge presets install"
+
+
+def installed_folder(data_dir: str | Path) -> Path:
+    """Where ``tokenforge presets install`` keeps an instance's verified rank tables."""
+    return Path(data_dir) / "presets"
+
+
+def register_at(database_url: str, folder: Path) -> dict[str, str]:
+    """:func:`register` in a session of its own on ``database_url`` (for commands, not requests)."""
+    engine = make_engine(database_url)
+    try:
+        with Session(engine) as session:
+            return register(session, folder)
+    finally:
+        engine.dispose()
 
 
 def build(name: str, folder: Path) -> Tokenizer:

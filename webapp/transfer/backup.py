@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import IO, Any
 
 from sqlalchemy import Connection, Engine, delete, func, select, text
-from sqlalchemy.orm import Session
 from sqlalchemy.types import DateTime
 
 from webapp.corpora.storage import CorpusStore
@@ -190,18 +189,14 @@ def _register_presets(settings: dict[str, Any]) -> None:
     """Register the instance's presets again, if it has their rank tables."""
     if not settings.get("DATA_DIR"):
         return
-    folder = Path(settings["DATA_DIR"]) / "presets"
+    folder = presets.installed_folder(settings["DATA_DIR"])
     if not folder.is_dir():
         return
-    engine = db.make_engine(settings["DATABASE_URL"])
     try:
-        with Session(engine) as session:
-            presets.register(session, folder)
+        presets.register_at(settings["DATABASE_URL"], folder)
     except preset_install.PresetInstallError as exc:
         raise BackupError(f"The backup is restored, but the presets could not be registered again ({exc}); "
                           "run `tokenforge presets install`.") from None
-    finally:
-        engine.dispose()
 
 
 def _read_json(archive: tarfile.TarFile, name: str) -> Any:
