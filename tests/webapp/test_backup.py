@@ -93,6 +93,24 @@ def test_damaged_backups_are_refused(app: Flask, client: FlaskClient, tmp_path: 
     target = make_app(tmp_path / "t", f"sqlite:///{tmp_path / 't.sqlite3'}", seed=False)
     with pytest.raises(BackupError, match="damaged"):
         restore(dict(target.config), bad)
+    for name, change, message in [
+        ("db/users.jsonl", lambda data: b"{not json\n", r"db/users\.jsonl, line 1, is not a row"),
+        ("db/corpora.jsonl", lambda data: b"[1, 2]\n", r"db/corpora\.jsonl, line 1, is not a row"),
+        ("db/teams.jsonl", lambda data: data + data, r"The rows of 'teams' in the backup do not fit"),
+    ]:
+        damaged = tmp_path / f"{name.replace('/', '-')}.tar.gz"
+        with tarfile.open(good) as src, tarfile.open(damaged, "w:gz") as dst:
+            for member in src.getmembers():
+                data = src.extractfile(member).read()
+                data = change(data) if member.name == name else data
+                member.size = len(data)
+                dst.addfile(member, io.BytesIO(data))
+        fresh = make_app(tmp_path / name, f"sqlite:///{tmp_path / (name.replace('/', '-') + '.sqlite3')}", seed=False)
+        with pytest.raises(BackupError, match=message):
+            restore(dict(fresh.config), damaged)
+        with fresh.app_context():  # nothing was restored
+            assert db.get_session().scalar(select(func.count()).select_from(User)) == 0
+        db.get_engine(fresh).dispose()
     not_tar = tmp_path / "x.tar.gz"
     not_tar.write_bytes(b"hello")
     with pytest.raises(BackupError, match="not a Tokenforge backup"):

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from sqlalchemy import Connection, Engine, delete, func, select, text
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.types import DateTime
 
 from webapp.corpora.storage import CorpusStore
@@ -221,20 +222,37 @@ def _restore_rows(engine: Engine, archive: tarfile.TarFile) -> dict[str, int]:
                 member = None
             count = 0
             batch: list[dict[str, Any]] = []
-            for line in member or ():
-                if line.strip():
-                    batch.append(_decode_row(table, json.loads(line)))
-                if len(batch) == ROWS_AT_ONCE:
+            try:
+                for number, line in enumerate(member or (), 1):
+                    if line.strip():
+                        batch.append(_read_row(table, line, number))
+                    if len(batch) == ROWS_AT_ONCE:
+                        conn.execute(table.insert(), batch)
+                        count, batch = count + len(batch), []
+                if batch:
                     conn.execute(table.insert(), batch)
-                    count, batch = count + len(batch), []
-            if batch:
-                conn.execute(table.insert(), batch)
+            except SQLAlchemyError as exc:  # the transaction rolls back: nothing is restored
+                reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0][:200]
+                raise BackupError(f"The rows of {table.name!r} in the backup do not fit this database ({reason}); "
+                                  "nothing was restored.") from None
             counts[table.name] = count + len(batch)
         if engine.dialect.name == "postgresql":  # ids were inserted explicitly; move sequences on
             for table in _tables():
                 conn.execute(text(f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), "
                                   f"COALESCE((SELECT MAX(id) FROM {table.name}), 0) + 1, false)"))
     return counts
+
+
+def _read_row(table: Any, line: bytes, number: int) -> dict[str, Any]:
+    """One row of ``db/<table>.jsonl``, or BackupError naming the file and line."""
+    try:
+        row = json.loads(line)
+        if not isinstance(row, dict):
+            raise ValueError("not a JSON object")
+        return _decode_row(table, row)
+    except (ValueError, TypeError) as exc:
+        raise BackupError(f"db/{table.name}.jsonl, line {number}, is not a row of the table ({exc}); "
+                          "the backup is damaged, and nothing was restored.") from None
 
 
 def _restore_objects(archive: tarfile.TarFile, store: CorpusStore) -> None:
