@@ -7,6 +7,7 @@ Left out: fixtures (``conftest.py``: ``algorithm``, ``db_app``), and the live se
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import random
@@ -56,6 +57,24 @@ def add_job(app: Flask, algorithm: str, corpus_text: str = CORPUS, options: dict
                             options=options or small_options(algorithm), corpus_ids=[corpus.id]).id
 
 
+#: A vocabulary size that keeps a training of :func:`long_corpus` busy for about a second.
+LONG_VOCAB = 20_000
+
+
+def long_corpus() -> str:
+    """1 MB of 60,000 made-up words: with :data:`LONG_VOCAB` a training runs for about a second.
+
+    A training of :data:`CORPUS` ends about 0.14 s after its claim, so a test that must catch a
+    job running (to kill or stop its worker) would race that window with its polling.
+    """
+    return unigram_corpus(1)
+
+
+def add_long_job(app: Flask, algorithm: str) -> int:
+    """Queue a training of :func:`long_corpus` that runs long enough to be seen running."""
+    return add_job(app, algorithm, corpus_text=long_corpus(), options={"vocab_size": LONG_VOCAB})
+
+
 def job_row(app: Flask, job_id: int) -> Job:
     """The job as the database has it now."""
     with session_for(app) as session:
@@ -86,12 +105,24 @@ def hold_job_row(app: Flask, job_id: int) -> Callable[[], None]:
     return lambda: (connection.rollback(), connection.close())  # type: ignore[func-returns-value]
 
 
+def _state(job: Job) -> tuple[str, int]:
+    return job.status, job.attempts
+
+
 def kill_worker_mid_job(app: Flask, job_id: int, attempt: int, log: Path) -> None:
-    """SIGKILL a worker process while it runs attempt ``attempt`` of the job, and wait for its child to go."""
+    """SIGKILL a worker process while it runs attempt ``attempt`` of the job, and wait for its child to go.
+
+    The job must run long enough to be seen running: queue it with :func:`add_long_job`.
+    """
     process = start_worker_process(app, log)
     try:
-        wait_for(lambda: job_row(app, job_id).status == "running"
-                 and job_row(app, job_id).attempts == attempt, f"attempt {attempt} to start")
+        try:
+            wait_for(lambda: _state(job_row(app, job_id)) == ("running", attempt), f"attempt {attempt} to start")
+        except AssertionError as exc:  # say what happened instead: the job ended first, or the worker died
+            job = job_row(app, job_id)
+            raise AssertionError(f"{exc}: the job is {job.status} after {job.attempts} attempts "
+                                 f"(error: {job.error}); the worker's log:\n{log.read_text(errors='replace')}"
+                                 ) from None
         release = hold_job_row(app, job_id)
         orphans = children(process.pid)
         process.send_signal(signal.SIGKILL)
@@ -110,6 +141,7 @@ def kill_worker_mid_job(app: Flask, job_id: int, attempt: int, log: Path) -> Non
 needs_two_cpus = pytest.mark.skipif(max_workers() < 2, reason="the trainer starts no processes of its own on one CPU")
 
 
+@functools.cache
 def unigram_corpus(megabytes: float = 5) -> str:
     """Over 4 MB (so words are counted on a process pool) of 60,000 made-up words (so the E-step
     runs in forked shards too): a Unigram training that keeps processes of its own for a while."""

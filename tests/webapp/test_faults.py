@@ -50,10 +50,11 @@ from tests.live import (
     wait_for,
 )
 from tests.webapp.jobs_support import (
-    CORPUS,
-    add_job,
+    LONG_VOCAB,
+    add_long_job,
     job_row,
     kill_worker_mid_job,
+    long_corpus,
     needs_two_cpus,
     session_for,
     start_worker_process,
@@ -79,7 +80,7 @@ def test_a_new_worker_recovers_a_killed_workers_job_and_finishes_it(
         db_app: Flask, algorithm: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOKENFORGE_STALE_SECONDS", "1")  # read by the worker processes below
     monkeypatch.setenv("TOKENFORGE_HEARTBEAT_SECONDS", "0.2")
-    job_id = add_job(db_app, algorithm)
+    job_id = add_long_job(db_app, algorithm)
     log = tmp_path / "worker.log"
     kill_worker_mid_job(db_app, job_id, 1, log)
     assert (job_row(db_app, job_id).status, job_row(db_app, job_id).attempts) == ("running", 1)
@@ -206,9 +207,9 @@ def test_crashed_app_restarts_with_the_queued_job_run_and_the_running_one_resume
     try:
         client = Client(app.url)
         client.signup()
-        answer = client.upload("tiny.txt", CORPUS.encode())
+        answer = client.upload("long.txt", long_corpus().encode())
         corpus_id = answer.url.rstrip("/").rsplit("/", 1)[-1]
-        fields = {**train_fields(client, 300), "corpus_ids": corpus_id}
+        fields = {**train_fields(client, LONG_VOCAB), "corpus_ids": corpus_id}
         assert client.post("train", {**fields, "name": "first"}).status == 200
         assert client.post("train", {**fields, "name": "second"}).status == 200
         jobs = dict(app.rows("SELECT name, id FROM jobs"))
@@ -274,8 +275,8 @@ def test_serve_restarts_a_killed_job_worker_and_its_job_finishes(tmp_path: Path)
     try:
         client = Client(app.url)
         client.signup()
-        corpus_id = client.upload("tiny.txt", CORPUS.encode()).url.rstrip("/").rsplit("/", 1)[-1]
-        assert client.post("train", {**train_fields(client, 300), "corpus_ids": corpus_id}).status == 200
+        corpus_id = client.upload("long.txt", long_corpus().encode()).url.rstrip("/").rsplit("/", 1)[-1]
+        assert client.post("train", {**train_fields(client, LONG_VOCAB), "corpus_ids": corpus_id}).status == 200
         [(job_id,)] = app.rows("SELECT id FROM jobs WHERE kind = 'train'")
         status = lambda: app.rows("SELECT status, attempts FROM jobs WHERE id = ?", job_id)[0]  # noqa: E731
         wait_for(lambda: status()[0] == "running", "the job to start")

@@ -28,6 +28,7 @@ from tests.live import TAG_VARIABLE, children, tagged_processes, wait_for
 from tests.webapp.conftest import login_as
 from tests.webapp.jobs_support import (
     add_job,
+    add_long_job,
     hold_job_row,
     job_row,
     kill_worker_mid_job,
@@ -110,7 +111,7 @@ def test_a_deleted_corpus_fails_the_job_with_the_reason(db_app: Flask, worker: W
 
 
 def test_sigkilled_worker_is_requeued_then_failed(db_app: Flask, algorithm: str, tmp_path: Path) -> None:
-    job_id = add_job(db_app, algorithm)
+    job_id = add_long_job(db_app, algorithm)
     log = tmp_path / "worker.log"
     later = lambda: utcnow() + dt.timedelta(minutes=5)  # noqa: E731 - a heartbeat gone stale
 
@@ -134,7 +135,7 @@ def test_sigkilled_worker_is_requeued_then_failed(db_app: Flask, algorithm: str,
 
 
 def test_sigterm_puts_the_running_job_back(db_app: Flask, algorithm: str, tmp_path: Path) -> None:
-    job_id = add_job(db_app, algorithm)
+    job_id = add_long_job(db_app, algorithm)
     process = start_worker_process(db_app, tmp_path / "worker.log")
     wait_for(lambda: job_row(db_app, job_id).status == "running", "the job to start")
     release = hold_job_row(db_app, job_id)
