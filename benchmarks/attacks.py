@@ -11,7 +11,7 @@ where a refusal was due, took 1 s or more, or grew a web process by more than 20
     python benchmarks/attacks.py
 
 Left out: findings that are about state, not cost (sessions, invites, team deletion, the
-limiter, workers); their tests are in ``tests/webapp/test_attacks_*.py``.
+limiter, workers); their tests are the ``test_attacks*.py`` modules under ``tests/webapp/``.
 """
 
 from __future__ import annotations

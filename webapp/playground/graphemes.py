@@ -14,7 +14,7 @@ as segmenting from the start of the text, so each uncertain stretch is segmented
 starting from the nearest position known to be a boundary.
 
 :func:`inside_graphemes_reference` is the slow, obviously correct version (``\\X`` over the
-whole text); ``tests/webapp/test_graphemes.py`` checks the two agree. Left out: what the
+whole text); ``tests/webapp/playground/test_graphemes.py`` checks the two agree. Left out: what the
 boundaries are used for (``spans.py``).
 """
 

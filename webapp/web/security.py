@@ -2,7 +2,7 @@
 
 - Every response carries a Content-Security-Policy that allows scripts and styles only from
   this site (``script-src 'self'``, ``style-src 'self'``: no inline scripts, no ``on*=``
-  handlers, no ``style=`` attributes; ``tests/webapp/test_security.py`` checks the templates),
+  handlers, no ``style=`` attributes; ``tests/webapp/web/test_security.py`` checks the templates),
   plus ``X-Content-Type-Options``, ``Referrer-Policy`` (share tokens are in URLs, so they must
   never leak through the Referer header) and framing protection.
 - The JSON API's encode and decode calls are rate-limited per user (or per IP address), in the

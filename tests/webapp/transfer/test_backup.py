@@ -20,14 +20,13 @@ from flask.testing import FlaskClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from tests.live import REPO
 from tests.webapp.conftest import PASSWORD, make_app
 from tests.webapp.playground_samples import byte_bpe, store
 from webapp.store import db
 from webapp.store.models import ApiKey, Corpus, ShareLink, Tokenizer, User
 from webapp.transfer import backup as backup_module
 from webapp.transfer.backup import BackupError, backup, restore
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def fill(app: Flask, client: FlaskClient) -> dict[str, object]:

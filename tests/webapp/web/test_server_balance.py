@@ -17,11 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.live import free_port, wait_for
+from tests.live import REPO, free_port, wait_for
 from webapp.web.server import Balance
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
 
 
 class Server:

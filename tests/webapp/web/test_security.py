@@ -14,7 +14,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 
-from tests.live import EMAIL, Client, LiveApp
+from tests.live import EMAIL, REPO, Client, LiveApp
 from tests.webapp.conftest import PASSWORD, login_as, make_app
 from tests.webapp.playground_samples import byte_bpe, store
 from webapp.corpora.views import clean_filename
@@ -22,7 +22,6 @@ from webapp.store import db
 from webapp.web import ratelimit
 from webapp.web.config import SettingsError, parse_limit
 
-REPO = Path(__file__).resolve().parents[2]
 EVIL = ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>', "\u202eevil\u200b\u200d"]
 
 
