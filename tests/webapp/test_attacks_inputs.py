@@ -535,8 +535,8 @@ def test_list_pages_are_capped(app: Flask, client: FlaskClient, monkeypatch: pyt
     from webapp.corpora import views as corpora
     from webapp.training import views as tokenizers
 
-    monkeypatch.setattr(tokenizers, "MAX_LISTED", 2)
-    monkeypatch.setattr(corpora, "MAX_LISTED", 2)
+    monkeypatch.setattr(tokenizers, "LIST_ROWS", 2)
+    monkeypatch.setattr(corpora, "LIST_ROWS", 2)
     ids = [store(app, byte_bpe(f"bpe {i}")) for i in range(3)]
     html = client.get("/tokenizers").get_data(as_text=True)
     assert re.findall(r'href="/tokenizers/(\d+)/play" data-carry-text>bpe', html) == [str(ids[2]), str(ids[1])]

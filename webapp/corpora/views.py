@@ -28,9 +28,9 @@ from webapp.store.models import Corpus, Job
 from webapp.training import jobs
 from webapp.web.forms import MAX_NAME, ConfirmForm
 from webapp.web.htmx import is_htmx, render
+from webapp.web.lists import LIST_ROWS
 
 bp = Blueprint("corpora", __name__, url_prefix="/corpora")
-MAX_LISTED = 500  # rows on the list page, newest first
 INTERRUPTED = "The upload was interrupted before it finished. Nothing was stored; please try again."
 
 
@@ -54,9 +54,9 @@ def clean_filename(raw: str) -> str:
 
 
 def _all_corpora() -> list[Corpus]:
-    """The newest ``MAX_LISTED`` corpora, for the list page."""
+    """The newest ``LIST_ROWS`` corpora, for the list page."""
     return list(get_session().scalars(scoped(Corpus).order_by(Corpus.created_at.desc(), Corpus.id.desc())
-                                      .limit(MAX_LISTED)))
+                                      .limit(LIST_ROWS)))
 
 
 def _get_or_404(corpus_id: int) -> Corpus:
@@ -73,7 +73,7 @@ def _index_page(errors: list[str], form: UploadForm | None = None, *, offer_repl
                 status: int = 200) -> Response:
     corpora = _all_corpora()
     return render("corpora/index.html", corpora=corpora, errors=errors, form=form or UploadForm(formdata=None),
-                  offer_replace=offer_replace, status=status, capped=len(corpora) == MAX_LISTED,
+                  offer_replace=offer_replace, status=status, capped=len(corpora) == LIST_ROWS,
                   states=analysis_states(get_session(), corpora))
 
 

@@ -30,9 +30,9 @@ from webapp.store.db import get_session
 from webapp.store.models import Corpus, Job, Leaderboard, ShareLink, Tokenizer, utcnow
 from webapp.training import jobs
 from webapp.web.htmx import is_htmx, render
+from webapp.web.lists import LIST_ROWS, PICKER_ROWS
 
 bp = Blueprint("leaderboard", __name__, url_prefix="/leaderboards")
-MAX_LISTED = 100
 
 
 def _choices() -> tuple[list[Tokenizer], list[Corpus]]:
@@ -40,13 +40,13 @@ def _choices() -> tuple[list[Tokenizer], list[Corpus]]:
     session = get_session()
     tokenizers = session.scalars(auth.scoped(Tokenizer, presets=True)
                                  .options(defer(Tokenizer.tokenizer_json), defer(Tokenizer.stats))
-                                 .order_by(Tokenizer.team_id.is_not(None), Tokenizer.id.desc()).limit(200)).all()
-    corpora = session.scalars(auth.scoped(Corpus).order_by(Corpus.id.desc()).limit(200)).all()
+                                 .order_by(Tokenizer.team_id.is_not(None), Tokenizer.id.desc()).limit(PICKER_ROWS)).all()
+    corpora = session.scalars(auth.scoped(Corpus).order_by(Corpus.id.desc()).limit(PICKER_ROWS)).all()
     return list(tokenizers), list(corpora)
 
 
 def _index_page(form: BoardForm | None = None, *, error: str | None = None, status: int = 200) -> Response:
-    boards = get_session().scalars(auth.scoped(Leaderboard).order_by(Leaderboard.id.desc()).limit(MAX_LISTED)).all()
+    boards = get_session().scalars(auth.scoped(Leaderboard).order_by(Leaderboard.id.desc()).limit(LIST_ROWS)).all()
     job_ids = [board.job_id for board in boards if board.job_id is not None]
     statuses = ({job_id: status for job_id, status in get_session().execute(
         select(Job.id, Job.status).where(Job.id.in_(job_ids)))} if job_ids else {})

@@ -22,8 +22,7 @@ from webapp.playground.encode_view import MAX_CHARS, RENDER_TOKENS, encode_for_d
 from webapp.store.models import Tokenizer as TokenizerRow
 from webapp.tokenizers.loaded import Loaded, all_rows, rows_with_ids
 from webapp.web.htmx import is_htmx, render
-
-PICKER_ROWS = 200  # tokenizers the picker offers (the current one always)
+from webapp.web.lists import PICKER_ROWS
 
 SAMPLE_TEXT = ("Tokenizers split text into pieces: “Hello, world!” → tokens.\n"
                "Emoji 👩‍🚀 and accents (café, naïve) and 日本語 too.\n    indented code()\n")

@@ -30,11 +30,11 @@ from webapp.training.form import MAX_CORPORA, TrainForm
 from webapp.transfer import imports
 from webapp.web.forms import MAX_NAME, ConfirmForm
 from webapp.web.htmx import is_htmx, render
+from webapp.web.lists import LIST_ROWS
 from webapp.web.numbers import parse_id, parse_ids
 
 bp = Blueprint("tokenizers", __name__)
 SHOWN_MERGES = 50
-MAX_LISTED = 500  # rows on a list page, newest first (as the job list)
 
 
 def _corpora() -> list[Corpus]:
@@ -122,7 +122,7 @@ def _job_context(job: Job) -> dict[str, Any]:
 @bp.get("/jobs")
 def job_list() -> Response:
     """All training jobs, newest first; while some run, htmx polls the table (only it is sent)."""
-    rows = get_session().scalars(scoped(Job).where(Job.kind == "train").order_by(Job.id.desc()).limit(MAX_LISTED)).all()
+    rows = get_session().scalars(scoped(Job).where(Job.kind == "train").order_by(Job.id.desc()).limit(LIST_ROWS)).all()
     return render("tokenizers/jobs.html", "jobs_table", jobs=rows, run_seconds=jobs.run_seconds)
 
 
@@ -148,11 +148,11 @@ def index() -> Response:
     """The team's tokenizers, newest first, and the presets every team can read."""
     # The list needs neither the JSON document nor the training stats, which can be megabytes each.
     rows = get_session().scalars(scoped(Tokenizer).options(defer(Tokenizer.tokenizer_json), defer(Tokenizer.stats))
-                                 .order_by(Tokenizer.id.desc()).limit(MAX_LISTED)).all()
+                                 .order_by(Tokenizer.id.desc()).limit(LIST_ROWS)).all()
     active = get_session().scalars(
         scoped(Job).where(Job.status.in_(("queued", "running")), Job.kind == "train").order_by(Job.id)
     ).all()
-    return render("tokenizers/index.html", tokenizers=rows, active=active, capped=len(rows) == MAX_LISTED,
+    return render("tokenizers/index.html", tokenizers=rows, active=active, capped=len(rows) == LIST_ROWS,
                   presets=preset_rows(get_session()), presets_command=INSTALL_COMMAND)
 
 

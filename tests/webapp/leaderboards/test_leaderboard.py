@@ -22,6 +22,7 @@ from tests.live import wait_for
 from tests.webapp.conftest import add_user, login_as, run_queued_jobs
 from tests.webapp.playground_samples import byte_bpe, store, unigram, wordpiece
 from webapp.corpora.storage import CorpusStore
+from webapp.leaderboards import views as leaderboard_views
 from webapp.leaderboards.child import evaluate_pairs
 from webapp.leaderboards.leaderboard import SliceError, kept, read_slice
 from webapp.store import db
@@ -212,6 +213,15 @@ def test_bad_choices_are_refused_with_a_sentence(app: Flask, client: FlaskClient
     assert message in html.unescape(response.get_data(as_text=True))
     with app.app_context():
         assert db.get_session().scalar(select(Leaderboard.id)) is None
+
+
+def test_the_new_board_form_offers_a_bounded_number_of_tokenizers_and_corpora(
+        app: Flask, client: FlaskClient, setup: dict[str, list[int]], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(leaderboard_views, "PICKER_ROWS", 2)
+    page = client.get("/leaderboards").get_data(as_text=True)
+    offered = lambda name: [int(i) for i in re.findall(rf'name="{name}" value="(\d+)"', page)]  # noqa: E731
+    assert offered("tokenizer_ids") == setup["tokenizers"][:0:-1]  # the newest two
+    assert offered("corpus_ids") == setup["corpora"][::-1]
 
 
 def test_the_team_queue_cap_counts_boards_with_trainings(app: Flask, client: FlaskClient,
