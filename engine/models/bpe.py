@@ -5,7 +5,8 @@ one token per byte and repeatedly merges the adjacent pair with the lowest merge
 earliest learned), its leftmost occurrence first, one merge at a time, until no adjacent pair
 has a merge. This is the Hugging Face semantics (merges are pairs, so a token that two
 different merges could produce is handled exactly, and so is a merge that uses a token a later
-merge creates); on GPT-2's files it gives the same ids as tiktoken.
+merge creates, and a pair listed twice has its later rank); on GPT-2's files it gives the same
+ids as tiktoken.
 
 ``sample`` enables BPE-dropout: each candidate merge is skipped with probability ``dropout``,
 which is how subword regularization is done for BPE. Caching and special tokens belong to the
@@ -88,7 +89,7 @@ class BPE:
                     f"{bytes_to_symbols(absent)!r}, which is not in the vocabulary.",
                     line=rank + 1,
                 )
-            self._ranks.setdefault((pair_ids[0], pair_ids[1]), (rank, merged))
+            self._ranks[pair_ids[0], pair_ids[1]] = (rank, merged)  # listed twice: the later rank, as in HF
         self._right_ranks, self._merged_at = rank_tables(self._ranks, self.vocab_size)
         # The ids of the single bytes as a ``bytes.translate`` table when every one is below 256
         # (GPT-2's are 0-255): a word's bytes become ids in one C call.

@@ -60,7 +60,7 @@ class CharBPE(StringVocabulary):
                 absent = (left, right, left + right)[ids.index(None)]
                 raise FormatError(f"Merge {rank + 1} ({left} {right}) uses {absent!r}, which is not in the vocabulary.",
                                   line=rank + 1)
-            ranks.setdefault((ids[0], ids[1]), (rank, ids[2]))  # type: ignore[arg-type]
+            ranks[ids[0], ids[1]] = (rank, ids[2])  # type: ignore[index]  # listed twice: the later rank, as in HF
         self._rows, self._merged_at = rank_tables(ranks, self.vocab_size)
         # merged id -> (rank, left id, right id): the inspector's "why does this token exist".
         self.origins: dict[int, tuple[int, int, int]] = {

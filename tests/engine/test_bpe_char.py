@@ -91,6 +91,19 @@ def test_an_empty_pretokenizer_is_the_levels_default() -> None:
     assert BpeOptions(level="char", pretokenizer="bert").split == "bert"
 
 
+def test_an_imported_pair_listed_twice_has_its_later_rank_as_in_hugging_face(tmp_path: Path) -> None:
+    hf = pytest.importorskip("tokenizers")
+    path = tmp_path / "c.txt"
+    path.write_text("abc " * 20, encoding="utf-8")
+    data = json.loads(train("bpe", [path], {"level": "char", "vocab_size": 40, "special_tokens": []}).tokenizer.to_json())
+    # (b, c</w>) at ranks 0 and 2, (a, b) at rank 1: the later rank counts, so "ab" forms first.
+    data["model"]["vocab"] = {"<unk>": 0, "a": 1, "b": 2, "c</w>": 3, "ab": 4, "bc</w>": 5}
+    data["model"]["merges"] = [["b", "c</w>"], ["a", "b"], ["b", "c</w>"]]
+    text = "abc xabc"
+    assert loads(json.dumps(data)).encode(text) == hf.Tokenizer.from_str(json.dumps(data)).encode(text).ids
+    assert loads(json.dumps(data)).encode(text) == [4, 3, 0, 4, 3]
+
+
 def test_hugging_face_loads_it_with_identical_ids(cs336: Path, tmp_path: Path) -> None:
     hf = pytest.importorskip("tokenizers")
     result = train("bpe", [cs336 / "tinystories_sample.txt"], {"level": "char", "vocab_size": 400})

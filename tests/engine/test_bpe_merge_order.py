@@ -62,6 +62,28 @@ def test_later_token_example_ids() -> None:
     assert tokenizer.model.encode_bytes(b"abab") == [256, ord("b")]  # type: ignore[attr-defined]
 
 
+# Imported files may list a pair twice. Hugging Face keeps its later rank (the merge map is built
+# by inserting each line in turn): with (b, c) at ranks 0 and 2, (a, b) at rank 1 applies first.
+TWICE_LISTED = [(b"b", b"c"), (b"a", b"b"), (b"b", b"c")]
+
+
+@pytest.mark.parametrize("text", ["abc", "abcabc", "bcab", "a" + "bc" * 40])
+def test_a_pair_listed_twice_has_its_later_rank_as_in_hugging_face(text: str) -> None:
+    vocab = {b: bytes([b]) for b in range(256)} | {256: b"ab", 257: b"bc"}
+    tokenizer = byte_level_bpe(vocab, TWICE_LISTED, pretokenizer="gpt2")
+    expected = hf_ids(tokenizer, text)
+    data = text.encode("utf-8")
+    assert model_of(tokenizer).merge_fast(data) == expected
+    assert model_of(tokenizer).encode_bytes(data) == expected
+    assert model_of(tokenizer).merge_long(data) == expected
+    assert tokenizer.encode(text) == expected
+
+
+def test_a_pair_listed_twice_example_ids() -> None:
+    vocab = {b: bytes([b]) for b in range(256)} | {256: b"ab", 257: b"bc"}
+    assert byte_level_bpe(vocab, TWICE_LISTED, pretokenizer="gpt2").encode("abc") == [256, ord("c")]
+
+
 @st.composite
 def shuffled_merges_and_text(draw: st.DrawFn) -> tuple[list[tuple[bytes, bytes]], str]:
     """Merges over a and b, each new token made once, put in a random rank order; and a text made
