@@ -53,13 +53,13 @@ API_KEY_PREFIX = "tf_"
 API_KEY_TOUCH_SECONDS = 60  # how stale last_used_at may get; writing it on every call would
                             # turn every API read into a database write
 PUBLIC_ENDPOINTS = frozenset({"static", "healthz", "accounts.login", "accounts.signup", "accounts.logout",
-                              "sharing.open_link", "sharing.open_text", "sharing.open_vocab",
+                              "sharing.open_link", "sharing.open_text", "sharing.open_vocab", "sharing.open_chat",
                               "sharing.open_downloads", "teams.join"})
 #: Read-only tokenizer pages a share-link visitor may open; ``loaded.load`` checks the row.
 SHAREABLE_ENDPOINTS = frozenset({
     "playground.play", "playground.encode", "playground.decode", "playground.inspector",
     "vocab.browse", "transfer.downloads", "transfer.download", "transfer.download_zip",
-    "compare.page", "compare.run",
+    "compare.page", "compare.run", "chat.page",
 })
 
 

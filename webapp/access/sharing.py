@@ -2,9 +2,9 @@
 
 A link's token is ``secrets.token_urlsafe(32)`` (256 bits). ``/s/<token>`` *is* the shared
 tokenizer's encode page, served at that URL (``?text=`` works as on the team's page), and
-``/s/<token>/vocab`` and ``/s/<token>/downloads`` its other read-only pages, so the address bar
+``/s/<token>/chat``, ``/s/<token>/vocab`` and ``/s/<token>/downloads`` its other read-only pages, so the address bar
 always holds a URL that can be passed on. Opening one also records the token in the visitor's
-session (``visitors.py``): the pages' own requests (encoding as you type, the inspector, compare)
+session (``visitors.py``): the pages' own requests (encoding as you type, the inspector, chat, compare)
 go to the team's URLs, which accept that tokenizer from then on, and compare offers every
 tokenizer shared with this visitor. Each request re-checks the links, so revoking or expiring one takes
 effect at once; a revoked or expired link answers 410 with a page that says so and nothing
@@ -143,6 +143,12 @@ def _shared_page(token: str, endpoint: str) -> Response:
 def open_vocab(token: str) -> Response:
     """A share link's vocabulary browser."""
     return _shared_page(token, "vocab.browse")
+
+
+@bp.get("/s/<token>/chat")
+def open_chat(token: str) -> Response:
+    """A share link's chat page (its form posts to the team's URL, which accepts this visitor)."""
+    return _shared_page(token, "chat.page")
 
 
 @bp.get("/s/<token>/downloads")

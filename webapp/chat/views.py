@@ -4,7 +4,9 @@
 posts as the user types, only the result block. Adding and removing messages are submit buttons
 (``add``, ``remove=<n>``) that re-render the page, so the form works without script;
 ``static/js/chat.js`` does the same in place when script runs. A refused template or bad
-messages re-render with the message and a 422.
+messages re-render with the message and a 422. Share-link visitors open it at ``/s/<token>/chat``
+(``access/sharing.py``) and post here like members: a request costs what an encode costs, bounded
+by the same text limits and the template's render time.
 Left out: rendering and counting (``chat.py``), the sandbox (``sandbox.py``).
 """
 

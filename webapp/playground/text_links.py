@@ -49,11 +49,12 @@ def play_url(row: Tokenizer, text: str | None = None, *, external: bool = False)
 
 
 def page_url(row: Tokenizer, page: str) -> str:
-    """A read-only page (``vocab`` or ``downloads``) of ``row``, at its share URL for visitors."""
+    """A read-only page (``chat``, ``vocab`` or ``downloads``) of ``row``, at its share URL for visitors."""
     token = visitor_token(row)
     if token is not None:
         return url_for(f"sharing.open_{page}", token=token)
-    return url_for({"vocab": "vocab.browse", "downloads": "transfer.downloads"}[page], tokenizer_id=row.id)
+    return url_for({"chat": "chat.page", "vocab": "vocab.browse", "downloads": "transfer.downloads"}[page],
+                   tokenizer_id=row.id)
 
 
 def compare_url(row: Tokenizer, text: str | None = None) -> str:

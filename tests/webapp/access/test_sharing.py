@@ -48,9 +48,15 @@ def test_a_visitor_gets_the_read_only_pages_and_nothing_else(anon_client: FlaskC
     for url in (f"/tokenizers/{public}/vocab", f"/tokenizers/{public}/tokens/257", f"/tokenizers/{public}/downloads",
                 f"/tokenizers/{public}/download/tokenizer.json/tokenizer.json", f"/tokenizers/{public}/download.zip"):
         assert anon_client.get(url).status_code == 200, url
+    chat = anon_client.get(f"{shared['path']}/chat")
+    assert chat.status_code == 200 and 'data-testid="chat-template"' in chat.get_data(as_text=True)
+    counted = anon_client.post(f"/tokenizers/{public}/chat", data={
+        "template": "chatml", "role": "user", "content": "the"})
+    assert counted.status_code == 200 and 'data-testid="chat-total">' in counted.get_data(as_text=True)
     encoded = anon_client.post(f"/tokenizers/{public}/encode", data={"text": "the"})
     assert encoded.status_code == 200 and 'data-testid="count-tokens">1<' in encoded.get_data(as_text=True)
-    for url in (f"/tokenizers/{private}/play", f"/tokenizers/{private}/vocab", f"/tokenizers/{public}/insights",
+    for url in (f"/tokenizers/{private}/play", f"/tokenizers/{private}/vocab", f"/tokenizers/{private}/chat",
+                f"/tokenizers/{public}/insights",
                 f"/tokenizers/{public}", f"/tokenizers/{public}/share"):
         assert anon_client.get(url).status_code in (303, 404), url  # login page or not found
     assert anon_client.get(f"/tokenizers/{private}/play").status_code == 404
@@ -86,6 +92,8 @@ def test_revoked_and_expired_links_stop_at_once(app: Flask, client: FlaskClient,
     client.post(f"/tokenizers/{public}/share/{link.id}/revoke")
     assert anon_client.get(f"/tokenizers/{public}/play").status_code == 303  # back to the login page
     assert anon_client.get(str(shared["path"])).status_code == 410
+    assert anon_client.get(f"{shared['path']}/chat").status_code == 410
+    assert anon_client.post(f"/tokenizers/{public}/chat", data={"role": "user", "content": "the"}).status_code == 303
     client.post(f"/tokenizers/{public}/share", data={"days": "1"})
     with app.app_context():
         session = db.get_session()
