@@ -96,7 +96,7 @@ def option_specs(options_cls: type) -> list[OptionSpec]:
 
 def _coerce(spec: OptionSpec, value: Any) -> Any:
     """Turn one untyped value into the option's type, or raise ConfigError naming the option."""
-    if value is None or (isinstance(value, str) and value.strip() == "" and spec.type != "str"):
+    if value is None or (isinstance(value, str) and value.strip() == "" and spec.type not in ("str", "list")):
         if spec.optional:
             return None
         raise ConfigError(f"Option {spec.name} needs a value.", option=spec.name)

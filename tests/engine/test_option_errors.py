@@ -106,3 +106,17 @@ def test_the_cli_names_the_flag_of_each_bad_option(tmp_path: Path, capsys: pytes
         "tokenforge train: error: --vocab-size=10 must be between 258 (the 2 special tokens + 256 bytes) and "
         "1,000,000; pass a --vocab-size in that range. The special tokens ['<s>', '<s>'] must be distinct and "
         "non-empty. --min-frequency=-1 must be 0 or more.\n")
+
+
+@pytest.mark.parametrize("algorithm", ["bpe", "byte"])
+def test_an_empty_list_field_means_no_items_not_a_missing_value(algorithm: str) -> None:
+    # The web form sends a cleared "Special tokens" box as an empty string.
+    assert make_options(algorithm, {"special_tokens": ""}).special_tokens == ()
+    assert make_options(algorithm, {"special_tokens": "<|a|>\n\n<|b|>\n"}).special_tokens == ("<|a|>", "<|b|>")
+
+
+def test_an_empty_special_tokens_field_is_judged_by_the_trainers_own_rule() -> None:
+    with pytest.raises(ConfigError) as error:
+        make_options("wordpiece", {"special_tokens": ""})
+    assert (error.value.option, str(error.value)) == (
+        "unk_token", "The unknown token '[UNK]' is not among special_tokens []; add it.")

@@ -57,3 +57,10 @@ def test_parse_validates_once(monkeypatch: pytest.MonkeyPatch) -> None:
     options, errors = training_form.parse("bpe", default_form("bpe", vocab_size="300"))
     assert errors == {} and options is not None and options["vocab_size"] == 300
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize(("algorithm", "changed"), [("byte", {}), ("bpe", {"special_tokens": ""})])
+def test_an_empty_special_tokens_box_trains_with_none(algorithm: str, changed: dict[str, str]) -> None:
+    # The byte baseline's default is no special token, and a BPE may be trained without any.
+    options, errors = training_form.parse(algorithm, default_form(algorithm, vocab_size="300", **changed))
+    assert errors == {} and options is not None and list(options["special_tokens"]) == []
