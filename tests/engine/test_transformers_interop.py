@@ -88,6 +88,21 @@ def test_wordpiece_decodes_as_in_transformers(transformers: ModuleType, corpus: 
     assert theirs.decode(ids) == ours.decode(ids)  # type: ignore[attr-defined]
 
 
+def test_unigram_with_its_default_byte_fallback_gives_the_same_ids_and_text_in_transformers(
+        transformers: ModuleType, corpus: Path, tmp_path: Path) -> None:
+    # The byte pieces spell what the corpus never had (accents, CJK, emoji): transformers must turn
+    # them back into those characters, not print "<0xC3><0xA9>".
+    ours = train("unigram", [corpus], {"vocab_size": 800}).tokenizer
+    theirs = load_in_transformers(transformers, ours, tmp_path)
+    bytes_used = 0
+    for text in held_out():
+        ids = ours.encode(text)
+        assert theirs.encode(text, add_special_tokens=False) == ids, text  # type: ignore[attr-defined]
+        assert theirs.decode(ids) == ours.decode(ids), text  # type: ignore[attr-defined]
+        bytes_used += sum(1 for i in ids if ours.id_to_token(i).startswith("<0x"))
+    assert ours.decode(ours.encode("café 日本")) == "café 日本" and bytes_used > 20
+
+
 def test_the_wordpiece_decoder_follows_hugging_face_token_by_token() -> None:
     decoders = pytest.importorskip("tokenizers.decoders")
     from engine.decoders import WordPieceDecoder

@@ -17,6 +17,7 @@ from engine.errors import ConfigError, FormatError
 from engine.formats.spm import dumps_vocab, load_vocab, loads_vocab, save_vocab
 from engine.models.unigram import BYTE_PIECES, Unigram
 from engine.models.unigram_sampling import nbest
+from engine.serialization import loads
 from engine.trainers import train
 from engine.trainers.unigram import UnigramOptions, build_tokenizer, rounds_left, train_on_counts
 from engine.trainers.unigram.seed import required_chars, seed_pieces
@@ -169,6 +170,23 @@ def test_hf_tokenizers_gives_identical_ids(corpus: Path, tmp_path: Path) -> None
     theirs = tokenizers.Tokenizer.from_file(str(path))
     for line in ["the lazy fox cuts pieces", "quokka zyzzyva unigram", "tokenizers keep the best ids", "qwerty"]:
         assert theirs.encode(line, add_special_tokens=False).ids == ours.encode(line)
+
+
+@pytest.mark.parametrize("add_dummy_prefix", [True, False])
+def test_byte_fallback_exports_the_sentencepiece_decoder_chain_and_reads_it_back(
+        corpus: Path, add_dummy_prefix: bool) -> None:
+    tokenizers = pytest.importorskip("tokenizers")
+    ours = train("unigram", [corpus], {"vocab_size": 300, "seed_size": 2000, "add_dummy_prefix": add_dummy_prefix}).tokenizer
+    document = ours.to_json()
+    chain = [d["type"] for d in json.loads(document)["decoder"]["decoders"]]
+    assert chain == ["Replace", "ByteFallback", "Fuse"] + (["Strip"] if add_dummy_prefix else [])
+    assert loads(document).to_json() == document
+    theirs = tokenizers.Tokenizer.from_str(document)
+    for text in ["café\n日本 🙂", "  lead and trail  ", "the lazy fox"]:
+        ids = ours.encode(text)
+        assert theirs.encode(text, add_special_tokens=False).ids == ids
+        assert theirs.decode(ids) == ours.decode(ids)
+    assert ours.decode(ours.encode("café\n日本 🙂")) == "café\n日本 🙂"
 
 
 def test_without_split_by_whitespace_pieces_cross_spaces_as_in_sentencepiece(corpus: Path, tmp_path: Path) -> None:
