@@ -22,7 +22,7 @@ import importlib
 import json
 from typing import Any, Protocol
 
-from engine.decoders import ByteLevelDecoder, ConcatDecoder, Decoder, decoder_from_hf
+from engine.decoders import ByteLevelDecoder, ConcatDecoder, Decoder, MetaspaceDecoder, decoder_from_hf
 from engine.errors import FormatError
 from engine.limits import MAX_SPECIAL_TOKENS, check_count, check_special_tokens, shown
 from engine.models.base import Model
@@ -157,13 +157,19 @@ def pipeline_from_hf_dict(data: Any) -> dict[str, Any]:
                           "(this one has neither a ByteLevel pre-tokenizer nor a suffix).")
     model = _model_class(kind, char_level=char_level).from_hf(model_data, special_tokens=specials)
     default_decoder = ByteLevelDecoder() if byte_level else ConcatDecoder()
+    decoder = ByteLevelDecoder() if byte_level else decoder_from_hf(data.get("decoder"), default_decoder)
+    if isinstance(decoder, MetaspaceDecoder) and getattr(model, "byte_fallback", False):
+        # Our model gives a byte piece's byte whatever the file's decoder says; the decoder says
+        # so too, so our tokenizer.json makes HF decode as we do (files written before we wrote
+        # the byte-fallback chain, or imported with a decoder that prints "<0xC3>").
+        decoder = MetaspaceDecoder(decoder.replacement, add_dummy_prefix=decoder.add_dummy_prefix, byte_fallback=True)
     return {
         "model": model,
         "normalizer": normalizer_from_hf(data.get("normalizer")),
         "pre_tokenizer": pre,
         "special_tokens": specials,
         "post_processor": post_processor_from_hf(data.get("post_processor"), specials),
-        "decoder": ByteLevelDecoder() if byte_level else decoder_from_hf(data.get("decoder"), default_decoder),
+        "decoder": decoder,
     }
 
 

@@ -187,6 +187,10 @@ def test_byte_fallback_exports_the_sentencepiece_decoder_chain_and_reads_it_back
         assert theirs.encode(text, add_special_tokens=False).ids == ids
         assert theirs.decode(ids) == ours.decode(ids)
     assert ours.decode(ours.encode("café\n日本 🙂")) == "café\n日本 🙂"
+    # A file with the plain Metaspace decoder (ours before, or an import's) is written back with the chain.
+    plain = json.loads(document) | {"decoder": {"type": "Metaspace", "replacement": "▁", "split": True,
+                                                "prepend_scheme": "always" if add_dummy_prefix else "never"}}
+    assert loads(json.dumps(plain)).to_json() == document
 
 
 def test_without_split_by_whitespace_pieces_cross_spaces_as_in_sentencepiece(corpus: Path, tmp_path: Path) -> None:
