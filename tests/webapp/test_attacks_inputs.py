@@ -338,7 +338,7 @@ def test_jsonl_upload_nested_too_deeply(client: FlaskClient) -> None:
     body = b'{"text": "fine"}\n' + b"[" * 100_000 + b"]" * 100_000 + b"\n"
     response = client.post("/corpora/", data={"files": [(io.BytesIO(body), "deep.jsonl")]})
     assert response.status_code == 422
-    assert "&#39;deep.jsonl&#39;, line 2 is nested too deeply to read" in response.get_data(as_text=True)
+    assert "“deep.jsonl”, line 2 is nested too deeply to read" in response.get_data(as_text=True)
 
 
 # ----------------------------------------------------------------- the JSON API's errors

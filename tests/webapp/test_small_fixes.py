@@ -83,7 +83,7 @@ def test_a_fake_gz_is_not_a_valid_gzip_file(client: FlaskClient, name: str) -> N
                            content_type="multipart/form-data")
     html = response.get_data(as_text=True)
     assert response.status_code == 422
-    assert f"&#39;{name}&#39; is not a valid gzip file." in html and "unknown format" not in html
+    assert f"“{name}” is not a valid gzip file." in html and "unknown format" not in html
 
 
 def test_a_real_bare_gz_is_read_as_text(client: FlaskClient, app: Flask) -> None:

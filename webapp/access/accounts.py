@@ -32,6 +32,7 @@ from webapp.access.forms import (
 from webapp.store.db import get_session
 from webapp.store.models import ApiKey, Invite, Membership, Team, User
 from webapp.web import ratelimit
+from webapp.web.filters import quoted
 from webapp.web.forms import MAX_NAME
 from webapp.web.htmx import render
 
@@ -203,7 +204,7 @@ def delete_key(key_id: int) -> Response:
         abort(404)
     db.delete(key)
     db.commit()
-    flash(f"Revoked the API key {key.name!r}.")
+    flash(f"Revoked the API key {quoted(key.name)}.")
     return redirect(url_for("accounts.account"), 303)
 
 

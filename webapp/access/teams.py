@@ -29,6 +29,7 @@ from webapp.access.forms import DeleteTeamForm, RoleForm, TeamForm
 from webapp.corpora.storage import CorpusStore
 from webapp.store.db import get_session
 from webapp.store.models import Corpus, Invite, Job, Leaderboard, Membership, Team, Tokenizer, User, utcnow
+from webapp.web.filters import quoted
 from webapp.web.htmx import render
 
 bp = Blueprint("teams", __name__)
@@ -99,7 +100,7 @@ def close_account(db: Session, user: User) -> str | None:
         other_owners = db.scalar(select(func.count()).select_from(Membership).where(
             Membership.team_id == team.id, Membership.user_id != user.id, Membership.role == "owner"))
         if others and membership.role == "owner" and not other_owners:
-            return (f"You are the only owner of {team.name!r}, which has other members. Make one of "
+            return (f"You are the only owner of {quoted(team.name)}, which has other members. Make one of "
                     "them an owner, or remove them, before closing your account.")
     for membership, team in my_memberships():
         alone = not db.scalar(select(func.count()).select_from(Membership).where(
@@ -210,8 +211,8 @@ def join(token: str) -> Response:
     accept_invite(db, invite, current_user)
     db.commit()
     session.pop("invite", None)
-    flash(f"You joined {team.name if team else 'the team'!r}. New work still goes to "
-          f"{working.name!r}; choose the team on your account page to change that.")
+    flash(f"You joined {quoted(team.name) if team else 'the team'}. New work still goes to "
+          f"{quoted(working.name)}; choose the team on your account page to change that.")
     return _back(invite.team_id)
 
 
@@ -275,7 +276,7 @@ def delete_team(team_id: int) -> Response:
     team = _team_or_404(team_id, owner=True)
     form = DeleteTeamForm()
     if form.confirm.data != team.name:
-        flash(f"Type the team's name, {team.name!r}, to confirm.")
+        flash(f"Type the team's name, {quoted(team.name)}, to confirm.")
         return _back(team_id)
     if not form.validate():
         abort(400)  # the page's two buttons send "data" or "team"; nothing else deletes anything
@@ -287,10 +288,10 @@ def delete_team(team_id: int) -> Response:
     counts = delete_team_data(db, team_id)
     if what == "data":
         flash(f"Deleted {counts['corpora']} corpora, {counts['tokenizers']} tokenizers and "
-              f"{counts['jobs']} jobs of {team.name!r}.")
+              f"{counts['jobs']} jobs of {quoted(team.name)}.")
         return _back(team_id)
     db.execute(delete(Team).where(Team.id == team_id))
     db.commit()
     session.pop("team_id", None)
-    flash(f"Deleted the team {team.name!r} and its data.")
+    flash(f"Deleted the team {quoted(team.name)} and its data.")
     return redirect(url_for("teams.index"), 303)

@@ -38,6 +38,7 @@ from webapp.corpora.upload_decoding import (
     gunzip_chunks,
     jsonl_documents,
 )
+from webapp.web.filters import quoted
 
 
 @dataclass
@@ -102,8 +103,8 @@ class CorpusStore:
                 os.fsync(out.fileno())
             if size == 0:
                 raise UploadError(
-                    f"{filename!r} is empty"
-                    + (f"; no line has a {text_field!r} field with text." if fmt == "jsonl" else ".")
+                    f"{quoted(filename)} is empty"
+                    + (f"; no line has a {quoted(text_field)} field with text." if fmt == "jsonl" else ".")
                     + " Upload a file that contains some text.",
                     kind="empty",
                 )

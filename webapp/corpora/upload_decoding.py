@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import IO
 
 from engine.trainers.corpus import DOCUMENT_SEPARATOR
+from webapp.web.filters import quoted
 
 CHUNK_BYTES = 1 << 20
 MAX_KEYS_SHOWN = 10  # a message lists a line's first fields, not thousands
@@ -45,7 +46,7 @@ def detect_format(filename: str) -> tuple[str, bool]:
     if gzipped and "." not in name.replace("\\", "/").rsplit("/", 1)[-1]:
         return "txt", True
     raise UploadError(
-        f"{filename!r} has an unknown format. Upload a .txt or .jsonl file, or a .gz of either.",
+        f"{quoted(filename)} has an unknown format. Upload a .txt or .jsonl file, or a .gz of either.",
         kind="format",
     )
 
@@ -71,7 +72,7 @@ class RawReader:
                 chunk = self.stream.read(CHUNK_BYTES)
             except (OSError, EOFError, ConnectionError) as exc:
                 raise UploadError(
-                    f"The upload of {self.filename!r} was interrupted ({exc}). Nothing was stored; "
+                    f"The upload of {quoted(self.filename)} was interrupted ({exc}). Nothing was stored; "
                     "please upload it again.",
                     kind="interrupted",
                 ) from None
@@ -80,7 +81,7 @@ class RawReader:
             self.count += len(chunk)
             if self.count > self.max_bytes:
                 raise UploadError(
-                    f"{self.filename!r} is larger than the upload limit of {_human(self.max_bytes)}.",
+                    f"{quoted(self.filename)} is larger than the upload limit of {_human(self.max_bytes)}.",
                     kind="too_large",
                 )
             yield chunk
@@ -101,7 +102,7 @@ def gunzip_chunks(raw: Iterator[bytes], filename: str, max_bytes: int) -> Iterat
                 produced += len(out)
                 if produced > max_bytes:
                     raise UploadError(
-                        f"{filename!r} expands to more than the limit of {_human(max_bytes)} when "
+                        f"{quoted(filename)} expands to more than the limit of {_human(max_bytes)} when "
                         "decompressed, so it was refused.",
                         kind="too_large",
                     )
@@ -116,13 +117,13 @@ def gunzip_chunks(raw: Iterator[bytes], filename: str, max_bytes: int) -> Iterat
                     member_fed -= len(data)  # counted again on the next round
     except zlib.error:
         raise UploadError(
-            f"{filename!r} is not a valid gzip file. Upload the plain .txt or .jsonl, or "
+            f"{quoted(filename)} is not a valid gzip file. Upload the plain .txt or .jsonl, or "
             "re-compress it with gzip.",
             kind="format",
         ) from None
     if member_fed > 0:
         raise UploadError(
-            f"{filename!r} is a truncated gzip file; the upload may have been interrupted. "
+            f"{quoted(filename)} is a truncated gzip file; the upload may have been interrupted. "
             "Nothing was stored; please upload it again.",
             kind="interrupted",
         )
@@ -150,7 +151,7 @@ def decode_chunks(raw: Iterator[bytes], filename: str, replace_errors: bool) -> 
     except UnicodeDecodeError as exc:
         offset = start + exc.start
         raise UploadError(
-            f"{filename!r} is not valid UTF-8: the byte 0x{exc.object[exc.start]:02x} at byte "
+            f"{quoted(filename)} is not valid UTF-8: the byte 0x{exc.object[exc.start]:02x} at byte "
             f"offset {offset:,} cannot be decoded. Save the file as UTF-8, or tick "
             "\"Decode with replacement\" to replace invalid bytes with \N{REPLACEMENT CHARACTER}.",
             kind="utf8",
@@ -170,13 +171,13 @@ def jsonl_documents(text: Iterator[str], filename: str, field_name: str) -> Iter
             record = json.loads(line)
         except RecursionError:  # json's parser recurses once per level: [[[[…]]]] exhausts the stack
             raise UploadError(
-                f"{filename!r}, line {line_no:,} is nested too deeply to read. Each line of a .jsonl "
+                f"{quoted(filename)}, line {line_no:,} is nested too deeply to read. Each line of a .jsonl "
                 "file must be one JSON object whose text field is a string.",
                 kind="json",
             ) from None
         except ValueError:
             raise UploadError(
-                f"{filename!r}, line {line_no:,} is not valid JSON. Each line of a .jsonl file "
+                f"{quoted(filename)}, line {line_no:,} is not valid JSON. Each line of a .jsonl file "
                 "must be one JSON object.",
                 kind="json",
             ) from None
@@ -185,7 +186,7 @@ def jsonl_documents(text: Iterator[str], filename: str, field_name: str) -> Iter
             keys = ", ".join(repr(k)[:40] for k in list(record)[:MAX_KEYS_SHOWN]) if isinstance(record, dict) else "none"
             more = ", …" if isinstance(record, dict) and len(record) > MAX_KEYS_SHOWN else ""
             raise UploadError(
-                f"{filename!r}, line {line_no:,} has no text field {field_name[:40]!r} (its fields: "
+                f"{quoted(filename)}, line {line_no:,} has no text field {quoted(field_name[:40])} (its fields: "
                 f"{keys or 'none'}{more}). Choose the field that holds the text.",
                 kind="json",
             )

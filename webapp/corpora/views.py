@@ -26,6 +26,7 @@ from webapp.corpora.storage import CorpusStore, UploadError
 from webapp.store.db import get_session
 from webapp.store.models import Corpus, Job
 from webapp.training import jobs
+from webapp.web.filters import quoted
 from webapp.web.forms import MAX_NAME, ConfirmForm
 from webapp.web.htmx import is_htmx, render
 from webapp.web.lists import LIST_ROWS
@@ -110,7 +111,7 @@ def upload() -> Response:
         existing = session.scalars(select(Corpus).where(Corpus.sha256 == result.sha256,
                                                         Corpus.team_id == team_id)).first()
         if existing is not None:
-            flash(f"{filename!r} has the same content as the corpus {existing.name!r}, "
+            flash(f"{quoted(filename)} has the same content as the corpus {quoted(existing.name)}, "
                   "so that corpus is reused.")
             stored.append(existing)
             continue
@@ -173,7 +174,7 @@ def rename(corpus_id: int) -> Response:
 def confirm_delete(corpus_id: int) -> Response:
     """Ask before deleting a corpus."""
     corpus = _get_or_404(corpus_id)
-    return render("auth/confirm.html", what=f"the corpus {corpus.name!r}",
+    return render("auth/confirm.html", what=f"the corpus {quoted(corpus.name)}",
                   detail="Its stored file is removed too, unless another corpus has the same content.",
                   action=url_for("corpora.delete", corpus_id=corpus.id),
                   back=url_for("corpora.show", corpus_id=corpus.id))
@@ -189,7 +190,7 @@ def delete(corpus_id: int) -> Response:
     active = session.scalars(select(Job).where(Job.status.in_(("queued", "running")), Job.kind == "train",
                                                Job.team_id == corpus.team_id)).all()
     if any(corpus_id in job.corpus_ids for job in active):
-        flash(f"{corpus.name!r} is used by a job that has not finished; cancel it first.")
+        flash(f"{quoted(corpus.name)} is used by a job that has not finished; cancel it first.")
         return redirect(url_for("corpora.show", corpus_id=corpus_id), 303)
     if corpus.analysis_job_id is not None:  # an unfinished analysis of it is pointless now
         jobs.request_cancel(session, corpus.analysis_job_id)
@@ -198,7 +199,7 @@ def delete(corpus_id: int) -> Response:
     session.commit()
     if not session.scalar(select(func.count()).select_from(Corpus).where(Corpus.sha256 == sha)):
         store().delete(sha)
-    flash(f"Deleted the corpus {name!r}.")
+    flash(f"Deleted the corpus {quoted(name)}.")
     target = url_for("corpora.index")
     if is_htmx():
         response = Response("", 200)

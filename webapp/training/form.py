@@ -141,12 +141,15 @@ def form_from_options(algorithm: str, options: Mapping[str, Any]) -> dict[str, s
 
 
 def _raw_values(algorithm: str, form: Mapping[str, str]) -> dict[str, Any]:
+    """The submitted option values. A box the page shows is always sent, even empty (an empty
+    list box means no items); one not sent at all keeps the option's default. An unticked
+    checkbox is never sent, so a bool's absence means off."""
     values: dict[str, Any] = {}
     for spec in option_specs(algorithm):
         if spec.type == "bool":
             values[spec.name] = form.get(PREFIX + spec.name) == "on"
-        else:
-            values[spec.name] = form.get(PREFIX + spec.name, "")
+        elif PREFIX + spec.name in form:
+            values[spec.name] = form[PREFIX + spec.name]
     return values
 
 

@@ -28,6 +28,7 @@ from webapp.training import form as training_form
 from webapp.training import jobs
 from webapp.training.form import MAX_CORPORA, TrainForm
 from webapp.transfer import imports
+from webapp.web.filters import quoted
 from webapp.web.forms import MAX_NAME, ConfirmForm
 from webapp.web.htmx import is_htmx, render
 from webapp.web.lists import LIST_ROWS
@@ -179,7 +180,7 @@ def show(tokenizer_id: int) -> Response:
 def confirm_delete(tokenizer_id: int) -> Response:
     """Ask before deleting a tokenizer."""
     tokenizer = owned_or_404(Tokenizer, tokenizer_id)
-    return render("auth/confirm.html", what=f"the tokenizer {tokenizer.name!r}",
+    return render("auth/confirm.html", what=f"the tokenizer {quoted(tokenizer.name)}",
                   detail="Its share links and shared texts stop working.",
                   action=url_for("tokenizers.delete", tokenizer_id=tokenizer.id),
                   back=url_for("tokenizers.show", tokenizer_id=tokenizer.id))
@@ -194,5 +195,5 @@ def delete(tokenizer_id: int) -> Response:
     name = tokenizer.name
     get_session().delete(tokenizer)
     get_session().commit()
-    flash(f"Deleted the tokenizer {name!r}.")
+    flash(f"Deleted the tokenizer {quoted(name)}.")
     return redirect(url_for("tokenizers.index"), 303)

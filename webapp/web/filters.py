@@ -93,6 +93,12 @@ def percent(ratio: float | None) -> str:
     return f"{number(ratio * 100, 3)} %"
 
 
+def quoted(text: str) -> str:
+    """A name or file name inside a sentence, between typographic quotes and as its owner typed
+    it: Python's ``repr`` would print "Bob 👩\\u200d🚀" for a ZWJ emoji, a name nobody can type back."""
+    return f"“{text}”"
+
+
 def yes_no(value: bool | None) -> str:
     """A boolean as "yes" or "no" (None as a dash)."""
     return DASH if value is None else ("yes" if value else "no")

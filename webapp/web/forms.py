@@ -7,8 +7,9 @@ field's first error beside it. A form is validated once; when ``validate()`` is 
 answers 422 and re-renders the page with the form, each message beside its field.
 
 - **Names.** Every name a user gives (account, team, API key, corpus, tokenizer, leaderboard)
-  goes through :class:`Name`: stripped, refused when empty (unless the view supplies a default
-  name) and when longer than ``MAX_NAME``, the width of every name column (``store/model_base.py``).
+  goes through :class:`Name`: cleaned of control and bidi characters and stripped
+  (:func:`clean_name`), refused when empty (unless the view supplies a default name) and when
+  longer than ``MAX_NAME``, the width of every name column (``store/model_base.py``).
 - **Numbers.** :class:`WholeNumberField` reads its text with ``numbers.parse_int`` (plain ASCII
   digits, bounded), never with ``int()``; :class:`IdListField` reads repeated ids (checkboxes).
 
@@ -19,6 +20,7 @@ fields are generated from the engine's option specs (``training/form.py``).
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -59,6 +61,21 @@ def strip(value: Any) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
+#: Bidi embeddings, overrides, isolates and marks: in a name they make it display as other text
+#: ("\u202eevil" shows reversed, in lists, leaderboards and CSV files alike).
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def clean_name(value: Any) -> str:
+    """A filter for names: control characters (NUL, tabs, newlines) become spaces, bidi controls
+    go, and the surrounding white space is stripped. Joiners and variation selectors stay: emoji
+    and many scripts need them."""
+    if not isinstance(value, str):
+        return ""
+    kept = (" " if unicodedata.category(c) == "Cc" else c for c in value if c not in BIDI_CONTROLS)
+    return "".join(kept).strip()
+
+
 def too_long(text: str, limit: int = MAX_NAME) -> str | None:
     """The sentence for ``text`` longer than ``limit`` characters, else None."""
     if len(text) <= limit:
@@ -70,8 +87,8 @@ class Name:
     """The one rule for names: at most ``MAX_NAME`` characters, and not empty.
 
     ``empty`` is the sentence for an empty name, or None where the view gives a default name
-    (a tokenizer named after its file, a leaderboard after its date). Use with the ``strip``
-    filter (:func:`name_field` does both).
+    (a tokenizer named after its file, a leaderboard after its date). Use with the
+    :func:`clean_name` filter (:func:`name_field` does both).
     """
 
     def __init__(self, empty: str | None) -> None:
@@ -89,8 +106,8 @@ class Name:
 
 
 def name_field(label: str = "Name", *, empty: str | None) -> StringField:
-    """A name field: stripped, then checked by :class:`Name`."""
-    return StringField(label, filters=[strip], validators=[Name(empty)])
+    """A name field: cleaned (:func:`clean_name`), then checked by :class:`Name`."""
+    return StringField(label, filters=[clean_name], validators=[Name(empty)])
 
 
 class WholeNumberField(StringField):

@@ -83,22 +83,22 @@ def test_duplicate_upload_reuses_the_corpus(client: FlaskClient, app: Flask) -> 
     assert (status, location) == (303, "/corpora/1")
     assert [c.name for c in corpora(app)] == ["first.txt"]
     page = client.get("/corpora/1").get_data(as_text=True)
-    assert "&#39;again.txt.gz&#39; has the same content as the corpus &#39;first.txt&#39;" in page
+    assert "“again.txt.gz” has the same content as the corpus “first.txt”" in page
 
 
 BAD_UPLOADS = [
     pytest.param(b"caf\xc3\xa9 ok \xff no", "bad.txt",
-                 "&#39;bad.txt&#39; is not valid UTF-8: the byte 0xff at byte offset 9", id="invalid-utf8"),
-    pytest.param(b"", "empty.txt", "&#39;empty.txt&#39; is empty.", id="empty"),
-    pytest.param(b"a,b\n", "table.csv", "&#39;table.csv&#39; has an unknown format", id="unknown-format"),
-    pytest.param(b"plain", "fake.txt.gz", "&#39;fake.txt.gz&#39; is not a valid gzip file", id="not-gzip"),
+                 "“bad.txt” is not valid UTF-8: the byte 0xff at byte offset 9", id="invalid-utf8"),
+    pytest.param(b"", "empty.txt", "“empty.txt” is empty.", id="empty"),
+    pytest.param(b"a,b\n", "table.csv", "“table.csv” has an unknown format", id="unknown-format"),
+    pytest.param(b"plain", "fake.txt.gz", "“fake.txt.gz” is not a valid gzip file", id="not-gzip"),
     pytest.param(gzip.compress(b"x" * 5000)[:-12], "cut.txt.gz", "is a truncated gzip file", id="truncated-gzip"),
     pytest.param(gzip.compress(b"0" * 1_000_000), "bomb.txt.gz",
-                 "&#39;bomb.txt.gz&#39; expands to more than the limit of 4 KiB", id="gzip-bomb"),
-    pytest.param(b"y" * 5000, "big.txt", "&#39;big.txt&#39; is larger than the upload limit of 4 KiB", id="over-limit"),
-    pytest.param(b'{"text": "ok"}\nnot json\n', "x.jsonl", "&#39;x.jsonl&#39;, line 2 is not valid JSON", id="bad-json"),
+                 "“bomb.txt.gz” expands to more than the limit of 4 KiB", id="gzip-bomb"),
+    pytest.param(b"y" * 5000, "big.txt", "“big.txt” is larger than the upload limit of 4 KiB", id="over-limit"),
+    pytest.param(b'{"text": "ok"}\nnot json\n', "x.jsonl", "“x.jsonl”, line 2 is not valid JSON", id="bad-json"),
     pytest.param(b'{"content": "ok"}\n', "y.jsonl",
-                 "line 1 has no text field &#39;text&#39; (its fields: &#39;content&#39;)", id="missing-field"),
+                 "line 1 has no text field “text” (its fields: &#39;content&#39;)", id="missing-field"),
 ]
 
 
@@ -145,7 +145,7 @@ def test_interrupted_upload_stores_nothing(app: Flask) -> None:
     from webapp.corpora.storage import CorpusStore, UploadError
 
     store = CorpusStore(app.config["CORPUS_DIR"])
-    with pytest.raises(UploadError, match="The upload of 'x.txt' was interrupted") as info:
+    with pytest.raises(UploadError, match="The upload of “x.txt” was interrupted") as info:
         store.ingest(io.BufferedReader(Broken()), "x.txt", max_bytes=1000)
     assert info.value.kind == "interrupted"
     assert stored_files(app) == []
@@ -205,7 +205,7 @@ def test_delete_removes_the_row_and_the_file(client: FlaskClient, app: Flask) ->
     unconfirmed = client.post("/corpora/1/delete")  # deleting asks first, on a page of its own
     assert (unconfirmed.status_code, unconfirmed.headers["Location"]) == (303, "/corpora/1/delete")
     assert len(corpora(app)) == 1 and len(stored_files(app)) == 1
-    assert "Delete the corpus &#39;a.txt&#39;?" in client.get("/corpora/1/delete").get_data(as_text=True)
+    assert "Delete the corpus “a.txt”?" in client.get("/corpora/1/delete").get_data(as_text=True)
     response = client.post("/corpora/1/delete", data={"confirmed": "yes"})
     assert (response.status_code, response.headers["Location"]) == (303, "/corpora/")
     assert corpora(app) == []

@@ -85,6 +85,28 @@ def test_names_are_stored_stripped(client: FlaskClient, app: Flask) -> None:
         assert db.get_session().scalars(select(Team.name).order_by(Team.id.desc())).first() == "Spare room"
 
 
+ASTRONAUT = "Bob 👩\u200d🚀's room"  # a zero-width joiner, which the emoji needs
+
+
+@pytest.mark.parametrize(("typed", "stored"), [
+    ("\u202eevil\x00", "evil"),  # a bidi override (shows the name reversed) and NUL go
+    ("tab\tand\nnewline", "tab and newline"),  # controls become spaces
+    ("\u2066isolated\u2069 \u200fmark", "isolated mark"),
+    (ASTRONAUT, ASTRONAUT),  # joiners stay
+])
+def test_names_are_stored_without_control_or_bidi_characters(client: FlaskClient, app: Flask, typed: str,
+                                                             stored: str) -> None:
+    assert client.post("/teams", data={"name": typed}).status_code == 303
+    with app.app_context():
+        assert db.get_session().scalars(select(Team.name).order_by(Team.id.desc())).first() == stored
+
+
+def test_a_name_in_a_message_is_shown_as_typed_between_quotes(client: FlaskClient, app: Flask, corpus: int) -> None:
+    assert client.post(f"/corpora/{corpus}/rename", data={"name": ASTRONAUT}).status_code in (200, 303)
+    page = html.unescape(client.get(f"/corpora/{corpus}/delete").get_data(as_text=True))
+    assert f"Delete the corpus “{ASTRONAUT}”?" in page and "\\u200d" not in page
+
+
 def test_the_sign_up_name_follows_the_same_rule(tmp_path: Path) -> None:
     app = make_app(tmp_path, f"sqlite:///{tmp_path / 's.sqlite3'}", OPEN_SIGNUP=True)
     client = app.test_client()
