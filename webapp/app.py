@@ -91,7 +91,7 @@ def add_template_globals(app: Flask) -> None:
     app.add_template_global(spans_html.spans_markup, "spans_markup")
     app.add_template_global(spans_html.ids_markup, "ids_markup")
     for helper in (text_links.play_url, text_links.page_url, text_links.compare_url, text_links.visitor_token,
-                   text_links.url_text):
+                   text_links.url_text, text_links.offers_compare):
         app.add_template_global(helper, helper.__name__)
     app.jinja_env.globals["url_text_limit"] = text_links.URL_TEXT_LIMIT  # for the page script (base.html)
     app.jinja_env.globals["max_name"] = MAX_NAME  # the name fields' maxlength (web/forms.py's rule)

@@ -42,6 +42,8 @@ class Region:
         return self.counts_differ if mark == "counts" else not self.same
 
 
+#: How many tokenizers one comparison takes.
+MIN_TOKENIZERS, MAX_TOKENIZERS = 2, 4
 MARKS = {"all": "all differing spans", "counts": "only where token counts differ"}
 
 

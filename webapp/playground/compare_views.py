@@ -26,7 +26,6 @@ from webapp.web.htmx import render
 from webapp.web.numbers import parse_id
 
 bp = Blueprint("compare", __name__)
-MIN_TOKENIZERS, MAX_TOKENIZERS = 2, 4
 MAX_SUBMITTED = 100  # ids read from one request; enough to say "5 are chosen", not a flood
 
 
@@ -52,8 +51,8 @@ def _context(ids: list[int], text: str, text_from: str = "given", mark: str = "a
                                "columns": [], "summary": None, "error": None, "text_from": text_from,
                                "mark": mark, "marks": compare.MARKS}
     max_chars, render_tokens = limits()
-    if not MIN_TOKENIZERS <= len(ids) <= MAX_TOKENIZERS:
-        context["error"] = (f"Choose between {MIN_TOKENIZERS} and {MAX_TOKENIZERS} tokenizers to compare; "
+    if not compare.MIN_TOKENIZERS <= len(ids) <= compare.MAX_TOKENIZERS:
+        context["error"] = (f"Choose between {compare.MIN_TOKENIZERS} and {compare.MAX_TOKENIZERS} tokenizers to compare; "
                             f"{len(ids)} {'is' if len(ids) == 1 else 'are'} chosen.")
         return context, 422
     if len(text) > max_chars:
@@ -84,7 +83,7 @@ def page() -> Response:
     text = request.args.get("text")
     text_from = "default" if text is None else "given"
     text = SAMPLE_TEXT if text is None else text
-    if len(ids) < MIN_TOKENIZERS:
+    if len(ids) < compare.MIN_TOKENIZERS:
         context: dict[str, Any] = {"rows": picker_rows(ids), "selected": ids, "text": text, "columns": [],
                                    "summary": None, "error": None, "text_from": text_from,
                                    "options": {"allowed_special": True, "show_ws": False},

@@ -19,7 +19,8 @@ from urllib.parse import quote
 from flask import url_for
 
 from webapp.access.auth import team_ids
-from webapp.access.visitors import share_token
+from webapp.access.visitors import share_token, shared_tokenizer_ids
+from webapp.playground.compare import MIN_TOKENIZERS
 from webapp.store.models import Tokenizer
 
 # Longest ``?text=`` value, URL-encoded; a UTF-8 byte is at most 3 characters encoded, so this
@@ -37,6 +38,12 @@ def url_text(text: str | None) -> str | None:
 def visitor_token(row: Tokenizer) -> str | None:
     """The share token through which this visitor reads ``row``; None for its team's members."""
     return None if row.team_id in team_ids() else share_token(row.id)
+
+
+def offers_compare(row: Tokenizer) -> bool:
+    """Whether Compare has something to offer next to ``row``: a member reads the presets and
+    their teams' tokenizers, a visitor only what links shared with them, which may be just this."""
+    return visitor_token(row) is None or len(shared_tokenizer_ids()) >= MIN_TOKENIZERS
 
 
 def play_url(row: Tokenizer, text: str | None = None, *, external: bool = False) -> str:

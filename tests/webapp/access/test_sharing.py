@@ -70,14 +70,18 @@ def test_a_visitor_gets_the_read_only_pages_and_nothing_else(anon_client: FlaskC
 def test_compare_offers_only_what_was_shared_with_you(app: Flask, client: FlaskClient, anon_client: FlaskClient,
                                                       shared: dict[str, object]) -> None:
     public, private = shared["public"], shared["private"]
+    one = anon_client.get(str(shared["path"])).get_data(as_text=True)
+    assert 'data-testid="nav-compare"' not in one  # one tokenizer: nothing to compare it with
+    assert 'data-testid="compare-one-shared"' in anon_client.get(f"/compare?ids={public}").get_data(as_text=True)
     other = store(app, byte_bpe("second-public", merges=[]))
     client.post(f"/tokenizers/{other}/share", data={})
     with app.app_context():
         second = db.get_session().scalar(select(ShareLink).where(ShareLink.tokenizer_id == other))
     anon_client.get(str(shared["path"]))
     anon_client.get(f"/s/{second.token}")
+    assert 'data-testid="nav-compare"' in anon_client.get(str(shared["path"])).get_data(as_text=True)
     page = anon_client.get(f"/compare?ids={public}&ids={other}&text=the")
-    assert page.status_code == 200
+    assert page.status_code == 200 and 'data-testid="compare-one-shared"' not in page.get_data(as_text=True)
     html = page.get_data(as_text=True)
     assert "second-public" in html and "tiny-wordpiece" not in html
     assert anon_client.get(f"/compare?ids={public}&ids={private}").status_code == 404
