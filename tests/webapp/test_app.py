@@ -13,6 +13,8 @@ from pathlib import Path
 
 from flask import Blueprint, Flask
 
+from tests.webapp.conftest import login_as
+
 WEBAPP = Path(__file__).resolve().parents[2] / "webapp"
 
 
@@ -59,3 +61,17 @@ def test_the_playground_template_globals_are_set(app: Flask) -> None:
     assert {"spans_markup", "ids_markup", "play_url", "page_url", "compare_url", "visitor_token",
             "url_text"} <= set(globals_)
     assert globals_["url_text_limit"] == 2000
+
+
+def test_every_page_names_its_icon_and_the_icon_is_served(app: Flask) -> None:
+    client = app.test_client()
+    page = client.get("/login").get_data(as_text=True)
+    assert '<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">' in page
+    with client.get("/static/favicon.svg") as icon:
+        assert (icon.status_code, icon.mimetype) == (200, "image/svg+xml") and b"<svg" in icon.data
+
+
+def test_lists_answer_with_and_without_a_trailing_slash(app: Flask) -> None:
+    client = login_as(app.test_client(), 1)
+    assert [client.get(url).status_code for url in ("/leaderboards", "/leaderboards/", "/corpora/")] == [200] * 3
+    assert client.get("/corpora").headers["Location"].endswith("/corpora/")

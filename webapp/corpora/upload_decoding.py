@@ -30,25 +30,35 @@ class UploadError(ValueError):
         self.offset = offset
 
 
+#: Extensions of files that are not text (documents, archives, other compressions, media,
+#: arrays, a lone JSON document): refused by name, with the formats that work, rather than by
+#: their first byte that is not UTF-8.
+NOT_TEXT = frozenset(
+    "json zip pdf doc docx odt xls xlsx pptx parquet arrow feather bz2 xz zst lz4 tar tgz 7z rar png jpg jpeg "
+    "gif webp mp3 mp4 wav exe bin pkl pickle npy npz pt safetensors".split())
+
+
 def detect_format(filename: str) -> tuple[str, bool]:
     """Return ("txt" | "jsonl", gzipped) from the file name, or raise UploadError.
 
-    A bare ``name.gz`` (no extension inside) is taken as gzipped text, so a file that is not
-    gzip at all is refused as "not a valid gzip file" when it is read, not as an unknown format.
+    ``.jsonl`` is JSON lines; any other name is plain text (``corpus.en``, ``notes.md``,
+    ``README``, ``name.gz``), checked as UTF-8 as it is read, except the :data:`NOT_TEXT` kinds.
     """
     name = filename.lower()
     gzipped = name.endswith(".gz")
     if gzipped:
         name = name[:-3]
-    for ext in ("txt", "jsonl"):
-        if name.endswith("." + ext):
-            return ext, gzipped
-    if gzipped and "." not in name.replace("\\", "/").rsplit("/", 1)[-1]:
-        return "txt", True
-    raise UploadError(
-        f"{quoted(filename)} has an unknown format. Upload a .txt or .jsonl file, or a .gz of either.",
-        kind="format",
-    )
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    ext = base.rsplit(".", 1)[-1] if "." in base else ""
+    if ext == "jsonl":
+        return "jsonl", gzipped
+    if ext in NOT_TEXT:
+        raise UploadError(
+            f"{quoted(filename)} is not a text file. Upload plain text (.txt, or any text file such as "
+            "corpus.en) or JSON lines (.jsonl), or a .gz of either.",
+            kind="format",
+        )
+    return "txt", gzipped
 
 
 def _human(n: int) -> str:

@@ -58,13 +58,13 @@ def _index_page(form: BoardForm | None = None, *, error: str | None = None, stat
                   max_kib=max_kib(), max_tokenizers=leaderboard.MAX_TOKENIZERS, max_corpora=leaderboard.MAX_CORPORA)
 
 
-@bp.get("")
+@bp.get("", strict_slashes=False)
 def index() -> Response:
     """The team's leaderboards, newest first, and the form for a new one."""
     return _index_page()
 
 
-@bp.post("")
+@bp.post("", strict_slashes=False)
 def create() -> Response:
     """Store a new leaderboard and queue the job that fills it in."""
     tokenizers, corpora = _choices()

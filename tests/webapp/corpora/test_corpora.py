@@ -90,7 +90,7 @@ BAD_UPLOADS = [
     pytest.param(b"caf\xc3\xa9 ok \xff no", "bad.txt",
                  "“bad.txt” is not valid UTF-8: the byte 0xff at byte offset 9", id="invalid-utf8"),
     pytest.param(b"", "empty.txt", "“empty.txt” is empty.", id="empty"),
-    pytest.param(b"a,b\n", "table.csv", "“table.csv” has an unknown format", id="unknown-format"),
+    pytest.param(b"%PDF-1.7\n", "slides.pdf", "“slides.pdf” is not a text file. Upload plain text", id="not-text"),
     pytest.param(b"plain", "fake.txt.gz", "“fake.txt.gz” is not a valid gzip file", id="not-gzip"),
     pytest.param(gzip.compress(b"x" * 5000)[:-12], "cut.txt.gz", "is a truncated gzip file", id="truncated-gzip"),
     pytest.param(gzip.compress(b"0" * 1_000_000), "bomb.txt.gz",
@@ -211,3 +211,11 @@ def test_delete_removes_the_row_and_the_file(client: FlaskClient, app: Flask) ->
     assert corpora(app) == []
     assert stored_files(app) == []
     assert client.get("/corpora/1").status_code == 404
+
+
+@pytest.mark.parametrize("name", ["corpus.en", "README", "notes.md", "corpus.en.gz"])
+def test_a_text_file_of_any_name_is_stored_as_text(client: FlaskClient, app: Flask, name: str) -> None:
+    data = "the cat sat on the mat\n".encode() * 3
+    status, location, _ = upload(client, (gzip.compress(data) if name.endswith(".gz") else data, name))
+    assert (status, location) == (303, "/corpora/1")
+    assert [(c.name, c.format, c.size_bytes) for c in corpora(app)] == [(name, "txt", len(data))]
