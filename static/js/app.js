@@ -1,5 +1,7 @@
 // Tokenforge's only script besides htmx: small behaviours that must not be inline (CSP).
 // - Forms with data-confirm ask before submitting (deleting a corpus).
+// - Forms with data-submit-once send once per page: a second click while the first is on its way
+//   (a slow connection, an impatient user) would start a second training, board or upload.
 // - htmx does not swap error responses; show their message in #request-errors instead.
 (function () {
   "use strict";
@@ -12,6 +14,23 @@
       event.stopImmediatePropagation();
     }
   }, true);
+
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (event.defaultPrevented || !form.hasAttribute || !form.hasAttribute("data-submit-once")) { return; }
+    if (form.hasAttribute("data-submitting")) {
+      event.preventDefault();
+      return;
+    }
+    form.setAttribute("data-submitting", "");
+  });
+
+  // A page the browser shows again from its history (Back) may be sent again.
+  window.addEventListener("pageshow", function () {
+    document.querySelectorAll("form[data-submitting]").forEach(function (form) {
+      form.removeAttribute("data-submitting");
+    });
+  });
 
   document.addEventListener("htmx:responseError", function (event) {
     var box = document.getElementById("request-errors");

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 
 from tests.live import LiveApp
 
@@ -55,8 +55,26 @@ def test_upload_train_and_see_the_tokenizer(page: Page, live_server: LiveApp,
     page.screenshot(path=str(artifacts_dir / "train-form-error.png"), full_page=True)
 
     page.fill('input[name="opt-vocab_size"]', vocab)
-    page.get_by_role("button", name="Start training").click()
+    trainings = lambda: live_server.rows("SELECT count(*) FROM jobs WHERE kind = 'train'")[0][0]  # noqa: E731
+    before = trainings()
+    held: list[Route] = []  # the first submission waits here, as on a slow connection
+    page.route(re.compile(r"/train$"), lambda route: held.append(route) if route.request.method == "POST"
+               else route.continue_())
+    start = page.get_by_role("button", name="Start training")
+    start.scroll_into_view_if_needed()
+    box = start.bounding_box()
+    assert box is not None
+    # Two clicks of the mouse itself (Playwright's own clicks would wait for the navigation):
+    # the second while the first submission is on its way.
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_timeout(300)
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_timeout(300)  # time for a second request to reach the route, if one were sent
+    assert len(held) == 1  # the form sent once
+    held[0].continue_()
     expect(page).to_have_url(re.compile(r"/jobs/\d+$"))
+    page.unroute(re.compile(r"/train$"))
+    assert trainings() == before + 1
     link = page.get_by_role("link", name=re.compile("open the tokenizer"))
     expect(link).to_be_visible(timeout=120_000)  # the job component polls until done
     page.screenshot(path=str(artifacts_dir / "job-done.png"), full_page=True)
