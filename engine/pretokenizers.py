@@ -84,14 +84,20 @@ class PreTokenizer(Protocol):
 
 
 class RegexSplit:
-    """Pieces are the matches of a regex (text between matches is dropped, as tiktoken does).
+    """Pieces are the matches of a regex, and with ``keep_gaps`` the text between them too.
 
     The whole match is the piece, as in Hugging Face's ``Split`` and tiktoken, also when the
     pattern has capturing groups (``findall`` would return the groups instead). Matching
     respects the caller's ``engine.limits.time_budget``.
+
+    Text that no match covers is a piece of its own with ``keep_gaps`` (Hugging Face's ``Split``
+    with "Isolated": nothing is lost, whatever pattern a user writes), and is dropped without it
+    (tiktoken's ``findall``, HF's ``Whitespace``; a tiktoken file's pattern keeps that meaning).
+    The named patterns match every character, so the two agree on them; each export writes the
+    choice in its own terms (:meth:`to_hf`, :meth:`findall_pattern`).
     """
 
-    def __init__(self, pattern: str, name: str | None = None) -> None:
+    def __init__(self, pattern: str, name: str | None = None, *, keep_gaps: bool = True) -> None:
         check_pattern(pattern)
         try:
             self._regex = regex.compile(pattern)
@@ -99,6 +105,8 @@ class RegexSplit:
             raise ConfigError(f"The pre-tokenizer pattern {shown(pattern)} is not a valid regex: {exc}.") from None
         self.pattern = pattern
         self.name = name or next((n for n, p in PATTERNS.items() if p == pattern), "custom")
+        # The named patterns cover all text: the findall path is theirs, and the same pieces.
+        self.keep_gaps = keep_gaps and self.name not in PATTERNS
         self._check_matches()
 
     def _check_matches(self) -> None:
@@ -123,24 +131,51 @@ class RegexSplit:
             )
 
     def pieces(self, text: str) -> list[str]:
-        """The matches of the pattern in ``text``, charged to the current time budget."""
+        """The matches of the pattern in ``text`` (and the gaps, with ``keep_gaps``), charged to
+        the current time budget."""
+        if self.keep_gaps:
+            return [piece.text for piece in self.split(text)]
         if self._regex.groups:
             return run_budgeted(lambda timeout: [m.group() for m in self._regex.finditer(text, timeout=timeout)],
                                 *_SLOW_PATTERN)
         return run_budgeted(lambda timeout: self._regex.findall(text, timeout=timeout), *_SLOW_PATTERN)
 
     def split(self, text: str) -> list[Piece]:
-        return run_budgeted(
-            lambda timeout: [Piece(m.group(), m.start(), m.end()) for m in self._regex.finditer(text, timeout=timeout)],
-            *_SLOW_PATTERN,
-        )
+        if not self.keep_gaps:
+            return run_budgeted(
+                lambda timeout: [Piece(m.group(), m.start(), m.end()) for m in self._regex.finditer(text, timeout=timeout)],
+                *_SLOW_PATTERN,
+            )
+        return run_budgeted(lambda timeout: self._with_gaps(text, timeout), *_SLOW_PATTERN)
+
+    def _with_gaps(self, text: str, timeout: float | None) -> list[Piece]:
+        found: list[Piece] = []
+        end = 0
+        for match in self._regex.finditer(text, timeout=timeout):
+            if match.start() > end:
+                found.append(Piece(text[end:match.start()], end, match.start()))
+            found.append(Piece(match.group(), match.start(), match.end()))
+            end = match.end()
+        if end < len(text):
+            found.append(Piece(text[end:], end, len(text)))
+        return found
+
+    def findall_pattern(self) -> str:
+        """A pattern whose ``findall`` gives these pieces (tiktoken's ``pat_str``): with
+        ``keep_gaps``, a gap is a run of positions where the pattern does not match."""
+        if not self.keep_gaps:
+            return self.pattern
+        return f"(?:{self.pattern})|(?:(?!(?:{self.pattern}))[\\s\\S])+"
 
     def to_hf(self) -> dict[str, Any]:
+        if self.name == "hf-whitespace":
+            return {"type": "Whitespace"}
         return {
             "type": "Split",
             "pattern": {"Regex": self.pattern},
-            "behavior": "Isolated",
-            "invert": False,
+            # "Removed" with invert: the matches are kept and the rest is dropped (findall).
+            "behavior": "Isolated" if self.keep_gaps or self.name in PATTERNS else "Removed",
+            "invert": not (self.keep_gaps or self.name in PATTERNS),
         }
 
 
@@ -148,7 +183,7 @@ class WhitespaceSplit(RegexSplit):
     """Split on runs of whitespace, dropping them (Hugging Face's ``WhitespaceSplit``)."""
 
     def __init__(self) -> None:
-        super().__init__(r"\S+", name="whitespace")
+        super().__init__(r"\S+", name="whitespace", keep_gaps=False)
 
     def to_hf(self) -> dict[str, Any]:
         return {"type": "WhitespaceSplit"}
@@ -166,7 +201,7 @@ class BertPreTokenizer(RegexSplit):
     """BERT's split: runs of non-space, non-punctuation characters, and each punctuation alone."""
 
     def __init__(self) -> None:
-        super().__init__(r"[\p{P}!-/:-@\[-`{-~]|[^\s\p{P}!-/:-@\[-`{-~]+", name="bert")
+        super().__init__(r"[\p{P}!-/:-@\[-`{-~]|[^\s\p{P}!-/:-@\[-`{-~]+", name="bert", keep_gaps=False)
 
     def to_hf(self) -> dict[str, Any]:
         return {"type": "BertPreTokenizer"}
@@ -237,8 +272,9 @@ class Metaspace:
         }
 
 
-def get_pretokenizer(spec: str) -> PreTokenizer:
-    """Build a pre-tokenizer from a name (gpt2, gpt4, o200k, whitespace, bert, metaspace) or a regex."""
+def get_pretokenizer(spec: str, *, keep_gaps: bool = True) -> PreTokenizer:
+    """Build a pre-tokenizer from a name (gpt2, gpt4, o200k, whitespace, bert, metaspace) or a regex
+    (whose gaps are pieces too unless ``keep_gaps`` is false: see :class:`RegexSplit`)."""
     if spec in PATTERNS:
         return RegexSplit(PATTERNS[spec], name=spec)
     if spec == "whitespace":
@@ -251,7 +287,7 @@ def get_pretokenizer(spec: str) -> PreTokenizer:
         raise ConfigError(
             "The pre-tokenizer must be one of gpt2, gpt4, o200k, whitespace, bert, metaspace, or a regex."
         )
-    return RegexSplit(spec)
+    return RegexSplit(spec, keep_gaps=keep_gaps)
 
 
 def pretokenizer_from_hf(data: dict[str, Any] | None) -> PreTokenizer | None:
@@ -263,21 +299,25 @@ def pretokenizer_from_hf(data: dict[str, Any] | None) -> PreTokenizer | None:
         pattern = data.get("pattern", {})
         if not isinstance(pattern, dict) or not isinstance(pattern.get("Regex"), str):
             raise FormatError(f"Split pre-tokenizers need a {{\"Regex\": pattern}}; {shown(pattern)} is not supported.")
-        # Only "Isolated" keeps each match as a piece, which is what RegexSplit does; reading
-        # another behaviour as it would give other ids than Hugging Face without a word.
-        if data.get("behavior", "Isolated") != "Isolated" or data.get("invert", False):
+        # "Isolated" keeps the matches and the text between them as pieces; "Removed" with invert
+        # keeps only the matches (findall). Reading another behaviour as one of these would give
+        # other ids than Hugging Face without a word.
+        behaviour = (data.get("behavior", "Isolated"), data.get("invert", False))
+        if behaviour not in (("Isolated", False), ("Removed", True)):
             raise FormatError(
-                f"Split pre-tokenizers are supported with behavior \"Isolated\" and invert false only, "
-                f"not {shown(data.get('behavior'))} with invert {shown(data.get('invert'))}."
+                "Split pre-tokenizers are supported with behavior \"Isolated\" (invert false) or \"Removed\" "
+                f"(invert true) only, not {shown(data.get('behavior'))} with invert {shown(data.get('invert'))}."
             )
         try:
-            return RegexSplit(pattern["Regex"])
+            return RegexSplit(pattern["Regex"], keep_gaps=behaviour[0] == "Isolated")
         except ConfigError as exc:
             raise FormatError(str(exc)) from None
     if kind == "WhitespaceSplit":
         return WhitespaceSplit()
-    if kind in ("BertPreTokenizer", "Whitespace"):
-        return BertPreTokenizer() if kind == "BertPreTokenizer" else RegexSplit(r"\w+|[^\w\s]+", name="hf-whitespace")
+    if kind == "BertPreTokenizer":
+        return BertPreTokenizer()
+    if kind == "Whitespace":  # word and punctuation runs; the spaces between are dropped
+        return RegexSplit(r"\w+|[^\w\s]+", name="hf-whitespace", keep_gaps=False)
     if kind == "Metaspace":
         scheme = data.get("prepend_scheme", "always" if data.get("add_prefix_space", True) else "never")
         return Metaspace(

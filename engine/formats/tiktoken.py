@@ -170,7 +170,8 @@ def build_tiktoken(
     clash = sorted(set(specials.values()) & set(ranks.values()))
     if clash:
         raise FormatError(f"The special token id {clash[0]} is also the rank of a mergeable token.", source=source)
-    pre = pattern if not isinstance(pattern, str) else get_pretokenizer(pattern)
+    # tiktoken keeps only what the pattern matches (findall), so a rank file's pattern does too.
+    pre = pattern if not isinstance(pattern, str) else get_pretokenizer(pattern, keep_gaps=False)
     return byte_level_bpe({rank: token for token, rank in ranks.items()}, merges, pretokenizer=pre,
                           special_tokens=specials, name=name)
 
@@ -224,7 +225,7 @@ def loads_tiktoken(
         )
     pattern = pretokenizer if pretokenizer is not None else sidecar["pat_str"]  # type: ignore[index]
     try:
-        pre = get_pretokenizer(pattern)
+        pre = get_pretokenizer(pattern, keep_gaps=False)  # tiktoken's findall (see RegexSplit)
     except ConfigError as exc:
         if pretokenizer is not None:
             raise
@@ -293,7 +294,7 @@ def dumps_sidecar(tokenizer: Tokenizer) -> str:
     pre = tokenizer.pre_tokenizer
     if pre is not None and not isinstance(pre, RegexSplit):
         raise ConfigError(f"tiktoken splits text with a regex; the {pre.name!r} pre-tokenizer has none.")
-    pattern = pre.pattern if pre is not None else WHOLE_TEXT_PATTERN
+    pattern = pre.findall_pattern() if pre is not None else WHOLE_TEXT_PATTERN
     data = {"name": tokenizer.name or "tokenforge", "pat_str": pattern, "special_tokens": tokenizer.special_tokens}
     return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
 

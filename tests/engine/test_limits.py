@@ -209,10 +209,10 @@ def test_malformed_documents_are_format_errors(text: str, message: str) -> None:
         loads(text)
 
 
-def test_a_split_that_is_not_isolated_is_refused() -> None:
+def test_a_split_neither_isolated_nor_removed_and_inverted_is_refused() -> None:
     data = json.loads(tiny(RegexSplit(r"\w+|\s")).to_json())
     data["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Removed"
-    with pytest.raises(FormatError, match='supported with behavior "Isolated" and invert false only'):
+    with pytest.raises(FormatError, match=r"supported with behavior \"Isolated\" \(invert false\) or \"Removed\" \(invert true\) only"):
         loads(json.dumps(data))
 
 
