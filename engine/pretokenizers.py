@@ -152,6 +152,8 @@ class RegexSplit:
         found: list[Piece] = []
         end = 0
         for match in self._regex.finditer(text, timeout=timeout):
+            if match.start() == match.end():  # a lookahead the probe missed: no piece, not an empty one
+                continue
             if match.start() > end:
                 found.append(Piece(text[end:match.start()], end, match.start()))
             found.append(Piece(match.group(), match.start(), match.end()))

@@ -33,6 +33,8 @@ def test_the_text_between_matches_is_kept_as_pieces() -> None:
     assert split.pieces("the cat 12!") == ["the", " ", "cat", " 12!"]
     assert [(p.text, p.start, p.end) for p in split.split("12 ab")] == [("12 ", 0, 3), ("ab", 3, 5)]
     assert get_pretokenizer("[a-z]+", keep_gaps=False).pieces("the cat 12!") == ["the", "cat"]
+    # An empty match (a lookahead the pattern check's sample never triggers) makes no piece.
+    assert get_pretokenizer("(?=x)").pieces("a x b") == ["a x b"]
 
 
 def test_a_custom_pattern_loses_no_text_and_hugging_face_agrees(trained: Tokenizer) -> None:
