@@ -172,13 +172,10 @@ class RegexSplit:
     def to_hf(self) -> dict[str, Any]:
         if self.name == "hf-whitespace":
             return {"type": "Whitespace"}
-        return {
-            "type": "Split",
-            "pattern": {"Regex": self.pattern},
-            # "Removed" with invert: the matches are kept and the rest is dropped (findall).
-            "behavior": "Isolated" if self.keep_gaps or self.name in PATTERNS else "Removed",
-            "invert": not (self.keep_gaps or self.name in PATTERNS),
-        }
+        isolated = self.keep_gaps or self.name in PATTERNS  # (the named patterns leave no gaps)
+        # "Removed" with invert: the matches are kept and the rest is dropped (findall).
+        return {"type": "Split", "pattern": {"Regex": self.pattern}, "behavior": "Isolated" if isolated else "Removed",
+                "invert": not isolated}
 
 
 class WhitespaceSplit(RegexSplit):
