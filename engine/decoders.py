@@ -98,18 +98,15 @@ class WordPieceDecoder:
 class MetaspaceDecoder:
     """Turn ``▁`` back into spaces and drop the leading one that the dummy prefix added.
 
-    With ``byte_fallback`` (the model spells unknown characters as ``<0xC3>``-style byte pieces)
-    our decoding is the same, since the model already gives a byte piece's byte; what changes is
-    the Hugging Face form. HF's ``Metaspace`` decoder would print byte pieces as they are written
-    ("caf<0xC3><0xA9>"), so such a tokenizer is written as sentencepiece-style chains are (Llama's,
-    Gemma's): replace ``▁``, turn byte pieces into bytes, fuse, strip the dummy prefix's space.
+    Over a byte-fallback model (unknown characters spelled as ``<0xC3>``-style byte pieces) our
+    decoding is the same, since the model already gives a byte piece's byte; only the Hugging Face
+    form differs (:meth:`to_hf_byte_fallback`).
     """
 
-    def __init__(self, replacement: str = "▁", *, add_dummy_prefix: bool = True, byte_fallback: bool = False) -> None:
+    def __init__(self, replacement: str = "▁", *, add_dummy_prefix: bool = True) -> None:
         self.replacement = replacement
         self._replacement = replacement.encode("utf-8")
         self.add_dummy_prefix = add_dummy_prefix
-        self.byte_fallback = byte_fallback
 
     def decode(self, tokens: list[bytes]) -> bytes:
         text = b"".join(tokens).replace(self._replacement, b" ")
@@ -117,16 +114,21 @@ class MetaspaceDecoder:
             text = text[1:]
         return text
 
+    def to_hf_byte_fallback(self) -> dict[str, Any]:
+        """This decoder over a byte-fallback model, as HF needs it. HF's ``Metaspace`` decoder
+        would print byte pieces as written ("caf<0xC3><0xA9>"), so it is written as
+        sentencepiece-style chains are (Llama's, Gemma's): replace ``▁``, turn byte pieces into
+        bytes, fuse, strip the dummy prefix's space."""
+        chain: list[dict[str, Any]] = [
+            {"type": "Replace", "pattern": {"String": self.replacement}, "content": " "},
+            {"type": "ByteFallback"},
+            {"type": "Fuse"},
+        ]
+        if self.add_dummy_prefix:
+            chain.append({"type": "Strip", "content": " ", "start": 1, "stop": 0})
+        return {"type": "Sequence", "decoders": chain}
+
     def to_hf(self) -> dict[str, Any]:
-        if self.byte_fallback:
-            chain: list[dict[str, Any]] = [
-                {"type": "Replace", "pattern": {"String": self.replacement}, "content": " "},
-                {"type": "ByteFallback"},
-                {"type": "Fuse"},
-            ]
-            if self.add_dummy_prefix:
-                chain.append({"type": "Strip", "content": " ", "start": 1, "stop": 0})
-            return {"type": "Sequence", "decoders": chain}
         return {
             "type": "Metaspace",
             "replacement": self.replacement,
@@ -163,5 +165,5 @@ def decoder_from_hf(data: dict[str, Any] | None, default: Decoder) -> Decoder:
             pattern = next((d.get("pattern") for d in chain if d.get("type") == "Replace"), None)
             replacement = pattern.get("String") if isinstance(pattern, dict) else None
             return MetaspaceDecoder(replacement if isinstance(replacement, str) and replacement else "▁",
-                                    add_dummy_prefix=strip, byte_fallback="ByteFallback" in kinds)
+                                    add_dummy_prefix=strip)
     raise FormatError(f"The decoder type {kind!r} is not supported.")

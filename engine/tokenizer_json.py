@@ -57,6 +57,16 @@ class Pipeline(Protocol):
     def special_tokens(self) -> dict[str, int]: ...
 
 
+def _decoder_to_hf(tokenizer: Pipeline) -> dict[str, Any]:
+    """The decoder as HF must run it. Our byte-fallback model gives a byte piece's byte whatever
+    the decoder, so the model decides, for every such tokenizer: trained, or read from a file
+    whose decoder prints "<0xC3>" (ours before, or an import's)."""
+    decoder = tokenizer.decoder
+    if isinstance(decoder, MetaspaceDecoder) and getattr(tokenizer.model, "byte_fallback", False):
+        return decoder.to_hf_byte_fallback()
+    return decoder.to_hf()
+
+
 def to_hf_dict(tokenizer: Pipeline) -> dict[str, Any]:
     """The tokenizer as a ``tokenizer.json`` object."""
     model = tokenizer.model.to_hf()
@@ -91,7 +101,7 @@ def to_hf_dict(tokenizer: Pipeline) -> dict[str, Any]:
         "normalizer": tokenizer.normalizer.to_hf() if tokenizer.normalizer else None,
         "pre_tokenizer": pre,
         "post_processor": post,
-        "decoder": tokenizer.decoder.to_hf(),
+        "decoder": _decoder_to_hf(tokenizer),
         "model": model,
     }
 
@@ -157,19 +167,13 @@ def pipeline_from_hf_dict(data: Any) -> dict[str, Any]:
                           "(this one has neither a ByteLevel pre-tokenizer nor a suffix).")
     model = _model_class(kind, char_level=char_level).from_hf(model_data, special_tokens=specials)
     default_decoder = ByteLevelDecoder() if byte_level else ConcatDecoder()
-    decoder = ByteLevelDecoder() if byte_level else decoder_from_hf(data.get("decoder"), default_decoder)
-    if isinstance(decoder, MetaspaceDecoder) and getattr(model, "byte_fallback", False):
-        # Our model gives a byte piece's byte whatever the file's decoder says; the decoder says
-        # so too, so our tokenizer.json makes HF decode as we do (files written before we wrote
-        # the byte-fallback chain, or imported with a decoder that prints "<0xC3>").
-        decoder = MetaspaceDecoder(decoder.replacement, add_dummy_prefix=decoder.add_dummy_prefix, byte_fallback=True)
     return {
         "model": model,
         "normalizer": normalizer_from_hf(data.get("normalizer")),
         "pre_tokenizer": pre,
         "special_tokens": specials,
         "post_processor": post_processor_from_hf(data.get("post_processor"), specials),
-        "decoder": decoder,
+        "decoder": ByteLevelDecoder() if byte_level else decoder_from_hf(data.get("decoder"), default_decoder),
     }
 
 

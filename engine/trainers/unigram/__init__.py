@@ -158,7 +158,7 @@ def build_tokenizer(model: Unigram, options: UnigramOptions) -> Tokenizer:
         normalizer=get_normalizer(options.normalization),
         pre_tokenizer=Metaspace(SPACE, add_dummy_prefix=options.add_dummy_prefix, split_by_whitespace=options.split_by_whitespace),
         special_tokens={t: i for i, t in enumerate(options.special_tokens)},
-        decoder=MetaspaceDecoder(SPACE, add_dummy_prefix=options.add_dummy_prefix, byte_fallback=options.byte_fallback),
+        decoder=MetaspaceDecoder(SPACE, add_dummy_prefix=options.add_dummy_prefix),
         name="unigram",
     )
 
