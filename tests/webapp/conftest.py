@@ -32,6 +32,9 @@ from webapp.store import db
 from webapp.store.models import Membership, Team, User
 from webapp.web.config import normalize_database_url
 
+#: The header htmx sends, so a view answers with the block it swaps instead of the whole page.
+HX = {"HX-Request": "true"}
+
 POSTGRES_ENV = "TOKENFORGE_TEST_POSTGRES_URL"
 PASSWORD = "correct horse battery staple"
 _HASH: list[str] = []  # scrypt is deliberately slow: hash the test password once per run
@@ -200,3 +203,14 @@ def algorithm() -> str:
         if name in available_algorithms():
             return name
     pytest.skip("no trainer is installed in engine/trainers yet")
+
+
+def evaluate_held_out(client: FlaskClient, tokenizer_id: int, percent: str) -> Any:
+    """Upload a 40-line corpus, choose it on the tokenizer's insights page, and evaluate the
+    tokenizer on the last ``percent`` of it; return htmx's answer."""
+    body = "".join(f"the cat number {i} sat on the mat\n" for i in range(40)).encode()
+    client.post("/corpora/", data={"files": [(io.BytesIO(body), "cats.txt")]}, content_type="multipart/form-data")
+    page = client.get(f"/tokenizers/{tokenizer_id}/insights").get_data(as_text=True)
+    corpus_id = re.search(r'<option value="(\d+)"', page).group(1)  # type: ignore[union-attr]
+    return client.post(f"/tokenizers/{tokenizer_id}/insights/evaluate", headers=HX,
+                       data={"corpus_id": corpus_id, "percent": percent, "part": "last"})

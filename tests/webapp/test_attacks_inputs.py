@@ -29,7 +29,7 @@ from engine import Tokenizer
 from engine.models.wordpiece import WordPiece
 from engine.pretokenizers import BertPreTokenizer
 from engine.trainers import option_specs
-from tests.webapp.conftest import add_user, login_as, make_app
+from tests.webapp.conftest import HX, add_user, login_as, make_app
 from tests.webapp.playground_samples import byte_bpe, store, unigram, wordpiece
 from webapp.playground import charts, vocab_browser
 from webapp.store import db
@@ -40,7 +40,6 @@ from webapp.training.form import PREFIX, available_algorithms
 from webapp.web.errors import MESSAGES
 from webapp.web.numbers import MAX_ID
 
-HX = {"HX-Request": "true"}
 DEEP = "[" * 100_000 + "]" * 100_000
 LONG = "9" * 5_000
 # The values every query string and form field gets, one kind per request.

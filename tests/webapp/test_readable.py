@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import re
 from pathlib import Path
 
@@ -11,11 +10,10 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from engine import train
+from tests.webapp.conftest import evaluate_held_out
 from tests.webapp.playground_samples import byte_bpe, gpt2, store, unigram, wordpiece
 from webapp.corpora import heldout
 from webapp.web import filters
-
-HX = {"HX-Request": "true"}
 
 
 @pytest.mark.parametrize(("value", "shown"), [
@@ -148,12 +146,7 @@ def test_the_evaluation_is_a_table_with_the_difference_as_a_sentence() -> None:
 
 def test_the_evaluation_page_shows_the_table(client: FlaskClient, app: Flask) -> None:
     tokenizer_id = store(app, byte_bpe())
-    body = "".join(f"the cat number {i} sat on the mat\n" for i in range(40)).encode()
-    client.post("/corpora/", data={"files": [(io.BytesIO(body), "cats.txt")]}, content_type="multipart/form-data")
-    page = client.get(f"/tokenizers/{tokenizer_id}/insights").get_data(as_text=True)
-    corpus_id = re.search(r'<option value="(\d+)"', page).group(1)  # type: ignore[union-attr]
-    response = client.post(f"/tokenizers/{tokenizer_id}/insights/evaluate", headers=HX,
-                           data={"corpus_id": corpus_id, "percent": "50", "part": "last"})
+    response = evaluate_held_out(client, tokenizer_id, "50")
     html = response.get_data(as_text=True)
     assert response.status_code == 200, html
     assert '<tr><th scope="row">Round trip</th><td>lossless</td></tr>' in html

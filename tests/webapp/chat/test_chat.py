@@ -9,11 +9,10 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from engine import Tokenizer, byte_level_bpe
-from tests.webapp.conftest import add_user
+from tests.webapp.conftest import HX, add_user
 from tests.webapp.playground_samples import EOT, MERGES, byte_bpe, store
 from webapp.chat.chat import ChatCount, ChatError, Message, TemplateRefused, count_chat
 
-HX = {"HX-Request": "true"}
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
 CHAT = [Message("system", "the"), Message("user", "wé"), Message("assistant", "the wo")]
 

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import io
 import re
 
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from tests.webapp.conftest import add_user
+from tests.webapp.conftest import HX, add_user, evaluate_held_out
 from tests.webapp.playground_samples import EOT, byte_bpe, store, unigram, wordpiece
-
-HX = {"HX-Request": "true"}
 
 
 @pytest.fixture
@@ -175,12 +172,7 @@ def test_evaluation_needs_a_corpus_and_a_percentage(client: FlaskClient, ids: di
 
 
 def test_evaluation_on_a_held_out_split_shows_the_engine_metrics(client: FlaskClient, ids: dict[str, int]) -> None:
-    body = "".join(f"the cat number {i} sat on the mat\n" for i in range(40)).encode()
-    client.post("/corpora/", data={"files": [(io.BytesIO(body), "cats.txt")]}, content_type="multipart/form-data")
-    page = client.get(f"/tokenizers/{ids['bpe']}/insights").get_data(as_text=True)
-    corpus_id = re.search(r'<option value="(\d+)"', page).group(1)  # type: ignore[union-attr]
-    response = client.post(f"/tokenizers/{ids['bpe']}/insights/evaluate", headers=HX,
-                           data={"corpus_id": corpus_id, "percent": "10", "part": "last"})
+    response = evaluate_held_out(client, ids["bpe"], "10")
     html = response.get_data(as_text=True)
     assert response.status_code == 200, html
     assert "Bytes per token" in html and "Tokens per word" in html and "<td>lossless</td>" in html

@@ -8,10 +8,9 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
+from tests.webapp.conftest import HX
 from tests.webapp.playground_samples import byte_bpe, gpt2, store, unigram, wordpiece
 from webapp.playground import scripts, vocab_browser
-
-HX = {"HX-Request": "true"}
 
 
 def ids_in(html: str) -> list[int]:

@@ -25,11 +25,10 @@ from hypothesis import strategies as st
 from engine import Tokenizer, byte_level_bpe
 from engine.formats import gpt2, tiktoken
 from engine.pretokenizers import RegexSplit
-from tests.webapp.conftest import login_as, make_app
+from tests.webapp.conftest import HX, login_as, make_app
 
 EOT = "<|endoftext|>"
 REDOS = r"(?:.*,){6}X|\s|\S"
-HX = {"HX-Request": "true"}
 
 
 def tiny(pretokenizer: str | RegexSplit = "gpt2") -> Tokenizer:
