@@ -19,7 +19,7 @@ from typing import Any, NamedTuple, Protocol
 
 import regex
 
-from engine.errors import ConfigError, FormatError
+from engine.errors import ConfigError
 from engine.limits import check_pattern, run_budgeted, shown
 
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
@@ -216,18 +216,35 @@ class Metaspace:
     name = "metaspace"
 
     def __init__(
-        self, replacement: str = "▁", *, add_dummy_prefix: bool = True, split_by_whitespace: bool = True
+        self,
+        replacement: str = "▁",
+        *,
+        add_dummy_prefix: bool = True,
+        split_by_whitespace: bool = True,
+        prepend_first_only: bool = False,
     ) -> None:
-        if len(replacement) != 1:
-            raise ConfigError(f"The Metaspace replacement must be one character, not {replacement!r}.")
+        if not isinstance(replacement, str) or len(replacement) != 1:
+            raise ConfigError(f"The Metaspace replacement must be one character, not {shown(replacement)}.")
         self.replacement = replacement
         self.add_dummy_prefix = add_dummy_prefix
+        # Hugging Face's prepend_scheme "first": the prefix only where the text starts, not after
+        # a special token (the tokenizer asks ``later`` for those segments).
+        self.prepend_first_only = prepend_first_only and add_dummy_prefix
         self.split_by_whitespace = split_by_whitespace
-        self._words = regex.compile(r"[ ]*[^ ]+|[ ]+") if split_by_whitespace else None
+        # A space and the replacement character itself both start a word (HF splits after replacing).
+        gap = regex.escape(" " + replacement)
+        self._words = regex.compile(f"[{gap}]*[^{gap}]+|[{gap}]+") if split_by_whitespace else None
 
-    def _transform(self, text: str) -> tuple[str, int]:
-        prefix = self.replacement if self.add_dummy_prefix and text and not text.startswith(" ") else ""
-        return prefix + text.replace(" ", self.replacement), len(prefix)
+    def later(self) -> Metaspace:
+        """This pre-tokenizer for text that does not start the input: without the prefix under
+        prepend_scheme "first", itself otherwise."""
+        if not self.prepend_first_only:
+            return self
+        return Metaspace(self.replacement, add_dummy_prefix=False, split_by_whitespace=self.split_by_whitespace)
+
+    def _prefixed(self, chunk: str) -> bool:
+        # Hugging Face looks at the text after spaces became the replacement: "▁" counts as a space.
+        return self.add_dummy_prefix and not chunk.startswith((" ", self.replacement))
 
     def _chunks(self, text: str) -> list[tuple[int, int]]:
         if self._words is None:
@@ -237,7 +254,7 @@ class Metaspace:
             start, end = match.span()
             # sentencepiece keeps a space with the word after it: "a  b" -> "▁a", "▁", "▁b".
             body = match.group()
-            stripped = body.lstrip(" ")
+            stripped = body.lstrip(" " + self.replacement)
             if stripped and len(body) - len(stripped) > 1:
                 lead = len(body) - len(stripped) - 1
                 spans.extend((start + i, start + i + 1) for i in range(lead))
@@ -255,7 +272,7 @@ class Metaspace:
         result: list[Piece] = []
         for index, (start, end) in enumerate(self._chunks(text)):
             body = text[start:end].replace(" ", self.replacement)
-            if index == 0 and self.add_dummy_prefix and not text[start:end].startswith(" "):
+            if index == 0 and self._prefixed(text[start:end]):
                 offsets = (start,) + tuple(range(start, end + 1))
                 result.append(Piece(self.replacement + body, start, end, offsets))
             else:
@@ -266,7 +283,7 @@ class Metaspace:
         return {
             "type": "Metaspace",
             "replacement": self.replacement,
-            "prepend_scheme": "always" if self.add_dummy_prefix else "never",
+            "prepend_scheme": "first" if self.prepend_first_only else "always" if self.add_dummy_prefix else "never",
             "split": self.split_by_whitespace,
         }
 
@@ -287,41 +304,3 @@ def get_pretokenizer(spec: str, *, keep_gaps: bool = True) -> PreTokenizer:
             "The pre-tokenizer must be one of gpt2, gpt4, o200k, whitespace, bert, metaspace, or a regex."
         )
     return RegexSplit(spec, keep_gaps=keep_gaps)
-
-
-def pretokenizer_from_hf(data: dict[str, Any] | None) -> PreTokenizer | None:
-    """Read a Hugging Face ``pre_tokenizer`` object (ByteLevel is the caller's business)."""
-    if data is None:
-        return None
-    kind = data.get("type")
-    if kind == "Split":
-        pattern = data.get("pattern", {})
-        if not isinstance(pattern, dict) or not isinstance(pattern.get("Regex"), str):
-            raise FormatError(f"Split pre-tokenizers need a {{\"Regex\": pattern}}; {shown(pattern)} is not supported.")
-        # "Isolated" keeps the matches and the text between them as pieces; "Removed" with invert
-        # keeps only the matches (findall). Reading another behaviour as one of these would give
-        # other ids than Hugging Face without a word.
-        behaviour = (data.get("behavior", "Isolated"), data.get("invert", False))
-        if behaviour not in (("Isolated", False), ("Removed", True)):
-            raise FormatError(
-                "Split pre-tokenizers are supported with behavior \"Isolated\" (invert false) or \"Removed\" "
-                f"(invert true) only, not {shown(data.get('behavior'))} with invert {shown(data.get('invert'))}."
-            )
-        try:
-            return RegexSplit(pattern["Regex"], keep_gaps=behaviour[0] == "Isolated")
-        except ConfigError as exc:
-            raise FormatError(str(exc)) from None
-    if kind == "WhitespaceSplit":
-        return WhitespaceSplit()
-    if kind == "BertPreTokenizer":
-        return BertPreTokenizer()
-    if kind == "Whitespace":  # word and punctuation runs; the spaces between are dropped
-        return RegexSplit(r"\w+|[^\w\s]+", name="hf-whitespace", keep_gaps=False)
-    if kind == "Metaspace":
-        scheme = data.get("prepend_scheme", "always" if data.get("add_prefix_space", True) else "never")
-        return Metaspace(
-            data.get("replacement", "▁"),
-            add_dummy_prefix=scheme != "never",
-            split_by_whitespace=bool(data.get("split", True)),
-        )
-    raise FormatError(f"The pre-tokenizer type {kind!r} is not supported.")

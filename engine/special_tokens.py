@@ -25,21 +25,48 @@ _KEPT_PATTERNS = 8  # alternations kept per tokenizer; more distinct allowed set
 _SLOW = ("Looking for special tokens", "encode a shorter text.")
 
 
-def _alternation(tokens: Collection[str]) -> regex.Pattern[str] | None:
+# Hugging Face's lstrip/rstrip take Unicode whitespace (Rust's char::is_whitespace) into the match.
+_SPACE = r"\p{White_Space}*"
+
+
+def _alternation(tokens: Collection[str], strip: Mapping[str, tuple[bool, bool]]) -> regex.Pattern[str] | None:
     if not tokens:
         return None
     ordered = sorted(tokens, key=lambda t: (-len(t), t))
-    return regex.compile("|".join(regex.escape(t) for t in ordered))
+    parts = []
+    for token in ordered:
+        lstrip, rstrip = strip.get(token, (False, False))
+        parts.append(f"{_SPACE if lstrip else ''}{regex.escape(token)}{_SPACE if rstrip else ''}")
+    return regex.compile("|".join(parts))
 
 
 class SpecialTokens:
-    """A fixed set of special tokens and their ids."""
+    """A fixed set of special tokens and their ids, and the other added tokens.
 
-    def __init__(self, tokens: Mapping[str, int] | None = None) -> None:
+    ``added`` are Hugging Face's non-special added tokens (Gemma's runs of spaces, HTML tags):
+    part of the vocabulary, matched whole wherever they occur like special tokens, but never
+    refused and never in need of allowing. ``strip`` names the tokens whose match takes the
+    whitespace before (lstrip) or after (rstrip) it, as Hugging Face's added tokens may.
+    """
+
+    def __init__(
+        self,
+        tokens: Mapping[str, int] | None = None,
+        *,
+        added: Mapping[str, int] | None = None,
+        strip: Mapping[str, tuple[bool, bool]] | None = None,
+    ) -> None:
         self.ids: dict[str, int] = dict(tokens or {})
-        check_special_tokens(self.ids)
-        self.by_id: dict[int, str] = {i: t for t, i in self.ids.items()}
+        self.added: dict[str, int] = dict(added or {})
+        check_special_tokens({**self.ids, **self.added})
+        self.strip: dict[str, tuple[bool, bool]] = {t: flags for t, flags in (strip or {}).items() if any(flags)}
+        self.by_id: dict[int, str] = {i: t for t, i in {**self.ids, **self.added}.items()}
         self._patterns: dict[frozenset[str], regex.Pattern[str] | None] = {}
+
+    def by_id_of(self, token: str) -> int:
+        """The id of a special or added token."""
+        found = self.ids.get(token)
+        return found if found is not None else self.added[token]
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -52,8 +79,17 @@ class SpecialTokens:
         if found is False:
             if len(self._patterns) >= _KEPT_PATTERNS:
                 self._patterns = {}  # a new dict, not clear(): other threads may be reading the old one
-            found = self._patterns[tokens] = _alternation(tokens)
+            found = self._patterns[tokens] = _alternation(tokens, self.strip)
         return found
+
+    def _token(self, matched: str) -> str:
+        """The token a match stands for: itself, or itself without the whitespace it took in."""
+        if matched in self.ids or matched in self.added:
+            return matched
+        for candidate in (matched.strip(), matched.lstrip(), matched.rstrip()):
+            if candidate in self.ids or candidate in self.added:
+                return candidate
+        raise KeyError(matched)  # pragma: no cover - every alternative is a known token
 
     def resolve(self, allowed_special: AllowedSpecial, disallowed_special: AllowedSpecial) -> tuple[frozenset[str], frozenset[str]]:
         """Turn tiktoken-style arguments into (allowed, disallowed) sets of known tokens."""
@@ -77,7 +113,7 @@ class SpecialTokens:
             return
         match = run_budgeted(lambda timeout: pattern.search(text, timeout=timeout), *_SLOW)
         if match is not None:
-            token = match.group()
+            token = self._token(match.group())
             raise SpecialTokenError(
                 f"The text contains the special token {token!r} (at character {match.start()}), "
                 f"which is not allowed. Pass allowed_special={{{token!r}}} (or allowed_special=\"all\") "
@@ -85,15 +121,17 @@ class SpecialTokens:
             )
 
     def split(self, text: str, allowed: frozenset[str]) -> Iterator[tuple[int, int, int | None]]:
-        """Yield ``(start, end, id)`` segments of ``text``; ``id`` is None for ordinary text."""
-        pattern = self._pattern(allowed)
+        """Yield ``(start, end, id)`` segments of ``text``; ``id`` is None for ordinary text.
+
+        The added tokens are always matched, beside the ``allowed`` special tokens."""
+        pattern = self._pattern(allowed | frozenset(self.added))
         position = 0
         if pattern is not None:
             matches = run_budgeted(lambda timeout: list(pattern.finditer(text, timeout=timeout)), *_SLOW)
             for match in matches:
                 if match.start() > position:
                     yield position, match.start(), None
-                yield match.start(), match.end(), self.ids[match.group()]
+                yield match.start(), match.end(), self.by_id_of(self._token(match.group()))
                 position = match.end()
         if position < len(text):
             yield position, len(text), None

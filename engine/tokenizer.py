@@ -78,11 +78,19 @@ class Tokenizer:
         post_processor: TemplateProcessing | None = None,
         decoder: Decoder | None = None,
         name: str = "",
+        added_tokens: Mapping[str, int] | None = None,
+        added_token_strip: Mapping[str, tuple[bool, bool]] | None = None,
     ) -> None:
         self.model = model
         self.normalizer = normalizer
         self.pre_tokenizer = pre_tokenizer
-        self.specials = SpecialTokens(special_tokens)
+        # Hugging Face's non-special added tokens are matched like special tokens, but always
+        # (see SpecialTokens); ``added_token_strip`` gives (lstrip, rstrip) per token.
+        self.specials = SpecialTokens(special_tokens, added=added_tokens, strip=added_token_strip)
+        # Text after a special token does not start the input: a Metaspace with prepend_scheme
+        # "first" gives it no prefix there (``Metaspace.later``).
+        later = getattr(pre_tokenizer, "later", None)
+        self._later_pre: PreTokenizer | None = later() if later is not None else pre_tokenizer
         self.post_processor = post_processor
         self.decoder: Decoder = decoder or ByteLevelDecoder()
         self.name = name
@@ -110,8 +118,13 @@ class Tokenizer:
         return dict(self.specials.ids)
 
     @property
+    def added_tokens(self) -> dict[str, int]:
+        """The non-special added tokens (always matched whole; see SpecialTokens)."""
+        return dict(self.specials.added)
+
+    @property
     def vocab_size(self) -> int:
-        top = max(self.specials.ids.values(), default=-1) + 1
+        top = max(self.specials.by_id, default=-1) + 1
         return max(self.model.vocab_size, top)
 
     def id_to_token(self, token_id: int) -> str | None:
@@ -120,7 +133,7 @@ class Tokenizer:
         return special if special is not None else self.model.id_to_token(token_id)
 
     def token_to_id(self, token: str) -> int | None:
-        special = self.specials.ids.get(token)
+        special = self.specials.ids.get(token, self.specials.added.get(token))
         return special if special is not None else self.model.token_to_id(token)
 
     def token_bytes(self, token_id: int) -> bytes:
@@ -136,22 +149,30 @@ class Tokenizer:
             ) from None
 
     def is_special(self, token_id: int) -> bool:
-        return token_id in self.specials.by_id
+        token = self.specials.by_id.get(token_id)
+        return token is not None and token in self.specials.ids
 
     # ----------------------------------------------------------------- encoding
-    def _pieces(self, text: str) -> list[str]:
+    def _pieces(self, text: str, *, later: bool = False) -> list[str]:
+        """The pre-tokens of ``text``; ``later``: it follows a special token in the input."""
         if self.normalizer is not None:
             text = self.normalizer.normalize(text)
-        if self.pre_tokenizer is None:
+        pre = self._later_pre if later else self.pre_tokenizer
+        if pre is None:
             return [text] if text else []
-        return fastest_split(self.pre_tokenizer)(text)
+        return fastest_split(pre)(text)
+
+    def _encode_segment(self, text: str, *, later: bool = False) -> list[int]:
+        try:
+            return self._cache.encode(self._pieces(text, later=later))
+        except UnicodeEncodeError:
+            return self._cache.encode(self._pieces(replace_surrogates(text), later=later))
 
     def encode_ordinary(self, text: str) -> list[int]:
-        """Encode ``text`` with special tokens treated as plain text."""
-        try:
-            return self._cache.encode(self._pieces(text))
-        except UnicodeEncodeError:
-            return self.encode_ordinary(replace_surrogates(text))
+        """Encode ``text`` with special tokens treated as plain text (added tokens stay whole)."""
+        if not self.specials.added:
+            return self._encode_segment(text)
+        return self.encode(text, disallowed_special=(), add_special_tokens=False)
 
     def encode(
         self,
@@ -168,15 +189,15 @@ class Tokenizer:
         allowed, disallowed = self.specials.resolve(allowed_special, disallowed_special)
         if disallowed:
             self.specials.check_disallowed(text, disallowed)
-        if not allowed:
-            ids = self.encode_ordinary(text)
+        if not allowed and not self.specials.added:
+            ids = self._encode_segment(text)
         else:
             ids = []
             for start, end, special_id in self.specials.split(text, allowed):
                 if special_id is not None:
                     ids.append(special_id)
                 else:
-                    ids.extend(self.encode_ordinary(text[start:end]))
+                    ids.extend(self._encode_segment(text[start:end], later=start > 0))
         if add_special_tokens and self.post_processor is not None:
             ids = self.post_processor.process(ids)
         return ids
@@ -201,9 +222,10 @@ class Tokenizer:
         spans: list[TokenSpan] = []
         for start, end, special_id in self.specials.split(text, allowed):
             if special_id is not None:
-                spans.append(TokenSpan(special_id, byte_at[start], byte_at[end], start, end, True))
+                special = self.specials.by_id[special_id] in self.specials.ids
+                spans.append(TokenSpan(special_id, byte_at[start], byte_at[end], start, end, special))
             else:
-                spans.extend(self._segment_spans(text, start, end, byte_at))
+                spans.extend(self._segment_spans(text, start, end, byte_at, later=start > 0))
         if add_special_tokens and self.post_processor is not None:
             before, after = self.post_processor.added
             end_char, end_byte = len(text), byte_at[-1]
@@ -214,20 +236,21 @@ class Tokenizer:
             )
         return spans
 
-    def _split_with_offsets(self, text: str, *, aligned: bool) -> list[Piece]:
+    def _split_with_offsets(self, text: str, *, aligned: bool, later: bool = False) -> list[Piece]:
         """Pre-tokenize ``text`` into pieces with their spans.
 
         With a plain regex split whose pieces cover the text (the named patterns do), the spans
         are running sums of the piece lengths, so the fast split of ``_pieces`` serves; a regex
         that skips text (whitespace splitting) or a rewriting pre-tokenizer gives its own spans.
         """
-        if self.pre_tokenizer is None:
+        pre = self._later_pre if later else self.pre_tokenizer
+        if pre is None:
             return [Piece(text, 0, len(text))]
-        if not aligned and type(self.pre_tokenizer) is RegexSplit:
+        if not aligned and type(pre) is RegexSplit:
             texts = self._pieces(text)
             if sum(map(len, texts)) == len(text):  # in order, no overlap, no gap: contiguous
                 return [Piece(t, p, p + len(t)) for t, p in zip(texts, accumulate(map(len, texts), initial=0))]
-        return self.pre_tokenizer.split(text)
+        return pre.split(text)
 
     def _tiled_spans(self, segment: str, start: int, byte_at: list[int]) -> list[TokenSpan] | None:
         """All spans of a segment at once, or None where this shortcut does not apply.
@@ -261,7 +284,9 @@ class Tokenizer:
         rows = zip(ids, byte_starts, byte_ends, char_starts, char_ends, repeat(False))
         return list(map(tuple.__new__, repeat(TokenSpan), rows))
 
-    def _segment_spans(self, text: str, start: int, end: int, byte_at: list[int]) -> Iterator[TokenSpan]:
+    def _segment_spans(
+        self, text: str, start: int, end: int, byte_at: list[int], *, later: bool = False
+    ) -> Iterator[TokenSpan]:
         segment = text[start:end]
         if self.normalizer is None and type(self.pre_tokenizer) is RegexSplit:
             spans = self._tiled_spans(segment, start, byte_at)
@@ -272,7 +297,7 @@ class Tokenizer:
             normalized, align = normalize_aligned(self.normalizer, segment)
         else:
             normalized, align = segment, None
-        pieces = self._split_with_offsets(normalized, aligned=align is not None)
+        pieces = self._split_with_offsets(normalized, aligned=align is not None, later=later)
         surface = self._surfaces.__getitem__
         unaligned = align is None
         unk_id = getattr(self.model, "unk_id", None)

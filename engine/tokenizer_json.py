@@ -28,7 +28,9 @@ from engine.limits import MAX_SPECIAL_TOKENS, check_count, check_special_tokens,
 from engine.models.base import Model
 from engine.normalizers import Normalizer, normalizer_from_hf
 from engine.post_processors import TemplateProcessing, post_processor_from_hf
-from engine.pretokenizers import GPT2_PATTERN, PreTokenizer, RegexSplit, pretokenizer_from_hf
+from engine.pretokenizers import GPT2_PATTERN, PreTokenizer, RegexSplit
+from engine.pretokenizers_hf import PrefixSpace, pretokenizer_from_hf
+from engine.pretokenizers_hf import Sequence as PreTokenizerSequence
 
 FORMAT_VERSION = "1.0"
 # HF model "type" -> "module:Class" with a from_hf(data, *, special_tokens) classmethod.
@@ -67,37 +69,46 @@ def _decoder_to_hf(tokenizer: Pipeline) -> dict[str, Any]:
     return decoder.to_hf()
 
 
+def _added_tokens_to_hf(tokenizer: Pipeline) -> list[dict[str, Any]]:
+    """The ``added_tokens`` list: special tokens, then the other added tokens, each in id order."""
+    strip: dict[str, tuple[bool, bool]] = getattr(getattr(tokenizer, "specials", None), "strip", {})
+    added: dict[str, int] = getattr(tokenizer, "added_tokens", {})
+    entries = [(token_id, token, True) for token, token_id in tokenizer.special_tokens.items()]
+    entries += [(token_id, token, False) for token, token_id in added.items()]
+    return [
+        {
+            "id": token_id,
+            "content": token,
+            "single_word": False,
+            "lstrip": strip.get(token, (False, False))[0],
+            "rstrip": strip.get(token, (False, False))[1],
+            "normalized": False,
+            "special": special,
+        }
+        for token_id, token, special in sorted(entries)
+    ]
+
+
 def to_hf_dict(tokenizer: Pipeline) -> dict[str, Any]:
     """The tokenizer as a ``tokenizer.json`` object."""
     model = tokenizer.model.to_hf()
-    specials = sorted(tokenizer.special_tokens.items(), key=lambda kv: kv[1])
+    added_tokens = _added_tokens_to_hf(tokenizer)
     vocab = model.get("vocab")
-    if isinstance(vocab, dict) and specials:
+    if isinstance(vocab, dict) and added_tokens:
         by_id = {i: t for t, i in vocab.items()}
-        for token, token_id in specials:
-            by_id[token_id] = token
+        for entry in added_tokens:
+            by_id[entry["id"]] = entry["content"]
         model["vocab"] = {t: i for i, t in sorted(by_id.items())}
     pre: dict[str, Any] | None = tokenizer.pre_tokenizer.to_hf() if tokenizer.pre_tokenizer else None
     post: dict[str, Any] | None = tokenizer.post_processor.to_hf() if tokenizer.post_processor else None
     if isinstance(tokenizer.decoder, ByteLevelDecoder):
-        pre = {"type": "Sequence", "pretokenizers": [pre, _BYTE_LEVEL]} if pre else dict(_BYTE_LEVEL)
+        pre = _byte_level_pre_to_hf(tokenizer.pre_tokenizer)
         post = post or {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True}
     return {
         "version": FORMAT_VERSION,
         "truncation": None,
         "padding": None,
-        "added_tokens": [
-            {
-                "id": token_id,
-                "content": token,
-                "single_word": False,
-                "lstrip": False,
-                "rstrip": False,
-                "normalized": False,
-                "special": True,
-            }
-            for token, token_id in specials
-        ],
+        "added_tokens": added_tokens,
         "normalizer": tokenizer.normalizer.to_hf() if tokenizer.normalizer else None,
         "pre_tokenizer": pre,
         "post_processor": post,
@@ -111,28 +122,51 @@ def dumps(tokenizer: Pipeline) -> str:
     return json.dumps(to_hf_dict(tokenizer), ensure_ascii=False, indent=2)
 
 
-def _split_byte_level(data: dict[str, Any] | None) -> tuple[bool, PreTokenizer | None]:
-    """Find a ByteLevel step in a pre-tokenizer; return (is byte-level, the splitting step)."""
-    if data is None:
-        return False, None
-    if data.get("type") == "ByteLevel":
-        if data.get("add_prefix_space"):
-            raise FormatError("ByteLevel with add_prefix_space=true is not supported; re-export with add_prefix_space=false.")
-        return True, RegexSplit(GPT2_PATTERN, name="gpt2") if data.get("use_regex", True) else None
-    if data.get("type") == "Sequence":
-        steps = data.get("pretokenizers", [])
-        byte_steps = [s for s in steps if s.get("type") == "ByteLevel"]
-        if byte_steps:
-            others = [s for s in steps if s.get("type") != "ByteLevel"]
-            if len(others) > 1 or (others and byte_steps[0].get("use_regex", True)):
-                raise FormatError("Only one Split step before a ByteLevel pre-tokenizer is supported.")
-            if others:
-                return True, pretokenizer_from_hf(others[0])
-            return _split_byte_level(byte_steps[0])
-        if len(steps) == 1:
-            return False, pretokenizer_from_hf(steps[0])
-        raise FormatError("Pre-tokenizer sequences are only supported around a ByteLevel step.")
-    return False, pretokenizer_from_hf(data)
+def _split_byte_level(data: Any) -> tuple[bool, PreTokenizer | None]:
+    """Find the ByteLevel step of a pre-tokenizer; return (is byte-level, the splitting steps).
+
+    The ByteLevel step maps pieces to the byte alphabet, which our byte-level BPE does itself,
+    so only what it adds to the split stays: GPT-2's regex with ``use_regex``, and a space in
+    front of each piece with ``add_prefix_space`` (before that regex, as Hugging Face does).
+    It must be the last step: a split after it would see the byte alphabet.
+    """
+    if isinstance(data, dict) and data.get("type") == "Sequence" and isinstance(data.get("pretokenizers"), list):
+        steps = data["pretokenizers"]
+        where = "pre_tokenizer.pretokenizers"
+    else:
+        steps, where = [data], "pre_tokenizer"
+    at = [i for i, step in enumerate(steps) if isinstance(step, dict) and step.get("type") == "ByteLevel"]
+    if not at:
+        return False, pretokenizer_from_hf(data)
+    if at != [len(steps) - 1]:
+        raise FormatError(f"The ByteLevel pre-tokenizer ({where}[{at[0]}]) must be the last step; a step after it "
+                          "would split the byte alphabet, which we do not reproduce.")
+    byte_step = steps[-1]
+    added: list[PreTokenizer] = []
+    if byte_step.get("add_prefix_space", True):
+        added.append(PrefixSpace())
+    if byte_step.get("use_regex", True):
+        added.append(RegexSplit(GPT2_PATTERN, name="gpt2"))
+    before = pretokenizer_from_hf({"type": "Sequence", "pretokenizers": steps[:-1]}) if len(steps) > 1 else None
+    chain = ([*before.steps] if isinstance(before, PreTokenizerSequence) else [before] if before else []) + added
+    return True, None if not chain else chain[0] if len(chain) == 1 else PreTokenizerSequence(chain)
+
+
+def _byte_level_pre_to_hf(pre: PreTokenizer | None) -> dict[str, Any]:
+    """The pre-tokenizer of a byte-level tokenizer with its ByteLevel step, the inverse of
+    :func:`_split_byte_level`: a trailing prefix step (and GPT-2's regex after it) folds back
+    into the ByteLevel step's flags."""
+    steps = list(pre.steps) if isinstance(pre, PreTokenizerSequence) else [pre] if pre is not None else []
+    byte_step = dict(_BYTE_LEVEL)
+    if len(steps) >= 2 and isinstance(steps[-2], PrefixSpace) and isinstance(steps[-1], RegexSplit) \
+            and steps[-1].pattern == GPT2_PATTERN:
+        byte_step.update(add_prefix_space=True, use_regex=True)
+        steps = steps[:-2]
+    elif steps and isinstance(steps[-1], PrefixSpace):
+        byte_step["add_prefix_space"] = True
+        steps = steps[:-1]
+    chain = [step.to_hf() for step in steps] + [byte_step]
+    return chain[0] if len(chain) == 1 else {"type": "Sequence", "pretokenizers": chain}
 
 
 def _model_class(kind: object, *, char_level: bool = False) -> Any:
@@ -142,36 +176,59 @@ def _model_class(kind: object, *, char_level: bool = False) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
+def _read_added_tokens(
+    entries: Any,
+) -> tuple[dict[str, int], dict[str, int], dict[str, tuple[bool, bool]], list[str]]:
+    """``added_tokens`` as (special tokens, other added tokens, their lstrip/rstrip, the contents
+    of those matched on normalized text), checked as read."""
+    if not isinstance(entries, list):
+        raise FormatError(f'"added_tokens" must be a list, not {type(entries).__name__}.')
+    check_count(len(entries), MAX_SPECIAL_TOKENS, "added tokens", name="MAX_SPECIAL_TOKENS")
+    specials: dict[str, int] = {}
+    added: dict[str, int] = {}
+    strip: dict[str, tuple[bool, bool]] = {}
+    normalized: list[str] = []
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, dict) or not isinstance(entry.get("content"), str) or not isinstance(entry.get("id"), int):
+            raise FormatError(f"An added token must have a string content and an integer id: {shown(entry)} "
+                              f"(added_tokens[{index}]).")
+        content = entry["content"]
+        if content in specials or content in added:
+            raise FormatError(f"The added token {shown(content)} appears twice (added_tokens[{index}]).")
+        if entry.get("single_word"):
+            raise FormatError(f"The added token {shown(content)} has single_word true (added_tokens[{index}]), "
+                              "which is not supported.")
+        (specials if entry.get("special", True) else added)[content] = entry["id"]
+        strip[content] = (bool(entry.get("lstrip")), bool(entry.get("rstrip")))
+        if entry.get("normalized"):
+            normalized.append(content)
+    check_special_tokens({**specials, **added})  # non-empty, short, ids in range, one id each
+    return specials, added, strip, normalized
+
+
 def pipeline_from_hf_dict(data: Any) -> dict[str, Any]:
     """The keyword arguments of a tokenizer from a ``tokenizer.json`` object, validated as read."""
     if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
         raise FormatError("This is not a tokenizer.json document: it has no \"model\" object.")
-    specials: dict[str, int] = {}
-    added = data.get("added_tokens") or []
-    if not isinstance(added, list):
-        raise FormatError(f'"added_tokens" must be a list, not {type(added).__name__}.')
-    check_count(len(added), MAX_SPECIAL_TOKENS, "added tokens", name="MAX_SPECIAL_TOKENS")
-    for entry in added:
-        if not isinstance(entry, dict) or not isinstance(entry.get("content"), str) or not isinstance(entry.get("id"), int):
-            raise FormatError(f"An added token must have a string content and an integer id: {shown(entry)}.")
-        if entry["content"] in specials:
-            raise FormatError(f"The added token {shown(entry['content'])} appears twice.")
-        specials[entry["content"]] = entry["id"]
-    check_special_tokens(specials)  # non-empty, short, ids in range, one id each
+    specials, added, strip, normalized = _read_added_tokens(data.get("added_tokens") or [])
     byte_level, pre = _split_byte_level(data.get("pre_tokenizer"))
     model_data = data["model"]
     kind = model_data.get("type") or ("BPE" if "merges" in model_data else None)
     char_level = kind == "BPE" and not byte_level
-    if char_level and not model_data.get("end_of_word_suffix"):
-        raise FormatError("Only byte-level BPE models are supported, and character-level ones with an end_of_word_suffix "
-                          "(this one has neither a ByteLevel pre-tokenizer nor a suffix).")
-    model = _model_class(kind, char_level=char_level).from_hf(model_data, special_tokens=specials)
+    model = _model_class(kind, char_level=char_level).from_hf(model_data, special_tokens={**specials, **added})
     default_decoder = ByteLevelDecoder() if byte_level else ConcatDecoder()
+    normalizer = normalizer_from_hf(data.get("normalizer"))
+    if normalized and normalizer is not None:
+        raise FormatError(
+            f"The added token {shown(normalized[0])} is matched on normalized text (\"normalized\": true) and this "
+            "tokenizer has a normalizer; we match added tokens on the text as typed only.")
     return {
         "model": model,
-        "normalizer": normalizer_from_hf(data.get("normalizer")),
+        "normalizer": normalizer,
         "pre_tokenizer": pre,
         "special_tokens": specials,
+        "added_tokens": added,
+        "added_token_strip": strip,
         "post_processor": post_processor_from_hf(data.get("post_processor"), specials),
         "decoder": ByteLevelDecoder() if byte_level else decoder_from_hf(data.get("decoder"), default_decoder),
     }

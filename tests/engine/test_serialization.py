@@ -94,8 +94,8 @@ def broken(path: list[object], value: object) -> str:
         pytest.param(broken(["model", "vocab", "t"], -1), "The id of token 't' must be a non-negative integer", id="negative-id"),
         pytest.param(broken(["model", "vocab", "☃"], 5), "Token '☃' has characters outside the byte-level alphabet", id="non-byte-token"),
         pytest.param(broken(["added_tokens", 0, "id"], "zero"), "An added token must have a string content and an integer id", id="added-token"),
-        pytest.param(broken(["pre_tokenizer"], {"type": "ByteLevel", "add_prefix_space": True}), "ByteLevel with add_prefix_space=true is not supported", id="prefix-space"),
-        pytest.param(broken(["pre_tokenizer"], None), "Only byte-level BPE models are supported", id="not-byte-level"),
+        pytest.param(broken(["pre_tokenizer"], {"type": "Sequence", "pretokenizers": [{"type": "ByteLevel"}, {"type": "Digits"}]}), "The ByteLevel pre-tokenizer (pre_tokenizer.pretokenizers[0]) must be the last step", id="byte-level-not-last"),
+        pytest.param(broken(["pre_tokenizer"], {"type": "Split", "pattern": {"Regex": "a"}, "behavior": "Sideways"}), "pre_tokenizer has behavior 'Sideways'", id="split-behavior"),
     ],
 )
 def test_loader_format_errors(text: str, message: str) -> None:
