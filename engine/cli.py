@@ -73,9 +73,15 @@ def _read_text(path: str) -> str:
 
 
 def _load_tokenizer(path: str) -> Tokenizer:
+    """A tokenizer.json, or a sentencepiece .model (by its suffix, or not starting with "{")."""
     from engine.serialization import loads
 
-    return loads(read_bytes(path, source=path))
+    data = read_bytes(path, source=path)
+    if path.endswith(".model") or not data.lstrip()[:1] == b"{":  # tokenizer.json is an object
+        from engine.formats.spm_model import load_spm_model
+
+        return load_spm_model(data, source=path)
+    return loads(data)
 
 
 # --------------------------------------------------------------------------- encode, eval

@@ -229,7 +229,13 @@ def _write_model_files(tokenizer: Tokenizer, outdir: Path) -> list[Path]:
         from engine.formats.spm import save_vocab
 
         save_vocab(tokenizer.model, outdir / "tokenizer.vocab")  # type: ignore[arg-type]
-        return [outdir / "tokenizer.vocab"]
+        from engine.formats.spm_model import dump_spm_model
+
+        try:  # the sentencepiece .model too, where it can hold this tokenizer (identity normalization)
+            (outdir / "tokenizer.model").write_bytes(dump_spm_model(tokenizer))
+        except ConfigError:
+            return [outdir / "tokenizer.vocab"]
+        return [outdir / "tokenizer.vocab", outdir / "tokenizer.model"]
     return []
 
 

@@ -7,11 +7,20 @@ piece score minus 10, and runs of such characters are fused into one ``<unk>``, 
 sentencepiece and Hugging Face do. With ``byte_fallback`` such a run is spelled as the pieces
 ``<0x00>``…``<0xFF>`` of its UTF-8 bytes instead.
 
-Ties between equal-scoring paths go to the path whose last piece starts earliest (the longest
-last piece), which is Hugging Face's order. Special pieces (``<unk>``, control tokens such as
-``<s>``) and the byte pieces are never matched against text: sentencepiece's behaviour, so that
-the literal text ``<0x41>`` round-trips. (Hugging Face's Unigram does match them; the two agree
-on any text that does not contain them literally.)
+Scores add up in float32, as in sentencepiece's ``EncodeOptimized`` (``unigram_model.cc``):
+each score is rounded to float32 (what a ``.model`` stores) and every path total is rounded to
+float32 after each step. Ties between equal float32 totals go to the path whose last piece
+starts earliest (the longest last piece). This reproduces sentencepiece's ids exactly, ties in
+runs such as ``^^^^^^^^`` included, which are decided by float32 rounding: every order of the
+same pieces has the same exact sum. Hugging Face adds in float64, so it can break those ties
+otherwise; no per-piece score can separate two orders of the same pieces, so ``to_hf`` cannot
+fix that (``docs/architecture.md``, "Unigram ties").
+
+Special pieces (``<unk>``, control tokens such as ``<s>``) and the byte pieces are never
+matched against text: sentencepiece's behaviour, so that the literal text ``<0x41>``
+round-trips. Hugging Face's Unigram matches every piece, so ``to_hf`` writes those pieces with
+a score below any cover of their text by real pieces (see its docstring for the one case that
+score cannot fix).
 
 Cost: the lattice looks up only the lengths some piece has, and a pre-token over 16 characters
 charges it to the encode's time budget (``engine.limits.work_meter``): an imported vocabulary
@@ -23,9 +32,10 @@ Sampling for subword regularization is in ``unigram_sampling.py``; training is
 
 from __future__ import annotations
 
+import array
 import math
 import random
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 from engine.errors import FormatError
@@ -38,6 +48,16 @@ from engine.models.unigram_sampling import ffbs, sample_nbest
 METERED_CHARS = 16
 UNK_PENALTY = 10.0  # sentencepiece's kUnkPenalty: unknown characters score min_score - 10
 BYTE_PIECES = tuple(f"<0x{b:02X}>" for b in range(256))
+FLT_MAX = 3.4028234663852886e38  # the largest float32; scores beyond it saturate there
+# to_hf's score for pieces Viterbi never matches sits this far below the cheapest real cover.
+HF_UNMATCHED_MARGIN = 1.0
+
+
+def f32(value: float) -> float:
+    """``value`` rounded to the nearest float32 (sentencepiece's score type), saturating at ±FLT_MAX."""
+    box = array.array("f", [max(-FLT_MAX, min(FLT_MAX, value))])
+    return box[0]
+FLT_MIN = 1.1754943508222875e-38  # sentencepiece's max_score_ starts here, so USER_DEFINED scores stay below 0
 
 
 class Unigram:
@@ -52,7 +72,13 @@ class Unigram:
         unk_id: int | None = 0,
         byte_fallback: bool = False,
         special_tokens: Mapping[str, int] | None = None,
+        user_defined: Collection[str] = (),
+        unused: Collection[str] = (),
     ) -> None:
+        """``user_defined`` and ``unused`` follow sentencepiece (``unigram_model.cc``): a
+        USER_DEFINED piece scores its UTF-8 length times the best normal score (at least FLT_MIN)
+        minus 0.1, so it is always taken whole; an UNUSED piece is never matched; the unknown
+        score is the lowest score of the normal pieces minus 10."""
         if not pieces:
             raise FormatError("A Unigram model needs at least one piece.")
         check_count(len(pieces), MAX_VOCAB_SIZE, "pieces", name="MAX_VOCAB_SIZE")
@@ -82,17 +108,26 @@ class Unigram:
         # Pieces the Viterbi search may match: everything except specials and byte pieces.
         excluded = set(BYTE_PIECES) if byte_fallback else set()
         excluded.update((special_tokens or {}).keys())
+        excluded.update(unused)
         if unk_id is not None:
             excluded.add(self._pieces[unk_id][0])
         self._match: dict[str, tuple[int, float]] = {
             p: (i, s) for i, (p, s) in enumerate(self._pieces) if p not in excluded
         }
+        user_defined = set(user_defined)
+        normal = [s for p, (_, s) in self._match.items() if p not in user_defined]
+        if user_defined:
+            best = max([FLT_MIN, *normal])
+            self._match.update({p: (self._ids[p], len(p.encode("utf-8")) * best - 0.1)
+                                for p in user_defined if p in self._match})
+        # float32 scores, as sentencepiece stores and adds them (see the module docstring).
+        self._match = {p: (i, f32(s)) for p, (i, s) in self._match.items()}
         self.max_piece_length = max((len(p) for p in self._match), default=1)
         self._lengths = sorted({len(p) for p in self._match})
         self._advice = (f"split the text into shorter pieces with a pre-tokenizer (metaspace or whitespace), or "
                         f"encode less at once; this model's pieces are up to {self.max_piece_length:,} characters long.")
-        scores = [s for _, s in self._match.values()] or [0.0]
-        self.unk_score = min(scores) - UNK_PENALTY
+        scores = normal or [0.0]
+        self.unk_score = f32(f32(min(scores)) - UNK_PENALTY)  # float32, as sentencepiece computes it
 
     # ----------------------------------------------------------------- encoding
     def lattice(self, piece: str) -> list[list[tuple[int, int, float]]]:
@@ -135,17 +170,24 @@ class Unigram:
             meter.tick()
 
     def viterbi(self, piece: str) -> list[tuple[int, int, int]]:
-        """The best path as (start, end, id) triples; id ``-1`` is an unknown character."""
+        """The best path as (start, end, id) triples; id ``-1`` is an unknown character.
+
+        sentencepiece's arithmetic: totals are float32 (``array("f")`` rounds on store, and the
+        float64 sum of two float32 values rounds to the float32 sum, since 53 >= 2 * 24 + 2),
+        and a candidate replaces the best only when strictly greater, so of equal float32
+        totals the one whose last piece starts earliest keeps the place.
+        """
         n = len(piece)
-        best = [-math.inf] * (n + 1)
-        back: list[tuple[int, int]] = [(0, 0)] * (n + 1)
+        best = array.array("f", [-math.inf]) * (n + 1)  # scores are finite, so -inf is "not reached"
         best[0] = 0.0
+        back: list[tuple[int, int]] = [(0, 0)] * (n + 1)
+        total = array.array("f", [0.0])  # one float32 slot that rounds each candidate
         for i, here in enumerate(self._rows(piece)):
             base = best[i]
             for end, token_id, score in here:
-                total = base + score
-                if total > best[end]:  # strict: the earliest start keeps a tie
-                    best[end] = total
+                total[0] = base + score
+                if total[0] > best[end]:  # strict: the earliest start keeps a tie
+                    best[end] = total[0]
                     back[end] = (i, token_id)
         path: list[tuple[int, int, int]] = []
         end = n
@@ -223,12 +265,31 @@ class Unigram:
 
     # ----------------------------------------------------------------- tokenizer.json
     def to_hf(self) -> dict[str, Any]:
+        """The model as Hugging Face reads it, giving our ids wherever HF's Unigram can.
+
+        HF puts every piece in its trie, so it would match the text ``<0x18>``, ``<unk>`` or
+        ``<s>`` to those pieces (``models/unigram/model.rs``). Each piece our Viterbi never
+        matches is therefore written with :meth:`hf_unmatched_score`: a cover of ``L``
+        characters by real pieces scores at least ``L * min(lowest real score, 0)``, and that
+        score is below it for the longest such piece, so HF never prefers it. The one case no
+        score fixes: HF's unknown score is the lowest score of *all* pieces minus 10, so where
+        the literal text holds a character that no piece covers (``<`` in a vocabulary without
+        ``<``), HF takes the whole piece over the path through ``<unk>``. The other pieces keep
+        their scores; ties are ``docs/architecture.md``'s "Unigram ties".
+        """
+        floor = self.hf_unmatched_score()
         return {
             "type": "Unigram",
             "unk_id": self.unk_id,
-            "vocab": [[piece, score] for piece, score in self._pieces],
+            "vocab": [[piece, score if piece in self._match else floor] for piece, score in self._pieces],
             "byte_fallback": self.byte_fallback,
         }
+
+    def hf_unmatched_score(self) -> float:
+        """The score ``to_hf`` gives the pieces Viterbi never matches (byte, unknown, control)."""
+        longest = max((len(p) for p, _ in self._pieces if p not in self._match), default=1)
+        lowest = min((s for _, s in self._match.values()), default=0.0)
+        return float(longest * min(lowest, 0.0) - HF_UNMATCHED_MARGIN)
 
     @classmethod
     def from_hf(cls, data: Mapping[str, Any], *, special_tokens: Mapping[str, int] | None = None) -> Unigram:
@@ -242,9 +303,15 @@ class Unigram:
         unk_id = data.get("unk_id")
         if unk_id is not None and (not isinstance(unk_id, int) or isinstance(unk_id, bool)):
             raise FormatError(f'The Unigram "unk_id" must be an integer or null, not {shown(unk_id)}.')
-        return cls(
-            [(e[0], e[1]) for e in vocab],
-            unk_id=unk_id,
-            byte_fallback=bool(data.get("byte_fallback", False)),
-            special_tokens=special_tokens,
-        )
+        pieces = [(e[0], e[1]) for e in vocab]
+        byte_fallback = bool(data.get("byte_fallback", False))
+        model = cls(pieces, unk_id=unk_id, byte_fallback=byte_fallback, special_tokens=special_tokens)
+        # Our own export wrote the never-matched pieces at hf_unmatched_score (see to_hf); they
+        # read back at sentencepiece's 0.0, so the .vocab and a second export stay the same.
+        floor = model.hf_unmatched_score()
+        unmatched = [i for i, (p, _) in enumerate(pieces) if p not in model._match]
+        if unmatched and all(pieces[i][1] == floor for i in unmatched):
+            for i in unmatched:
+                pieces[i] = (pieces[i][0], 0.0)
+            model = cls(pieces, unk_id=unk_id, byte_fallback=byte_fallback, special_tokens=special_tokens)
+        return model

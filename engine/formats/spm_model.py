@@ -1,0 +1,226 @@
+"""sentencepiece ``.model`` ↔ :class:`engine.tokenizer.Tokenizer`.
+
+:func:`load_spm_model` builds the pipeline sentencepiece runs: its normalizer
+(``engine.spm_normalizer``, which also adds the dummy ``▁`` and escapes spaces), no
+pre-tokenizer (the lattice or the merges run over the whole normalized text), a Unigram
+(``engine.models.unigram``) or sentencepiece-BPE (``engine.models.spm_bpe``) model, the CONTROL
+pieces as special tokens, and ``MetaspaceDecoder``. The parsed proto stays on the tokenizer as
+``spm_proto``, so :func:`dump_spm_model` gives back the imported file byte for byte; for a
+tokenizer of ours (trained Unigram) it builds a new ModelProto.
+
+Refused, with the part we lack named: WORD and CHAR models, ``treat_whitespace_as_suffix``
+(our decoder strips a leading ``▁`` only), a denormalizer charsmap, a piece that is both a
+CONTROL/BYTE/UNKNOWN piece and a normal one. Export refuses normalizers other than identity or
+a sentencepiece one (we cannot build a charsmap). Decoding is sentencepiece's
+(:class:`SpmDecoder`: CONTROL pieces give nothing, ``<unk>`` gives `` ⁇ ``). Exporting a trained
+tokenizer writes ``remove_extra_whitespaces=false``; its Metaspace pre-tokenizer adds no ``▁``
+before a text that starts with a space while sentencepiece does, so only such texts get other ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from engine.decoders import MetaspaceDecoder
+from engine.errors import ConfigError, FormatError
+from engine.formats.spm_proto import (
+    BYTE,
+    BYTE_PIECES,
+    CONTROL,
+    MODEL_TYPES,
+    NORMAL,
+    PIECE_TYPES,
+    UNKNOWN,
+    UNUSED,
+    USER_DEFINED,
+    ModelProto,
+    NormalizerSpec,
+    Piece,
+    TrainerSpec,
+    check_model,
+    new_model,
+    read_model,
+    write_model,
+)
+from engine.models.spm_bpe import SpmBPE
+from engine.models.unigram import Unigram
+from engine.pretokenizers import Metaspace
+from engine.spm_normalizer import SPACE, SpmNormalizer
+from engine.tokenizer import Tokenizer
+
+
+def load_spm_model(data: bytes, *, source: str | None = None) -> Tokenizer:
+    """A tokenizer giving ``SentencePieceProcessor.encode``'s ids for the ``.model`` bytes ``data``."""
+    try:
+        proto = read_model(data)
+        check_model(proto)
+        tokenizer = _build(proto)
+    except FormatError as exc:
+        raise FormatError(str(exc), source=source) from None
+    tokenizer.spm_proto = proto  # type: ignore[attr-defined]
+    return tokenizer
+
+
+def _build(proto: ModelProto) -> Tokenizer:
+    trainer, spec = proto.trainer_spec, proto.normalizer_spec
+    kind = MODEL_TYPES.get(trainer.model_type, "unigram")
+    if kind not in ("unigram", "bpe"):
+        raise FormatError(f"The trainer_spec's model_type is {kind.upper()}; only UNIGRAM and BPE models are supported.")
+    if trainer.treat_whitespace_as_suffix:
+        raise FormatError("The trainer_spec sets treat_whitespace_as_suffix, which our decoder does not support.")
+    if proto.denormalizer_spec is not None and proto.denormalizer_spec.precompiled_charsmap:
+        raise FormatError("The model has a denormalizer_spec charsmap; decoding through one is not supported.")
+    seen: dict[str, int] = {}
+    for index, p in enumerate(proto.pieces):
+        if p.piece in seen:  # sentencepiece allows it across groups; one string, two ids we cannot hold
+            raise FormatError(f"The piece {p.piece!r} is both id {seen[p.piece]} and id {index} "
+                              f"({PIECE_TYPES[proto.pieces[seen[p.piece]].type]} and {PIECE_TYPES[p.type]}).")
+        seen[p.piece] = index
+    pieces = [(p.piece, p.score) for p in proto.pieces]
+    unk_id = next(i for i, p in enumerate(proto.pieces) if p.type == UNKNOWN)
+    controls = {p.piece: i for i, p in enumerate(proto.pieces) if p.type == CONTROL}
+    user = [p.piece for p in proto.pieces if p.type == USER_DEFINED]
+    unused = [p.piece for p in proto.pieces if p.type == UNUSED]
+    model: Any
+    if kind == "unigram":
+        model = Unigram(pieces, unk_id=unk_id, byte_fallback=trainer.byte_fallback, special_tokens=controls,
+                        user_defined=user, unused=unused)
+    else:
+        mergeable = [i for i, p in enumerate(proto.pieces) if p.type in (NORMAL, USER_DEFINED, UNUSED)]
+        model = SpmBPE(pieces, unk_id=unk_id, byte_fallback=trainer.byte_fallback, mergeable=mergeable,
+                       user_defined=user, unused=unused)
+    normalizer = SpmNormalizer(spec.precompiled_charsmap, add_dummy_prefix=spec.add_dummy_prefix,
+                               remove_extra_whitespaces=spec.remove_extra_whitespaces,
+                               escape_whitespaces=spec.escape_whitespaces, user_defined=user, name=spec.name)
+    decoder = SpmDecoder(controls, proto.pieces[unk_id].piece, trainer.unk_surface,
+                         strip_first=spec.add_dummy_prefix or spec.remove_extra_whitespaces,
+                         strip_all=spec.remove_extra_whitespaces, byte_fallback=trainer.byte_fallback)
+    return Tokenizer(model, normalizer=normalizer, pre_tokenizer=None, special_tokens=controls,
+                     decoder=decoder, name=f"spm-{kind}")
+
+
+class SpmDecoder(MetaspaceDecoder):
+    """sentencepiece's decoding (``SentencePieceProcessor::Decode``): CONTROL pieces give nothing,
+    ``<unk>`` gives ``unk_surface`` (`` ⁇ ``), ``▁`` becomes a space, and while nothing has been
+    output the leading ``▁`` of a piece is dropped (of every such piece with
+    ``remove_extra_whitespaces``, of the first otherwise). Byte pieces reach it as their bytes
+    (the model's ``token_bytes``). Left out: a ``▁`` spelled by three byte pieces stays ``▁``
+    in sentencepiece but becomes a space here."""
+
+    def __init__(self, controls: Iterable[str], unk_piece: str, unk_surface: str, *, strip_first: bool,
+                 strip_all: bool, byte_fallback: bool) -> None:
+        super().__init__(SPACE, add_dummy_prefix=strip_first)
+        self._controls = frozenset(c.encode("utf-8") for c in controls)
+        self._unk = unk_piece.encode("utf-8")
+        self._unk_surface = unk_surface.encode("utf-8")
+        self._strip_first, self._strip_all = strip_first, strip_all
+        self._byte_fallback = byte_fallback
+
+    def decode(self, tokens: list[bytes]) -> bytes:
+        out: list[bytes] = []
+        at_start, seen_space, wrote = True, False, False
+        space = self._replacement
+        for token in tokens:
+            if seen_space or wrote:
+                at_start = False
+            seen_space = False
+            if token in self._controls:
+                continue
+            if token == self._unk:
+                out.append(self._unk_surface)
+                wrote = wrote or bool(self._unk_surface)
+                continue
+            if at_start and self._strip_first and token.startswith(space):
+                token = token[len(space):]
+                seen_space = not self._strip_all
+            out.append(token.replace(space, b" "))
+            wrote = wrote or bool(token)
+        return b"".join(out)
+
+    def to_hf(self) -> dict[str, Any]:
+        return self.to_hf_byte_fallback() if self._byte_fallback else super().to_hf()
+
+
+# ----------------------------------------------------------------------- export
+def piece_types(tokenizer: Tokenizer) -> list[int]:
+    """The sentencepiece type of every id: the proto's, or inferred (unk → UNKNOWN, specials →
+    CONTROL, ``<0xNN>`` with byte fallback → BYTE, everything else NORMAL)."""
+    proto: ModelProto | None = getattr(tokenizer, "spm_proto", None)
+    if proto is not None:
+        return [p.type for p in proto.pieces]
+    model = tokenizer.model
+    byte_fallback = bool(getattr(model, "byte_fallback", False))
+    types = []
+    for token_id in range(tokenizer.vocab_size):
+        token = tokenizer.id_to_token(token_id)
+        if token_id == getattr(model, "unk_id", None):
+            types.append(UNKNOWN)
+        elif tokenizer.is_special(token_id):
+            types.append(CONTROL)
+        elif byte_fallback and token in BYTE_PIECES:
+            types.append(BYTE)
+        else:
+            types.append(NORMAL)
+    return types
+
+
+def piece_type_counts(tokenizer: Tokenizer) -> dict[str, int]:
+    """How many ids have each sentencepiece type (all six names, zeros included)."""
+    counts = dict.fromkeys(PIECE_TYPES.values(), 0)
+    for kind in piece_types(tokenizer):
+        counts[PIECE_TYPES[kind]] += 1
+    return counts
+
+
+def dump_spm_model(tokenizer: Tokenizer) -> bytes:
+    """The ``.model`` bytes: an imported model's own bytes, or a new ModelProto for one of ours."""
+    model = tokenizer.model
+    proto: ModelProto | None = getattr(tokenizer, "spm_proto", None)
+    if not isinstance(model, Unigram | SpmBPE) or not hasattr(model, "pieces"):
+        raise ConfigError(f"A {model.kind} model cannot be written as a sentencepiece .model; "
+                          "only Unigram and sentencepiece BPE models can.")
+    pieces = model.pieces()
+    if proto is not None and [(p.piece, p.score) for p in proto.pieces] == pieces:
+        return write_model(proto)
+    return write_model(new_model(_new_pieces(tokenizer, pieces), _trainer_spec(tokenizer), _normalizer_spec(tokenizer)))
+
+
+def _new_pieces(tokenizer: Tokenizer, pieces: list[tuple[str, float]]) -> list[Piece]:
+    types = piece_types(tokenizer)
+    if UNKNOWN not in types:
+        raise ConfigError("The model has no unknown token, which a sentencepiece .model needs; "
+                          "train with special_tokens starting with '<unk>'.")
+    return [Piece(p, 0.0 if kind in (UNKNOWN, CONTROL, BYTE) else float(score), kind)
+            for (p, score), kind in zip(pieces, types)]
+
+
+def _trainer_spec(tokenizer: Tokenizer) -> TrainerSpec:
+    model = tokenizer.model
+    specials = tokenizer.special_tokens
+    unk = model.unk_id if model.unk_id is not None else 0
+
+    def special(piece: str) -> int:
+        return specials.get(piece, -1)
+
+    return TrainerSpec(model_type=2 if isinstance(model, SpmBPE) else 1, vocab_size=model.vocab_size,
+                       byte_fallback=bool(getattr(model, "byte_fallback", False)), unk_id=unk,
+                       bos_id=special("<s>"), eos_id=special("</s>"), pad_id=special("<pad>"),
+                       unk_piece=model.id_to_token(unk) or "<unk>")
+
+
+def _normalizer_spec(tokenizer: Tokenizer) -> NormalizerSpec:
+    normalizer, pre = tokenizer.normalizer, tokenizer.pre_tokenizer
+    if isinstance(normalizer, SpmNormalizer):
+        blob = normalizer.charsmap.blob if normalizer.charsmap is not None else b""
+        return NormalizerSpec(name=normalizer.name.removeprefix("spm:").removeprefix("spm"), precompiled_charsmap=blob,
+                              add_dummy_prefix=normalizer.add_dummy_prefix,
+                              remove_extra_whitespaces=normalizer.remove_extra_whitespaces,
+                              escape_whitespaces=normalizer.escape_whitespaces)
+    if normalizer is not None:
+        raise ConfigError(f"The normalizer {normalizer.name!r} has no sentencepiece charsmap we can write; "
+                          "only tokenizers trained with normalization='identity' can be saved as a .model.")
+    if not isinstance(pre, Metaspace) or pre.replacement != SPACE:
+        raise ConfigError("Only a tokenizer with a Metaspace ('▁') pre-tokenizer can be saved as a .model.")
+    return NormalizerSpec(name="identity", add_dummy_prefix=pre.add_dummy_prefix, remove_extra_whitespaces=False,
+                          escape_whitespaces=True)

@@ -1,0 +1,244 @@
+"""sentencepiece's normalizer, exactly: the precompiled charsmap and its whitespace rules.
+
+A ``.model`` carries its normalization as a ``precompiled_charsmap``: a little-endian uint32
+trie size, a Darts-clone double-array trie over UTF-8 byte strings, then NUL-terminated
+replacement strings. At each position the longest byte prefix the trie holds (among its first
+``MAX_TRIE_RESULTS`` matches, as ``normalizer.cc``) is replaced; where none matches, one UTF-8
+character is kept (a malformed byte becomes U+FFFD). Around that, :class:`SpmNormalizer` applies
+``remove_extra_whitespaces`` (leading, trailing and repeated spaces), the dummy prefix ``▁``
+(a suffix with ``treat_whitespace_as_suffix``) and ``escape_whitespaces`` (space → ``▁``), and
+leaves USER_DEFINED pieces untouched, as sentencepiece's prefix matcher does. The output equals
+``SentencePieceProcessor.normalize``; ``normalize_aligned`` also gives, per output character
+boundary, the input character it came from (``norm_to_orig``, in characters).
+
+:class:`Precompiled` is the charsmap alone: Hugging Face's ``Precompiled`` normalizer type.
+HF's own implementation differs on some strings (it maps grapheme by grapheme: ``Ⓩ\\u0307`` is
+``Ż`` in sentencepiece, ``Z`` in HF); we follow sentencepiece. Left out: the denormalizer.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import struct
+from bisect import bisect_right
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from engine.errors import ConfigError, FormatError
+
+MAX_TRIE_RESULTS = 32  # Normalizer::kMaxTrieResultsSize: only the first 32 prefixes count
+SPACE = "▁"
+_SPACE = SPACE.encode("utf-8")
+_REPLACEMENT = "\ufffd".encode("utf-8")
+
+
+class CharsMap:
+    """A parsed ``precompiled_charsmap``: longest-prefix lookups of UTF-8 bytes."""
+
+    def __init__(self, blob: bytes) -> None:
+        if len(blob) <= 4:
+            raise FormatError("The precompiled_charsmap is shorter than its 4-byte trie size.")
+        (size,) = struct.unpack_from("<I", blob)
+        if size >= len(blob) or size % 4:
+            raise FormatError(f"The precompiled_charsmap's trie size {size:,} does not fit its {len(blob):,} bytes.")
+        self.blob = blob
+        self._units = struct.unpack_from(f"<{size // 4}I", blob, 4)
+        self._strings = blob[4 + size:]
+        self._cache: dict[int, bytes] = {}
+
+    def longest(self, data: bytes, pos: int) -> tuple[int, bytes]:
+        """(length, replacement) of the longest rule matching ``data[pos:]``; length 0 if none."""
+        units = self._units
+        count = len(units)
+        if not count:
+            return 0, b""
+        node = _offset(units[0])
+        best_length = found = 0
+        value = -1
+        for i in range(pos, len(data)):
+            byte = data[i]
+            node ^= byte
+            if node >= count:
+                break
+            unit = units[node]
+            if unit & 0x800000FF != byte:  # the label must be this byte
+                break
+            node ^= _offset(unit)
+            if unit >> 8 & 1:  # a leaf below: a rule ends here
+                if node >= count:
+                    break
+                best_length, value = i + 1 - pos, units[node] & 0x7FFFFFFF
+                found += 1
+                if found == MAX_TRIE_RESULTS:
+                    break
+        if not best_length:
+            return 0, b""
+        return best_length, self._string(value)
+
+    def _string(self, value: int) -> bytes:
+        cached = self._cache.get(value)
+        if cached is None:
+            end = self._strings.find(b"\0", value)
+            if value >= len(self._strings) or end < 0:
+                raise FormatError(f"The precompiled_charsmap's rule at {value:,} has no NUL-terminated replacement.")
+            cached = self._cache[value] = self._strings[value:end]
+        return cached
+
+
+def _offset(unit: int) -> int:
+    return (unit >> 10) << ((unit & (1 << 9)) >> 6)
+
+
+def _char_len(data: bytes, pos: int) -> int:
+    """The byte length of the valid UTF-8 character at ``pos``, or 0 if it is malformed."""
+    for size in (1, 2, 3, 4):
+        try:
+            data[pos:pos + size].decode("utf-8")
+            return size
+        except UnicodeDecodeError:
+            continue
+    return 0
+
+
+class SpmNormalizer:
+    """sentencepiece's whole normalization (``NormalizerSpec`` plus the trainer's whitespace flag)."""
+
+    def __init__(self, charsmap: bytes = b"", *, add_dummy_prefix: bool = True, remove_extra_whitespaces: bool = True,
+                 escape_whitespaces: bool = True, treat_whitespace_as_suffix: bool = False,
+                 user_defined: Iterable[str] = (), name: str = "") -> None:
+        self.charsmap = CharsMap(charsmap) if charsmap else None
+        self.add_dummy_prefix = add_dummy_prefix
+        self.remove_extra_whitespaces = remove_extra_whitespaces
+        self.escape_whitespaces = escape_whitespaces
+        self.treat_whitespace_as_suffix = treat_whitespace_as_suffix
+        self.user_defined = frozenset(p.encode("utf-8") for p in user_defined if p)
+        self._user_lengths = sorted({len(p) for p in self.user_defined}, reverse=True)
+        self.name = f"spm:{name}" if name else "spm"
+
+    def _prefix(self, data: bytes, pos: int) -> tuple[bytes, int]:
+        """``NormalizePrefix``: the normalized bytes of the next unit and how many input bytes it takes."""
+        for size in self._user_lengths:  # USER_DEFINED pieces pass through whole
+            if data[pos:pos + size] in self.user_defined:
+                return data[pos:pos + size], size
+        if self.charsmap is not None:
+            length, replacement = self.charsmap.longest(data, pos)
+            if length:
+                return replacement, length
+        size = _char_len(data, pos)
+        return (data[pos:pos + size], size) if size else (_REPLACEMENT, 1)
+
+    def normalize_bytes(self, data: bytes) -> tuple[bytes, list[int]]:
+        """The normalized bytes and, per output byte plus one, the input byte it came from."""
+        out = bytearray()
+        orig: list[int] = []
+        pos, end = 0, len(data)
+        if self.remove_extra_whitespaces:
+            while pos < end:
+                piece, size = self._prefix(data, pos)
+                if piece != b" ":
+                    break
+                pos += size
+        if pos == end:
+            return b"", [pos]
+        space = _SPACE if self.escape_whitespaces else b" "
+        if self.add_dummy_prefix and not self.treat_whitespace_as_suffix:
+            out += space
+            orig += [pos] * len(space)
+        prev_space = self.remove_extra_whitespaces
+        while pos < end:
+            piece, size = self._prefix(data, pos)
+            if prev_space:
+                piece = piece.lstrip(b" ")
+            if piece:
+                escaped = piece.replace(b" ", space) if self.escape_whitespaces else piece
+                out += escaped
+                orig += [pos] * len(escaped)
+                prev_space = piece.endswith(b" ")
+            pos += size
+            if not self.remove_extra_whitespaces:
+                prev_space = False
+        consumed = pos
+        if self.remove_extra_whitespaces:
+            while out.endswith(space):
+                consumed = orig[len(out) - len(space)]
+                del out[len(out) - len(space):], orig[len(orig) - len(space):]
+        if self.add_dummy_prefix and self.treat_whitespace_as_suffix:
+            out += space
+            orig += [consumed] * len(space)
+        orig.append(consumed)
+        return bytes(out), orig
+
+    def normalize(self, text: str) -> str:
+        return self.normalize_bytes(text.encode("utf-8", "surrogatepass"))[0].decode("utf-8", "replace")
+
+    def normalize_aligned(self, text: str) -> tuple[str, list[int]]:
+        """The normalized text and ``len(out) + 1`` input character positions, one per output boundary."""
+        data = text.encode("utf-8", "surrogatepass")
+        out, orig = self.normalize_bytes(data)
+        starts = [0]  # input byte offset of each input character
+        for char in text:
+            starts.append(starts[-1] + len(char.encode("utf-8", "surrogatepass")))
+        normalized = out.decode("utf-8", "replace")
+        positions: list[int] = []
+        at = 0
+        for char in normalized:
+            positions.append(bisect_right(starts, orig[at]) - 1)
+            at += len(char.encode("utf-8"))
+        positions.append(bisect_right(starts, orig[-1]) - 1)
+        return normalized, positions
+
+    def to_hf(self) -> dict[str, Any]:
+        """The HF normalizer chain: Precompiled, then the whitespace rules as Replace/Prepend steps."""
+        if self.treat_whitespace_as_suffix and self.add_dummy_prefix:
+            raise ConfigError("Hugging Face has no normalizer that appends the dummy ▁ "
+                              "(treat_whitespace_as_suffix); export the .model instead.")
+        steps: list[dict[str, Any]] = []
+        if self.charsmap is not None:
+            steps.append(Precompiled(self.charsmap.blob).to_hf())
+        if self.remove_extra_whitespaces:
+            steps.append({"type": "Replace", "pattern": {"Regex": "^ +| +$"}, "content": ""})
+            steps.append({"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "})
+        if self.escape_whitespaces:
+            steps.append({"type": "Replace", "pattern": {"String": " "}, "content": SPACE})
+        if self.add_dummy_prefix:
+            steps.append({"type": "Prepend", "prepend": SPACE if self.escape_whitespaces else " "})
+        return {"type": "Sequence", "normalizers": steps}
+
+
+class Precompiled:
+    """The charsmap alone (HF's ``Precompiled``), applied the sentencepiece way."""
+
+    name = "precompiled"
+
+    def __init__(self, charsmap: bytes) -> None:
+        self._inner = SpmNormalizer(charsmap, add_dummy_prefix=False, remove_extra_whitespaces=False,
+                                    escape_whitespaces=False)
+        self.charsmap = self._inner.charsmap
+
+    def normalize(self, text: str) -> str:
+        return self._inner.normalize(text)
+
+    def normalize_aligned(self, text: str) -> tuple[str, list[int]]:
+        return self._inner.normalize_aligned(text)
+
+    def to_hf(self) -> dict[str, Any]:
+        blob = self.charsmap.blob if self.charsmap is not None else b""
+        return {"type": "Precompiled", "precompiled_charsmap": base64.b64encode(blob).decode("ascii")}
+
+    @classmethod
+    def from_hf(cls, data: Mapping[str, Any]) -> Precompiled:
+        """Read ``{"type": "Precompiled", "precompiled_charsmap": base64}`` from a tokenizer.json."""
+        raw = data.get("precompiled_charsmap")
+        if not isinstance(raw, str):
+            raise FormatError('The Precompiled normalizer needs "precompiled_charsmap": a base64 string.')
+        from engine.formats.spm_proto import MAX_CHARSMAP_BYTES
+
+        if len(raw) > MAX_CHARSMAP_BYTES * 4 // 3 + 4:
+            raise FormatError(f"The precompiled_charsmap is over {MAX_CHARSMAP_BYTES:,} bytes "
+                              "(engine.formats.spm_proto.MAX_CHARSMAP_BYTES).")
+        try:
+            blob = base64.b64decode(raw, validate=True)
+        except (binascii.Error, ValueError):
+            raise FormatError("The Precompiled normalizer's precompiled_charsmap is not valid base64.") from None
+        return cls(blob)
