@@ -9,20 +9,49 @@ that turn every ASCII character into exactly one character, whatever its neighbo
 (``ascii_charwise``), have their ASCII runs normalized whole instead: the same output and map,
 without a Python call per character.
 
-Deliberately left out: normalizers that need a model (sentencepiece's precompiled charsmap);
-importing a tokenizer.json that uses one fails with a clear FormatError.
+A normalizer whose output depends on position (Prepend, Strip) or whose pattern may span
+clusters (Replace) has its own exact ``aligned(text)``, which ``normalize_aligned`` uses; a
+``Sequence`` composes the maps of its steps. Hugging Face's steps and character semantics
+(per-character lowercase, HF's marks and controls) are in ``engine.normalizers_hf``.
+
+Deliberately left out: sentencepiece's precompiled charsmap, read through
+``engine.spm_normalizer`` when that module is there, refused with a FormatError otherwise.
 """
 
 from __future__ import annotations
 
-import functools
+import importlib
 import unicodedata
-from collections.abc import Callable
 from typing import Any, Protocol
 
 import regex
 
 from engine.errors import ConfigError, FormatError
+from engine.limits import shown
+from engine.normalizers_hf import (
+    BertCleanup,
+    BertNormalizer,
+    Nmt,
+    Prepend,
+    Replace,
+    Strip,
+    StripMarks,
+    hf_lowercase,
+    hf_marks,
+    strip_marks,
+)
+
+__all__ = [
+    "BertCleanup", "BertNormalizer", "Lowercase", "Nmt", "Normalizer", "Prepend", "Replace", "Sequence", "Strip",
+    "StripAccents", "StripMarks", "UnicodeForm", "get_normalizer", "normalize_aligned", "normalize_aligned_reference",
+    "normalizer_from_hf", "strip_marks_reference", "MAX_NORMALIZER_DEPTH", "MAX_NORMALIZER_STEPS",
+]
+
+MAX_NORMALIZER_DEPTH = 32
+"""How deeply ``Sequence`` normalizers may nest in a file; real files nest at most twice."""
+
+MAX_NORMALIZER_STEPS = 1024
+"""Normalizer objects in one file, Sequences included; real ones have a dozen at most."""
 
 _GRAPHEME = regex.compile(r"\X")
 _ASCII_RUN = regex.compile(r"[\x00-\x7f]+")
@@ -38,6 +67,17 @@ class Normalizer(Protocol):
 
 def normalize_aligned(normalizer: Normalizer, text: str) -> tuple[str, list[int]]:
     """Normalize ``text``; also return ``len(out) + 1`` input positions, one per output boundary.
+
+    A normalizer with its own ``aligned`` method gives the map itself; the others are mapped
+    one grapheme cluster at a time by :func:`_clusterwise`. The offsets are non-decreasing,
+    run from 0 to ``len(text)``, and the text is always ``normalizer.normalize(text)``.
+    """
+    own = getattr(normalizer, "aligned", None)
+    return own(text) if own is not None else _clusterwise(normalizer, text)
+
+
+def _clusterwise(normalizer: Normalizer, text: str) -> tuple[str, list[int]]:
+    """:func:`normalize_aligned` for a normalizer that never moves text across a cluster boundary.
 
     With an ``ascii_charwise`` normalizer, ASCII runs are normalized whole and map character by
     character; a run's last character is left to the grapheme path when a non-ASCII character
@@ -109,11 +149,13 @@ def normalize_aligned_reference(normalizer: Normalizer, text: str) -> tuple[str,
 
 
 class Lowercase:
+    """HF's Lowercase: Rust's per-character lowercase, so a final "Σ" is "σ", as HF makes it."""
+
     name = "lowercase"
     ascii_charwise = True
 
     def normalize(self, text: str) -> str:
-        return text.lower()
+        return hf_lowercase(text)
 
     def to_hf(self) -> dict[str, Any]:
         return {"type": "Lowercase"}
@@ -136,40 +178,20 @@ class UnicodeForm:
         return {"type": self.form}
 
 
-@functools.cache
-def _mark_stripper() -> Callable[[str], str]:
-    """A function removing every character ``unicodedata`` calls Mn (a nonspacing mark).
-
-    One regex substitution is ~15x faster than testing each character's category. The regex
-    module's Unicode tables may be newer than ``unicodedata``'s, so the class is corrected by
-    the differences; if the corrected class still disagrees, ``str.translate`` does it exactly.
-    """
-    every = "".join(map(chr, range(0x110000)))
-    ours = {c for c in every if unicodedata.category(c) == "Mn"}
-    theirs = set(regex.findall(r"\p{Mn}", every))
-    extra = "".join(regex.escape(c) for c in sorted(theirs - ours))
-    missing = "".join(regex.escape(c) for c in sorted(ours - theirs))
-    marks = r"[[\p{Mn}" + (f"--[{extra}]" if extra else "") + "]" + (f"[{missing}]" if missing else "") + "]"
-    if set(regex.findall("(?V1)" + marks, every)) != ours:  # pragma: no cover - defensive
-        table = dict.fromkeys(map(ord, ours))
-        return lambda text: text.translate(table)
-    pattern = regex.compile("(?V1)" + marks + "+")
-    return lambda text: pattern.sub("", text)
-
-
 def strip_marks_reference(text: str) -> str:
-    """The obviously-correct (slow) StripAccents, for tests: NFD, then drop category Mn."""
-    return "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn")
+    """The obviously-correct (slow) StripAccents, for tests: NFD, then drop HF's marks one by one."""
+    marks = hf_marks()
+    return "".join(c for c in unicodedata.normalize("NFD", text) if ord(c) not in marks)
 
 
 class StripAccents:
-    """Decompose (NFD) and drop combining marks, as BERT's uncased models do."""
+    """Decompose (NFD) and drop combining marks (HF's set: Mn, Mc and Me), as BERT's uncased models do."""
 
     name = "strip_accents"
     ascii_charwise = True
 
     def normalize(self, text: str) -> str:
-        return _mark_stripper()(unicodedata.normalize("NFD", text))
+        return strip_marks(unicodedata.normalize("NFD", text))
 
     def to_hf(self) -> dict[str, Any]:
         # HF's StripAccents only drops marks; it expects an NFD step before it.
@@ -189,11 +211,32 @@ class Sequence:
             text = normalizer.normalize(text)
         return text
 
+    def aligned(self, text: str) -> tuple[str, list[int]]:
+        """Each stretch of cluster-local steps mapped by cluster, each other step by its own map,
+        composed: an output boundary maps through every step's map back to the input."""
+        if not any(hasattr(step, "aligned") for step in self.normalizers):
+            return _clusterwise(self, text)
+        offsets = list(range(len(text) + 1))
+        local: list[Normalizer] = []
+        for step in [*self.normalizers, None]:
+            if step is not None and not hasattr(step, "aligned"):
+                local.append(step)
+                continue
+            stages: list[Normalizer] = ([local[0]] if len(local) == 1 else [Sequence(local)]) if local else []
+            for stage in stages + ([step] if step is not None else []):
+                text, inner = normalize_aligned(stage, text)
+                offsets = [offsets[i] for i in inner]
+            local = []
+        return text, offsets
+
     def to_hf(self) -> dict[str, Any]:
         steps: list[dict[str, Any]] = []
         for normalizer in self.normalizers:
             data = normalizer.to_hf()
-            steps.extend(data["normalizers"] if data["type"] == "Sequence" else [data])
+            # Our StripAccents writes [NFD, StripAccents]: splice it in. A Sequence read from a
+            # file stays nested, so the file is written back as it was read.
+            nested = data["type"] == "Sequence" and not isinstance(normalizer, Sequence)
+            steps.extend(data["normalizers"] if nested else [data])
         return {"type": "Sequence", "normalizers": steps}
 
 
@@ -224,84 +267,79 @@ def get_normalizer(spec: str | list[str] | tuple[str, ...] | None) -> Normalizer
     return steps[0] if len(steps) == 1 else Sequence(steps)
 
 
-def normalizer_from_hf(data: dict[str, Any] | None) -> Normalizer | None:
-    """Read a Hugging Face ``normalizer`` object."""
+def normalizer_from_hf(data: Any, path: str = "normalizer") -> Normalizer | None:
+    """Read a Hugging Face ``normalizer`` object; ``to_hf`` of the result writes it back unchanged.
+
+    Every FormatError names where in the file the bad part is (``normalizer.normalizers[1]``).
+    """
     if data is None:
         return None
+    return _read(data, path, depth=0, count=[0])
+
+
+def _read(data: Any, path: str, *, depth: int, count: list[int]) -> Normalizer:
+    count[0] += 1
+    if count[0] > MAX_NORMALIZER_STEPS:
+        raise FormatError(f"{path}: the file has over {MAX_NORMALIZER_STEPS:,} normalizers "
+                          "(engine.normalizers.MAX_NORMALIZER_STEPS).")
+    if not isinstance(data, dict):
+        raise FormatError(f"{path}: a normalizer must be an object, not {shown(data)}.")
     kind = data.get("type")
     if kind == "Sequence":
-        inner = [normalizer_from_hf(d) for d in data.get("normalizers", [])]
-        # NFD followed by StripAccents is our single StripAccents step.
-        steps: list[Normalizer] = []
-        for step in inner:
-            if step is None:
-                continue
-            if isinstance(step, StripAccents) and steps and getattr(steps[-1], "form", None) == "NFD":
-                steps.pop()
-            steps.append(step)
-        return None if not steps else steps[0] if len(steps) == 1 else Sequence(steps)
-    if kind == "Lowercase":
-        return Lowercase()
-    if kind == "StripAccents":
-        return StripAccents()
+        if depth >= MAX_NORMALIZER_DEPTH:
+            raise FormatError(f"{path}: Sequence normalizers nest more than {MAX_NORMALIZER_DEPTH} deep "
+                              "(engine.normalizers.MAX_NORMALIZER_DEPTH).")
+        steps = _field(data, "normalizers", list, path)
+        return Sequence([_read(step, f"{path}.normalizers[{i}]", depth=depth + 1, count=count)
+                         for i, step in enumerate(steps)])
+    simple = {"Lowercase": Lowercase, "StripAccents": StripMarks, "Nmt": Nmt}
+    if kind in simple:
+        return simple[kind]()  # type: ignore[no-any-return]
     if kind in ("NFC", "NFD", "NFKC", "NFKD"):
         return UnicodeForm(kind)
+    if kind == "Prepend":
+        return Prepend(_field(data, "prepend", str, path))
+    if kind == "Strip":
+        return Strip(left=_field(data, "strip_left", bool, path), right=_field(data, "strip_right", bool, path))
+    if kind == "Replace":
+        return _replace(data, path)
     if kind == "BertNormalizer":
-        steps = []
-        if data.get("lowercase", True):
-            steps.append(Lowercase())
-        strip = data.get("strip_accents")
-        if strip or (strip is None and data.get("lowercase", True)):
-            steps.append(StripAccents())
-        if data.get("clean_text", True) or data.get("handle_chinese_chars", True):
-            steps.insert(0, BertCleanup(
-                clean_text=bool(data.get("clean_text", True)),
-                handle_chinese_chars=bool(data.get("handle_chinese_chars", True)),
-            ))
-        return steps[0] if len(steps) == 1 else Sequence(steps)
-    raise FormatError(f"The normalizer type {kind!r} is not supported.")
+        strip = data.get("strip_accents", "missing")
+        if strip is not None and not isinstance(strip, bool):
+            raise FormatError(f"{path}.strip_accents must be true, false or null, not {shown(strip)}.")
+        return BertNormalizer(clean_text=_field(data, "clean_text", bool, path),
+                              handle_chinese_chars=_field(data, "handle_chinese_chars", bool, path),
+                              strip_accents=strip, lowercase=_field(data, "lowercase", bool, path))
+    if kind == "Precompiled":
+        try:  # written elsewhere; until it is there, such a file is refused
+            precompiled = importlib.import_module("engine.spm_normalizer").Precompiled
+        except (ImportError, AttributeError):
+            raise FormatError(f"The normalizer type 'Precompiled' is not supported (at {path}).") from None
+        try:
+            return precompiled.from_hf(data)  # type: ignore[no-any-return]
+        except FormatError as exc:
+            raise FormatError(f"{path}: {exc}") from None
+    raise FormatError(f"The normalizer type {shown(kind)} is not supported (at {path}).")
 
 
-def _is_cjk(code: int) -> bool:
-    return (
-        0x4E00 <= code <= 0x9FFF or 0x3400 <= code <= 0x4DBF or 0x20000 <= code <= 0x2A6DF
-        or 0x2A700 <= code <= 0x2B73F or 0x2B740 <= code <= 0x2B81F or 0x2B820 <= code <= 0x2CEAF
-        or 0xF900 <= code <= 0xFAFF or 0x2F800 <= code <= 0x2FA1F
-    )
+def _field(data: dict[str, Any], key: str, kind: type, path: str) -> Any:
+    value = data.get(key)
+    if not isinstance(value, kind):
+        raise FormatError(f"{path}.{key} must be a {kind.__name__}, not {shown(value)}.")
+    return value
 
 
-class BertCleanup:
-    """BERT's text cleaning: drop control characters, map whitespace to spaces, pad CJK chars."""
-
-    name = "bert_cleanup"
-    ascii_charwise = False  # drops control characters and maps tabs and newlines to spaces
-
-    def __init__(self, *, clean_text: bool = True, handle_chinese_chars: bool = True) -> None:
-        self.clean_text = clean_text
-        self.handle_chinese_chars = handle_chinese_chars
-
-    def normalize(self, text: str) -> str:
-        out = []
-        for char in text:
-            code = ord(char)
-            if self.clean_text:
-                if code == 0 or code == 0xFFFD or (
-                    unicodedata.category(char).startswith("C") and char not in "\t\n\r"
-                ):
-                    continue
-                if char in "\t\n\r" or unicodedata.category(char) == "Zs":
-                    char = " "
-            if self.handle_chinese_chars and _is_cjk(code):
-                out.append(f" {char} ")
-            else:
-                out.append(char)
-        return "".join(out)
-
-    def to_hf(self) -> dict[str, Any]:
-        return {
-            "type": "BertNormalizer",
-            "clean_text": self.clean_text,
-            "handle_chinese_chars": self.handle_chinese_chars,
-            "strip_accents": False,
-            "lowercase": False,
-        }
+def _replace(data: dict[str, Any], path: str) -> Replace:
+    pattern = data.get("pattern")
+    content = _field(data, "content", str, path)
+    if not isinstance(pattern, dict) or len(pattern) != 1 or next(iter(pattern)) not in ("String", "Regex"):
+        raise FormatError(f'{path}.pattern must be {{"String": ...}} or {{"Regex": ...}}, not {shown(pattern)}.')
+    (key, value), = pattern.items()
+    if not isinstance(value, str):
+        raise FormatError(f"{path}.pattern.{key} must be a string, not {shown(value)}.")
+    if key == "String":
+        return Replace(string=value, content=content)
+    try:
+        return Replace(pattern=value, content=content)
+    except ConfigError as exc:
+        raise FormatError(f"{path}.pattern.Regex: {exc}") from None

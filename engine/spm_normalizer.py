@@ -172,6 +172,10 @@ class SpmNormalizer:
     def normalize(self, text: str) -> str:
         return self.normalize_bytes(text.encode("utf-8", "surrogatepass"))[0].decode("utf-8", "replace")
 
+    def aligned(self, text: str) -> tuple[str, list[int]]:
+        """The name ``engine.normalizers.normalize_aligned`` looks for."""
+        return self.normalize_aligned(text)
+
     def normalize_aligned(self, text: str) -> tuple[str, list[int]]:
         """The normalized text and ``len(out) + 1`` input character positions, one per output boundary."""
         data = text.encode("utf-8", "surrogatepass")
@@ -218,6 +222,10 @@ class Precompiled:
 
     def normalize(self, text: str) -> str:
         return self._inner.normalize(text)
+
+    def aligned(self, text: str) -> tuple[str, list[int]]:
+        """The name ``engine.normalizers.normalize_aligned`` looks for."""
+        return self.normalize_aligned(text)
 
     def normalize_aligned(self, text: str) -> tuple[str, list[int]]:
         return self._inner.normalize_aligned(text)

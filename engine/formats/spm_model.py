@@ -145,12 +145,14 @@ class SpmDecoder(MetaspaceDecoder):
 # ----------------------------------------------------------------------- export
 def piece_types(tokenizer: Tokenizer) -> list[int]:
     """The sentencepiece type of every id: the proto's, or inferred (unk → UNKNOWN, specials →
-    CONTROL, ``<0xNN>`` with byte fallback → BYTE, everything else NORMAL)."""
+    CONTROL, other added tokens → USER_DEFINED, ``<0xNN>`` with byte fallback → BYTE, everything
+    else NORMAL)."""
     proto: ModelProto | None = getattr(tokenizer, "spm_proto", None)
     if proto is not None:
         return [p.type for p in proto.pieces]
     model = tokenizer.model
     byte_fallback = bool(getattr(model, "byte_fallback", False))
+    added = tokenizer.added_tokens  # Hugging Face's non-special added tokens: matched whole, as USER_DEFINED
     types = []
     for token_id in range(tokenizer.vocab_size):
         token = tokenizer.id_to_token(token_id)
@@ -158,6 +160,8 @@ def piece_types(tokenizer: Tokenizer) -> list[int]:
             types.append(UNKNOWN)
         elif tokenizer.is_special(token_id):
             types.append(CONTROL)
+        elif token in added:
+            types.append(USER_DEFINED)
         elif byte_fallback and token in BYTE_PIECES:
             types.append(BYTE)
         else:

@@ -209,10 +209,10 @@ def test_malformed_documents_are_format_errors(text: str, message: str) -> None:
         loads(text)
 
 
-def test_a_split_neither_isolated_nor_removed_and_inverted_is_refused() -> None:
+def test_a_split_with_an_unknown_behavior_is_refused_by_path() -> None:
     data = json.loads(tiny(RegexSplit(r"\w+|\s")).to_json())
-    data["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Removed"
-    with pytest.raises(FormatError, match=r"supported with behavior \"Isolated\" \(invert false\) or \"Removed\" \(invert true\) only"):
+    data["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Sideways"
+    with pytest.raises(FormatError, match=r"pre_tokenizer.pretokenizers\[0\] has behavior 'Sideways'"):
         loads(json.dumps(data))
 
 

@@ -106,3 +106,35 @@ def _wordpiece_merges(prefix: str, recorded: list[Any], n: int) -> list[MergeRow
         count = _int(entry[2]) if len(entry) > 2 else None
         rows.append(MergeRow(rank, shown_string(left), shown_string(right), shown_string(joined), count))
     return rows
+
+
+@dataclass(frozen=True, slots=True)
+class PieceTypes:
+    """sentencepiece's view of a vocabulary: how many ids of each piece type, and the spec fields
+    that act at encode time (only where the tokenizer came from a ``.model``)."""
+
+    counts: dict[str, int]
+    spec: dict[str, object]
+
+
+def piece_types(tokenizer: Tokenizer, model_file: bytes | None = None) -> PieceTypes:
+    """The piece-type counts of any tokenizer: from its imported ``.model`` when there is one
+    (USER_DEFINED and UNUSED exist only there), inferred from its vocabulary otherwise."""
+    from engine.formats.spm_model import load_spm_model, piece_type_counts
+
+    spec: dict[str, object] = {}
+    if model_file is not None:
+        try:
+            tokenizer = load_spm_model(model_file)
+        except TokenforgeError:
+            model_file = None
+    proto = getattr(tokenizer, "spm_proto", None) if model_file is not None else None
+    if proto is not None:
+        trainer, normalizer = proto.trainer_spec, proto.normalizer_spec
+        spec = {"model type": {1: "Unigram", 2: "BPE", 3: "word", 4: "char"}.get(trainer.model_type, "?"),
+                "normalization": normalizer.name or "(none named)", "add_dummy_prefix": normalizer.add_dummy_prefix,
+                "remove_extra_whitespaces": normalizer.remove_extra_whitespaces,
+                "escape_whitespaces": normalizer.escape_whitespaces, "byte_fallback": trainer.byte_fallback,
+                "split_digits": trainer.split_digits, "treat_whitespace_as_suffix": trainer.treat_whitespace_as_suffix,
+                "unk / bos / eos / pad ids": f"{trainer.unk_id} / {trainer.bos_id} / {trainer.eos_id} / {trainer.pad_id}"}
+    return PieceTypes(piece_type_counts(tokenizer), spec)

@@ -28,6 +28,7 @@ from webapp.training import form as training_form
 from webapp.training import jobs
 from webapp.training.form import MAX_CORPORA, TrainForm
 from webapp.transfer import imports
+from webapp.transfer.downloads import originals
 from webapp.web.filters import quoted
 from webapp.web.forms import MAX_NAME, ConfirmForm
 from webapp.web.htmx import is_htmx, render
@@ -171,6 +172,7 @@ def show(tokenizer_id: int) -> Response:
     return render("tokenizers/show.html", tokenizer=tokenizer, job=job, corpora=corpora,
                   figures=summary.figures(engine_tokenizer, stats),
                   merges=summary.first_merges(engine_tokenizer, stats, SHOWN_MERGES),
+                  piece_types=summary.piece_types(engine_tokenizer, originals(tokenizer.config).get("spm_model")),
                   options=options if isinstance(options, dict) else {},
                   imported=imported if isinstance(imported, dict) else {},
                   import_kinds=imports.KINDS, import_patterns=imports.PATTERN_CHOICES)

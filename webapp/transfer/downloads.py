@@ -20,6 +20,7 @@ Left out: HTTP (``views.py``) and the formats themselves (``engine.serialization
 
 from __future__ import annotations
 
+import base64
 import io
 import stat
 import threading
@@ -176,6 +177,45 @@ def _spm_vocab(tok: Tokenizer, verify: bool) -> dict[str, bytes]:
     return {"tokenizer.vocab": text.encode("utf-8")}
 
 
+def _spm_model_fits(tok: Tokenizer) -> None:
+    if tok.model.kind != "unigram" and getattr(tok.model, "level", "") != "spm":
+        raise NotForThisModel(f"A sentencepiece .model holds Unigram and sentencepiece BPE models; this tokenizer is "
+                              f"{_model_kind(tok)}.")
+
+
+def _spm_model(tok: Tokenizer, verify: bool) -> dict[str, bytes]:
+    from engine.formats.spm_model import dump_spm_model, load_spm_model
+
+    data = dump_spm_model(tok)
+    if verify:
+        _same_ids(tok, load_spm_model(data), "tokenizer.model")
+    return {"tokenizer.model": data}
+
+
+# The row's config key under which an imported file is kept verbatim (base64), by format: an
+# imported .model downloads byte for byte as it came, with the fields we do not use.
+ORIGINAL_KEYS = {"spm_model": "spm_model"}
+
+
+def keep_original(kind: str, data: bytes | None) -> dict[str, str]:
+    """What a row's config keeps of an import of ``kind`` (empty for formats we rebuild anyway)."""
+    key = ORIGINAL_KEYS.get(kind)
+    return {key: base64.b64encode(data).decode("ascii")} if key and data else {}
+
+
+def originals(config: Mapping[str, Any]) -> dict[str, bytes]:
+    """The files kept verbatim in a row's ``config``, by format key; a damaged one is left out."""
+    found: dict[str, bytes] = {}
+    for key, config_key in ORIGINAL_KEYS.items():
+        value = config.get(config_key)
+        if isinstance(value, str):
+            try:
+                found[key] = base64.b64decode(value, validate=True)
+            except ValueError:
+                continue
+    return found
+
+
 @dataclass(frozen=True, slots=True)
 class Builder:
     """How one format is named, checked against a tokenizer's shape, and written."""
@@ -204,6 +244,8 @@ BUILDERS: dict[str, Builder] = {
                          "WordPiece", _vocab_txt_fits, _vocab_txt),
     "spm": Builder(".vocab", ("tokenizer.vocab",), "sentencepiece's piece-and-score list (Unigram).",
                    "Unigram", _spm_fits, _spm_vocab),
+    "spm_model": Builder(".model", ("tokenizer.model",), "sentencepiece's binary model, for SentencePieceProcessor.",
+                         "Unigram or sentencepiece BPE", _spm_model_fits, _spm_model),
 }
 
 MAX_REASON = 300  # characters of a reason shown on the page (an engine message may quote a token)
@@ -231,14 +273,18 @@ def _remember(tok: Tokenizer, key: str, reason: str | None) -> None:
         _outcomes.setdefault(tok, {})[key] = reason
 
 
-def build(tok: Tokenizer, key: str, *, chat: Mapping[str, Any] | None = None) -> dict[str, bytes]:
+def build(tok: Tokenizer, key: str, *, chat: Mapping[str, Any] | None = None,
+          originals: Mapping[str, bytes] | None = None) -> dict[str, bytes]:
     """The files of format ``key``, verified; raises ExportError with the reason if impossible.
 
     The first build of a format for a tokenizer reads the files back; later ones only write them.
     ``chat`` is what an import kept of the tokenizer's own ``tokenizer_config.json`` (its chat
     template and bos/eos/pad tokens), written again into the ``tokenizer_config.json`` beside
-    ``tokenizer.json``.
+    ``tokenizer.json``. ``originals`` are files an import kept verbatim (:func:`originals`): given
+    for ``key``, that file is the download, as it came.
     """
+    if originals and key in originals:
+        return {BUILDERS[key].files[0]: originals[key]}
     if key not in BUILDERS:
         raise ExportError(f"There is no download format {key!r}; choose one of {', '.join(BUILDERS)}.")
     known, reason = _outcome(tok, key)
@@ -257,7 +303,7 @@ def build(tok: Tokenizer, key: str, *, chat: Mapping[str, Any] | None = None) ->
     return files
 
 
-def plan(tok: Tokenizer) -> list[Format]:
+def plan(tok: Tokenizer, originals: Mapping[str, bytes] | None = None) -> list[Format]:
     """Every format: whether it fits this kind of model, and why not where this tokenizer cannot use it.
 
     Cheap by design: it looks at the tokenizer's shape and at checks already run by
@@ -267,6 +313,9 @@ def plan(tok: Tokenizer) -> list[Format]:
     for key, builder in BUILDERS.items():
         fits, reason = True, None
         try:
+            if originals and key in originals:
+                out.append(Format(key, builder.label, builder.files, builder.description, None, True, builder.holds))
+                continue
             builder.fits(tok)
             reason = _outcome(tok, key)[1]
         except NotForThisModel as exc:
@@ -325,8 +374,14 @@ ranks.tiktoken.json (pat_str) when that file is included.
 """,
     "spm": """## tokenizer.vocab (sentencepiece pieces and scores)
 
-One `piece<TAB>score` line per id. sentencepiece itself loads the binary .model, which this is
-not; use tokenizer.json with `tokenizers`/`transformers` to run the model.
+One `piece<TAB>score` line per id. sentencepiece itself loads the binary .model (below, where
+this tokenizer has one); use tokenizer.json with `tokenizers`/`transformers` to run the model.
+""",
+    "spm_model": """## tokenizer.model (sentencepiece)
+
+    import sentencepiece as spm
+    sp = spm.SentencePieceProcessor(model_file="tokenizer.model")
+    sp.encode("Hello world")
 """,
 }
 
@@ -342,14 +397,15 @@ def _add(archive: zipfile.ZipFile, filename: str, data: str | bytes) -> None:
     archive.writestr(info, data)
 
 
-def zip_all(tok: Tokenizer, name: str, *, chat: Mapping[str, Any] | None = None) -> bytes:
+def zip_all(tok: Tokenizer, name: str, *, chat: Mapping[str, Any] | None = None,
+            originals: Mapping[str, bytes] | None = None) -> bytes:
     """A zip of every format that fits and verifies, plus README.md (``chat``: see :func:`build`)."""
     buffer = io.BytesIO()
     sections = []
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for key in (f.key for f in plan(tok) if f.available):
+        for key in (f.key for f in plan(tok, originals) if f.available):
             try:
-                files = build(tok, key, chat=chat)
+                files = build(tok, key, chat=chat, originals=originals)
             except ExportError:
                 continue
             for filename, data in files.items():

@@ -1,8 +1,9 @@
 """Read uploaded tokenizer files into engine tokenizers, with a clear message for every bad file.
 
-Four kinds: a ``tokenizer.json``; GPT-2's ``vocab.json`` + ``merges.txt`` with the split pattern
+Five kinds: a ``tokenizer.json``; GPT-2's ``vocab.json`` + ``merges.txt`` with the split pattern
 chosen from a list; a WordPiece ``vocab.txt``; a tiktoken rank file with its pattern (from the
-list or its sidecar). Every failure is an :class:`ImportProblem` whose message names the file
+list or its sidecar); sentencepiece's binary ``.model`` (Unigram or BPE), whose bytes the row
+keeps so the download gives the same file back. Every failure is an :class:`ImportProblem` whose message names the file
 as uploaded and the problem (the engine's ``FormatError`` names the line). The engine's loaders
 enforce the bounds of ``engine.limits`` (ids, vocabulary, token length, special tokens). An imported tokenizer must also
 survive the round trip through ``tokenizer.json``, since that is how the database stores it.
@@ -28,6 +29,7 @@ KINDS = {
     "gpt2": "vocab.json + merges.txt (GPT-2 style)",
     "vocab_txt": "vocab.txt (WordPiece, BERT style)",
     "tiktoken": "tiktoken rank file",
+    "spm_model": "sentencepiece .model (tokenizer.model)",
 }
 PATTERN_CHOICES = {"gpt2": "GPT-2 (r50k)", "gpt4": "GPT-4 (cl100k)", "o200k": "GPT-4o (o200k)"}
 SAMPLE = "Round trip check: Hello, world! café 日本 👋\n"
@@ -92,6 +94,13 @@ def read(kind: str, files: dict[str, Upload | None], *, pattern: str = "gpt2", s
             merges = gpt2.parse_merges_txt(_text(files.get("merges"), "merges.txt"), source=merges_name)
             tokenizer = gpt2.build_gpt2(vocab, merges, pretokenizer=_pattern(pattern), special_tokens=_specials(specials),
                                         vocab_source=vocab_name, merges_source=merges_name, vocab_lines=lines)
+        elif kind == "spm_model":
+            from engine.formats.spm_model import load_spm_model
+
+            upload = files.get("file")
+            if upload is None or not upload.data:
+                raise ImportProblem("Choose the .model file; none was uploaded (or it is empty).")
+            tokenizer = load_spm_model(upload.data, source=_name(files, "file", "tokenizer.model"))
         elif kind == "vocab_txt":
             tokenizer = _vocab_txt(_text(files.get("file"), "vocab.txt"), lowercase, _name(files, "file", "vocab.txt"))
         else:

@@ -38,7 +38,8 @@ def _slug(name: str) -> str:
 def downloads_page(tokenizer_id: int) -> Response:
     """Each download format, or the reason this tokenizer cannot be written in it."""
     loaded = load(tokenizer_id)
-    return render("playground/downloads.html", loaded=loaded, formats=downloads.plan(loaded.tokenizer))
+    formats = downloads.plan(loaded.tokenizer, downloads.originals(loaded.row.config))
+    return render("playground/downloads.html", loaded=loaded, formats=formats)
 
 
 @bp.get("/tokenizers/<int:tokenizer_id>/download/<key>/<filename>")
@@ -46,12 +47,15 @@ def download(tokenizer_id: int, key: str, filename: str) -> Response:
     """One verified file of one format, as an attachment."""
     loaded = load(tokenizer_id)
     try:
-        files = downloads.build(loaded.tokenizer, key, chat=chat_settings(loaded.row.config))
+        files = downloads.build(loaded.tokenizer, key, chat=chat_settings(loaded.row.config),
+                                originals=downloads.originals(loaded.row.config))
     except downloads.ExportError as exc:
         return Response(render_template("errors/error.html", status=422, message=str(exc)), 422)
     if filename not in files:
         abort(404)
-    response = Response(files[filename], mimetype="application/json" if filename.endswith(".json") else "text/plain")
+    mimetype = ("application/json" if filename.endswith(".json") else
+                "application/octet-stream" if filename.endswith(".model") else "text/plain")
+    response = Response(files[filename], mimetype=mimetype)
     response.headers["Content-Disposition"] = f'attachment; filename="{_slug(loaded.row.name)}-{filename}"'
     response.headers["X-Content-Type-Options"] = "nosniff"
     return response
@@ -61,7 +65,8 @@ def download(tokenizer_id: int, key: str, filename: str) -> Response:
 def download_zip(tokenizer_id: int) -> Response:
     """Every available format and a README, zipped."""
     loaded = load(tokenizer_id)
-    archive = downloads.zip_all(loaded.tokenizer, loaded.row.name, chat=chat_settings(loaded.row.config))
+    archive = downloads.zip_all(loaded.tokenizer, loaded.row.name, chat=chat_settings(loaded.row.config),
+                                originals=downloads.originals(loaded.row.config))
     response = Response(archive, mimetype="application/zip")
     response.headers["Content-Disposition"] = f'attachment; filename="{_slug(loaded.row.name)}.zip"'
     return response
@@ -105,11 +110,13 @@ def import_upload() -> Response:
     except imports.ImportProblem as exc:
         return render("playground/import.html", status=422, **_form_context(form, kind=kind, error=str(exc)))
     first = next((f for f in files.values() if f is not None), None)
+    original = downloads.keep_original(kind, files["file"].data if files["file"] else None)
     name = form.name.data or (first.filename if first else "imported tokenizer")
     row = TokenizerRow(team_id=current_team().id, name=name[:MAX_NAME], algorithm=tokenizer.model.kind,
                        source="imported", tokenizer_json=tokenizer.to_json(), vocab_size=tokenizer.vocab_size,
                        stats={}, config={"import": {"kind": kind, "files": [f.filename for f in files.values() if f],
-                                                    "pattern": form.pattern.data}, **({"chat": chat} if chat else {})})
+                                                    "pattern": form.pattern.data},
+                               **({"chat": chat} if chat else {}), **original})
     session = get_session()
     session.add(row)
     session.commit()

