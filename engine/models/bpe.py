@@ -8,6 +8,10 @@ different merges could produce is handled exactly, and so is a merge that uses a
 merge creates, and a pair listed twice has its later rank); on GPT-2's files it gives the same
 ids as tiktoken.
 
+``ignore_merges`` (Llama 3 and gpt-oss set it; tiktoken's rule): a pre-token whose whole byte
+string is in the vocabulary is that one token, merged or not; every encode path applies it
+(HF applies it only without dropout, and so does ``encode_bytes``).
+
 ``sample`` enables BPE-dropout: each candidate merge is skipped with probability ``dropout``,
 which is how subword regularization is done for BPE. Caching and special tokens belong to the
 tokenizer pipeline, not here.
@@ -60,7 +64,18 @@ class BPE:
     level = "byte"  # models/bpe_char.py is the "char" one
     unk_id: int | None = None
 
-    def __init__(self, vocab: Mapping[int, bytes], merges: Sequence[tuple[bytes, bytes]]) -> None:
+    def __init__(
+        self,
+        vocab: Mapping[int, bytes],
+        merges: Sequence[tuple[bytes, bytes]],
+        *,
+        ignore_merges: bool = False,
+        hf_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.ignore_merges = ignore_merges
+        # The HF model fields that change nothing here (a file's unk_token, "" affixes, ...),
+        # kept so that a re-export writes what was read.
+        self.hf_options: dict[str, Any] = dict(hf_options or {})
         self._bytes: dict[int, bytes] = dict(vocab)
         # Tables below are indexed by id, so the ids must be bounded before they are sized.
         for edge in {min(self._bytes, default=0), max(self._bytes, default=0)} & self._bytes.keys():
@@ -116,6 +131,13 @@ class BPE:
     def tokenize_many(self, pieces: Sequence[str]) -> list[tuple[int, ...]]:
         """The ids of each piece, as ``tokenize`` gives them; a cold encode's new pieces, merged together."""
         encoded = list(map(str.encode, pieces))
+        if not self.ignore_merges:
+            return self._tokenize_encoded(encoded)
+        whole = list(map(self._ids.get, encoded))  # ignore_merges: pieces in the vocabulary are done
+        merged_rest = iter(self._tokenize_encoded([data for data, found in zip(encoded, whole) if found is None]))
+        return [(found,) if found is not None else next(merged_rest) for found in whole]
+
+    def _tokenize_encoded(self, encoded: list[bytes]) -> list[tuple[int, ...]]:
         short = [data for data in encoded if 0 < len(data) <= LONG_PIECE_BYTES]
         if len(short) < BATCH_MIN_PIECES:
             return [tuple(self._merge_one(data)) for data in encoded]
@@ -144,6 +166,8 @@ class BPE:
 
     def merge_long(self, data: bytes) -> list[int]:
         """The ids of ``data``; equal to :meth:`merge_fast`, in O(n log n) for long pieces (``bpe_long``)."""
+        if self.ignore_merges and (found := self._ids.get(data)) is not None:
+            return [found]
         return merge_long_ids([self._byte_ids[b] for b in data], self._right_ranks, self._merged_at)
 
     def merge_fast(self, data: bytes) -> list[int]:
@@ -152,6 +176,8 @@ class BPE:
         Quadratic in ``len(data)`` (see :func:`merge_short`), the fastest for short pieces;
         ``tokenize`` gives pieces over ``LONG_PIECE_BYTES`` to :meth:`merge_long` instead.
         """
+        if self.ignore_merges and (found := self._ids.get(data)) is not None:
+            return [found]
         table = self._byte_table
         ids = list(data.translate(table)) if table is not None else list(map(self._byte_ids.__getitem__, data))
         return merge_short(ids, self._right_ranks, self._merged_at)
@@ -166,6 +192,8 @@ class BPE:
         With dropout, candidates are tried in that order and each is skipped with probability
         ``dropout``; the first one kept is merged, and if all are skipped the word is done.
         """
+        if self.ignore_merges and not dropout and (found := self._ids.get(data)) is not None:
+            return [found]
         byte_ids = self._byte_ids
         ids = [byte_ids[b] for b in data]
         ranks = self._ranks
@@ -215,7 +243,11 @@ class BPE:
         return sorted(self._bytes.items())
 
     def to_hf(self) -> dict[str, Any]:
-        return hf_byte_level_model(self.vocab(), [f"{bytes_to_symbols(a)} {bytes_to_symbols(b)}" for a, b in self.merges])
+        merges = [f"{bytes_to_symbols(a)} {bytes_to_symbols(b)}" for a, b in self.merges]
+        model = hf_byte_level_model(self.vocab(), merges)
+        model.update(self.hf_options)
+        model["ignore_merges"] = self.ignore_merges
+        return model
 
     @classmethod
     def from_hf(cls, data: Mapping[str, Any], *, special_tokens: Mapping[str, int]) -> BPE:
@@ -245,7 +277,42 @@ class BPE:
                 raise FormatError(f"Id {token_id} is used by two tokens ({token!r} and another).")
             vocab[token_id] = data_bytes
         merges = [parse_merge(entry, index + 1) for index, entry in enumerate(raw_merges)]
-        return cls(vocab, merges)
+        ignore_merges, options = read_byte_level_options(data)
+        return cls(vocab, merges, ignore_merges=ignore_merges, hf_options=options)
+
+
+# The HF BPE fields besides vocab and merges, with the values that change nothing (or that we
+# implement) on a byte-level vocabulary. With all 256 single bytes in the vocabulary (``BPE``
+# requires them) no character is ever unknown, so unk_token, fuse_unk and byte_fallback never act.
+_NO_OP_AFFIXES = (None, "")  # Qwen3 writes "" for both: no prefix, no suffix
+
+
+def read_byte_level_options(data: Mapping[str, Any]) -> tuple[bool, dict[str, Any]]:
+    """``(ignore_merges, the other fields as read)`` of a byte-level HF BPE model; FormatError
+    naming the field (``model.dropout``) for a value that would change the ids."""
+    for name in ("ignore_merges", "fuse_unk", "byte_fallback"):
+        if name in data and not isinstance(data[name], bool):
+            raise FormatError(f"The BPE model's {name} (model.{name}) must be true or false, not {shown(data[name])}.")
+    check_dropout(data.get("dropout"))
+    for name in ("continuing_subword_prefix", "end_of_word_suffix"):
+        if data.get(name) not in _NO_OP_AFFIXES:
+            raise FormatError(f"The byte-level BPE model has a {name} (model.{name}) of {shown(data.get(name))}; "
+                              "only none or \"\" is supported on a byte-level vocabulary.")
+    unk = data.get("unk_token")
+    if unk is not None and not isinstance(unk, str):
+        raise FormatError(f"The BPE model's unk_token (model.unk_token) must be a string or null, not {shown(unk)}.")
+    options = {name: data[name] for name in ("dropout", "unk_token", "continuing_subword_prefix",
+                                             "end_of_word_suffix", "fuse_unk", "byte_fallback") if name in data}
+    return bool(data.get("ignore_merges", False)), options
+
+
+def check_dropout(dropout: object) -> None:
+    """Accept a file's BPE ``dropout`` of null or 0 only: HF samples a random segmentation at
+    every encode when it is above 0, so no fixed ids could match it."""
+    if dropout is None or (isinstance(dropout, int | float) and not isinstance(dropout, bool) and dropout == 0):
+        return
+    raise FormatError(f"The BPE model's dropout (model.dropout) is {shown(dropout)}; Hugging Face then encodes at "
+                      "random (BPE-dropout), so only null or 0 is supported. Set \"dropout\": null to load it.")
 
 
 def hf_byte_level_model(vocab: Mapping[str, int], merges: list[str]) -> dict[str, Any]:
@@ -298,6 +365,20 @@ def rank_tables(ranks: Mapping[tuple[int, int], tuple[int, int]], vocab_size: in
         rows[left_id][right_id] = rank
         merged_at[rank] = merged
     return rows, merged_at
+
+
+def rank_rows(lefts: Sequence[int], rights: Sequence[int], merged: Sequence[int],
+               vocab_size: int) -> tuple[list[dict[int, int]], list[int]]:
+    """:func:`rank_tables` from the merges as three id lists in rank order (rank i merges
+    ``lefts[i]`` and ``rights[i]`` into ``merged[i]``); a pair listed twice keeps its later rank."""
+    empty: dict[int, int] = {}
+    rows: list[dict[int, int]] = [empty] * vocab_size
+    for rank, left, right in zip(range(len(lefts)), lefts, rights):
+        row = rows[left]
+        if row is empty:
+            row = rows[left] = {}
+        row[right] = rank
+    return rows, list(merged)
 
 
 def merge_short(ids: list[int], rows: Sequence[Mapping[int, int]], merged_at: Sequence[int]) -> list[int]:

@@ -1,34 +1,44 @@
-"""Classic character-level BPE (Sennrich et al. 2016): characters, not bytes, and ``</w>`` at word ends.
+"""Character-level BPE as Hugging Face runs it: a vocabulary of strings, not bytes.
 
-A pre-token starts as its characters, the last one carrying the end-of-word suffix (``"low"``
-is ``l o w</w>``), and the learned merges are applied exactly as in byte-level BPE: the lowest
-rank first, its leftmost occurrence first, one at a time (``bpe.merge_short`` and
-``bpe_long.merge_long_ids``, shared with :class:`engine.models.bpe.BPE`). So a token is a
-string, and the suffix tells a word's last token from the same letters inside a word.
+Two families use it: classic BPE (Sennrich et al. 2016, our trainer's ``level="char"``), whose
+words end in ``</w>`` (``"low"`` is ``l o w</w>``), and sentencepiece-converted files (Llama 2,
+Mistral, Gemma 3), whose pieces carry ``▁`` and whose unknown characters fall back to byte
+pieces ``<0x00>``…``<0xFF>``. Both are HF's ``BPE`` model on a non-byte-level vocabulary:
 
-Unknown characters: a character (or a final character with its suffix) that is not in the
-vocabulary becomes the unknown token, and a run of them becomes *one* unknown token
-(Hugging Face's ``fuse_unk``), as in sentencepiece. The unknown token never takes part in a
-merge. This is the HF ``BPE`` model with ``end_of_word_suffix`` and ``fuse_unk`` set, so the
-exported ``tokenizer.json`` gives the same ids in Hugging Face ``tokenizers``.
+1. A pre-token starts as its characters; every one but the first carries
+   ``continuing_subword_prefix`` and the last carries ``end_of_word_suffix`` (when set).
+2. A character (with those affixes) that is not in the vocabulary becomes, with
+   ``byte_fallback``, one ``<0xNN>`` piece per UTF-8 byte of it, affixes included, if all of
+   them exist; otherwise the unknown token, a run of them fused into one with ``fuse_unk``.
+   Without an ``unk_token`` it is dropped, as HF drops it. (HF adds a pending unknown token
+   only when a known character or the end comes, so byte pieces can precede it; so do we.)
+3. Merges apply by rank, lowest first, leftmost first, one at a time (``bpe.merge_short``, or
+   ``bpe_long.merge_long_ids`` for pieces over ``LONG_PIECE_BYTES`` symbols: Gemma 3's
+   pre-tokenizer leaves a whole text in one piece). A merge ``a b`` makes ``a`` + ``b`` without
+   ``b``'s continuing prefix.
 
-Decoding is :class:`engine.decoders.BPESuffixDecoder`'s (the suffix becomes a space).
-``surface_bytes`` is a token without its suffix, the text it covers, for offsets. Training is
-``trainers/bpe.py`` (``level="char"``). Left out: dropout and ``continuing_subword_prefix``.
+With ``ignore_merges`` a pre-token that is itself in the vocabulary is that one token. A byte
+piece's ``token_bytes`` is its byte, as a :class:`engine.decoders.FallbackByte` so that the
+decoders treat it as HF's treat the piece; ``surface_bytes`` is a token without its affixes, the
+text it covers, for offsets. Training is ``trainers/bpe.py`` (``level="char"``). Left out:
+dropout above 0 (HF's encode is then random; such files are refused).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import cached_property
 from typing import Any
 
+from engine.decoders import FallbackByte, byte_piece_value
 from engine.errors import FormatError
 from engine.limits import MAX_MERGES, check_count, check_token, shown
 from engine.models.base import StringVocabulary, read_string_vocab
-from engine.models.bpe import LONG_PIECE_BYTES, merge_short, rank_tables
+from engine.models.bpe import LONG_PIECE_BYTES, check_dropout, merge_short, rank_rows
 from engine.models.bpe_long import merge_long_ids
 
 END_OF_WORD = "</w>"
+BYTE_PIECES = tuple(f"<0x{b:02X}>" for b in range(256))
 
 
 class CharBPE(StringVocabulary):
@@ -42,103 +52,187 @@ class CharBPE(StringVocabulary):
         vocab: Mapping[str, int],
         merges: Sequence[tuple[str, str]],
         *,
-        unk_token: str,
-        end_of_word_suffix: str = END_OF_WORD,
+        unk_token: str | None,
+        end_of_word_suffix: str | None = END_OF_WORD,
+        continuing_subword_prefix: str | None = None,
+        fuse_unk: bool = True,
+        byte_fallback: bool = False,
+        ignore_merges: bool = False,
+        hf_options: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(vocab, unk_token=unk_token)
-        if self.unk_id is None:
+        if unk_token is not None and self.unk_id is None:
             raise FormatError(f"The unknown token {shown(unk_token)} is not in the character-level BPE vocabulary.")
-        if not end_of_word_suffix:
-            raise FormatError("Character-level BPE needs a non-empty end_of_word_suffix, such as '</w>'.")
         check_count(len(merges), MAX_MERGES, "merges", name="MAX_MERGES")
-        self.suffix = end_of_word_suffix
+        self.suffix = end_of_word_suffix or ""
+        self.prefix = continuing_subword_prefix or ""
+        self.fuse_unk, self.byte_fallback, self.ignore_merges = fuse_unk, byte_fallback, ignore_merges
+        # Fields kept only to be written back as read (dropout null or 0, "" affixes).
+        self.hf_options: dict[str, Any] = dict(hf_options or {})
+        # byte -> the id of its piece, when byte_fallback can spell every byte (else None per byte)
+        self._byte_ids = [self._ids.get(piece) for piece in BYTE_PIECES]
         self.merges: list[tuple[str, str]] = list(merges)
-        ranks: dict[tuple[int, int], tuple[int, int]] = {}
-        for rank, (left, right) in enumerate(self.merges):
-            ids = [self._ids.get(left), self._ids.get(right), self._ids.get(left + right)]
-            if None in ids:
-                absent = (left, right, left + right)[ids.index(None)]
-                raise FormatError(f"Merge {rank + 1} ({left} {right}) uses {absent!r}, which is not in the vocabulary.",
-                                  line=rank + 1)
-            ranks[ids[0], ids[1]] = (rank, ids[2])  # type: ignore[index]  # listed twice: the later rank, as in HF
-        self._rows, self._merged_at = rank_tables(ranks, self.vocab_size)
-        # merged id -> (rank, left id, right id): the inspector's "why does this token exist".
-        self.origins: dict[int, tuple[int, int, int]] = {
-            merged: (rank, pair[0], pair[1]) for pair, (rank, merged) in ranks.items()
-        }
+        # The merges as ids, each list built by one C-level map (Gemma 3 has 514,906 merges).
+        get, cut = self._ids.get, len(self.prefix.encode("utf-8"))
+        firsts, seconds = [a for a, _ in self.merges], [b for _, b in self.merges]
+        lefts, rights = list(map(get, firsts)), list(map(get, seconds))
+        tails = seconds if not cut else [_without_prefix(b, cut, rank) for rank, b in enumerate(seconds)]
+        merged = list(map(get, map(str.__add__, firsts, tails)))
+        if None in lefts or None in rights or None in merged:
+            rank = min(ids.index(None) for ids in (lefts, rights, merged) if None in ids)
+            left, right = self.merges[rank]
+            absent = left if lefts[rank] is None else right if rights[rank] is None else left + tails[rank]
+            raise FormatError(f"Merge {rank + 1} ({left} {right}) uses {absent!r}, which is not in the vocabulary "
+                              f"(model.merges[{rank}]).", line=rank + 1)
+        self._rows, self._merged_at = rank_rows(lefts, rights, merged, self.vocab_size)  # type: ignore[arg-type]
+        self._surface: dict[int, bytes] = {}
+
+    @cached_property
+    def origins(self) -> dict[int, tuple[int, int, int]]:
+        """merged id -> (rank, left id, right id): the inspector's "why does this token exist"."""
+        rows = self._rows
+        return {self._merged_at[rank]: (rank, left, right)
+                for left, row in enumerate(rows) for right, rank in row.items()}
 
     def symbols(self, piece: str) -> list[int]:
-        """The ids a pre-token starts as: one per character, the last with the suffix; a run of
-        unknown characters is one unknown token."""
+        """The ids a pre-token starts as (steps 1 and 2 of the module docstring: HF's ``merge_word``)."""
         ids: list[int] = []
-        get, unk = self._ids.get, self.unk_id
+        get, prefix, suffix = self._ids.get, self.prefix, self.suffix
+        unk_id, pending = self.unk_id, False  # pending: an unknown token not yet added
         last = len(piece) - 1
+        plain = not prefix and not suffix
         for index, char in enumerate(piece):
-            found = get(char + self.suffix if index == last else char)
-            if found is None:
-                if ids and ids[-1] == unk:
+            if not plain:
+                char = (prefix + char if index else char) + (suffix if index == last else "")
+            symbol = char
+            found = get(symbol)
+            if found is not None:
+                if pending:
+                    ids.append(unk_id)  # type: ignore[arg-type]
+                    pending = False
+                ids.append(found)
+                continue
+            if self.byte_fallback:
+                pieces = [self._byte_ids[b] for b in symbol.encode("utf-8")]
+                if None not in pieces:
+                    ids += pieces  # type: ignore[arg-type]  # before a pending unknown token, as in HF
                     continue
-                found = unk
-            ids.append(found)  # type: ignore[arg-type]
+            if unk_id is None:
+                continue  # HF drops a character it cannot spell when there is no unknown token
+            if pending and not self.fuse_unk:
+                ids.append(unk_id)
+            pending = True
+        if pending:
+            ids.append(unk_id)  # type: ignore[arg-type]
         return ids
 
     def tokenize(self, piece: str) -> list[int]:
+        if self.ignore_merges and piece and (found := self._ids.get(piece)) is not None:
+            return [found]
         ids = self.symbols(piece)
         if len(ids) > LONG_PIECE_BYTES:
             return merge_long_ids(ids, self._rows, self._merged_at)
         return merge_short(ids, self._rows, self._merged_at)
 
-    def surface_bytes(self, token_id: int) -> bytes:
-        """The text a token covers: itself without the end-of-word suffix."""
+    def token_bytes(self, token_id: int) -> bytes:
+        """The token as decoders see it: a byte piece ``<0xNN>`` is its byte, marked as a byte piece."""
         token = self._tokens[token_id]
-        return token.removesuffix(self.suffix).encode("utf-8") if token_id != self.unk_id else token.encode("utf-8")
+        value = byte_piece_value(token)
+        return FallbackByte(value, token) if value is not None else token.encode("utf-8")
+
+    def surface_bytes(self, token_id: int) -> bytes:
+        """The text a token covers: itself without its affixes; a byte piece, its byte."""
+        cached = self._surface.get(token_id)
+        if cached is None:
+            token = self._tokens[token_id]
+            value = byte_piece_value(token) if self.byte_fallback else None
+            if value is not None and self._byte_ids[value] == token_id:
+                cached = bytes([value])
+            elif token_id == self.unk_id:
+                cached = token.encode("utf-8")
+            else:
+                if self.prefix and token.startswith(self.prefix):
+                    token = token[len(self.prefix):]
+                if self.suffix:
+                    token = token.removesuffix(self.suffix)
+                cached = token.encode("utf-8")
+            self._surface[token_id] = cached
+        return cached
 
     def to_hf(self) -> dict[str, Any]:
-        return {
+        model: dict[str, Any] = {
             "type": "BPE",
             "dropout": None,
             "unk_token": self.unk_token,
-            "continuing_subword_prefix": None,
-            "end_of_word_suffix": self.suffix,
-            "fuse_unk": True,
-            "byte_fallback": False,
-            "ignore_merges": False,
-            "vocab": self._sorted_vocab(),
-            "merges": [[left, right] for left, right in self.merges],
+            "continuing_subword_prefix": self.prefix or None,
+            "end_of_word_suffix": self.suffix or None,
+            "fuse_unk": self.fuse_unk,
+            "byte_fallback": self.byte_fallback,
+            "ignore_merges": self.ignore_merges,
         }
+        model.update(self.hf_options)
+        model["vocab"] = self._sorted_vocab()
+        model["merges"] = [[left, right] for left, right in self.merges]
+        return model
 
     @classmethod
     def from_hf(cls, data: Mapping[str, Any], *, special_tokens: Mapping[str, int]) -> CharBPE:
-        """Read an HF ``BPE`` model with an ``end_of_word_suffix`` (and ``fuse_unk``, as we encode)."""
-        suffix, unk = data.get("end_of_word_suffix"), data.get("unk_token")
-        for name, value in (("end_of_word_suffix", suffix), ("unk_token", unk)):
-            if not isinstance(value, str) or not value:
-                raise FormatError(f"A character-level BPE model needs a string {name}, not {shown(value)}.")
-            check_token(value)
-        if not data.get("fuse_unk"):
-            raise FormatError("Character-level BPE is supported with fuse_unk true only (a run of unknown "
-                              "characters is one unknown token).")
-        for name in ("continuing_subword_prefix", "dropout"):
-            if data.get(name):
-                raise FormatError(f"Character-level BPE with a {name} is not supported.")
-        if data.get("byte_fallback"):
-            raise FormatError("Character-level BPE with byte_fallback is not supported.")
+        """Read an HF ``BPE`` model whose vocabulary is not byte-level; FormatError names the field."""
+        for name in ("fuse_unk", "byte_fallback", "ignore_merges"):
+            if name in data and not isinstance(data[name], bool):
+                raise FormatError(f"The BPE model's {name} (model.{name}) must be true or false, "
+                                  f"not {shown(data[name])}.")
+        check_dropout(data.get("dropout"))
+        texts: dict[str, str | None] = {}
+        for name in ("unk_token", "continuing_subword_prefix", "end_of_word_suffix"):
+            value = data.get(name)
+            if value is not None and not isinstance(value, str):
+                raise FormatError(f"The BPE model's {name} (model.{name}) must be a string or null, "
+                                  f"not {shown(value)}.")
+            if value:
+                check_token(value)
+            texts[name] = value
+        unk = texts["unk_token"]
         vocab = read_string_vocab(data, "BPE")
-        if unk not in vocab and unk in special_tokens:
+        if unk is not None and unk not in vocab:
+            if unk not in special_tokens:
+                raise FormatError(f"The BPE model's unk_token (model.unk_token) {shown(unk)} is not in its vocabulary.")
             vocab[unk] = special_tokens[unk]
         raw_merges = data.get("merges") or []
         if not isinstance(raw_merges, list):
-            raise FormatError(f"The BPE merges must be a list, not {type(raw_merges).__name__}.")
+            raise FormatError(f"The BPE merges (model.merges) must be a list, not {type(raw_merges).__name__}.")
         check_count(len(raw_merges), MAX_MERGES, "merges", name="MAX_MERGES")
-        merges = [_parse_pair(entry, index + 1) for index, entry in enumerate(raw_merges)]
-        return cls(vocab, merges, unk_token=unk, end_of_word_suffix=suffix)  # type: ignore[arg-type]
+        merges = _parse_pairs(raw_merges)
+        kept = {name: data[name] for name in ("dropout", "continuing_subword_prefix", "end_of_word_suffix")
+                if name in data}
+        return cls(vocab, merges, unk_token=unk, end_of_word_suffix=texts["end_of_word_suffix"],
+                   continuing_subword_prefix=texts["continuing_subword_prefix"],
+                   fuse_unk=bool(data.get("fuse_unk", False)), byte_fallback=bool(data.get("byte_fallback", False)),
+                   ignore_merges=bool(data.get("ignore_merges", False)), hf_options=kept)
 
 
-def _parse_pair(entry: object, line: int) -> tuple[str, str]:
-    """One merge given as ``"a b"`` or ``["a", "b"]``."""
-    parts = entry.split(" ") if isinstance(entry, str) else list(entry) if isinstance(entry, list | tuple) else None
-    if parts is None or len(parts) != 2 or not all(isinstance(p, str) and p for p in parts):
-        raise FormatError(f"A merge must have exactly two parts separated by one space: {shown(entry)}.", line=line)
-    for part in parts:
-        check_token(part, line=line)
-    return parts[0], parts[1]
+def _without_prefix(right: str, cut: int, rank: int) -> str:
+    """``right`` without its first ``cut`` bytes (HF slices the continuing prefix's length off
+    the right part of a merge, whatever it starts with)."""
+    if not cut:
+        return right
+    try:
+        return right.encode("utf-8")[cut:].decode("utf-8")
+    except UnicodeDecodeError:
+        raise FormatError(f"Merge {rank + 1} (model.merges[{rank}]): its right part {right!r} cannot lose the "
+                          "continuing_subword_prefix's length without cutting a character.", line=rank + 1) from None
+
+
+def _parse_pairs(raw: list[Any]) -> list[tuple[str, str]]:
+    """The merges, given as ``"a b"`` or ``["a", "b"]``; FormatError names ``model.merges[i]``.
+
+    Parts are not length-checked here: each must be in the vocabulary, whose tokens are."""
+    pairs = [tuple(entry.split(" ")) if type(entry) is str else tuple(entry) if type(entry) is list else ()
+             for entry in raw]
+    if all(len(pair) == 2 and type(pair[0]) is str and type(pair[1]) is str and pair[0] and pair[1]
+           for pair in pairs):
+        return pairs  # type: ignore[return-value]
+    index = next(i for i, pair in enumerate(pairs)
+                 if not (len(pair) == 2 and all(isinstance(p, str) and p for p in pair)))
+    raise FormatError(f"A merge must have exactly two parts separated by one space: {shown(raw[index])} "
+                      f"(model.merges[{index}]).", line=index + 1)
