@@ -14,7 +14,8 @@ import pytest
 from engine.serialization import loads
 from engine.tokenizer import Tokenizer
 from tests.heldout import heldout_lines
-from tests.open_models import OPEN_MODELS, open_model_file
+from tests.open_models import OPEN_MODEL_NAMES as OPEN_MODELS
+from tests.open_models import open_model_file
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -66,4 +67,6 @@ def test_the_document_sentence_counts() -> None:
         ids = ours.encode(sentence, add_special_tokens=False)
         assert ids == hf.encode(sentence, add_special_tokens=False).ids  # type: ignore[attr-defined]
         counts[name] = len(ids)
-    assert counts["llama2"] > 2 * counts["gemma3"]
+    # Llama 2 spells most of these characters in byte pieces (the document counts 35 with <s> and
+    # an older vocabulary; Hugging Face gives these counts on the shipped files).
+    assert counts == {"llama2": 31, "gemma3": 16, "qwen3": 15}
