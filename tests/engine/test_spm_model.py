@@ -13,7 +13,17 @@ import pytest
 from engine.cli import main
 from engine.errors import FormatError
 from engine.formats.spm_model import dump_spm_model, load_spm_model, piece_type_counts
-from engine.formats.spm_proto import CONTROL, UNKNOWN, UNUSED, USER_DEFINED, NormalizerSpec, Piece, TrainerSpec, new_model, write_model
+from engine.formats.spm_proto import (
+    CONTROL,
+    UNKNOWN,
+    UNUSED,
+    USER_DEFINED,
+    NormalizerSpec,
+    Piece,
+    TrainerSpec,
+    new_model,
+    write_model,
+)
 from engine.trainers.base import Reporter
 from engine.trainers.unigram import UnigramOptions, train
 from tests.shared_data import cs336_file

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from engine.errors import FormatError
 from engine.formats import spm_proto
+from engine.formats.spm_model import load_spm_model
 from engine.formats.spm_proto import (
     BYTE,
     BYTE_PIECES,
@@ -28,7 +29,6 @@ from engine.formats.spm_proto import (
     read_model,
     write_model,
 )
-from engine.formats.spm_model import load_spm_model
 
 spm = pytest.importorskip("sentencepiece")
 

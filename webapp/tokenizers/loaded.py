@@ -1,4 +1,4 @@
-"""Stored tokenizers as engine objects, parsed once per process and kept in a small LRU cache.
+"""Stored tokenizers as engine objects, parsed once per process and kept in a bounded LRU cache.
 
 Parsing a ``tokenizer.json`` of GPT-2's size takes a few hundred milliseconds, far too slow to
 repeat for every keystroke of the encode view. Rows are immutable once written, so a parsed
@@ -11,6 +11,15 @@ it returns, so each cached tokenizer also memoises its ids' strings (byte-level 
 them anew on every call otherwise); the memo fills with the ids actually used, not the whole
 vocabulary.
 
+The cache is bounded by an approximate byte budget (``TOKENFORGE_TOKENIZER_CACHE_BYTES``) as well
+as by :data:`CACHE_SIZE` entries: a preset such as Gemma 3 (262,144 pieces) holds about 200 MB
+once parsed, a 1k-piece trained tokenizer a megabyte, so a count alone bounds nothing. A
+tokenizer's size is estimated from its row's ``vocab_size`` (:func:`estimated_bytes`, known
+before parsing), and the least recently used entries are dropped to make room *before* a new
+tokenizer is parsed, so the process never holds the full cache plus the newcomer. The newest
+entry always stays, however large: a tokenizer over the whole budget can still be used. Nothing
+is parsed at start-up; every tokenizer, presets included, is parsed on its first use.
+
 Access: :func:`rows_query` is ``auth.scoped`` over the user's teams plus the presets (rows of no
 team) and the tokenizers shared with this visitor through share links, so every view that loads
 a tokenizer here is scoped. Changing a tokenizer never goes through here (``auth.owned_or_404``).
@@ -18,13 +27,14 @@ a tokenizer here is scoped. Changing a tokenizer never goes through here (``auth
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from flask import abort
+from flask import abort, current_app, has_app_context
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import defer
 
@@ -34,11 +44,63 @@ from webapp.access.visitors import shared_tokenizer_ids
 from webapp.store.db import get_session
 from webapp.store.model_base import MAX_NAME
 from webapp.store.models import Tokenizer as TokenizerRow
+from webapp.tokenizers.originals import originals
 from webapp.web.numbers import parse_id
 
-CACHE_SIZE = 8
-_cache: OrderedDict[tuple[int, str], tuple[Tokenizer, dict[int, str | None]]] = OrderedDict()
+CACHE_SIZE = 8  # entries at most, whatever their size
+CACHE_BYTES_ENV = "TOKENFORGE_TOKENIZER_CACHE_BYTES"
+DEFAULT_CACHE_BYTES = 1 << 30
+# Measured with tracemalloc after parsing (docs/configuration.md): 0.7 KiB per piece for r50k,
+# cl100k, o200k, Llama 2 and Gemma 3, 1.1 KiB for gpt-oss; a document's length is a worse guide
+# (6 to 18 bytes held per character, depending on how the pieces are spelled).
+BYTES_PER_PIECE = 1024
+MIN_ESTIMATE = 64 * 1024  # the pipeline's own objects, however small the vocabulary
+
+
+@dataclass(slots=True)
+class _Entry:
+    tokenizer: Tokenizer
+    token_strings: dict[int, str | None]
+    size: int  # estimated_bytes of the row
+
+
+_cache: OrderedDict[tuple[int, str], _Entry] = OrderedDict()
+_cached_bytes = 0  # the sum of the entries' sizes; changed under _lock only
 _lock = threading.Lock()
+
+
+def estimated_bytes(vocab_size: int) -> int:
+    """About how much memory a parsed tokenizer of ``vocab_size`` pieces holds."""
+    return max(MIN_ESTIMATE, vocab_size * BYTES_PER_PIECE)
+
+
+def cache_budget() -> int:
+    """The cache's byte budget: the app's ``TOKENIZER_CACHE_BYTES``, else the environment, else 1 GiB."""
+    configured = current_app.config.get("TOKENIZER_CACHE_BYTES") if has_app_context() else None
+    if configured is not None:
+        return int(configured)
+    raw = os.environ.get(CACHE_BYTES_ENV, "").strip()
+    if not raw:
+        return DEFAULT_CACHE_BYTES
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 18:
+        raise ValueError(f"{CACHE_BYTES_ENV} must be a whole number of bytes, e.g. {CACHE_BYTES_ENV}=536870912 "
+                         f"(512 MiB), not {raw[:40]!r}.")
+    return int(raw)
+
+
+def _make_room(incoming: int, budget: int) -> None:
+    """Drop the least recently used entries until ``incoming`` more bytes fit (call under _lock)."""
+    global _cached_bytes
+    while _cache and (len(_cache) >= CACHE_SIZE or _cached_bytes + incoming > budget):
+        _cached_bytes -= _cache.popitem(last=False)[1].size
+
+
+def clear_cache() -> None:
+    """Forget every parsed tokenizer (tests; a process that wants its memory back)."""
+    global _cached_bytes
+    with _lock:
+        _cache.clear()
+        _cached_bytes = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,11 +162,17 @@ def count_rows() -> int:
     return get_session().scalar(select(func.count()).select_from(rows_query().order_by(None).subquery())) or 0
 
 
-def _parse(row_id: int) -> Tokenizer:
-    text = get_session().scalar(select(TokenizerRow.tokenizer_json).where(TokenizerRow.id == row_id))
-    if text is None:
-        abort(404)
+def _parse(row: TokenizerRow) -> Tokenizer:
+    """The row's tokenizer: from the ``.model`` an import kept (``originals.py``), else its JSON."""
+    model_file = originals(row.config or {}).get("spm_model")
     try:
+        if model_file is not None:
+            from engine.formats.spm_model import load_spm_model
+
+            return load_spm_model(model_file)
+        text = get_session().scalar(select(TokenizerRow.tokenizer_json).where(TokenizerRow.id == row.id))
+        if text is None:
+            abort(404)
         return Tokenizer.from_json(text)
     except TokenforgeError:
         abort(422)
@@ -122,20 +190,25 @@ def load(row_id: int) -> Loaded:
 
 def _loaded(row: TokenizerRow) -> Loaded:
     """Pair a row the caller may read with its parsed tokenizer, from the cache if possible."""
+    global _cached_bytes
     key = (row.id, row.created_at.isoformat() if row.created_at else "")
     with _lock:
         entry = _cache.get(key)
         if entry is not None:
             _cache.move_to_end(key)
     if entry is None:
-        tokenizer = _parse(row.id)
-        tokenizer.name = row.name
-        entry = (tokenizer, {})
+        size, budget = estimated_bytes(row.vocab_size), cache_budget()
         with _lock:
-            entry = _cache.setdefault(key, entry)  # a racing thread's parse wins; same content
-            while len(_cache) > CACHE_SIZE:
-                _cache.popitem(last=False)
-    return Loaded(row, *entry)
+            _make_room(size, budget)  # before parsing: never the whole cache plus the newcomer
+        tokenizer = _parse(row)
+        tokenizer.name = row.name
+        with _lock:
+            entry = _cache.get(key)  # a racing thread's parse wins; same content
+            if entry is None:
+                _make_room(size, budget)
+                entry = _cache[key] = _Entry(tokenizer, {}, size)
+                _cached_bytes += size
+    return Loaded(row, entry.tokenizer, entry.token_strings)
 
 
 def find(ref: object) -> Loaded | None:

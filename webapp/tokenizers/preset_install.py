@@ -9,8 +9,11 @@ bounded in size and time. The tables are written to a temporary folder beside th
 and renamed into place, so an interrupted or refused install leaves the previous one (or none)
 untouched, never half of one.
 
-Left out: turning tables into tokenizers and database rows (``presets.py``), the table format
-(``engine/formats/js_tiktoken.py``).
+The open models' files (``open_install.py``) use the same download and hash check, and move into
+the same folder in the same rename (:func:`write_tables`).
+
+Left out: turning tables into tokenizers and database rows, and the order of a whole install
+(``presets.py``), the table format (``engine/formats/js_tiktoken.py``).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import BinaryIO
 
 from engine.errors import FormatError
 from engine.formats.js_tiktoken import RankTable, parse_rank_table
@@ -47,6 +51,7 @@ DOWNLOAD_SECONDS = 300.0  # the whole download, however slowly the bytes trickle
 SOCKET_SECONDS = 30.0  # one read that gets no byte
 CHUNK = 64 * 1024
 SOURCE_FILE = "SOURCE.json"  # where the tables came from, for people reading the folder
+OPEN_FOLDER = "open"  # the open models' files: <folder>/open/<name>/tokenizer.json (open_install.py)
 
 
 class PresetInstallError(Exception):
@@ -58,19 +63,22 @@ def table_path(folder: Path, name: str) -> Path:
     return folder / f"{name}.js"
 
 
-def _check_hash(data: bytes, expected: str, what: str) -> None:
-    actual = hashlib.sha256(data).hexdigest()
+def check_hash(data: bytes, expected: str, what: str) -> None:
+    """Refuse ``data`` unless its SHA-256 is ``expected``."""
+    check_digest(hashlib.sha256(data).hexdigest(), expected, what)
+
+
+def check_digest(actual: str, expected: str, what: str, *, kind: str = "SHA-256") -> None:
+    """Refuse a file whose digest ``actual`` is not the pinned ``expected``, naming both."""
     if actual != expected:
         raise PresetInstallError(
-            f"{what} has SHA-256 {actual}, not the pinned {expected}; it is refused (a changed or "
+            f"{what} has {kind} {actual}, not the pinned {expected}; it is refused (a changed or "
             "corrupted file, or a registry serving other bytes). Nothing was installed.")
 
 
-def download(url: str = TARBALL_URL, *, expected_sha256: str = TARBALL_SHA256,
-             max_bytes: int = MAX_DOWNLOAD_BYTES, seconds: float = DOWNLOAD_SECONDS) -> bytes:
-    """The tarball's bytes, checked against ``expected_sha256``; bounded in size and time."""
+def stream(url: str, sink: BinaryIO, *, max_bytes: int, seconds: float = DOWNLOAD_SECONDS) -> int:
+    """Copy the body at ``url`` into ``sink`` in chunks, bounded in size and time; the bytes copied."""
     deadline = time.monotonic() + seconds
-    chunks: list[bytes] = []
     size = 0
     try:
         with urllib.request.urlopen(url, timeout=SOCKET_SECONDS) as response:  # noqa: S310 (a pinned https URL)
@@ -83,14 +91,22 @@ def download(url: str = TARBALL_URL, *, expected_sha256: str = TARBALL_SHA256,
                     raise PresetInstallError(f"{url} sent more than the {max_bytes:,} bytes accepted.")
                 if time.monotonic() > deadline:
                     raise PresetInstallError(f"Downloading {url} took more than {seconds:g} seconds; "
-                                             "try again, or fetch the tables elsewhere and use --from.")
-                chunks.append(chunk)
+                                             "try again, or fetch the files elsewhere and use --from.")
+                sink.write(chunk)
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", None) or exc
         raise PresetInstallError(f"Could not download {url}: {reason}. Check this machine's access to "
-                                 "registry.npmjs.org, or fetch the tables elsewhere and use --from.") from None
-    data = b"".join(chunks)
-    _check_hash(data, expected_sha256, f"The download of {url}")
+                                 "registry.npmjs.org, or fetch the files elsewhere and use --from.") from None
+    return size
+
+
+def download(url: str = TARBALL_URL, *, expected_sha256: str = TARBALL_SHA256,
+             max_bytes: int = MAX_DOWNLOAD_BYTES, seconds: float = DOWNLOAD_SECONDS) -> bytes:
+    """The tarball's bytes, checked against ``expected_sha256``; bounded in size and time."""
+    buffer = io.BytesIO()
+    stream(url, buffer, max_bytes=max_bytes, seconds=seconds)
+    data = buffer.getvalue()
+    check_hash(data, expected_sha256, f"The download of {url}")
     return data
 
 
@@ -110,7 +126,7 @@ def tables_from_tarball(data: bytes, hashes: dict[str, str] | None = None) -> di
                     raise PresetInstallError(f"{member_name} is not a regular file of at most {MAX_TABLE_BYTES:,} bytes.")
                 handle = archive.extractfile(member)
                 table = handle.read(MAX_TABLE_BYTES + 1) if handle is not None else b""
-                _check_hash(table, expected, member_name)
+                check_hash(table, expected, member_name)
                 tables[name] = table
     except (tarfile.TarError, OSError, EOFError) as exc:
         raise PresetInstallError(f"The package is not a readable .tgz ({exc}).") from None
@@ -131,7 +147,7 @@ def read_tables(folder: Path, hashes: dict[str, str] | None = None) -> dict[str,
             raise PresetInstallError(f"{path} is missing; write the tables with `tokenforge presets install --dir FOLDER` first.") from None
         except OSError as exc:
             raise PresetInstallError(f"Could not read {path}: {exc.strerror or exc}.") from None
-        _check_hash(data, expected, str(path))
+        check_hash(data, expected, str(path))
         tables[name] = data
     return tables
 
@@ -147,8 +163,12 @@ def read_table(folder: Path, name: str) -> RankTable:
         raise PresetInstallError(f"{table_path(folder, name)} is unreadable: {exc}") from None
 
 
-def write_tables(tables: dict[str, bytes], folder: Path) -> Path:
-    """Put ``tables`` in ``folder`` all at once: a sibling temp folder renamed into place."""
+def write_tables(tables: dict[str, bytes], folder: Path, *, open_models: Path | None = None) -> Path:
+    """Put ``tables`` in ``folder`` all at once: a sibling temp folder renamed into place.
+
+    ``open_models``, a verified folder staged beside ``folder`` (``open_install.stage``), moves in
+    with them as ``folder/open``, so the tables and the open models' files are replaced together.
+    """
     folder = folder.resolve()
     folder.parent.mkdir(parents=True, exist_ok=True)
     temp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.new-", dir=folder.parent))
@@ -159,6 +179,8 @@ def write_tables(tables: dict[str, bytes], folder: Path) -> Path:
         source = {"package": PACKAGE, "version": VERSION, "tarball": TARBALL_URL, "tarball_sha256": TARBALL_SHA256,
                   "tables_sha256": {name: TABLE_SHA256.get(name) for name in tables}}
         (temp / SOURCE_FILE).write_text(json.dumps(source, indent=2) + "\n", encoding="utf-8")
+        if open_models is not None:
+            os.rename(open_models, temp / OPEN_FOLDER)
         os.chmod(temp, 0o755)
         if folder.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{folder.name}.old-", dir=folder.parent))
@@ -173,12 +195,3 @@ def write_tables(tables: dict[str, bytes], folder: Path) -> Path:
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
     return folder
-
-
-def fetch(folder: Path, *, from_folder: Path | None = None) -> Path:
-    """Install the verified tables into ``folder``: downloaded, or copied from ``from_folder``."""
-    if from_folder is not None:
-        tables = read_tables(from_folder)
-    else:
-        tables = tables_from_tarball(download())
-    return write_tables(tables, folder)

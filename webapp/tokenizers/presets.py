@@ -1,37 +1,67 @@
-"""Preset tokenizers: OpenAI's encodings as read-only tokenizers that every team sees.
+"""Preset tokenizers: OpenAI's encodings and open models' tokenizers, read-only for every team.
 
-A preset is a ``tokenizers`` row with no team and ``preset`` set to the encoding's name
-(``r50k_base``, ``p50k_base``, ``cl100k_base``, ``o200k_base``); see the model's check
+A preset is a ``tokenizers`` row with no team and ``preset`` set to its catalogue name: an
+encoding of ``engine.presets.TIKTOKEN_ENCODINGS`` (``r50k_base``, ..., ``o200k_base``) or an open
+model of ``engine.presets.OPEN_MODELS`` (``llama2``, ..., ``gptoss``); see the model's check
 constraint. Reading goes through ``loaded.rows_query`` like any tokenizer, which admits rows of no
 team; writing goes through ``auth.owned_or_404``, which never does, so no team can rename,
-delete or share a preset, whatever the route.
+delete or share a preset, whatever the route. Like every tokenizer, a preset's document is kept
+in its row (the engine's ``tokenizer.json``), so the web processes never read the presets folder,
+and parse a preset only when a request first uses it (``loaded.py``).
 
-:func:`register` builds each tokenizer from a verified rank table (``preset_install.py``) with
-tiktoken's pattern and special tokens (``engine.presets.TIKTOKEN_ENCODINGS``) and writes or
-refreshes its row. The app never downloads: when no preset is registered, the tokenizer list
-shows :data:`INSTALL_COMMAND` instead.
+:func:`fetch` puts the verified files in the presets folder (``preset_install.py``,
+``open_install.py``); :func:`register` builds each preset from them and writes or refreshes its
+row. The OpenAI encodings must all build, or nothing is registered. An open model whose file
+the engine cannot read yet is skipped with the engine's reason, and the others are registered;
+a file that is not the pinned bytes refuses the whole registration. An open model's
+``tokenizer_config.json`` gives the row its chat settings (``config["chat"]``: the chat template
+and the bos/eos/pad tokens, as an import with a ``tokenizer_config.json`` keeps them). The app
+never downloads: when no preset is registered, the tokenizer list shows :data:`INSTALL_COMMAND`.
 """
 
 from __future__ import annotations
 
+import json
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, defer
 
-from engine import Tokenizer
+from engine import TokenforgeError, Tokenizer
 from engine.formats.tiktoken import build_tiktoken
-from engine.presets import TIKTOKEN_ENCODINGS
+from engine.presets import OPEN_MODELS, TIKTOKEN_ENCODINGS
 from webapp.store.db import make_engine
 from webapp.store.models import Tokenizer as TokenizerRow
-from webapp.tokenizers import preset_install
+from webapp.tokenizers import open_install, preset_install
 
 INSTALL_COMMAND = "tokenforge presets install"
+CHAT_TOKENS = ("bos_token", "eos_token", "pad_token")
+# The round trip an open model's stored document must survive (as an import's must).
+SAMPLE = "Round trip check: Hello, world! café 日本 👋 <|endoftext|> <s> \n\n  x"
 
 
 def installed_folder(data_dir: str | Path) -> Path:
-    """Where ``tokenforge presets install`` keeps an instance's verified rank tables."""
+    """Where ``tokenforge presets install`` keeps an instance's verified files."""
     return Path(data_dir) / "presets"
+
+
+def fetch(folder: Path, *, from_folder: Path | None = None) -> Path:
+    """Put every verified file in ``folder`` at once: downloaded, or copied from ``from_folder``."""
+    if from_folder is not None:
+        tables = preset_install.read_tables(from_folder)
+    else:
+        tables = preset_install.tables_from_tarball(preset_install.download())
+    folder = folder.resolve()
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    source = open_install.open_folder(from_folder) if from_folder is not None else None
+    staged = open_install.stage(folder.parent, from_open_dir=source)
+    try:
+        return preset_install.write_tables(tables, folder, open_models=staged)
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
 
 
 def register_at(database_url: str, folder: Path) -> dict[str, str]:
@@ -45,44 +75,100 @@ def register_at(database_url: str, folder: Path) -> dict[str, str]:
 
 
 def build(name: str, folder: Path) -> Tokenizer:
-    """The preset ``name`` as an engine tokenizer, from the verified table in ``folder``."""
+    """The OpenAI preset ``name`` as an engine tokenizer, from the verified table in ``folder``."""
     encoding = TIKTOKEN_ENCODINGS[name]
     table = preset_install.read_table(folder, name)
     return build_tiktoken(table.entries, pattern=encoding.pattern, special_tokens=encoding.special_tokens,
                           name=encoding.title, source=preset_install.table_path(folder, name).name)
 
 
-def register(db: Session, folder: Path) -> dict[str, str]:
-    """Add or refresh a row for every preset from the tables in ``folder``; name -> what happened.
+@dataclass(frozen=True, slots=True)
+class Built:
+    """What a preset's row holds; the tokenizer itself is not kept (an open model's is large)."""
 
-    Every table is checked and built before the first row is written, and all rows are
-    committed together, so a bad table leaves the database as it was.
-    """
-    built = {name: build(name, folder) for name in TIKTOKEN_ENCODINGS}
-    rows = {row.preset: row for row in db.scalars(select(TokenizerRow).where(TokenizerRow.preset.is_not(None)))}
-    outcome: dict[str, str] = {}
-    for name, tokenizer in built.items():
+    title: str
+    algorithm: str
+    document: str
+    vocab_size: int
+    config: dict[str, Any]
+
+
+def _built(tokenizer: Tokenizer, title: str, config: dict[str, Any]) -> Built:
+    return Built(title, tokenizer.model.kind, tokenizer.to_json(), tokenizer.vocab_size, config)
+
+
+def chat_settings(config_text: str) -> dict[str, Any]:
+    """The chat template and bos/eos/pad tokens of a (pinned) ``tokenizer_config.json``."""
+    data = json.loads(config_text)
+    chat: dict[str, Any] = {}
+    for key in CHAT_TOKENS:
+        token = data.get(key)
+        token = token.get("content") if isinstance(token, dict) else token  # an AddedToken
+        if isinstance(token, str):
+            chat[key] = token
+    if isinstance(data.get("chat_template"), str):
+        chat["template"] = data["chat_template"]
+    return chat
+
+
+def build_open(name: str, folder: Path) -> Built | str:
+    """The open model ``name`` from the verified files in ``folder``, or why it is skipped."""
+    texts = open_install.read_files(open_install.open_folder(folder), name)
+    if texts is None:
+        return f"its files are not in {folder} (installed by an older version): run `{INSTALL_COMMAND}` again"
+    try:
+        tokenizer = Tokenizer.from_json(texts[0])
         document = tokenizer.to_json()
+        stored = Tokenizer.from_json(document)
+        same = stored.encode(SAMPLE, allowed_special="all") == tokenizer.encode(SAMPLE, allowed_special="all")
+    except (TokenforgeError, ValueError, RecursionError) as exc:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        return f"the engine cannot read its tokenizer.json yet ({reason})"
+    if not same:
+        return "its tokenizer.json does not survive conversion to the stored document"
+    pin = open_install.PACKAGES[name]
+    config = {"preset": name, "package": f"{pin.package}@{open_install.VERSION}",
+              "tokenizer_json_sha256": pin.sha256[open_install.TOKENIZER]}
+    chat = chat_settings(texts[1])
+    if chat:
+        config["chat"] = chat
+    return Built(OPEN_MODELS[name].title, tokenizer.model.kind, document, tokenizer.vocab_size, config)
+
+
+def register(db: Session, folder: Path) -> dict[str, str]:
+    """Add or refresh a row for every preset from the files in ``folder``; name -> what happened.
+
+    Every file is checked and every preset built before the first row is written, and all rows
+    are committed together, so a bad file leaves the database as it was. An open model the engine
+    cannot read is ``"skipped: <why>"``, and a row it already has is kept.
+    """
+    built: dict[str, Built] = {}
+    for name, encoding in TIKTOKEN_ENCODINGS.items():
         config = {"preset": name, "package": f"{preset_install.PACKAGE}@{preset_install.VERSION}",
-                  "pattern": TIKTOKEN_ENCODINGS[name].pattern}
+                  "pattern": encoding.pattern}
+        built[name] = _built(build(name, folder), encoding.title, config)
+    outcome: dict[str, str] = {}
+    for name in OPEN_MODELS:
+        result = build_open(name, folder)
+        if isinstance(result, str):
+            outcome[name] = f"skipped: {result}"
+        else:
+            built[name] = result
+    rows = {row.preset: row for row in db.scalars(select(TokenizerRow).where(TokenizerRow.preset.is_not(None)))}
+    for name, preset in built.items():
         row = rows.get(name)
-        if row is None:
-            db.add(TokenizerRow(team_id=None, preset=name, name=TIKTOKEN_ENCODINGS[name].title, algorithm="bpe",
-                                source="preset", tokenizer_json=document, config=config, stats={},
-                                vocab_size=tokenizer.vocab_size))
-            outcome[name] = "added"
-        elif row.tokenizer_json != document or row.config != config:
-            # A changed document needs a new row id: cached parses are keyed by (id, created_at).
+        if row is not None and row.tokenizer_json == preset.document and row.config == preset.config:
+            outcome[name] = "unchanged"
+            continue
+        if row is not None:  # a changed document needs a new row id: cached parses are keyed by (id, created_at)
             db.delete(row)
             db.flush()
-            db.add(TokenizerRow(team_id=None, preset=name, name=TIKTOKEN_ENCODINGS[name].title, algorithm="bpe",
-                                source="preset", tokenizer_json=document, config=config, stats={},
-                                vocab_size=tokenizer.vocab_size))
-            outcome[name] = "replaced"
-        else:
-            outcome[name] = "unchanged"
+        db.add(TokenizerRow(team_id=None, preset=name, name=preset.title, algorithm=preset.algorithm,
+                            source="preset", tokenizer_json=preset.document, config=preset.config, stats={},
+                            vocab_size=preset.vocab_size))
+        outcome[name] = "added" if row is None else "replaced"
     db.commit()
-    return outcome
+    return {name: outcome[name] for name in (*TIKTOKEN_ENCODINGS, *OPEN_MODELS) if name in outcome}
 
 
 def preset_rows(db: Session) -> list[TokenizerRow]:
@@ -90,4 +176,4 @@ def preset_rows(db: Session) -> list[TokenizerRow]:
     rows = {row.preset: row for row in db.scalars(
         select(TokenizerRow).where(TokenizerRow.preset.is_not(None))
         .options(defer(TokenizerRow.tokenizer_json), defer(TokenizerRow.stats)))}
-    return [rows[name] for name in TIKTOKEN_ENCODINGS if name in rows]
+    return [rows[name] for name in (*TIKTOKEN_ENCODINGS, *OPEN_MODELS) if name in rows]

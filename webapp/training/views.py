@@ -23,12 +23,12 @@ from webapp.store.db import get_session
 from webapp.store.models import Corpus, Job, Tokenizer
 from webapp.tokenizers import summary
 from webapp.tokenizers.loaded import load
+from webapp.tokenizers.originals import originals
 from webapp.tokenizers.presets import INSTALL_COMMAND, preset_rows
 from webapp.training import form as training_form
 from webapp.training import jobs
 from webapp.training.form import MAX_CORPORA, TrainForm
 from webapp.transfer import imports
-from webapp.transfer.downloads import originals
 from webapp.web.filters import quoted
 from webapp.web.forms import MAX_NAME, ConfirmForm
 from webapp.web.htmx import is_htmx, render

@@ -20,7 +20,6 @@ Left out: HTTP (``views.py``) and the formats themselves (``engine.serialization
 
 from __future__ import annotations
 
-import base64
 import io
 import stat
 import threading
@@ -192,30 +191,6 @@ def _spm_model(tok: Tokenizer, verify: bool) -> dict[str, bytes]:
     return {"tokenizer.model": data}
 
 
-# The row's config key under which an imported file is kept verbatim (base64), by format: an
-# imported .model downloads byte for byte as it came, with the fields we do not use.
-ORIGINAL_KEYS = {"spm_model": "spm_model"}
-
-
-def keep_original(kind: str, data: bytes | None) -> dict[str, str]:
-    """What a row's config keeps of an import of ``kind`` (empty for formats we rebuild anyway)."""
-    key = ORIGINAL_KEYS.get(kind)
-    return {key: base64.b64encode(data).decode("ascii")} if key and data else {}
-
-
-def originals(config: Mapping[str, Any]) -> dict[str, bytes]:
-    """The files kept verbatim in a row's ``config``, by format key; a damaged one is left out."""
-    found: dict[str, bytes] = {}
-    for key, config_key in ORIGINAL_KEYS.items():
-        value = config.get(config_key)
-        if isinstance(value, str):
-            try:
-                found[key] = base64.b64decode(value, validate=True)
-            except ValueError:
-                continue
-    return found
-
-
 @dataclass(frozen=True, slots=True)
 class Builder:
     """How one format is named, checked against a tokenizer's shape, and written."""
@@ -280,7 +255,7 @@ def build(tok: Tokenizer, key: str, *, chat: Mapping[str, Any] | None = None,
     The first build of a format for a tokenizer reads the files back; later ones only write them.
     ``chat`` is what an import kept of the tokenizer's own ``tokenizer_config.json`` (its chat
     template and bos/eos/pad tokens), written again into the ``tokenizer_config.json`` beside
-    ``tokenizer.json``. ``originals`` are files an import kept verbatim (:func:`originals`): given
+    ``tokenizer.json``. ``originals`` are files an import kept verbatim (``tokenizers/originals.py``): given
     for ``key``, that file is the download, as it came.
     """
     if originals and key in originals:

@@ -21,6 +21,7 @@ from webapp.chat.chat import chat_settings
 from webapp.store.db import get_session
 from webapp.store.models import Tokenizer as TokenizerRow
 from webapp.tokenizers.loaded import load
+from webapp.tokenizers.originals import keep_original, originals
 from webapp.transfer import downloads, imports
 from webapp.transfer.forms import FILE_PARTS, ImportForm
 from webapp.web.forms import MAX_NAME
@@ -38,7 +39,7 @@ def _slug(name: str) -> str:
 def downloads_page(tokenizer_id: int) -> Response:
     """Each download format, or the reason this tokenizer cannot be written in it."""
     loaded = load(tokenizer_id)
-    formats = downloads.plan(loaded.tokenizer, downloads.originals(loaded.row.config))
+    formats = downloads.plan(loaded.tokenizer, originals(loaded.row.config))
     return render("playground/downloads.html", loaded=loaded, formats=formats)
 
 
@@ -48,7 +49,7 @@ def download(tokenizer_id: int, key: str, filename: str) -> Response:
     loaded = load(tokenizer_id)
     try:
         files = downloads.build(loaded.tokenizer, key, chat=chat_settings(loaded.row.config),
-                                originals=downloads.originals(loaded.row.config))
+                                originals=originals(loaded.row.config))
     except downloads.ExportError as exc:
         return Response(render_template("errors/error.html", status=422, message=str(exc)), 422)
     if filename not in files:
@@ -66,7 +67,7 @@ def download_zip(tokenizer_id: int) -> Response:
     """Every available format and a README, zipped."""
     loaded = load(tokenizer_id)
     archive = downloads.zip_all(loaded.tokenizer, loaded.row.name, chat=chat_settings(loaded.row.config),
-                                originals=downloads.originals(loaded.row.config))
+                                originals=originals(loaded.row.config))
     response = Response(archive, mimetype="application/zip")
     response.headers["Content-Disposition"] = f'attachment; filename="{_slug(loaded.row.name)}.zip"'
     return response
@@ -110,7 +111,7 @@ def import_upload() -> Response:
     except imports.ImportProblem as exc:
         return render("playground/import.html", status=422, **_form_context(form, kind=kind, error=str(exc)))
     first = next((f for f in files.values() if f is not None), None)
-    original = downloads.keep_original(kind, files["file"].data if files["file"] else None)
+    original = keep_original(kind, files["file"].data if files["file"] else None)
     name = form.name.data or (first.filename if first else "imported tokenizer")
     row = TokenizerRow(team_id=current_team().id, name=name[:MAX_NAME], algorithm=tokenizer.model.kind,
                        source="imported", tokenizer_json=tokenizer.to_json(), vocab_size=tokenizer.vocab_size,

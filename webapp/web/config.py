@@ -43,6 +43,7 @@ ENV_DEFAULTS: dict[str, tuple[str, str]] = {
     "TOKENFORGE_LEADERBOARD_MAX_BYTES": ("1048576", "Bytes of each held-out corpus a leaderboard evaluates, at most."),
     "TOKENFORGE_LEADERBOARD_PAIR_SECONDS": ("60", "CPU seconds of encoding one tokenizer × corpus pair of a leaderboard may use."),
     "TOKENFORGE_CHAT_RENDER_SECONDS": ("3", "Wall seconds one chat template render may take."),
+    "TOKENFORGE_TOKENIZER_CACHE_BYTES": (str(GIB), "Approximate bytes of parsed tokenizers one web process keeps."),
 }
 
 
@@ -180,6 +181,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
         "LEADERBOARD_MAX_BYTES": _positive(env, "TOKENFORGE_LEADERBOARD_MAX_BYTES", int),
         "LEADERBOARD_PAIR_SECONDS": _positive(env, "TOKENFORGE_LEADERBOARD_PAIR_SECONDS", float),
         "CHAT_RENDER_SECONDS": _positive(env, "TOKENFORGE_CHAT_RENDER_SECONDS", float),
+        "TOKENIZER_CACHE_BYTES": _positive(env, "TOKENFORGE_TOKENIZER_CACHE_BYTES", int),
     }
 
 

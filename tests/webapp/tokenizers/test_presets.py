@@ -1,5 +1,7 @@
 """Preset tokenizers: read-only for every team, installed from pinned, hash-checked rank tables.
 
+(The open models' presets, and the cache that loads presets on first use: ``test_open_presets.py``.)
+
 The access tests put a small preset row in the database directly, and the installer tests serve
 their own tarballs from a local HTTP server: neither downloads. The tests that need the real
 tables read them from ``$TOKENFORGE_TEST_PRESETS_DIR`` (``scripts/test.sh`` writes it once with
@@ -9,12 +11,9 @@ tables read them from ``$TOKENFORGE_TEST_PRESETS_DIR`` (``scripts/test.sh`` writ
 from __future__ import annotations
 
 import hashlib
-import http.server
 import io
 import shutil
 import tarfile
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,7 +24,7 @@ from sqlalchemy.exc import IntegrityError
 
 from engine.formats.js_tiktoken import parse_rank_table
 from engine.presets import TIKTOKEN_ENCODINGS
-from tests.preset_tables import presets_dir, tiktoken_encoding
+from tests.preset_tables import installed_presets_dir, presets_dir, tiktoken_encoding
 from tests.webapp.conftest import add_user, login_as, make_app
 from tests.webapp.playground_samples import byte_bpe, store
 from webapp.access.teams import delete_team_data
@@ -173,32 +172,6 @@ def tarball(tables: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
-@pytest.fixture
-def served() -> Iterator[tuple[str, dict[str, bytes]]]:
-    """A local HTTP server; put bytes in the dict under a path and GET them at the URL."""
-    files: dict[str, bytes] = {}
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
-            body = files.get(self.path)
-            self.send_response(200 if body is not None else 404)
-            self.send_header("Content-Length", str(len(body or b"")))
-            self.end_headers()
-            self.wfile.write(body or b"")
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", files
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 TINY = b'export default {"special_tokens": {}, "bpe_ranks": "! 0 YQ== Yg=="};'
 
 
@@ -243,19 +216,21 @@ def test_tables_are_written_all_at_once_and_replace_the_old_ones(tmp_path: Path)
 
 def test_a_tampered_table_is_refused_and_nothing_is_installed(tmp_path: Path) -> None:
     source = tmp_path / "copy"
-    shutil.copytree(presets_dir(), source)
+    shutil.copytree(presets_dir(), source, ignore=shutil.ignore_patterns("open"))  # refused before those are read
     table = preset_install.table_path(source, "cl100k_base")
     table.write_bytes(table.read_bytes().replace(b"IQ==", b"Ig==", 1))  # rank 0 now spells '"'
     installed = tmp_path / "installed"
     with pytest.raises(preset_install.PresetInstallError, match=r"cl100k_base\.js has SHA-256 [0-9a-f]{64}, not the pinned"):
-        preset_install.fetch(installed, from_folder=source)
+        presets.fetch(installed, from_folder=source)
     assert not installed.exists()
     with pytest.raises(preset_install.PresetInstallError, match="has SHA-256"):
         presets.build("cl100k_base", source)
 
 
 def test_install_registers_every_preset_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, db_app: Flask) -> None:
-    cache = presets_dir()
+    """The OpenAI presets (the open models are copied but not built here: test_open_presets.py builds them)."""
+    cache = installed_presets_dir()
+    monkeypatch.setattr(presets, "OPEN_MODELS", {})
     app, client = db_app, login_as(db_app.test_client(), 1)
     monkeypatch.setenv("TOKENFORGE_DATA_DIR", app.config["DATA_DIR"])
     monkeypatch.setenv("DATABASE_URL", app.config["DATABASE_URL"])
@@ -270,6 +245,7 @@ def test_install_registers_every_preset_once(tmp_path: Path, monkeypatch: pytest
         ids = {r.preset: r.id for r in rows}
         assert db.get_session().scalar(select(func.count()).select_from(Team)) == 1
     assert (Path(app.config["DATA_DIR"]) / "presets" / "o200k_base.js").is_file()
+    assert (Path(app.config["DATA_DIR"]) / "presets" / "open" / "gemma3" / "tokenizer.json").is_file()
     text = "Grüße, 世界! It's <|endoftext|> 12345 🤖"
     for name in ("cl100k_base", "o200k_base"):
         theirs = tiktoken_encoding(cache, name)
@@ -347,7 +323,7 @@ def test_restore_into_an_instance_with_presets_keeps_the_backups_ids(app: Flask,
     backup(dict(app.config), archive)
     target = make_app(tmp_path / "second", f"sqlite:///{tmp_path / 'second.sqlite3'}", seed=False)
     installed = Path(target.config["DATA_DIR"]) / "presets"  # where `tokenforge presets install` puts them
-    shutil.copytree(folder, installed)
+    shutil.copytree(folder, installed, ignore=shutil.ignore_patterns("open"))  # the open models are skipped
     with target.app_context():
         presets.register(db.get_session(), installed)
     assert preset_count(target) == len(TIKTOKEN_ENCODINGS)

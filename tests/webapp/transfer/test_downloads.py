@@ -50,14 +50,14 @@ def test_the_page_writes_no_format_and_a_format_is_read_back_once(
 def test_plan_offers_what_each_model_can_be_written_as() -> None:
     bpe = {f.key: f for f in downloads.plan(byte_bpe())}
     assert [k for k, f in bpe.items() if f.available] == ["tokenizer.json", "gpt2", "tiktoken"]
-    assert [k for k, f in bpe.items() if not f.fits] == ["vocab.txt", "spm"]
+    assert [k for k, f in bpe.items() if not f.fits] == ["vocab.txt", "spm", "spm_model"]
     assert bpe["vocab.txt"].reason == "vocab.txt holds WordPiece vocabularies; this tokenizer is byte-level BPE."
     wp = {f.key: f for f in downloads.plan(wordpiece())}
     assert [k for k, f in wp.items() if f.available] == ["tokenizer.json", "vocab.txt"]
-    assert [k for k, f in wp.items() if not f.fits] == ["gpt2", "tiktoken", "spm"]
+    assert [k for k, f in wp.items() if not f.fits] == ["gpt2", "tiktoken", "spm", "spm_model"]
     assert wp["gpt2"].reason == "GPT-2 files hold byte-level BPE; this tokenizer is WordPiece."
     uni = {f.key: f for f in downloads.plan(unigram())}
-    assert [k for k, f in uni.items() if f.available] == ["tokenizer.json", "spm"]
+    assert [k for k, f in uni.items() if f.available] == ["tokenizer.json", "spm", "spm_model"]
     assert [k for k, f in uni.items() if not f.fits] == ["gpt2", "tiktoken", "vocab.txt"]
 
 
@@ -67,7 +67,7 @@ def test_formats_for_other_models_are_left_out_of_the_page_and_named_neutrally(c
     assert 'data-format="gpt2"' in page and "Download merges.txt" in page
     assert "Not available" not in page and "holds WordPiece vocabularies" not in page
     assert ('data-testid="not-offered">Not offered, as they hold other kinds of models:\n'
-            '  vocab.txt (WordPiece only), .vocab (Unigram only).</p>') in page
+            '  vocab.txt (WordPiece only), .vocab (Unigram only), .model (Unigram or sentencepiece BPE only).</p>') in page
 
 
 def test_a_format_that_fits_but_fails_for_this_tokenizer_says_why(client: FlaskClient, app: Flask) -> None:

@@ -122,7 +122,7 @@ def test_a_capturing_group_pattern_imports_and_encodes(client: FlaskClient) -> N
 
 def test_a_pattern_that_matches_empty_pieces_is_a_422(client: FlaskClient) -> None:
     message = import_error(post_json_doc(client, tiny(RegexSplit(r"\w+|\s")).to_json().replace(r"\\w+|\\s", r"\\b|\\w+")))
-    assert message.startswith(r"The pre-tokenizer pattern '\\b|\\w+' matches an empty piece (at character 0 of")
+    assert message.startswith(r"pre_tokenizer.pretokenizers[0]: The pre-tokenizer pattern '\\b|\\w+' matches an empty piece (at character 0 of")
 
 
 def test_a_backtracking_pattern_is_a_422_within_the_budget(app: Flask, client: FlaskClient) -> None:

@@ -57,4 +57,4 @@ def test_import_encode_show_and_download_a_model(client: FlaskClient, spm_file: 
 def test_a_broken_model_is_a_422_naming_the_problem(client: FlaskClient, spm_file: bytes) -> None:
     response = client.post("/import", data={"kind": "spm_model", "file": (io.BytesIO(spm_file[:-7]), "cut.model")})
     assert response.status_code == 422
-    assert "The .model file ends inside" in response.get_data(as_text=True)
+    assert "bytes but its message ends at byte" in response.get_data(as_text=True)

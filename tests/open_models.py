@@ -1,0 +1,43 @@
+"""The open models' real ``tokenizer.json`` and ``tokenizer_config.json`` for tests, or a clean skip.
+
+``scripts/test.sh`` writes them once, checked against the hashes pinned in
+``webapp/tokenizers/open_install.py``, with ``tokenforge presets install --dir`` and exports
+``$TOKENFORGE_TEST_OPEN_MODELS_DIR``, laid out as ``<dir>/<name>/tokenizer.json`` and
+``<dir>/<name>/tokenizer_config.json`` for the names of :data:`OPEN_MODEL_NAMES`. Nothing downloads
+at test time. Without the variable (or the file), the test that asks skips, saying how to get it.
+
+    from tests.open_models import open_model_file
+    path = open_model_file("qwen3")                            # .../qwen3/tokenizer.json
+    config = open_model_file("qwen3", "tokenizer_config.json")
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+OPEN_MODELS_ENV = "TOKENFORGE_TEST_OPEN_MODELS_DIR"
+OPEN_MODEL_NAMES = ("llama2", "llama3", "gemma3", "qwen3", "deepseek_v3", "gptoss")
+FILES = ("tokenizer.json", "tokenizer_config.json")
+
+
+def open_models_dir() -> Path:
+    """The folder of the open models' real files, or skip the calling test saying how to get it."""
+    folder = os.environ.get(OPEN_MODELS_ENV)
+    if not folder or not Path(folder).is_dir():
+        pytest.skip(f"set {OPEN_MODELS_ENV} to the open/ folder written by `tokenforge presets install --dir DIR` "
+                    "(scripts/test.sh does)")
+    return Path(folder)
+
+
+def open_model_file(name: str, file: str = "tokenizer.json") -> Path:
+    """The path of one real file of the open model ``name``, or skip the calling test."""
+    if name not in OPEN_MODEL_NAMES or file not in FILES:  # a typo in a test, not a missing cache
+        raise ValueError(f"Ask for one of {', '.join(OPEN_MODEL_NAMES)} and one of {', '.join(FILES)}, "
+                         f"not {name!r} and {file!r}.")
+    path = open_models_dir() / name / file
+    if not path.is_file():
+        pytest.skip(f"{path} is missing; run scripts/test.sh (or `tokenforge presets install --dir DIR`) again")
+    return path
