@@ -7,10 +7,13 @@ hash-pinned, by ``scripts/test.sh``; see ``tests/open_models.py``), the text is 
 
 from __future__ import annotations
 
+import json
 from functools import cache
+from pathlib import Path
 
 import pytest
 
+from engine.cli import main as cli_main
 from engine.serialization import loads
 from engine.tokenizer import Tokenizer
 from tests.heldout import heldout_lines
@@ -70,3 +73,14 @@ def test_the_document_sentence_counts() -> None:
     # Llama 2 spells most of these characters in byte pieces (the document counts 35 with <s> and
     # an older vocabulary; Hugging Face gives these counts on the shipped files).
     assert counts == {"llama2": 31, "gemma3": 16, "qwen3": 15}
+
+
+@pytest.mark.parametrize("name", ["llama2", "gemma3", "deepseek_v3"])
+def test_the_command_line_gives_hugging_faces_ids(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``tokenforge encode -t`` on the real file, as a user runs it (the post-processor's bos included)."""
+    _, hf = _pair(name)
+    text = tmp_path / "held-out.txt"
+    text.write_text("\n".join(heldout_lines()[::40]), encoding="utf-8")
+    assert cli_main(["encode", "-t", str(open_model_file(name)), "--allowed-special", "all", str(text)]) == 0
+    expected = hf.encode(text.read_text(encoding="utf-8")).ids  # type: ignore[attr-defined]
+    assert json.loads(capsys.readouterr().out) == expected
