@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from webapp.leaderboards.leaderboard import Plan
 
 Report = Callable[[str, dict[str, Any]], None]
-Load = Callable[[int], "str | None"]  # a tokenizer id -> its JSON document, None if deleted
+# a tokenizer id -> its JSON document (or the .model file an import kept), None if deleted
+Load = Callable[[int], "str | bytes | None"]
 
 
 def evaluate_pairs(corpora: Sequence[tuple[int, str | None]], tokenizer_ids: Sequence[int], *, load: Load,
@@ -35,6 +36,7 @@ def evaluate_pairs(corpora: Sequence[tuple[int, str | None]], tokenizer_ids: Seq
                    progress: Callable[[str, int, int], None], should_cancel: Callable[[], bool]) -> bool:
     """Evaluate every pair, reporting each; return False if cancelled on the way."""
     from engine import TokenforgeError, Tokenizer, time_budget
+    from engine.formats.spm_model import load_spm_model
     from engine.metrics import evaluate
     from webapp.leaderboards.leaderboard import SliceError, kept, pair_key, read_slice
 
@@ -57,7 +59,7 @@ def evaluate_pairs(corpora: Sequence[tuple[int, str | None]], tokenizer_ids: Seq
         document = load(tokenizer_id)
         if document is not None:
             try:
-                tokenizer = Tokenizer.from_json(document)
+                tokenizer = Tokenizer.from_json(document) if isinstance(document, str) else load_spm_model(document)
             except TokenforgeError as exc:
                 why = f"The tokenizer could not be loaded: {exc}"
             del document

@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session
 from engine.trainers.corpus import DOCUMENT_SEPARATOR
 from webapp.corpora.storage import CorpusStore
 from webapp.store.models import Corpus, Leaderboard, Tokenizer
+from webapp.tokenizers.originals import originals
 
 MAX_TOKENIZERS = 12  # pairs per board: tokenizers × corpora, each up to the byte cap
 MAX_CORPORA = 6
@@ -108,14 +109,19 @@ def job_plan(session: Session, store: CorpusStore, board: Leaderboard) -> Plan:
     return Plan(corpora, [int(entry["id"]) for entry in board.tokenizers], board.team_id)
 
 
-def tokenizer_document(session: Session, team_id: int, tokenizer_id: int) -> str | None:
-    """The JSON document of a tokenizer of ``team_id`` or a preset; None if there is no such row.
+def tokenizer_document(session: Session, team_id: int, tokenizer_id: int) -> str | bytes | None:
+    """The JSON document of a tokenizer of ``team_id`` or a preset, or the ``.model`` file an import
+    kept (bytes; the tokenizer the pages use is rebuilt from it, ``tokenizers/originals.py``);
+    None if there is no such row.
 
     Looked up within the team, so a board never reads another team's tokenizer whatever ids
     its JSON holds.
     """
-    return session.scalar(select(Tokenizer.tokenizer_json).where(
-        Tokenizer.id == tokenizer_id, (Tokenizer.team_id == team_id) | Tokenizer.team_id.is_(None)))
+    found = session.execute(select(Tokenizer.tokenizer_json, Tokenizer.config).where(
+        Tokenizer.id == tokenizer_id, (Tokenizer.team_id == team_id) | Tokenizer.team_id.is_(None))).first()
+    if found is None:
+        return None
+    return originals(found.config or {}).get("spm_model", found.tokenizer_json)
 
 
 # --------------------------------------------------------------------------- the results as rows
