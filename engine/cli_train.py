@@ -213,8 +213,14 @@ class _ProgressBar:
 
 
 def _write_model_files(tokenizer: Tokenizer, outdir: Path) -> list[Path]:
-    """Write the model's own files beside tokenizer.json (BPE, WordPiece and Unigram have some)."""
+    """Write the model's own files beside tokenizer.json (BPE, WordPiece and Unigram have some;
+    sentencepiece BPE, ``--level spm``, its ``tokenizer.model``)."""
     kind = tokenizer.model.kind
+    if kind == "bpe" and getattr(tokenizer.model, "level", "byte") == "spm":  # sentencepiece BPE: its .model
+        from engine.formats.spm_model import dump_spm_model
+
+        (outdir / "tokenizer.model").write_bytes(dump_spm_model(tokenizer))
+        return [outdir / "tokenizer.model"]
     if kind == "bpe" and getattr(tokenizer.model, "level", "byte") == "byte":  # char-level BPE: tokenizer.json only
         from engine.formats.gpt2 import save_gpt2
 

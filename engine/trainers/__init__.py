@@ -3,11 +3,14 @@
 ``train(algorithm, files, options)`` is the single entry point the CLI and the web app's job
 worker call. Each algorithm module exposes ``OPTIONS`` (its frozen options dataclass) and
 ``train(files, options, *, reporter) -> TrainResult``; modules are imported lazily so that
-asking for the BPE options does not import the Unigram trainer.
+asking for the BPE options does not import the Unigram trainer. A *level* of a model can be
+another module (``LEVELS``: ``--model bpe --level spm`` is ``bpe_spm``): its options join the
+model's, and values that name the level are read and trained by that module.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import time
 from collections.abc import Mapping, Sequence
@@ -36,6 +39,11 @@ TRAINERS: dict[str, str] = {
     "char": "engine.trainers.baselines",
     "byte": "engine.trainers.baselines",
 }
+# model -> {level: module}: a level trained by a module of its own. The module has ``OPTIONS``,
+# ``LEVEL_HELP`` (added to the level's help), ``options_from(values, model_options)`` and ``train``.
+LEVELS: dict[str, dict[str, str]] = {
+    "bpe": {"spm": "engine.trainers.bpe_spm"},
+}
 
 
 def _module(algorithm: str) -> ModuleType:
@@ -53,19 +61,43 @@ def options_class(algorithm: str) -> type:
     return options[algorithm] if isinstance(options, dict) else options
 
 
+def _levels(algorithm: str) -> dict[str, ModuleType]:
+    """The modules that train levels of ``algorithm``; one that does not import is left out."""
+    found = {}
+    for level, name in LEVELS.get(algorithm, {}).items():
+        try:
+            found[level] = importlib.import_module(name)
+        except ImportError:
+            continue
+    return found
+
+
 def option_specs(algorithm: str) -> list[OptionSpec]:
-    """The options of ``algorithm`` with types, defaults, help and choices (for forms and flags)."""
-    return _dataclass_specs(options_class(algorithm))
+    """The options of ``algorithm`` with types, defaults, help and choices (for forms and flags);
+    a level trained by its own module adds its choice and the options the model lacks."""
+    specs = _dataclass_specs(options_class(algorithm))
+    for level, module in _levels(algorithm).items():
+        names = {spec.name for spec in specs}
+        specs = [dataclasses.replace(spec, choices=(*spec.choices, level), help=f"{spec.help} {module.LEVEL_HELP}")
+                 if spec.name == "level" and spec.choices and level not in spec.choices else spec for spec in specs]
+        specs += [spec for spec in _dataclass_specs(module.OPTIONS) if spec.name not in names]
+    return specs
 
 
 def make_options(algorithm: str, values: Mapping[str, Any] | object) -> object:
     """Validate untyped option values (or pass through an options instance) for ``algorithm``."""
     cls = options_class(algorithm)
-    if isinstance(values, cls):
+    levels = _levels(algorithm)
+    if isinstance(values, (cls, *(module.OPTIONS for module in levels.values()))):
         return values
     if not isinstance(values, Mapping):
         raise ConfigError(f"Options for {algorithm} must be a mapping or a {cls.__name__}.")
-    return options_from_mapping(cls, values)
+    level = values.get("level")
+    if isinstance(level, str) and level.strip() in levels:
+        return levels[level.strip()].options_from(values, cls)
+    extra = {spec.name for module in levels.values() for spec in _dataclass_specs(module.OPTIONS)}
+    extra -= {f.name for f in dataclasses.fields(cls)}
+    return options_from_mapping(cls, {k: v for k, v in values.items() if k not in extra})
 
 
 def train(
@@ -87,7 +119,8 @@ def train(
         if not path.is_file():
             raise ConfigError(f"Corpus file {str(path)!r} does not exist.")
     started = time.perf_counter()
-    result: TrainResult = _module(algorithm).train(
+    module = next((m for m in _levels(algorithm).values() if isinstance(opts, m.OPTIONS)), _module(algorithm))
+    result: TrainResult = module.train(
         paths, opts, reporter=Reporter(progress, should_cancel)
     )
     result.stats.setdefault("algorithm", algorithm)
@@ -98,6 +131,7 @@ def train(
 
 
 __all__ = [
+    "LEVELS",
     "TRAINERS",
     "OptionSpec",
     "Reporter",

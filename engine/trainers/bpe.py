@@ -52,6 +52,8 @@ from engine.trainers.limits import MAX_VOCAB, check_special_count, check_workers
 GPT2_BYTE_ORDER: tuple[int, ...] = tuple(sorted(range(256), key=lambda b: ord(BYTE_TO_UNICODE[b])))
 CURVE_POINTS = 256
 LEVELS = ("byte", "char")
+# Levels trained by a module of their own (engine.trainers.LEVELS), named in this trainer's messages.
+OTHER_LEVELS = ("spm",)
 DEFAULT_SPLIT = {"byte": "gpt2", "char": "whitespace"}
 """The pre-tokenizer of each level when none is given: GPT-2's pattern, or whitespace (textbook BPE)."""
 
@@ -104,7 +106,8 @@ class BpeOptions:
         problems = ConfigProblems()  # every bad option at once, each naming its field
         problems.run(check_special_count, self.special_tokens)
         if self.level not in LEVELS:
-            problems.add(ConfigError(f"level={shown(self.level)} must be one of: {', '.join(LEVELS)}.", option="level"))
+            problems.add(ConfigError(f"level={shown(self.level)} must be one of: {', '.join(LEVELS + OTHER_LEVELS)}.",
+                                     option="level"))
         level = self.level if self.level in LEVELS else "byte"  # with a bad level, judge the rest as the default's
         base = 256 if level == "byte" else 1 + (self.unk_token not in self.special_tokens)
         floor = len(self.special_tokens) + base

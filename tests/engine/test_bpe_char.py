@@ -73,7 +73,7 @@ def test_encode_decode_and_unknown_runs(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        pytest.param({"level": "word"}, "level='word' must be one of: byte, char", id="level"),
+        pytest.param({"level": "word"}, "level='word' must be one of: byte, char, spm", id="level"),
         pytest.param({"level": "char", "vocab_size": 2}, "vocab_size=2 must be between 3", id="floor"),
         pytest.param({"level": "char", "unk_token": ""}, "unk_token='' must be 1 to", id="unk"),
         pytest.param({"level": "char", "end_of_word_suffix": ""}, "end_of_word_suffix='' must be 1 to", id="suffix"),

@@ -30,7 +30,7 @@ def test_one_pass_reports_every_bad_option_with_its_name() -> None:
     assert problems == {
         "vocab_size": "Option vocab_size must be a whole number, not 'ten'.",
         "min_frequency": "min_frequency=-1 must be 0 or more.",
-        "level": "level='word' must be one of: byte, char.",
+        "level": "level='word' must be one of: byte, char, spm.",
         "max_token_length": "max_token_length=0 must be 1 or more (or empty).",
     }
 

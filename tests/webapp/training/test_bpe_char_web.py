@@ -17,12 +17,12 @@ def test_the_form_offers_the_level_and_validates_it(client: FlaskClient) -> None
     page = client.get("/train?algorithm=bpe").get_data(as_text=True)
     select = re.search(r'<select name="opt-level"[^>]*>(.*?)</select>', page, re.S)
     assert select is not None
-    assert re.findall(r'<option value="([^"]*)"', select.group(1)) == ["byte", "char"]
+    assert re.findall(r'<option value="([^"]*)"', select.group(1)) == ["byte", "char", "spm"]
     form = form_from_options("bpe", {}) | {"opt-level": "char"}
     options, errors = parse("bpe", form)
     assert errors == {} and options is not None
     assert (options["level"], options["pretokenizer"], options["end_of_word_suffix"]) == ("char", None, "</w>")
-    assert parse("bpe", form | {"opt-level": "word"}) == (None, {"level": "level='word' must be one of: byte, char."})
+    assert parse("bpe", form | {"opt-level": "word"}) == (None, {"level": "level='word' must be one of: byte, char, spm."})
 
 
 def test_downloads_and_summary_handle_a_char_level_model(tmp_path: Path) -> None:

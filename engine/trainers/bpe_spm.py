@@ -1,0 +1,182 @@
+"""Train sentencepiece-style BPE (Llama 2, Mistral): ``tokenforge train --model bpe --level spm``.
+
+What sentencepiece's BPE trainer (``bpe_model_trainer.cc``) does, on our shared machinery:
+
+1. Lines are sentences. sentencepiece's normalization with the identity rule: a dummy ``▁``
+   before each line, every space as ``▁`` (extra spaces kept, as Llama 2 keeps them). Words
+   start at each ``▁`` (``split_by_whitespace``); they are counted on every core by
+   ``counting.count_pretokens`` (:func:`spm_words`).
+2. The alphabet is characters, not bytes: the most frequent ones covering
+   ``character_coverage`` of the text (``unigram.seed.required_chars``). A rarer character
+   is spelled as ``<0xNN>`` byte pieces at encode time (``byte_fallback``), else ``<unk>``.
+3. Merges never make a piece sentencepiece would refuse (``IsValidSentencePiece``): ``▁`` only
+   first, no two Unicode scripts (letters and punctuation differ: "a." is no piece), no digit
+   beside anything (``split_digits``), no rare character, at most 16 characters. Each of these
+   forbids a pair of neighbours, so words are cut there into *segments* first
+   (``unigram.seed``'s segment table) and the merge loop never sees a forbidden pair.
+4. Merges are learned by frequency over the distinct segments (``bpe_merge.merge_words``).
+5. The pieces: ``<unk>``, ``<s>``, ``</s>`` (ids 0, 1, 2), the 256 ``<0xNN>`` pieces, the merged
+   pieces scored ``-rank`` (0, -1, -2, ...), then the alphabet by descending frequency, its
+   scores continuing downwards, as sentencepiece writes them. The model is
+   :class:`engine.models.spm_bpe.SpmBPE`, which merges by those scores at encode time.
+
+**Tie-break rule**: the merge loop's (``bpe_merge``): the pair with the highest count wins;
+among equal counts, the greatest pair compared as UTF-8 bytes ``(left, right)``. (sentencepiece
+itself prefers the shorter, then the smaller piece; only the order of equal counts differs.)
+Two merges can spell the same piece ("aa"+"a", "a"+"aa"): the piece keeps its first rank and
+the later one adds nothing, as in sentencepiece, which skips it (here it is still merged in
+the training text). Training stops at ``vocab_size`` or when no pair is left.
+
+Left out: sentencepiece's other normalization rules (nmt_nfkc), user-defined symbols,
+``treat_whitespace_as_suffix``, sentence sampling, the limit on sentence length.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from engine.errors import ConfigError
+from engine.formats.spm_model import SpmDecoder
+from engine.models.spm_bpe import BYTE_PIECES, SpmBPE
+from engine.spm_normalizer import SPACE, SpmNormalizer
+from engine.tokenizer import Tokenizer
+from engine.trainers.base import Reporter, TrainResult
+from engine.trainers.bpe import compression_curve
+from engine.trainers.bpe_char import symbol_count
+from engine.trainers.bpe_merge import merge_words
+from engine.trainers.bpe_spm_options import LEVEL_HELP, SPECIAL_TOKENS, SpmBpeOptions, options_from
+from engine.trainers.counting import count_pretokens
+from engine.trainers.unigram.scripts import char_class
+from engine.trainers.unigram.seed import _segment_table, required_chars  # the same validity rule as Unigram
+
+MAX_PIECE_CHARS = 16  # sentencepiece's max_sentencepiece_length
+_DIGITS = "0123456789" + "".join(map(chr, range(0xFF10, 0xFF1A)))  # sentencepiece's IsDecimalDigit
+_NEVER_IN_A_PIECE = "\u2047\x00"  # kUNKChar (what rare characters become) and NUL
+_EMPTY_LINES = re.compile("\n{2,}")
+OPTIONS = SpmBpeOptions
+__all__ = ["LEVEL_HELP", "OPTIONS", "SpmBpeOptions", "build_tokenizer", "learn", "options_from", "spm_words", "train"]
+
+
+# ----------------------------------------------------------------------- training
+def spm_words(text: str) -> list[str]:
+    """sentencepiece's words of a chunk of lines (a picklable splitter for ``count_pretokens``).
+
+    Each line gets the dummy ``▁`` and its spaces become ``▁``; a word is a ``▁`` and what follows
+    up to the next one, so "a  b" gives "▁a", "▁", "▁b". Only "\n" ends a line (a "\r" is a
+    character, as sentencepiece reads lines), and empty lines are skipped. Everything is ``str``
+    methods in C: the newlines become ``▁`` too and one ``split`` finds the words. A chunk that
+    starts with a space was cut before it inside a line (``corpus``'s safe cut): no dummy ``▁``.
+    (A file that starts with a space is read the same way: one "▁" fewer than sentencepiece counts.)
+    """
+    mid_line = text.startswith(" ")
+    text = _EMPTY_LINES.sub("\n", text).strip("\n")
+    if not text:
+        return []
+    joined = text.replace(" ", SPACE).replace("\n", SPACE)
+    parts = (joined if mid_line else SPACE + joined).split(SPACE)
+    return [SPACE + part for part in parts[1:]]  # parts[0] is the empty string before the first ▁
+
+
+def segments(word_counts: Mapping[str, int], alphabet: Iterable[str], *, split_digits: bool) -> dict[str, int]:
+    """The distinct segments of two characters or more (the stretches a piece may lie in) with
+    their summed counts: words cut wherever sentencepiece would refuse the pair of neighbours."""
+    classes = {c: char_class(c, split_by_unicode_script=True, split_by_number=True) for c in alphabet
+               if c not in _NEVER_IN_A_PIECE and not (split_digits and c in _DIGITS)}
+    separator = next(c for c in map(chr, range(10, sys.maxunicode + 1)) if c not in classes)
+    table = _segment_table(word_counts, classes, SPACE, separator)
+    return {seg: count for count, by_length in table.items() for segs in by_length.values() for seg in segs}
+
+
+def learn(word_counts: Mapping[str, int], options: SpmBpeOptions, reporter: Reporter | None = None
+          ) -> tuple[list[tuple[str, float]], list[tuple[int, int, int, int]], int]:
+    """``(pieces, merge_stats, alphabet_size)``: every piece with its score, in id order, and
+    ``merge_stats[r] = (left_id, right_id, count, removed)`` of each merge kept (see ``merge_words``)."""
+    reporter = reporter or Reporter()
+    # 1. The alphabet, by descending count (ties: code point), as sentencepiece orders it.
+    alphabet = list(required_chars(word_counts, options.character_coverage))
+    pieces: list[tuple[str, float]] = [(t, 0.0) for t in SPECIAL_TOKENS]
+    if options.byte_fallback:
+        pieces += [(b, 0.0) for b in BYTE_PIECES]
+    room = options.vocab_size - len(pieces) - len(alphabet)
+    if room < 0:
+        raise ConfigError(
+            f"vocab_size={options.vocab_size} cannot hold the {len(alphabet)} characters that cover "
+            f"{options.character_coverage:g} of the text beside {len(pieces)} special and byte pieces; pass a "
+            f"vocab_size of at least {len(pieces) + len(alphabet)} or a lower character_coverage.",
+            option="vocab_size", value=options.vocab_size, least=len(pieces) + len(alphabet))
+    # 2. Segments spelled one character per symbol (chr(i) is alphabet[i]).
+    found = segments(word_counts, alphabet, split_digits=options.split_digits)
+    spell = str.maketrans({c: chr(i) for i, c in enumerate(alphabet)})
+    words = [seg.translate(spell) for seg in found]
+    # 3. The merge loop; a few merges more than room, for the pieces that come twice.
+    want = room + room // 50 + 8 if room else 0
+
+    def tick(done: int) -> None:
+        reporter.update("merge", min(done, room), room)
+
+    merges, token_bytes = merge_words(
+        words, list(found.values()), want, alphabet=[c.encode("utf-8") for c in alphabet],
+        lengths=[1] * len(alphabet), max_token_length=MAX_PIECE_CHARS, min_frequency=1, tick=tick)
+    # 4. Final ids: merged pieces by rank (a repeated string keeps its first), then the alphabet.
+    ids = {p: i for i, (p, _) in enumerate(pieces)}
+    base = len(pieces)
+    final = [-1] * len(token_bytes)
+    stats: list[tuple[int, int, int, int]] = []
+    strings = [token.decode("utf-8") for token in token_bytes]
+    for r, (a, b, count, removed) in enumerate(merges):
+        if len(pieces) - base >= room:
+            break
+        t = len(alphabet) + r
+        if strings[t] not in ids:
+            ids[strings[t]] = len(pieces)
+            pieces.append((strings[t], -float(len(pieces) - base)))
+            stats.append((a, b, count, removed))
+        final[t] = ids[strings[t]]
+    for i, char in enumerate(alphabet):
+        if char not in ids:  # a character never spells a special or byte piece; kept safe anyway
+            ids[char] = len(pieces)
+            pieces.append((char, -float(len(pieces) - base)))
+        final[i] = ids[char]
+    stats = [(final[a], final[b], count, removed) for a, b, count, removed in stats]
+    reporter.update("merge", room, room, force=True)
+    return pieces, stats, len(alphabet)
+
+
+def build_tokenizer(pieces: list[tuple[str, float]], options: SpmBpeOptions) -> Tokenizer:
+    """The Llama 2 pipeline around the pieces: identity normalization with the dummy ``▁`` and
+    escaped spaces, no pre-tokenizer, :class:`SpmBPE`, and sentencepiece's decoding."""
+    first_normal = len(SPECIAL_TOKENS) + (256 if options.byte_fallback else 0)
+    model = SpmBPE(pieces, unk_id=0, byte_fallback=options.byte_fallback,
+                   mergeable=range(first_normal, len(pieces)))
+    normalizer = SpmNormalizer(b"", add_dummy_prefix=True, remove_extra_whitespaces=False,
+                               escape_whitespaces=True, name="identity")
+    decoder = SpmDecoder(SPECIAL_TOKENS[1:], SPECIAL_TOKENS[0], " \u2047 ", strip_first=True, strip_all=False,
+                         byte_fallback=options.byte_fallback)
+    return Tokenizer(model, normalizer=normalizer, pre_tokenizer=None,
+                     special_tokens={t: i for i, t in enumerate(SPECIAL_TOKENS)}, decoder=decoder, name="spm-bpe")
+
+
+def train(files: list[Path], options: SpmBpeOptions, *, reporter: Reporter) -> TrainResult:
+    """Train sentencepiece-style BPE on ``files``; ``train("bpe", ..., {"level": "spm"})`` calls this."""
+    # 1. Count the ▁-prefixed words of every line on all cores (no special tokens: sentencepiece
+    #    reads "<s>" as text too).
+    counts = count_pretokens(files, split=spm_words, num_workers=options.num_workers, reporter=reporter,
+                             safe_cuts=True)
+    if not counts:
+        raise ConfigError("The corpus has no text to train on.")
+    # 2. Alphabet, segments, merges and pieces.
+    pieces, merge_stats, n_chars = learn(counts, options, reporter)
+    # 3. The tokenizer and the statistics the playground shows.
+    base_vocab = len(pieces) - len(merge_stats)
+    stats: dict[str, Any] = {
+        "merges": [[left, right, count] for left, right, count, _ in merge_stats],
+        "curve": compression_curve(counts, merge_stats, base_vocab, start_tokens=symbol_count(counts.items())),
+        "distinct_pretokens": len(counts),
+        "required_chars": n_chars,
+        "stopped_early": len(pieces) < options.vocab_size,
+    }
+    return TrainResult(tokenizer=build_tokenizer(pieces, options), stats=stats)
