@@ -11,7 +11,7 @@ catalogue into a tokenizer, and an open model's file loads like any ``tokenizer.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from engine.decoders import ByteLevelDecoder
 from engine.models.bpe import BPE
@@ -43,6 +43,15 @@ FIM_PREFIX = "<|fim_prefix|>"
 FIM_MIDDLE = "<|fim_middle|>"
 FIM_SUFFIX = "<|fim_suffix|>"
 ENDOFPROMPT = "<|endofprompt|>"
+# The chat markers of OpenAI's chat models. tiktoken's published encodings leave them out, so
+# they are not special tokens of the presets, whose plain encode stays tiktoken's; only a chat
+# count adds them (webapp/chat/chat_tokens.py). Their ids are those Tiktokenizer
+# (dqbd/tiktokenizer, src/models/tokenizer.ts) gives them for gpt-3.5-turbo and gpt-4 (cl100k)
+# and gpt-4o (o200k); tiktoken's README extends cl100k_base with the same <|im_start|> and
+# <|im_end|> ids.
+IM_START = "<|im_start|>"
+IM_END = "<|im_end|>"
+IM_SEP = "<|im_sep|>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +62,8 @@ class TiktokenEncoding:
     title: str  # what people call it
     pattern: str  # a key of engine.pretokenizers.PATTERNS: tiktoken's pat_str, byte for byte
     special_tokens: Mapping[str, int]
+    # Added to special_tokens only where a chat is rendered (webapp/chat), never to the preset itself.
+    chat_special_tokens: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def pat_str(self) -> str:
@@ -66,8 +77,10 @@ TIKTOKEN_ENCODINGS: dict[str, TiktokenEncoding] = {
         TiktokenEncoding("p50k_base", "Codex (p50k_base)", "gpt2", {ENDOFTEXT: 50256}),
         TiktokenEncoding("cl100k_base", "GPT-4 (cl100k_base)", "gpt4",
                          {ENDOFTEXT: 100257, FIM_PREFIX: 100258, FIM_MIDDLE: 100259, FIM_SUFFIX: 100260,
-                          ENDOFPROMPT: 100276}),
-        TiktokenEncoding("o200k_base", "GPT-4o (o200k_base)", "o200k", {ENDOFTEXT: 199999, ENDOFPROMPT: 200018}),
+                          ENDOFPROMPT: 100276},
+                         chat_special_tokens={IM_START: 100264, IM_END: 100265, IM_SEP: 100266}),
+        TiktokenEncoding("o200k_base", "GPT-4o (o200k_base)", "o200k", {ENDOFTEXT: 199999, ENDOFPROMPT: 200018},
+                         chat_special_tokens={IM_START: 200264, IM_END: 200265, IM_SEP: 200266}),
     )
 }
 

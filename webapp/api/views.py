@@ -100,6 +100,8 @@ def encode() -> Response:
     body, loaded = found
     if "messages" in body:
         return _encode_chat(body, loaded)
+    # None allowed unless asked, as in tiktoken; the encode page's box starts unticked to match
+    # (encode_page.ALLOW_SPECIAL_DEFAULT), so the same text gives the same ids in both.
     text, allowed = body.get("text"), body.get("allowed_special", [])
     if not isinstance(text, str):
         return _error('Give "text" as a string, or "messages" as a list of {"role", "content"} objects.')
@@ -146,7 +148,9 @@ def _encode_chat(body: dict[str, Any], loaded: Loaded) -> Response:
         "template": template,
         "text": chat.text,
         "ids": ids,
-        "tokens": loaded.tokens(ids),
+        # A preset's chat markers (<|im_start|>, ...) are known only to the chat's tokenizer.
+        "tokens": [chat.tokenizer.id_to_token(i) if token is None else token
+                   for i, token in zip(ids, loaded.tokens(ids))],
         "offsets": [[s.char_start, s.char_end] for s in chat.spans],
         "messages": [{"role": m.role, "count": n} for m, n in zip(messages, chat.message_counts)],
         "overhead": chat.overhead,

@@ -1,9 +1,20 @@
 """Count a chat as the model sees it: messages wrapped in a chat template, then encoded.
 
-The built-in templates are ChatML (``<|im_start|>role\\ncontent<|im_end|>\\n``, OpenAI's
-format of the cl100k era), Llama 3 and Gemma; a tokenizer imported with a
-``tokenizer_config.json`` also offers its own ``chat_template``. Templates are rendered by
-``chat_sandbox`` (bounded in time, memory and output).
+The built-in templates are OpenAI's two ChatML forms, Llama 3 and Gemma; a tokenizer imported
+with a ``tokenizer_config.json`` also offers its own ``chat_template``. Templates are rendered by
+``chat_sandbox`` (bounded in time, memory and output). The two ChatML forms are the strings
+Tiktokenizer (dqbd/tiktokenizer, ``src/sections/ChatGPTEditor.tsx``) builds for OpenAI's chat
+models, written here as templates:
+
+- ``chatml``, for gpt-3.5-turbo: ``<|im_start|>{role}\\n{content}<|im_end|>\\n`` per message, and
+  ``<|im_start|>assistant\\n`` to open the reply;
+- ``chatml_sep``, for the later models (GPT-4, GPT-4 Turbo, GPT-4o): ``<|im_start|>{role}<|im_sep|>``
+  ``{content}<|im_end|>`` per message, nothing between messages, and ``<|im_start|>assistant<|im_sep|>``.
+
+Tiktokenizer always opens the reply; here the ``add_generation_prompt`` switch does. On the
+cl100k_base and o200k_base presets the three markers are special tokens for the chat only
+(``chat_tokens.py``), so with ``chatml_sep`` a message costs three tokens plus its role's and its
+content's, and opening the reply three: the rule of OpenAI's cookbook for counting a chat's tokens.
 
 How the rendered prompt is encoded, and so what the counts mean:
 
@@ -32,6 +43,7 @@ from typing import Any
 
 from engine import Tokenizer
 from engine.offsets import TokenSpan
+from webapp.chat.chat_tokens import with_chat_tokens
 from webapp.chat.sandbox import MAX_TEMPLATE_CHARS, ChatTemplateError, render
 
 MAX_MESSAGES = 100
@@ -50,10 +62,15 @@ class Builtin:
 
 BUILTINS: dict[str, Builtin] = {
     "chatml": Builtin(
-        "ChatML (OpenAI)",
+        "ChatML, role and newline (GPT-3.5 Turbo)",
         "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] "
         "+ '<|im_end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
         ("<|im_start|>", "<|im_end|>")),
+    "chatml_sep": Builtin(
+        "ChatML with <|im_sep|> (GPT-4, GPT-4o)",
+        "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '<|im_sep|>' + message['content'] "
+        "+ '<|im_end|>' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant<|im_sep|>' }}{% endif %}",
+        ("<|im_start|>", "<|im_end|>", "<|im_sep|>")),
     "llama3": Builtin(
         "Llama 3",
         "{{ '<|begin_of_text|>' }}{% for message in messages %}{{ '<|start_header_id|>' + message['role'] "
@@ -93,6 +110,7 @@ class ChatCount:
     spans: list[TokenSpan]  # every token of it, offsets into ``text``
     message_counts: list[int]  # tokens of each message's own content
     missing: list[str]  # template special tokens this tokenizer lacks (encoded as text)
+    tokenizer: Tokenizer  # what encoded it: the row's tokenizer, or its copy with chat tokens (chat_tokens.py)
 
     @property
     def ids(self) -> list[int]:
@@ -150,8 +168,8 @@ def template_source(choice: str, config: Mapping[str, Any] | None) -> tuple[str,
         own = chat_settings(config).get("template")
         if isinstance(own, str):
             return own, ()
-        raise TemplateRefused("This tokenizer was imported without a chat template; choose ChatML, Llama 3 or Gemma "
-                        "(or import it again with its tokenizer_config.json).")
+        raise TemplateRefused("This tokenizer was imported without a chat template; choose one of ChatML, Llama 3 "
+                              "or Gemma (or import it again with its tokenizer_config.json).")
     raise ChatError(f"Choose the template from the list ({', '.join(template_choices(config))}), "
                     f"not {choice[:40]!r}.")
 
@@ -216,6 +234,7 @@ def count_chat(tokenizer: Tokenizer, messages: Sequence[Message], choice: str, c
                add_generation_prompt: bool = False, max_chars: int, seconds: float) -> ChatCount:
     """Render ``messages`` with template ``choice`` and encode the result (see the module docstring)."""
     source, declared = template_source(choice, config)
+    tokenizer = with_chat_tokens(tokenizer, config)
     settings = chat_settings(config)
     tokens = {name: settings.get(name) if isinstance(settings.get(name), str) else ""
               for name in ("bos_token", "eos_token", "pad_token")}
@@ -245,7 +264,7 @@ def count_chat(tokenizer: Tokenizer, messages: Sequence[Message], choice: str, c
     for index, message in enumerate(messages):
         if places[index] is None:  # not found in the prompt: its own tokens, counted alone
             counts[index] = len(tokenizer.encode(message.content, disallowed_special=(), add_special_tokens=False))
-    return ChatCount(text, spans, counts, [t for t in declared if t not in have])
+    return ChatCount(text, spans, counts, [t for t in declared if t not in have], tokenizer)
 
 
 __all__ = ["BUILTINS", "MAX_MESSAGES", "MAX_TEMPLATE_CHARS", "TOKENIZER_TEMPLATE", "ChatCount", "ChatError", "Message",

@@ -4,9 +4,10 @@
 posts as the user types, only the result block. Adding and removing messages are submit buttons
 (``add``, ``remove=<n>``) that re-render the page, so the form works without script;
 ``static/js/chat.js`` does the same in place when script runs. A refused template or bad
-messages re-render with the message and a 422. Share-link visitors open it at ``/s/<token>/chat``
-(``access/sharing.py``) and post here like members: a request costs what an encode costs, bounded
-by the same text limits and the template's render time.
+messages re-render with the message and a 422. The cl100k_base and o200k_base presets open with
+ChatML's ``<|im_sep|>`` form, their models' (``chat_tokens.py``). Share-link visitors open it at
+``/s/<token>/chat`` (``access/sharing.py``) and post here like members: a request costs what an
+encode costs, bounded by the same text limits and the template's render time.
 Left out: rendering and counting (``chat.py``), the sandbox (``sandbox.py``).
 """
 
@@ -28,6 +29,7 @@ from webapp.chat.chat import (
     parse_messages,
     template_choices,
 )
+from webapp.chat.chat_tokens import chat_special_tokens, preset_template
 from webapp.playground.encode_page import flag, inspect_base, limits
 from webapp.playground.encode_view import display
 from webapp.tokenizers.loaded import Loaded, load
@@ -46,8 +48,10 @@ def render_seconds() -> float:
 
 
 def default_template(loaded: Loaded) -> str:
-    """The tokenizer's own template when it has one, else ChatML."""
-    return TOKENIZER_TEMPLATE if TOKENIZER_TEMPLATE in template_choices(loaded.row.config) else "chatml"
+    """The tokenizer's own template when it has one, else its preset's model family's, else ChatML."""
+    if TOKENIZER_TEMPLATE in template_choices(loaded.row.config):
+        return TOKENIZER_TEMPLATE
+    return preset_template(loaded.row.config) or "chatml"
 
 
 def form_messages() -> list[Message]:
@@ -74,13 +78,14 @@ def chat_context(loaded: Loaded, messages: list[Message], template: str) -> tupl
     context: dict[str, Any] = {"loaded": loaded, "messages": messages, "template": template, "options": options,
                                "choices": template_choices(loaded.row.config), "roles": ROLES, "chat": None,
                                "result": None, "error": None, "inspect_base": inspect_base(loaded),
-                               "max_messages": MAX_MESSAGES, "own": chat_settings(loaded.row.config)}
+                               "max_messages": MAX_MESSAGES, "own": chat_settings(loaded.row.config),
+                               "chat_tokens": chat_special_tokens(loaded.row.config)}
     try:
         parsed = parse_messages([{"role": m.role, "content": m.content} for m in messages], max_chars=max_chars)
         chat = count_chat(loaded.tokenizer, parsed, template, loaded.row.config,
                           add_generation_prompt=options["add_generation_prompt"], max_chars=max_chars,
                           seconds=render_seconds())
-        context["result"] = display(loaded.tokenizer, chat.text, chat.spans, show_ws=options["show_ws"],
+        context["result"] = display(chat.tokenizer, chat.text, chat.spans, show_ws=options["show_ws"],
                                     limit=render_tokens)
     except (ChatError, TokenforgeError) as exc:
         context["error"] = str(exc)
@@ -97,7 +102,7 @@ def page(tokenizer_id: int) -> Response:
         template = request.args.get("template", default_template(loaded))[:40]
         messages = list(SAMPLE)
     else:
-        template = request.form.get("template", "chatml")[:40]
+        template = request.form.get("template", default_template(loaded))[:40]
         messages = form_messages()
     context, status = chat_context(loaded, messages, template)
     structural = request.method == "POST" and (request.form.get("add") or request.form.get("remove"))
