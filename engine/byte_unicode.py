@@ -8,6 +8,11 @@ This module only converts; it knows nothing of tokens.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from functools import cache
+from itertools import accumulate
+from typing import Any
+
 
 def _build_byte_to_unicode() -> dict[int, str]:
     # The 188 printable bytes keep their own code point; the rest get 256, 257, ... in byte order.
@@ -30,6 +35,11 @@ def _build_byte_to_unicode() -> dict[int, str]:
 BYTE_TO_UNICODE: dict[int, str] = _build_byte_to_unicode()
 UNICODE_TO_BYTE: dict[str, int] = {char: byte for byte, char in BYTE_TO_UNICODE.items()}
 _ENCODE_TABLE = [BYTE_TO_UNICODE[b] for b in range(256)]
+# ``str.translate`` table from symbols to the Latin-1 character of their byte, so that
+# ``.translate(_DECODE_TABLE).encode("latin-1")`` decodes a whole string in C. The characters
+# below 256 that are not symbols (space, controls) become U+0100, which Latin-1 cannot encode;
+# characters above U+0143 are left as they are and cannot be encoded either.
+_DECODE_TABLE = {code: "\u0100" for code in range(256)} | {ord(char): chr(byte) for char, byte in UNICODE_TO_BYTE.items()}
 
 
 def bytes_to_symbols(data: bytes) -> str:
@@ -39,4 +49,39 @@ def bytes_to_symbols(data: bytes) -> str:
 
 def symbols_to_bytes(symbols: str) -> bytes:
     """Invert :func:`bytes_to_symbols`; raise ``KeyError`` on a character outside the alphabet."""
-    return bytes([UNICODE_TO_BYTE[char] for char in symbols])
+    try:
+        return symbols.translate(_DECODE_TABLE).encode("latin-1")
+    except UnicodeEncodeError as exc:
+        raise KeyError(symbols[exc.start]) from None
+
+
+def many_symbols_to_bytes(strings: Collection[str]) -> list[bytes] | None:
+    """:func:`symbols_to_bytes` of each string, or None if any has a character outside the alphabet.
+
+    One numpy lookup over all their code points, then one slice per string: a 200k vocabulary
+    in ~30 ms, where a call per string took ~250 ms.
+    """
+    import numpy as np  # here: the alphabet itself is needed by commands that never load numpy
+
+    joined = "".join(strings)
+    points = np.frombuffer(joined.encode("utf-32-le"), np.uint32)
+    if len(points) and int(points.max()) >= len(_BYTE_OF_POINT):
+        return None
+    values = _byte_lookup()[points]
+    if len(values) and int(values.min()) < 0:
+        return None
+    data = values.astype(np.uint8).tobytes()
+    ends = list(accumulate(map(len, strings)))
+    return [data[start:stop] for start, stop in zip([0, *ends], ends)]
+
+
+# code point -> its byte, -1 for a character that is not a symbol (the alphabet ends at U+0143)
+_BYTE_OF_POINT = [UNICODE_TO_BYTE.get(chr(code), -1) for code in range(max(map(ord, UNICODE_TO_BYTE)) + 1)]
+
+
+@cache
+def _byte_lookup() -> Any:
+    """:data:`_BYTE_OF_POINT` as a numpy array (built once, on first use)."""
+    import numpy as np
+
+    return np.array(_BYTE_OF_POINT, np.int16)

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from engine.errors import ConfigError, FormatError
-from engine.limits import MAX_VOCAB_SIZE, check_count, check_id, check_token
+from engine.limits import MAX_TOKEN_LENGTH, MAX_VOCAB_SIZE, check_count, check_id, check_token
 
 
 @runtime_checkable
@@ -99,6 +99,11 @@ def read_string_vocab(data: Mapping[str, Any], kind: str) -> dict[str, int]:
     if not isinstance(vocab, Mapping):
         raise FormatError(f"The {kind} model needs a \"vocab\" object mapping tokens to non-negative integer ids.")
     check_count(len(vocab), MAX_VOCAB_SIZE, "vocabulary entries", name="MAX_VOCAB_SIZE")
+    ids = list(vocab.values())
+    # The whole vocabulary at once (a 262k one in ~30 ms); entry by entry only to name a bad one.
+    if (not ids or (set(map(type, vocab)) == {str} and set(map(type, ids)) == {int} and min(ids) >= 0
+                    and max(ids) < MAX_VOCAB_SIZE and max(map(len, vocab)) <= MAX_TOKEN_LENGTH)):
+        return dict(vocab)
     for token, token_id in vocab.items():
         if not isinstance(token, str):
             raise FormatError(f"The {kind} vocabulary's tokens must be strings, not {token!r}.")

@@ -24,15 +24,17 @@ and ``tokenize_many``'s numpy batch (``bpe_batch.py``) for the many new pieces o
 from __future__ import annotations
 
 import random
+from array import array
 from bisect import bisect_right
-from collections.abc import Mapping, Sequence
-from functools import partial
+from collections.abc import Iterator, Mapping, Sequence
+from functools import cached_property, partial
 from itertools import accumulate, repeat
-from typing import TYPE_CHECKING, Any
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from engine.byte_unicode import bytes_to_symbols, symbols_to_bytes
+from engine.byte_unicode import bytes_to_symbols, many_symbols_to_bytes, symbols_to_bytes
 from engine.errors import FormatError
-from engine.limits import MAX_MERGES, MAX_VOCAB_SIZE, check_count, check_id, check_token, shown
+from engine.limits import MAX_MERGES, MAX_TOKEN_LENGTH, MAX_VOCAB_SIZE, check_count, check_id, check_token, shown
 from engine.models.bpe_long import merge_long_ids
 
 if TYPE_CHECKING:
@@ -57,6 +59,40 @@ BATCH_MIN_PIECES = 512
 BATCH_MAX_BYTES = 1 << 21
 
 
+class MergeIds(NamedTuple):
+    """Merges as ids in rank order: rank i makes ``merged[i]`` from ``lefts[i]`` and ``rights[i]``."""
+
+    lefts: list[int]
+    rights: list[int]
+    merged: list[int]
+
+
+class Origins(Mapping[int, tuple[int, int, int]]):
+    """merged id -> (rank, left id, right id), as ``{merged: (rank, left, right)}`` over the pair
+    dict would give it (a token that two merges make: the later pair's), held as one array of
+    ranks by id instead of a dict of tuples (446k merges: 2 MB, not ~60 MB)."""
+
+    def __init__(self, ranks: Mapping[tuple[int, int], tuple[int, int]], lefts: array[int], rights: array[int],
+                 vocab_size: int) -> None:
+        self._rank_of = array("i", [-1]) * vocab_size
+        for rank, merged in ranks.values():
+            self._rank_of[merged] = rank
+        self._lefts, self._rights = lefts, rights
+        self._count = vocab_size - self._rank_of.count(-1)
+
+    def __getitem__(self, token_id: int) -> tuple[int, int, int]:
+        if not isinstance(token_id, int) or not 0 <= token_id < len(self._rank_of) or self._rank_of[token_id] < 0:
+            raise KeyError(token_id)
+        rank = self._rank_of[token_id]
+        return rank, self._lefts[rank], self._rights[rank]
+
+    def __iter__(self) -> Iterator[int]:
+        return (token_id for token_id, rank in enumerate(self._rank_of) if rank >= 0)
+
+    def __len__(self) -> int:
+        return self._count
+
+
 class BPE:
     """A byte-level BPE model: ``vocab`` maps ids to bytes, ``merges`` are pairs in rank order."""
 
@@ -67,7 +103,7 @@ class BPE:
     def __init__(
         self,
         vocab: Mapping[int, bytes],
-        merges: Sequence[tuple[bytes, bytes]],
+        merges: Sequence[tuple[bytes, bytes]] | MergeIds,
         *,
         ignore_merges: bool = False,
         hf_options: Mapping[str, Any] | None = None,
@@ -80,10 +116,12 @@ class BPE:
         # Tables below are indexed by id, so the ids must be bounded before they are sized.
         for edge in {min(self._bytes, default=0), max(self._bytes, default=0)} & self._bytes.keys():
             check_id(edge, bytes_to_symbols(self._bytes[edge]))
-        check_count(len(merges), MAX_MERGES, "merges", name="MAX_MERGES")
-        self._ids: dict[bytes, int] = {}
-        for token_id, data in sorted(self._bytes.items()):
-            self._ids.setdefault(data, token_id)
+        check_count(len(merges[0] if isinstance(merges, MergeIds) else merges), MAX_MERGES, "merges",
+                    name="MAX_MERGES")
+        # bytes -> id; bytes spelt by two ids (a hand-made vocabulary) get the smaller id
+        self._ids: dict[bytes, int] = dict(zip(self._bytes.values(), self._bytes.keys()))
+        if len(self._ids) != len(self._bytes):
+            self._ids = {data: token_id for token_id, data in sorted(self._bytes.items(), reverse=True)}
         missing = [b for b in range(256) if bytes([b]) not in self._ids]
         if missing:
             raise FormatError(
@@ -91,29 +129,53 @@ class BPE:
                 f"({len(missing)} single bytes are missing); byte-level BPE needs all 256."
             )
         self._byte_ids = [self._ids[bytes([b])] for b in range(256)]
-        self.merges: list[tuple[bytes, bytes]] = list(merges)
-        # (left id, right id) -> (rank, merged id); the hot loop looks pairs up here.
-        self._ranks: dict[tuple[int, int], tuple[int, int]] = {}
-        for rank, (left, right) in enumerate(self.merges):
-            pair_ids = (self._ids.get(left), self._ids.get(right))
-            merged = self._ids.get(left + right)
-            if pair_ids[0] is None or pair_ids[1] is None or merged is None:
-                absent = left if pair_ids[0] is None else right if pair_ids[1] is None else left + right
-                raise FormatError(
-                    f"Merge {rank + 1} ({bytes_to_symbols(left)} {bytes_to_symbols(right)}) uses "
-                    f"{bytes_to_symbols(absent)!r}, which is not in the vocabulary.",
-                    line=rank + 1,
-                )
-            self._ranks[pair_ids[0], pair_ids[1]] = (rank, merged)  # listed twice: the later rank, as in HF
-        self._right_ranks, self._merged_at = rank_tables(self._ranks, self.vocab_size)
+        if not isinstance(merges, MergeIds):
+            merges = self._merge_ids(merges)
+        # Only the ids of the merges are kept (rank i makes merged[i] from lefts[i] and rights[i]),
+        # two compact arrays: ``merges`` as bytes, the pair dict and ``origins`` are built on
+        # demand, since a 446k-merge file held them as ~200 MB of tuples (docs/benchmarks.md).
+        self._lefts, self._rights = array("i", merges.lefts), array("i", merges.rights)
+        self._right_ranks, self._merged_at = rank_rows(merges.lefts, merges.rights, merges.merged, self.vocab_size)
         # The ids of the single bytes as a ``bytes.translate`` table when every one is below 256
         # (GPT-2's are 0-255): a word's bytes become ids in one C call.
         self._byte_table = bytes(self._byte_ids) if max(self._byte_ids) < 256 else None
         self._batch: BatchMerger | None = None  # built on first use (``_merge_batches``)
-        # merged id -> (rank, left id, right id): the inspector's "why does this token exist".
-        self.origins: dict[int, tuple[int, int, int]] = {
-            merged: (rank, pair[0], pair[1]) for pair, (rank, merged) in self._ranks.items()
-        }
+
+    def _merge_ids(self, merges: Sequence[tuple[bytes, bytes]]) -> MergeIds:
+        """The merges as ids; FormatError naming the first merge that uses a token not in the vocabulary."""
+        get = self._ids.get
+        lefts, rights = list(map(get, [a for a, _ in merges])), list(map(get, [b for _, b in merges]))
+        merged = list(map(get, [a + b for a, b in merges]))
+        if None in lefts or None in rights or None in merged:
+            rank = min(ids.index(None) for ids in (lefts, rights, merged) if None in ids)
+            left, right = merges[rank]
+            absent = left if lefts[rank] is None else right if rights[rank] is None else left + right
+            raise FormatError(
+                f"Merge {rank + 1} ({bytes_to_symbols(left)} {bytes_to_symbols(right)}) uses "
+                f"{bytes_to_symbols(absent)!r}, which is not in the vocabulary.",
+                line=rank + 1,
+            )
+        return MergeIds(lefts, rights, merged)  # type: ignore[arg-type]
+
+    @property
+    def merges(self) -> list[tuple[bytes, bytes]]:
+        """The merges as byte pairs in rank order (built on each call, from the ids)."""
+        data = self._bytes
+        return [(data[left], data[right]) for left, right in zip(self._lefts, self._rights)]
+
+    @property
+    def _ranks(self) -> dict[tuple[int, int], tuple[int, int]]:
+        """(left id, right id) -> (rank, merged id), a pair listed twice with its later rank, as in HF.
+
+        Built on each call (the batch merger's set-up, ``origins``); the loops use the rows."""
+        merged_at = self._merged_at
+        return {(left, right): (rank, merged_at[rank])
+                for rank, left, right in zip(range(len(merged_at)), self._lefts, self._rights)}
+
+    @cached_property
+    def origins(self) -> Origins:
+        """merged id -> (rank, left id, right id): the inspector's "why does this token exist"."""
+        return Origins(self._ranks, self._lefts, self._rights, self.vocab_size)
 
     @property
     def vocab_size(self) -> int:
@@ -196,12 +258,12 @@ class BPE:
             return [found]
         byte_ids = self._byte_ids
         ids = [byte_ids[b] for b in data]
-        ranks = self._ranks
+        rows, merged_at = self._right_ranks, self._merged_at
         while len(ids) > 1:
             candidates = sorted(
-                (found[0], i, found[1])
-                for i, pair in enumerate(zip(ids, ids[1:]))
-                if (found := ranks.get(pair)) is not None
+                (rank, i, merged_at[rank])
+                for i, (left, right) in enumerate(zip(ids, ids[1:]))
+                if (rank := rows[left].get(right)) is not None
             )
             for _, i, merged_id in candidates:
                 if dropout and rng is not None and rng.random() < dropout:
@@ -243,7 +305,8 @@ class BPE:
         return sorted(self._bytes.items())
 
     def to_hf(self) -> dict[str, Any]:
-        merges = [f"{bytes_to_symbols(a)} {bytes_to_symbols(b)}" for a, b in self.merges]
+        names = {token_id: bytes_to_symbols(data) for token_id, data in self._bytes.items()}
+        merges = [f"{names[left]} {names[right]}" for left, right in zip(self._lefts, self._rights)]
         model = hf_byte_level_model(self.vocab(), merges)
         model.update(self.hf_options)
         model["ignore_merges"] = self.ignore_merges
@@ -260,25 +323,65 @@ class BPE:
         if not isinstance(raw_merges, list):
             raise FormatError(f"The BPE merges must be a list, not {type(raw_merges).__name__}.")
         check_count(len(raw_merges), MAX_MERGES, "merges", name="MAX_MERGES")
-        vocab: dict[int, bytes] = {}
-        for token, token_id in raw_vocab.items():
-            if token in special_tokens:
-                continue
-            check_token(token)  # in the byte alphabet one character is one byte
-            check_id(token_id, token)
-            try:
-                data_bytes = symbols_to_bytes(token)
-            except KeyError:
-                raise FormatError(
-                    f"Token {token!r} has characters outside the byte-level alphabet; "
-                    "only byte-level BPE models are supported."
-                ) from None
-            if token_id in vocab:
-                raise FormatError(f"Id {token_id} is used by two tokens ({token!r} and another).")
-            vocab[token_id] = data_bytes
-        merges = [parse_merge(entry, index + 1) for index, entry in enumerate(raw_merges)]
+        fast = _read_fast(raw_vocab, raw_merges, special_tokens)
+        if fast is not None:  # a well-formed file (every real one): no per-entry Python work
+            vocab, merges = fast
+        else:  # find the first bad entry and name it
+            vocab = {}
+            for token, token_id in raw_vocab.items():
+                if token in special_tokens:
+                    continue
+                check_token(token)  # in the byte alphabet one character is one byte
+                check_id(token_id, token)
+                try:
+                    data_bytes = symbols_to_bytes(token)
+                except KeyError:
+                    raise FormatError(
+                        f"Token {token!r} has characters outside the byte-level alphabet; "
+                        "only byte-level BPE models are supported."
+                    ) from None
+                if token_id in vocab:
+                    raise FormatError(f"Id {token_id} is used by two tokens ({token!r} and another).")
+                vocab[token_id] = data_bytes
+            merges = [parse_merge(entry, index + 1) for index, entry in enumerate(raw_merges)]
         ignore_merges, options = read_byte_level_options(data)
         return cls(vocab, merges, ignore_merges=ignore_merges, hf_options=options)
+
+
+def _read_fast(raw_vocab: dict[Any, Any], raw_merges: list[Any],
+               special_tokens: Mapping[str, int]) -> tuple[dict[int, bytes], MergeIds] | None:
+    """``(id -> bytes, merges as ids)`` of a byte-level HF model when every entry is valid, else None.
+
+    Checks the whole vocabulary at once (types, id range, lengths, alphabet, distinct ids) and
+    maps each merge ``"a b"`` to ids through the vocabulary's strings: a merge is valid iff ``a``,
+    ``b`` and ``a + b`` are vocabulary strings (one character is one byte, so ``a + b`` is the
+    merged token's spelling), with no bytes built per merge. ``from_hf`` reads entry by entry
+    only when this refuses, to name the bad one.
+    """
+    strings = raw_vocab if raw_vocab.keys().isdisjoint(special_tokens) else {
+        token: token_id for token, token_id in raw_vocab.items() if token not in special_tokens}
+    ids = list(strings.values())
+    if (not ids or set(map(type, ids)) != {int} or min(ids) < 0 or max(ids) >= MAX_VOCAB_SIZE
+            or max(map(len, strings)) > MAX_TOKEN_LENGTH or len(set(ids)) != len(ids)):
+        return None
+    data = many_symbols_to_bytes(strings)
+    if data is None:
+        return None
+    kinds = set(map(type, raw_merges))
+    pairs = (raw_merges if kinds == {list} else list(map(str.split, raw_merges, repeat(" "))) if kinds == {str}
+             else [entry.split(" ") if type(entry) is str else entry if type(entry) is list else () for entry in raw_merges])
+    if "" in strings or (pairs and set(map(len, pairs)) != {2}):  # an empty part is then never in the vocabulary
+        return None
+    firsts, seconds = list(map(itemgetter(0), pairs)), list(map(itemgetter(1), pairs))
+    get = strings.get
+    try:
+        lefts, rights = list(map(get, firsts)), list(map(get, seconds))
+        merged = list(map(get, map(str.__add__, firsts, seconds)))
+    except TypeError:  # a part that is not a string
+        return None
+    if None in lefts or None in rights or None in merged:
+        return None
+    return dict(zip(ids, data)), MergeIds(lefts, rights, merged)  # type: ignore[arg-type]
 
 
 # The HF BPE fields besides vocab and merges, with the values that change nothing (or that we
@@ -370,14 +473,23 @@ def rank_tables(ranks: Mapping[tuple[int, int], tuple[int, int]], vocab_size: in
 def rank_rows(lefts: Sequence[int], rights: Sequence[int], merged: Sequence[int],
                vocab_size: int) -> tuple[list[dict[int, int]], list[int]]:
     """:func:`rank_tables` from the merges as three id lists in rank order (rank i merges
-    ``lefts[i]`` and ``rights[i]`` into ``merged[i]``); a pair listed twice keeps its later rank."""
+    ``lefts[i]`` and ``rights[i]`` into ``merged[i]``); a pair listed twice keeps its later rank.
+
+    The merges are grouped by left id with one stable numpy sort (ranks stay in order within a
+    group, so ``dict`` keeps a repeated pair's later rank), then each row is one ``dict(zip())``.
+    """
+    import numpy as np  # here: a CLI call on a small tokenizer should not pay numpy's start-up
+
     empty: dict[int, int] = {}
     rows: list[dict[int, int]] = [empty] * vocab_size
-    for rank, left, right in zip(range(len(lefts)), lefts, rights):
-        row = rows[left]
-        if row is empty:
-            row = rows[left] = {}
-        row[right] = rank
+    order = np.argsort(np.asarray(lefts, np.int64), kind="stable")
+    by_left = np.asarray(lefts, np.int64)[order]
+    starts = np.flatnonzero(np.diff(by_left, prepend=-1)) if len(by_left) else by_left
+    rank_list = order.tolist()
+    right_list = list(map(rights.__getitem__, rank_list))  # the caller's int objects, not new ones
+    bounds = [*starts.tolist(), len(rank_list)]
+    for left, start, stop in zip(by_left[starts].tolist(), bounds, bounds[1:]):
+        rows[left] = dict(zip(right_list[start:stop], rank_list[start:stop]))
     return rows, list(merged)
 
 
