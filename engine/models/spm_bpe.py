@@ -21,12 +21,13 @@ from typing import Any
 
 from engine.errors import FormatError
 from engine.limits import MAX_VOCAB_SIZE, TICK_MASK, check_count, shown, work_meter
+from engine.models.pieces import PieceVocabulary
 
 METERED_CHARS = 256
 BYTE_PIECES = tuple(f"<0x{b:02X}>" for b in range(256))
 
 
-class SpmBPE:
+class SpmBPE(PieceVocabulary):
     """``pieces[i] = (piece, score)`` gives id ``i``; ``mergeable`` ids are NORMAL/USER_DEFINED/UNUSED."""
 
     kind = "bpe"
@@ -155,21 +156,6 @@ class SpmBPE:
     @property
     def vocab_size(self) -> int:
         return len(self._pieces)
-
-    def token_bytes(self, token_id: int) -> bytes:
-        piece = self._pieces[token_id][0]
-        if self._byte_ids is not None and piece in BYTE_PIECES and self._byte_ids[int(piece[3:5], 16)] == token_id:
-            return bytes([int(piece[3:5], 16)])
-        return piece.encode("utf-8")
-
-    def id_to_token(self, token_id: int) -> str | None:
-        return self._pieces[token_id][0] if 0 <= token_id < len(self._pieces) else None
-
-    def token_to_id(self, token: str) -> int | None:
-        return self._ids.get(token)
-
-    def vocab(self) -> dict[str, int]:
-        return dict(self._ids)
 
     def merges(self) -> list[tuple[str, str]]:
         """A merge list from the scores, as HF's Llama converter makes it: for each mergeable piece

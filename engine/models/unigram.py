@@ -40,6 +40,7 @@ from typing import Any
 
 from engine.errors import FormatError
 from engine.limits import MAX_VOCAB_SIZE, TICK_MASK, check_count, check_token, shown, work_meter
+from engine.models.pieces import PieceVocabulary
 from engine.models.unigram_sampling import ffbs, sample_nbest
 
 # Pieces longer than this many characters charge their lattice to the encode's time budget; a
@@ -60,7 +61,7 @@ def f32(value: float) -> float:
 FLT_MIN = 1.1754943508222875e-38  # sentencepiece's max_score_ starts here, so USER_DEFINED scores stay below 0
 
 
-class Unigram:
+class Unigram(PieceVocabulary):
     """A Unigram model: ``pieces[i] = (piece, score)`` gives id ``i``."""
 
     kind = "unigram"
@@ -241,23 +242,6 @@ class Unigram:
     def pieces(self) -> list[tuple[str, float]]:
         """All (piece, score) pairs in id order."""
         return list(self._pieces)
-
-    def token_bytes(self, token_id: int) -> bytes:
-        piece = self._pieces[token_id][0]
-        if self._byte_ids is not None and len(piece) == 6 and piece.startswith("<0x") and piece in self._ids:
-            byte = int(piece[3:5], 16)
-            if self._byte_ids[byte] == token_id:
-                return bytes([byte])
-        return piece.encode("utf-8")
-
-    def id_to_token(self, token_id: int) -> str | None:
-        return self._pieces[token_id][0] if 0 <= token_id < len(self._pieces) else None
-
-    def token_to_id(self, token: str) -> int | None:
-        return self._ids.get(token)
-
-    def vocab(self) -> dict[str, int]:
-        return dict(self._ids)
 
     @property
     def vocab_size(self) -> int:

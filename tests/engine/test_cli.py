@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import main
 from engine.cli_train import _flag
 from engine.formats.gpt2 import save_gpt2
 from engine.presets import byte_level_bpe
 from engine.tokenizer import Tokenizer
 from engine.trainers import TRAINERS, option_specs
+from tests.engine.cli_run import run
 
 REPO = Path(__file__).resolve().parents[2]
 EOT = "<|endoftext|>"
@@ -34,15 +34,6 @@ def tokenizer_json(tmp_path: Path) -> Path:
     path = tmp_path / "tokenizer.json"
     tiny().save(path)
     return path
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:  # argparse errors exit
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_train_bpe_writes_three_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,19 +14,11 @@ from engine.serialization import loads
 from engine.tokenizer import Tokenizer
 from engine.trainers import make_options, option_specs, train
 from engine.trainers.bpe_spm import SpmBpeOptions, spm_words
+from tests.engine.cli_run import run
 from tests.heldout import heldout_lines
 
 TINY = "low lower newest widest\nthe 2024 low, lowest!\n\n  new  low\n"
 SPECIAL_LITERALS = ("<s>", "</s>", "<unk>")  # matched as added tokens by HF, read as text by sentencepiece
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:  # argparse errors exit
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_words_are_sentencepieces() -> None:
