@@ -130,10 +130,16 @@ def cmd_import(args: argparse.Namespace) -> int:
         return _fail("import", "Give exactly one of: --vocab FILE --merges FILE, --tiktoken FILE, or --vocab-txt FILE.")
     specials = args.special_token or []
     if args.vocab is not None:
-        from engine.formats.gpt2 import load_gpt2
+        from engine.formats.gpt2 import import_gpt2
 
-        tokenizer = load_gpt2(args.vocab, args.merges, pretokenizer=args.pretokenizer or "gpt2",
-                              special_tokens=specials)
+        # With no --special-token, entries no merge builds that look like <|...|> are taken as
+        # special; the note (stderr, so stdout stays the one result line) says which.
+        tokenizer, notes = import_gpt2(read_utf8(args.vocab), read_utf8(args.merges),
+                                       pretokenizer=args.pretokenizer or "gpt2", special_tokens=specials,
+                                       vocab_source=os.path.basename(args.vocab),
+                                       merges_source=os.path.basename(args.merges))
+        for note in notes:
+            print(f"tokenforge import: note: {note}", file=sys.stderr)
     elif args.tiktoken is not None:
         from engine.formats.tiktoken import load_tiktoken
 

@@ -10,20 +10,24 @@ names the file and line: a token outside the byte alphabet, a duplicate token or
 that is not two tokens, a merge whose parts or result are not in the vocabulary, and a missing
 single byte. Malformed input never raises anything else.
 
-Left out: the pre-tokenizer and special tokens are not stored in these files; the caller passes
-them (GPT-2 used the ``gpt2`` pattern and ``<|endoftext|>``). Other models than byte-level BPE
-have their own formats (``vocab_txt.py``, ``spm.py``).
+Neither file stores the pre-tokenizer or which tokens are special; the caller passes them (GPT-2
+used the ``gpt2`` pattern and ``<|endoftext|>``). :func:`import_gpt2`, what the CLI and the import
+form call, guesses the special tokens when none are named (``unreachable.py``: entries no merge
+builds that are written like ``<|…|>``) and returns a note saying what it took and what it left.
+
+Left out: other models than byte-level BPE have their own formats (``vocab_txt.py``, ``spm.py``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from engine.byte_unicode import UNICODE_TO_BYTE, bytes_to_symbols
 from engine.errors import ConfigError, FormatError
 from engine.formats import read_utf8
+from engine.formats.unreachable import choose_specials
 from engine.limits import (
     MAX_MERGES,
     MAX_SPECIAL_TOKENS,
@@ -214,6 +218,29 @@ def build_gpt2(
     return byte_level_bpe(model_vocab, pairs, pretokenizer=pretokenizer, special_tokens=specials)
 
 
+def import_gpt2(
+    vocab_text: str,
+    merges_text: str,
+    *,
+    pretokenizer: str | PreTokenizer = "gpt2",
+    special_tokens: Sequence[str] = (),
+    vocab_source: str = "vocab.json",
+    merges_source: str = "merges.txt",
+) -> tuple[Tokenizer, list[str]]:
+    """Import the two files' text, and the notes for the user (plain sentences, maybe none).
+
+    With no ``special_tokens``, the vocabulary entries that no merge builds and that are written
+    like special tokens are taken as special (``unreachable.choose_specials``); the notes name
+    them, and any unreachable entry left ordinary.
+    """
+    vocab, lines = parse_vocab_lines(vocab_text, source=vocab_source)
+    merges = parse_merges_txt(merges_text, source=merges_source)
+    choice = choose_specials(vocab, merges, special_tokens)
+    tokenizer = build_gpt2(vocab, merges, pretokenizer=pretokenizer, special_tokens=choice.tokens,
+                           vocab_source=vocab_source, merges_source=merges_source, vocab_lines=lines)
+    return tokenizer, choice.notes()
+
+
 def load_gpt2(
     vocab_path: str | Path,
     merges_path: str | Path,
@@ -221,7 +248,8 @@ def load_gpt2(
     pretokenizer: str | PreTokenizer = "gpt2",
     special_tokens: Iterable[str] = (),
 ) -> Tokenizer:
-    """Import a ``vocab.json`` + ``merges.txt`` pair (OSError if a file cannot be read)."""
+    """Import a ``vocab.json`` + ``merges.txt`` pair with exactly ``special_tokens`` (OSError if a
+    file cannot be read); :func:`import_gpt2` is the one that guesses them."""
     vocab_path, merges_path = Path(vocab_path), Path(merges_path)
     vocab, lines = parse_vocab_lines(read_utf8(vocab_path), source=vocab_path.name)
     merges = parse_merges_txt(read_utf8(merges_path), source=merges_path.name)

@@ -72,7 +72,7 @@ def test_gpt2_import_matches_tiktoken_and_download_loads_in_tokenizers(
     page.set_input_files('input[name="vocab"]', str(vocab_path))
     page.set_input_files('input[name="merges"]', str(merges_path))
     page.select_option('select[name="pattern"]', "gpt2")
-    page.get_by_test_id("special-tokens").fill(EOT)
+    page.get_by_test_id("special-tokens").fill("")  # left empty: <|endoftext|> is found in vocab.json
     page.get_by_test_id("import-submit").click()
     expect(page).to_have_url(re.compile(r"/tokenizers/\d+/play$"), timeout=30_000)
     page.wait_for_load_state("load")  # htmx listens for input only once the page's scripts ran
@@ -91,6 +91,18 @@ def test_gpt2_import_matches_tiktoken_and_download_loads_in_tokenizers(
     shown = [int(t) for t in page.locator(".ids .tid").all_inner_texts()]
     assert shown == expected
     page.screenshot(path=str(artifacts_dir / "playground-gpt2.png"), full_page=True)
+
+    # Special tokens: named beside their box, which starts unticked, as the API's default is none.
+    expect(page.get_by_test_id("tokenizer-specials")).to_have_text("This tokenizer's special tokens: <|endoftext|>.")
+    box = page.get_by_test_id("allowed-special")
+    expect(box).not_to_be_checked()
+    page.get_by_test_id("text").fill(text + EOT)
+    plain = enc.encode(text + EOT, disallowed_special=())
+    expect(page.get_by_test_id("count-tokens")).to_have_text(str(len(plain)))
+    assert [int(t) for t in page.locator(".ids .tid").all_inner_texts()] == plain
+    box.check()
+    expect(page.get_by_test_id("count-tokens")).to_have_text(str(len(expected) + 1))
+    assert [int(t) for t in page.locator(".ids .tid").all_inner_texts()] == enc.encode(text + EOT, allowed_special="all")
 
     page.goto(f"{live_server.url}tokenizers/{ref}/downloads")
     page.screenshot(path=str(artifacts_dir / "playground-downloads.png"), full_page=True)

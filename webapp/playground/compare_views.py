@@ -19,7 +19,7 @@ from werkzeug.wrappers import Response
 
 from engine import TokenforgeError
 from webapp.playground import compare
-from webapp.playground.encode_page import SAMPLE_TEXT, flag, inspect_base, limits, picker_rows
+from webapp.playground.encode_page import ALLOW_SPECIAL_DEFAULT, SAMPLE_TEXT, flag, inspect_base, limits, picker_rows
 from webapp.playground.encode_view import encode_for_display
 from webapp.tokenizers.loaded import load
 from webapp.web.htmx import render
@@ -46,7 +46,7 @@ def _mark(source: Any) -> str:
 
 
 def _context(ids: list[int], text: str, text_from: str = "given", mark: str = "all") -> tuple[dict[str, Any], int]:
-    options = {"allowed_special": flag("allowed_special", True), "show_ws": flag("show_ws", False)}
+    options = {"allowed_special": flag("allowed_special", ALLOW_SPECIAL_DEFAULT), "show_ws": flag("show_ws", False)}
     context: dict[str, Any] = {"rows": picker_rows(ids), "selected": ids, "text": text, "options": options,
                                "columns": [], "summary": None, "error": None, "text_from": text_from,
                                "mark": mark, "marks": compare.MARKS}
@@ -86,7 +86,7 @@ def page() -> Response:
     if len(ids) < compare.MIN_TOKENIZERS:
         context: dict[str, Any] = {"rows": picker_rows(ids), "selected": ids, "text": text, "columns": [],
                                    "summary": None, "error": None, "text_from": text_from,
-                                   "options": {"allowed_special": True, "show_ws": False},
+                                   "options": {"allowed_special": ALLOW_SPECIAL_DEFAULT, "show_ws": False},
                                    "mark": _mark(request.args), "marks": compare.MARKS}
         return render("playground/compare.html", **context)
     context, status = _context(ids, text, text_from, _mark(request.args))

@@ -24,6 +24,13 @@ from webapp.tokenizers.loaded import Loaded, all_rows, rows_with_ids
 from webapp.web.htmx import is_htmx, render
 from webapp.web.lists import PICKER_ROWS
 
+# Off, as in tiktoken and the JSON API (``"allowed_special": []``): text that spells a special token
+# is ordinary text unless the box is ticked, so the page and the API give the same ids for the
+# same text, and a pasted document cannot turn into control tokens unnoticed.
+ALLOW_SPECIAL_DEFAULT = False
+SHOWN_SPECIALS = 5  # special tokens named beside the checkbox; Llama 3 has 256
+MAX_IMPORT_NOTES = 4  # notes kept from an import (transfer.imports.read); it writes at most two
+
 SAMPLE_TEXT = ("Tokenizers split text into pieces: “Hello, world!” → tokens.\n"
                "Emoji 👩‍🚀 and accents (café, naïve) and 日本語 too.\n    indented code()\n")
 
@@ -53,7 +60,7 @@ def inspect_base(loaded: Loaded) -> str:
 
 def encode_context(loaded: Loaded, text: str) -> tuple[dict[str, Any], int]:
     """The encode block's template context and HTTP status for ``text``."""
-    options = {"allowed_special": flag("allowed_special", True), "show_ws": flag("show_ws", False),
+    options = {"allowed_special": flag("allowed_special", ALLOW_SPECIAL_DEFAULT), "show_ws": flag("show_ws", False),
                "colour_by_id": flag("colour_by_id", False)}
     max_chars, render_tokens = limits()
     context: dict[str, Any] = {"loaded": loaded, "text": text, "options": options, "result": None,
@@ -79,15 +86,32 @@ def picker_rows(chosen: Collection[int] = ()) -> list[TokenizerRow]:
     return [*rows_with_ids(missing), *rows] if missing else rows
 
 
+def special_names(loaded: Loaded, most: int = SHOWN_SPECIALS) -> tuple[list[str], int]:
+    """The first ``most`` special tokens by id, and how many there are, for the checkbox's hint."""
+    specials = sorted(loaded.tokenizer.special_tokens.items(), key=lambda item: item[1])
+    return [token for token, _ in specials[:most]], len(specials)
+
+
+def import_notes(row: TokenizerRow) -> list[str]:
+    """What an import decided on its own (say, which tokens it took as special, and why), as the
+    import view kept it in the row's ``config["import"]["notes"]``; a row without them has none."""
+    imported = row.config.get("import") if isinstance(row.config, dict) else None
+    notes = imported.get("notes") if isinstance(imported, dict) else None
+    return [n for n in notes if isinstance(n, str)][:MAX_IMPORT_NOTES] if isinstance(notes, list) else []
+
+
 def page_context(loaded: Loaded, text_from: str, address: str | None = None) -> dict[str, Any]:
-    """What the whole encode page needs beyond the encode block: the picker and the text's origin.
+    """What the whole encode page needs beyond the encode block: the picker, the text's origin,
+    the special tokens named beside their checkbox and the notes of an import.
 
     ``text_from`` tells the page script whether the text is the sample ("default", which a text
     kept in this browser replaces), one the request gave ("given": ``?text=`` or a posted form)
     or a shared text ("shared"); ``address`` is the path the script writes ``?text=`` onto,
     when not the page's own.
     """
-    return {"picker": picker_rows([loaded.row.id]), "text_from": text_from, "address": address}
+    specials, special_count = special_names(loaded)
+    return {"picker": picker_rows([loaded.row.id]), "text_from": text_from, "address": address,
+            "specials": specials, "special_count": special_count, "import_notes": import_notes(loaded.row)}
 
 
 def block_or_page(loaded: Loaded, text_from: str) -> dict[str, Any]:

@@ -9,7 +9,9 @@ The special-token rule, one for the page and the JSON API (:func:`encode_spans`)
 spells a special token becomes that one token only where it is allowed; where it is not, it is
 encoded as the ordinary text it is (tiktoken's ``disallowed_special=()``), never an error. So
 what a user pastes cannot smuggle a control token into the ids, and no request fails because of
-what its text happens to say.
+what its text happens to say. Both start with specials not allowed (the page's checkbox is off
+at first, ``encode_page.ALLOW_SPECIAL_DEFAULT``; the API's ``allowed_special`` defaults to ``[]``),
+so the same text gives the same ids in both unless the caller asks otherwise.
 
 Left out: HTTP (``views.py``, ``api/views.py``).
 """
@@ -62,7 +64,7 @@ def encode_spans(tokenizer: Tokenizer, text: str, allowed_special: AllowedSpecia
     return tokenizer.encode_with_offsets(text, allowed_special=allowed_special, disallowed_special=())
 
 
-def encode_for_display(tokenizer: Tokenizer, text: str, *, allowed_special: bool = True,
+def encode_for_display(tokenizer: Tokenizer, text: str, *, allowed_special: bool = False,
                        show_ws: bool = False, colour_by_id: bool = False,
                        limit: int = RENDER_TOKENS) -> Encoded:
     """Encode ``text`` and build the display spans of its first ``limit`` tokens."""

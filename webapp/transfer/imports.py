@@ -1,8 +1,8 @@
 """Read uploaded tokenizer files into engine tokenizers, with a clear message for every bad file.
 
 Five kinds: a ``tokenizer.json``; GPT-2's ``vocab.json`` + ``merges.txt`` with the split pattern
-chosen from a list; a WordPiece ``vocab.txt``; a tiktoken rank file with its pattern (from the
-list or its sidecar); sentencepiece's binary ``.model`` (Unigram or BPE), whose bytes the row
+chosen from a list (and the special tokens guessed when none are named: ``<|endoftext|>``); a
+WordPiece ``vocab.txt``; a tiktoken rank file with its pattern (from the list or its sidecar); sentencepiece's binary ``.model`` (Unigram or BPE), whose bytes the row
 keeps so the download gives the same file back. Every failure is an :class:`ImportProblem` whose message names the file
 as uploaded and the problem (the engine's ``FormatError`` names the line). The engine's loaders
 enforce the bounds of ``engine.limits`` (ids, vocabulary, token length, special tokens). An imported tokenizer must also
@@ -79,8 +79,13 @@ def _vocab_txt(text: str, lowercase: bool, source: str) -> Tokenizer:
 
 
 def read(kind: str, files: dict[str, Upload | None], *, pattern: str = "gpt2", specials: str = "",
-         lowercase: bool = True) -> Tokenizer:
-    """Build a tokenizer from the uploaded ``files`` of ``kind``; raise ImportProblem if impossible."""
+         lowercase: bool = True, notes: list[str] | None = None) -> Tokenizer:
+    """Build a tokenizer from the uploaded ``files`` of ``kind``; raise ImportProblem if impossible.
+
+    ``notes``, when given, receives sentences for the user about what the import decided on its
+    own: for GPT-2 files with the special tokens left empty, which entries were taken as special
+    and why (``engine.formats.unreachable``), and which entries no merge can build.
+    """
     if kind not in KINDS:
         raise ImportProblem(f"Choose what kind of file to import; {kind!r} is not one of them.")
     try:
@@ -89,11 +94,12 @@ def read(kind: str, files: dict[str, Upload | None], *, pattern: str = "gpt2", s
         elif kind == "gpt2":
             from engine.formats import gpt2
 
-            vocab_name, merges_name = _name(files, "vocab", "vocab.json"), _name(files, "merges", "merges.txt")
-            vocab, lines = gpt2.parse_vocab_lines(_text(files.get("vocab"), "vocab.json"), source=vocab_name)
-            merges = gpt2.parse_merges_txt(_text(files.get("merges"), "merges.txt"), source=merges_name)
-            tokenizer = gpt2.build_gpt2(vocab, merges, pretokenizer=_pattern(pattern), special_tokens=_specials(specials),
-                                        vocab_source=vocab_name, merges_source=merges_name, vocab_lines=lines)
+            tokenizer, said = gpt2.import_gpt2(
+                _text(files.get("vocab"), "vocab.json"), _text(files.get("merges"), "merges.txt"),
+                pretokenizer=_pattern(pattern), special_tokens=_specials(specials),
+                vocab_source=_name(files, "vocab", "vocab.json"), merges_source=_name(files, "merges", "merges.txt"))
+            if notes is not None:
+                notes.extend(said)
         elif kind == "spm_model":
             from engine.formats.spm_model import load_spm_model
 

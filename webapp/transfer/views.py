@@ -105,8 +105,9 @@ def import_upload() -> Response:
         if not form.validate():
             raise imports.ImportProblem(next(iter(form.first_errors().values())))
         files = {part: _upload(form[part].data) for part in FILE_PARTS}
+        notes: list[str] = []  # what the import decided for the user (special tokens it took)
         tokenizer = imports.read(kind, files, pattern=form.pattern.data, specials=form.special_tokens.data,
-                                 lowercase=form.lowercase.data)
+                                 lowercase=form.lowercase.data, notes=notes)
         chat = imports.read_config(files["config"])  # tokenizer_config.json: chat template, bos/eos/pad
     except imports.ImportProblem as exc:
         return render("playground/import.html", status=422, **_form_context(form, kind=kind, error=str(exc)))
@@ -116,7 +117,7 @@ def import_upload() -> Response:
     row = TokenizerRow(team_id=current_team().id, name=name[:MAX_NAME], algorithm=tokenizer.model.kind,
                        source="imported", tokenizer_json=tokenizer.to_json(), vocab_size=tokenizer.vocab_size,
                        stats={}, config={"import": {"kind": kind, "files": [f.filename for f in files.values() if f],
-                                                    "pattern": form.pattern.data},
+                                                    "pattern": form.pattern.data, **({"notes": notes} if notes else {})},
                                **({"chat": chat} if chat else {}), **original})
     session = get_session()
     session.add(row)

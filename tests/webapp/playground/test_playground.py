@@ -61,7 +61,7 @@ def test_page_and_api_follow_one_special_token_rule(client: FlaskClient, ids: di
     shown = [int(i) for i in re.findall(r'class="tid" data-t="\d+">(\d+)<', page.get_data(as_text=True))]
     expected = [257, 261, 257] if allowed else [257, *EOT.encode(), 257]
     assert shown == api.json["ids"] == expected
-    assert "encoded as ordinary text" in client.get(f"/tokenizers/{ids['bpe']}/play").get_data(as_text=True)
+    assert "encoded as the ordinary text it is" in client.get(f"/tokenizers/{ids['bpe']}/play").get_data(as_text=True)
 
 
 def test_whitespace_toggle_adds_markers(client: FlaskClient, ids: dict[str, int]) -> None:
@@ -242,5 +242,7 @@ def test_a_text_in_the_url_keeps_the_default_toggles(client: FlaskClient, ids: d
         html = client.get(f"/tokenizers/{ids['bpe']}/play?{query}").get_data(as_text=True)
         return re.findall(r'class="tid" data-t="\d+">(\d+)<', html)
 
-    assert shown("text=the%3C%7Cendoftext%7C%3E") == ["257", "261"]  # specials allowed, as on a fresh page
-    assert shown("text=the%3C%7Cendoftext%7C%3E&allowed_special=0") == ["257", *map(str, EOT.encode())]
+    plain = ["257", *map(str, EOT.encode())]
+    assert shown("text=the%3C%7Cendoftext%7C%3E") == plain  # specials not allowed, as on a fresh page
+    assert shown("text=the%3C%7Cendoftext%7C%3E&allowed_special=0") == plain
+    assert shown("text=the%3C%7Cendoftext%7C%3E&allowed_special=on") == ["257", "261"]

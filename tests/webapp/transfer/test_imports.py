@@ -11,8 +11,10 @@ from flask.testing import FlaskClient
 
 from engine.formats import gpt2 as gpt2_format
 from engine.formats import tiktoken as tiktoken_format
+from tests.gpt2_samples import STORY, STORY_IDS, TINY
 from tests.shared_data import gpt2_files
 from tests.webapp.playground_samples import EOT, byte_bpe
+from webapp.transfer import imports
 
 
 def upload(data: bytes | str, name: str) -> tuple[io.BytesIO, str]:
@@ -63,6 +65,41 @@ def test_import_real_gpt2_matches_tiktoken(client: FlaskClient) -> None:
     text = "The playground's tokens: naïve café, 日本語, 🇫🇷 and   spaces\n\n"
     assert encode(client, ref, text) == enc.encode(text)
 
+
+
+def test_import_real_gpt2_with_no_special_tokens_named_takes_endoftext(client: FlaskClient) -> None:
+    """The Special tokens box left empty: <|endoftext|> is still 50256, so the preset's 76 ids come back."""
+    vocab_path, merges_path = gpt2_files()
+    response = client.post("/import", data={
+        "kind": "gpt2", "pattern": "gpt2", "special_tokens": "",
+        "vocab": upload(vocab_path.read_bytes(), "vocab.json"), "merges": upload(merges_path.read_bytes(), "merges.txt")})
+    ref = imported_id(response)
+    assert encode(client, ref, STORY) == STORY_IDS
+    assert encode(client, ref, EOT) == [50256]
+    plain = client.post("/api/v1/encode", json={"tokenizer": ref, "text": STORY}).json["ids"]
+    assert len(plain) == 83  # not allowed (the default): the ordinary text it spells
+    page = client.get(f"/tokenizers/{ref}/play").get_data(as_text=True)
+    assert "This tokenizer's special tokens: <code>&lt;|endoftext|&gt;</code>." in page
+    assert "Taken as special token, since no special tokens were named: &#39;&lt;|endoftext|&gt;&#39; (id 50256)" in page
+
+
+def test_read_says_which_tokens_it_took_as_special() -> None:
+    notes: list[str] = []
+    files = {"vocab": imports.Upload("my-vocab.json", TINY[0].encode()),
+             "merges": imports.Upload("my-merges.txt", TINY[1].encode())}
+    tokenizer = imports.read("gpt2", files, pattern="gpt2", specials=" \n", notes=notes)
+    assert tokenizer.special_tokens == {EOT: 260, "[CLS]": 262}
+    assert notes == [
+        "Taken as special tokens, since no special tokens were named: '<|endoftext|>' (id 260), '[CLS]' (id 262); "
+        "vocab.json holds them, no merge in merges.txt builds them, and they are written like a special token "
+        "(<…> or […]). Name the special tokens to choose others.",
+        "No merge in merges.txt builds 'zz' (id 261), so encoding never gives it; it stays in the vocabulary and "
+        "still decodes. If it is a special token, name it among the special tokens."]
+    named: list[str] = []
+    assert imports.read("gpt2", files, specials="[CLS], <|endoftext|>", notes=named).special_tokens == {
+        "[CLS]": 262, EOT: 260}
+    assert named == ["No merge in merges.txt builds 'zz' (id 261), so encoding never gives it; it stays in the "
+                     "vocabulary and still decodes. If it is a special token, name it among the special tokens."]
 
 def test_import_tiktoken_with_sidecar_and_vocab_txt(client: FlaskClient) -> None:
     tok = byte_bpe()
