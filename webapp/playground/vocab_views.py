@@ -48,16 +48,17 @@ def browse(tokenizer_id: int) -> Response:
     loaded = load(tokenizer_id)
     tokenizer = loaded.tokenizer
     sorts, scripts = vocab_browser.sorts_for(tokenizer), vocab_browser.scripts_in(tokenizer)
+    kinds = {name: vocab_browser.KINDS[name] for name in vocab_browser.kinds_for(tokenizer)}
     args = request.args
     sort = args.get("sort", "id") if args.get("sort", "id") in sorts else "id"
-    kind = args.get("kind", "") if args.get("kind", "") in vocab_browser.KINDS else ""
+    kind = args.get("kind", "") if args.get("kind", "") in kinds else ""
     script = args.get("script", "") if any(name == args.get("script") for name, _ in scripts) else ""
-    query = args.get("q", "")[:vocab_browser.MAX_QUERY]
+    query = args.get("q", "")[:vocab_browser.MAX_QUERY]  # not stripped: " the" asks for a space before "the"
     page = vocab_browser.search(tokenizer, query, _page_number(args.get("page")), sort=sort, kind=kind, script=script)
     chosen = {key: value for key, value in (("q", query), ("sort", sort if sort != "id" else ""),
                                             ("kind", kind), ("script", script)) if value}
     return render("playground/vocab.html", "table", loaded=loaded, q=query, page=page, chosen=chosen,
-                  sort=sort, kind=kind, script=script, sorts=sorts, kinds=vocab_browser.KINDS,
+                  shown_q=vocab_browser.shown_query(query), sort=sort, kind=kind, script=script, sorts=sorts, kinds=kinds,
                   sort_names=vocab_browser.SORTS, scripts=scripts,
                   longest=vocab_browser.longest(tokenizer), histogram=_histogram(vocab_browser.length_histogram(tokenizer)))
 

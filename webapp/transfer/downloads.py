@@ -304,48 +304,82 @@ def plan(tok: Tokenizer, originals: Mapping[str, bytes] | None = None) -> list[F
 README = """# {name}
 
 Exported from Tokenforge. Every file below was read back and checked to give the same ids.
+Each recipe is a separate block, run from this folder.
 
 {sections}
 """
 
+# Each recipe is its own fenced ```python block and leaves its tokenizer in its last assigned name:
+# ``tests/webapp/transfer/test_download_recipes.py`` runs every block of a downloaded README, each in a
+# folder holding only that section's files, and compares the ids with ours. transformers 5 ignores
+# ``vocab_file=``/``merges_file=`` passed to a tokenizer's constructor (an empty vocabulary, no error),
+# so the transformers recipes load a folder with ``from_pretrained``, which works in 4.x and 5.x alike.
 SECTIONS = {
     "tokenizer.json": """## tokenizer.json + tokenizer_config.json (Hugging Face tokenizers, transformers)
 
-    from tokenizers import Tokenizer
-    tok = Tokenizer.from_file("tokenizer.json")
-    tok.encode("Hello world").ids
+```python
+from tokenizers import Tokenizer
+tok = Tokenizer.from_file("tokenizer.json")
+tok.encode("Hello world").ids
+```
 
-    from transformers import AutoTokenizer
-    tok = AutoTokenizer.from_pretrained(".")  # the folder of tokenizer.json and tokenizer_config.json
+```python
+from transformers import AutoTokenizer
+tok = AutoTokenizer.from_pretrained(".")  # the folder of tokenizer.json and tokenizer_config.json
+tok.encode("Hello world")
+```
 """,
     "gpt2": """## vocab.json + merges.txt (GPT-2 style byte-level BPE)
 
-    from tokenizers import Tokenizer, models, pre_tokenizers, decoders
-    tok = Tokenizer(models.BPE.from_file("vocab.json", "merges.txt"))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
+```python
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+tok = Tokenizer(models.BPE.from_file("vocab.json", "merges.txt"))
+tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+tok.decoder = decoders.ByteLevel()
+tok.encode("Hello world").ids
+```
 
-    from transformers import GPT2TokenizerFast
-    tok = GPT2TokenizerFast(vocab_file="vocab.json", merges_file="merges.txt")
+```python
+from transformers import GPT2TokenizerFast
+# The folder of vocab.json and merges.txt; a tokenizer.json beside them is read instead (same ids).
+# Not GPT2TokenizerFast(vocab_file=..., merges_file=...): transformers 5 ignores those arguments.
+tok = GPT2TokenizerFast.from_pretrained(".")
+tok.encode("Hello world")
+```
 
-These files do not store the split pattern; tokenizer.json does. The pattern used is in
+These files do not store the split pattern: both recipes split as GPT-2 does, which gives these ids
+only where this tokenizer's pattern is GPT-2's. tokenizer.json stores the pattern, and so does
 ranks.tiktoken.json (pat_str) when that file is included.
 """,
     "tiktoken": """## ranks.tiktoken + ranks.tiktoken.json (tiktoken)
 
-    import json, tiktoken
-    from tiktoken.load import load_tiktoken_bpe
-    enc = tiktoken.Encoding(mergeable_ranks=load_tiktoken_bpe("ranks.tiktoken"),
-                            **json.load(open("ranks.tiktoken.json")))
-    enc.encode("Hello world")
+```python
+import json, tiktoken
+from tiktoken.load import load_tiktoken_bpe
+with open("ranks.tiktoken.json", encoding="utf-8") as f:
+    enc = tiktoken.Encoding(mergeable_ranks=load_tiktoken_bpe("ranks.tiktoken"), **json.load(f))
+enc.encode("Hello world")
+```
 """,
     "vocab.txt": """## vocab.txt (WordPiece, BERT)
 
-    from transformers import BertTokenizerFast
-    tok = BertTokenizerFast(vocab_file="vocab.txt")
+```python
+from transformers import BertTokenizerFast
+# The folder of vocab.txt; a tokenizer.json beside it is read instead.
+# Not BertTokenizerFast(vocab_file=...): transformers 5 ignores that argument.
+tok = BertTokenizerFast.from_pretrained(".")
+tok.encode("Hello world")
+```
 
-    from tokenizers import BertWordPieceTokenizer
-    tok = BertWordPieceTokenizer("vocab.txt")
+```python
+from tokenizers import BertWordPieceTokenizer
+tok = BertWordPieceTokenizer("vocab.txt")
+tok.encode("Hello world").ids
+```
+
+vocab.txt holds the vocabulary only; both recipes add BERT's own normalizer (lower-casing, accents
+stripped, CJK ideographs split apart) and pre-tokenizer, so they give these ids where this
+tokenizer's pipeline is BERT's. tokenizer.json holds the exact pipeline.
 """,
     "spm": """## tokenizer.vocab (sentencepiece pieces and scores)
 
@@ -354,9 +388,11 @@ this tokenizer has one); use tokenizer.json with `tokenizers`/`transformers` to 
 """,
     "spm_model": """## tokenizer.model (sentencepiece)
 
-    import sentencepiece as spm
-    sp = spm.SentencePieceProcessor(model_file="tokenizer.model")
-    sp.encode("Hello world")
+```python
+import sentencepiece as spm
+sp = spm.SentencePieceProcessor(model_file="tokenizer.model")
+sp.encode("Hello world")
+```
 """,
 }
 
