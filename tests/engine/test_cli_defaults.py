@@ -15,11 +15,13 @@ Corpora: the CS336 fixtures in ``../shared/data`` always (skipped where absent),
 corpora from the folder named by ``TOKENFORGE_BENCH_CORPORA`` (skipped when it is unset or a file
 is missing; they are not in the repository, nor in CI). Each (model, corpus) trains once.
 
-One known difference is Hugging Face's, not ours: its Unigram matches the literal text ``<0x34>``
-(an en_5M line reads ``reg = <0x34>;``) to the byte-fallback piece of that name, which decodes as
-"4". sentencepiece never matches byte pieces to text, and neither do we. Texts that name a byte
-piece are therefore checked apart: ours keeps them lossless, and Hugging Face's ids are a strict
-xfail, so the day it agrees the test says so.
+Two known differences are Hugging Face's Unigram, not ours. It matches the literal text
+``<0x34>`` (an en_5M line reads ``reg = <0x34>;``) to the byte-fallback piece of that name; our
+export scores byte pieces below every real path, which wins wherever the model has a piece for
+each character of the literal, and nothing can win where it has none. And it breaks ties between
+equally scored segmentations by float64 sums where sentencepiece, and we, use float32. So texts
+that name a byte piece are checked apart (ours keeps them lossless; Hugging Face must agree where
+the characters are covered), and a Unigram difference that is a tie is not counted.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import contextlib
 import functools
 import io
 import json
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -237,11 +240,23 @@ def differences(run: Run, texts: list[str]) -> list[tuple[str, list[int], list[i
     return [pair for pair in pairs if pair[1] != pair[2]]
 
 
+def unigram_pieces(run: Run) -> list[tuple[str, float]]:
+    return [tuple(entry) for entry in json.loads((run.out / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]]
+
+
+def is_tie(run: Run, ours: list[int], theirs: list[int]) -> bool:
+    """Whether two Unigram segmentations score the same in float64: a tie, which we break as
+    sentencepiece does (its float32 sums) and Hugging Face by its float64 ones (docs/architecture.md)."""
+    scores = [score for _, score in unigram_pieces(run)]
+    return math.isclose(sum(scores[i] for i in ours), sum(scores[i] for i in theirs), rel_tol=1e-9, abs_tol=1e-9)
+
+
 @pytest.mark.parametrize("run", CASES, indirect=True)
 def test_hugging_face_gives_our_ids_on_held_out_text(run: Run) -> None:
     assert run.code == 0, run.output
     texts = [text for text in run.texts if not (run.byte_fallback and BYTE_PIECE_NAME.search(text))]
-    differ = differences(run, texts)
+    differ = [(text, ours, theirs) for text, ours, theirs in differences(run, texts)
+              if not (run.algorithm == "unigram" and is_tie(run, ours, theirs))]
     assert not differ, f"{len(differ)} of {len(texts)} texts differ; the first: {differ[0]!r}"
 
 
@@ -254,12 +269,18 @@ def test_text_naming_a_byte_piece_stays_text(run: Run) -> None:
         assert ours.decode(ours.encode(text)) == text
 
 
-@pytest.mark.xfail(strict=True, reason="Hugging Face tokenizers' Unigram matches the literal text '<0x34>' to the "
-                   "byte piece <0x34> (so it decodes as '4'); sentencepiece, and we, never match byte pieces to text")
 @pytest.mark.parametrize("run", UNIGRAM_BYTE_FALLBACK_CASES, indirect=True)
 def test_hugging_face_unigram_gives_our_ids_on_text_naming_a_byte_piece(run: Run) -> None:
+    """Our Unigram tokenizer.json scores byte pieces below any other path, so Hugging Face, which
+    would match the literal text '<0x34>' to the byte piece, takes the real pieces instead, where
+    the model has a piece for each of its characters. Where it has none (a corpus without '<'),
+    Hugging Face still takes the byte piece; no score can prevent that (docs/formats.md)."""
     assert run.code == 0, run.output
-    texts = [text for text in run.texts if BYTE_PIECE_NAME.search(text)]
+    pieces = {piece for piece, _ in unigram_pieces(run)}
+    texts = [text for text in run.texts
+             if (found := BYTE_PIECE_NAME.findall(text)) and all(c in pieces for literal in found for c in literal)]
+    if not texts:
+        pytest.skip("No literal here whose characters the model covers (the known difference of docs/formats.md).")
     assert not differences(run, texts)
 
 
