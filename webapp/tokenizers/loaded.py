@@ -134,11 +134,12 @@ class Loaded:
 
 
 def rows_query() -> Select[tuple[TokenizerRow]]:
-    """Every tokenizer the current user may read, without the two large columns: the presets
-    (``presets.py``) first, so a cut list still offers them, then their teams' and those shared
-    with this visitor by link, newest first."""
+    """Every tokenizer the current user may read, without the large columns (the document, the
+    training stats, and the config, which may hold an imported ``.model``; each loads when read):
+    the presets (``presets.py``) first, so a cut list still offers them, then their teams' and
+    those shared with this visitor by link, newest first."""
     return (scoped(TokenizerRow, shared_ids=shared_tokenizer_ids(), presets=True)
-            .options(defer(TokenizerRow.tokenizer_json), defer(TokenizerRow.stats))
+            .options(defer(TokenizerRow.tokenizer_json), defer(TokenizerRow.stats), defer(TokenizerRow.config))
             .order_by(TokenizerRow.team_id.is_not(None), TokenizerRow.id.desc()))
 
 

@@ -148,8 +148,10 @@ def cancel(job_id: int) -> Response:
 @bp.get("/tokenizers")
 def index() -> Response:
     """The team's tokenizers, newest first, and the presets every team can read."""
-    # The list needs neither the JSON document nor the training stats, which can be megabytes each.
-    rows = get_session().scalars(scoped(Tokenizer).options(defer(Tokenizer.tokenizer_json), defer(Tokenizer.stats))
+    # The list needs neither the JSON document, the training stats nor the config (an imported
+    # .model is kept there), which can be megabytes each.
+    rows = get_session().scalars(scoped(Tokenizer).options(defer(Tokenizer.tokenizer_json), defer(Tokenizer.stats),
+                                                           defer(Tokenizer.config))
                                  .order_by(Tokenizer.id.desc()).limit(LIST_ROWS)).all()
     active = get_session().scalars(
         scoped(Job).where(Job.status.in_(("queued", "running")), Job.kind == "train").order_by(Job.id)
