@@ -153,7 +153,10 @@ def complete_leaderboard(session: Session, job_id: int, worker_id: str) -> bool:
 
 
 def run_seconds(job: Job, now: dt.datetime | None = None) -> float | None:
-    """How long ``job`` has run: until it finished, or until now while it runs; None if it never started."""
+    """How long ``job`` has run: from the worker claiming its latest attempt (``started_at``) to
+    ``finished_at``, or to now while it runs; None if it never started. It includes starting the
+    child process, reading the corpora and saving, unlike the trainer's ``stats["seconds"]``:
+    the time the user waited, which the job page and the jobs list both show."""
     if job.started_at is None:
         return None
     end = job.finished_at or (now or utcnow() if job.status == "running" else None)

@@ -25,8 +25,8 @@ from webapp.tokenizers import summary
 from webapp.tokenizers.loaded import load
 from webapp.tokenizers.originals import originals
 from webapp.tokenizers.presets import INSTALL_COMMAND, preset_rows
+from webapp.training import eta, jobs
 from webapp.training import form as training_form
-from webapp.training import jobs
 from webapp.training.form import MAX_CORPORA, TrainForm
 from webapp.transfer import imports
 from webapp.web.filters import quoted
@@ -118,14 +118,24 @@ def _job_context(job: Job) -> dict[str, Any]:
     session = get_session()
     tokenizer = session.scalars(select(Tokenizer).where(Tokenizer.job_id == job.id)).first()
     corpora = session.scalars(scoped(Corpus).where(Corpus.id.in_(job.corpus_ids))).all()
-    return {"job": job, "tokenizer": tokenizer, "corpora": corpora}
+    return {"job": job, "tokenizer": tokenizer, "corpora": corpora, **_job_figures()}
+
+
+def _job_figures() -> dict[str, Any]:
+    """What the job page and the jobs list both use, so that they say the same for one job."""
+    return {"run_seconds": jobs.run_seconds, "progress_of": _progress_of}
+
+
+def _progress_of(job: Job) -> eta.Shown:
+    """A running job's progress row as a label with units and a bar."""
+    return eta.shown(job.progress_stage, job.progress_current, job.progress_total, job.options or {})
 
 
 @bp.get("/jobs")
 def job_list() -> Response:
     """All training jobs, newest first; while some run, htmx polls the table (only it is sent)."""
     rows = get_session().scalars(scoped(Job).where(Job.kind == "train").order_by(Job.id.desc()).limit(LIST_ROWS)).all()
-    return render("tokenizers/jobs.html", "jobs_table", jobs=rows, run_seconds=jobs.run_seconds)
+    return render("tokenizers/jobs.html", "jobs_table", jobs=rows, **_job_figures())
 
 
 @bp.get("/jobs/<int:job_id>")

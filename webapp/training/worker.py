@@ -112,7 +112,7 @@ class Worker:
             job = session.get(Job, job_id)
             if job is None:
                 return "missing"
-            kind = job.kind
+            kind, algorithm = job.kind, job.algorithm or ""
             paths, missing = ([], None) if kind == "leaderboard" else self._corpus_paths(session, job.corpus_ids, kind)
             if kind == "leaderboard":
                 board = session.scalar(select(Leaderboard).where(Leaderboard.job_id == job_id))
@@ -148,7 +148,7 @@ class Worker:
         self.child_pid = child.pid
         job_process = _JobProcess(child)
         try:
-            return self._supervise(job_id, kind, job_process, parent_conn)
+            return self._supervise(job_id, kind, job_process, parent_conn, algorithm)
         finally:
             self.child_pid = None
             parent_conn.close()
@@ -156,13 +156,13 @@ class Worker:
             job_process.end()  # whatever is left of the job, grandchildren included, is killed
             child.close()
 
-    def _supervise(self, job_id: int, kind: str, child: _JobProcess, conn: Any) -> str:
+    def _supervise(self, job_id: int, kind: str, child: _JobProcess, conn: Any, algorithm: str = "") -> str:
         """Relay progress and heartbeats until the child ends; record the outcome."""
         interval = float(self.settings["HEARTBEAT_SECONDS"])
         grace = float(self.settings["CANCEL_GRACE_SECONDS"])
         time_limit = float(self.settings["JOB_TIME_LIMIT"])
         started = time.monotonic()
-        progress = Progress()
+        progress = Progress(algorithm=algorithm or None)  # its stages' shares give one ETA for the job
         outcome: tuple[Any, ...] | None = None
         stop_sent_at: float | None = None  # when "cancel" went to the child (a cancel or the time limit)
         timed_out = False

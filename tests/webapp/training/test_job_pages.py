@@ -13,7 +13,7 @@ from sqlalchemy import select
 from tests.webapp.conftest import add_small_corpus
 from webapp.store import db
 from webapp.store.models import Job
-from webapp.training.eta import MIN_STAGE_SECONDS, Progress
+from webapp.training.eta import MIN_JOB_SECONDS, Progress
 from webapp.web import filters
 
 
@@ -39,20 +39,20 @@ def run(progress: Progress, clock: Clock, stage: str, steps: list[tuple[float, i
 
 def test_a_steady_stage_gets_an_eta_once_stable_and_it_is_right() -> None:
     clock = Clock()
-    progress = Progress(clock)
-    etas = run(progress, clock, "merges", [(0.2, 10 * i) for i in range(1, 61)], 1000)  # 50 steps/s, 12 s in
-    assert all(eta is None for eta in etas[: int(MIN_STAGE_SECONDS / 0.2) - 1])
+    progress = Progress(clock, algorithm="bpe")
+    etas = run(progress, clock, "merge", [(0.2, 10 * i) for i in range(1, 61)], 1000)  # 50 steps/s, 12 s in
+    assert all(eta is None for eta in etas[: int(MIN_JOB_SECONDS / 0.2) - 1])
     assert etas[-1] == pytest.approx((1000 - 600) / 50)  # 8 s left at 50 steps a second
 
 
 def test_slow_first_steps_never_promise_the_wrong_end() -> None:
     """BPE's first merges wait for the pair counts: 42 merges in 3 s, then 5,000 merges a second."""
     clock = Clock()
-    progress = Progress(clock)
+    progress = Progress(clock, algorithm="bpe")
     total = 60_000
     steps = [(0.2, 3 * i) for i in range(1, 15)]  # 42 merges over 2.8 s
     steps += [(0.2, 42 + 1000 * i) for i in range(1, 60)]  # then 5,000 a second: the stage ends after ~12 s more
-    etas = run(progress, clock, "merges", steps, total)
+    etas = run(progress, clock, "merge", steps, total)
     end = clock.now + (total - steps[-1][1]) / 5000
     for i, eta in enumerate(etas):
         if eta is not None:
@@ -62,11 +62,11 @@ def test_slow_first_steps_never_promise_the_wrong_end() -> None:
 
 def test_no_eta_for_a_stage_that_jumps_to_its_end_or_for_under_a_second() -> None:
     clock = Clock()
-    progress = Progress(clock)
-    assert run(progress, clock, "counting", [(1.0, 5), (1.0, 5), (2.0, 5), (0.5, 5)], 5) == [None] * 4
-    etas = run(progress, clock, "merges", [(0.5, 100 * i) for i in range(1, 20)], 1950)  # 200 a second: 0.25 s left
+    progress = Progress(clock, algorithm="bpe")
+    assert run(progress, clock, "count", [(1.0, 5), (1.0, 5), (2.0, 5), (0.5, 5)], 5) == [None] * 4
+    etas = run(progress, clock, "merge", [(0.5, 100 * i) for i in range(1, 20)], 1950)  # 200 a second: 0.25 s left
     assert etas[-1] is None
-    assert progress.row() == {"stage": "merges", "current": 1900, "total": 1950, "eta_seconds": None}
+    assert progress.row() == {"stage": "merge", "current": 1900, "total": 1950, "eta_seconds": None}
 
 
 def test_remaining_is_in_whole_seconds_and_silent_under_one() -> None:
@@ -120,7 +120,7 @@ def test_the_job_list_shows_progress_and_duration(client: FlaskClient, app: Flas
     start = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.timezone.utc)
     done = add_job(app, status="succeeded", started_at=start, finished_at=start + dt.timedelta(seconds=125))
     running = add_job(app, status="running", started_at=dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=30),
-                      progress_stage="merges", progress_current=1234, progress_total=5000)
+                      progress_stage="merge", progress_current=1234, progress_total=5000)
     queued = add_job(app, status="queued")
     html = client.get("/jobs").get_data(as_text=True)
 
@@ -131,7 +131,7 @@ def test_the_job_list_shows_progress_and_duration(client: FlaskClient, app: Flas
 
     assert cells(done) == ("done", "2 min 5 s")
     progress, duration = cells(running)
-    assert progress == "merges: 1,234 of 5,000 (24.7 %)"
+    assert progress == "learned 1,234 of 5,000 merges (24.7 %)"
     assert re.fullmatch(r"3\d s", duration)
     assert cells(queued) == ("—", "—")
 
