@@ -9,6 +9,11 @@ cap cuts it, documents joined by a newline. This module holds what the job and t
 the bounds, the slice, the job's plan, the results as sortable rows, the bar chart's data and
 the CSV export.
 
+A pair that loses text (unknown tokens, or a round trip that differs) is "lossy": its bytes per
+token are cheap, bought by dropping what it cannot encode, so by default the rows rank the
+lossless pairs first and the lossy ones after them, each part sorted by the chosen column
+(``lossy="mixed"`` sorts purely by the column). The chart lists its bars in the table's order.
+
 Left out: HTTP (``views.py``) and running the job (``child.py``, ``training/worker.py``).
 """
 
@@ -148,6 +153,24 @@ SORT_KEYS = frozenset({"tokenizer"} | {column.key for column in COLUMNS})
 DEFAULT_SORT = "bytes_per_token"
 
 
+def loss_reasons(figures: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """Why a pair's figures lose text, as badges read: "12.3% unknown tokens", "round trip differs".
+
+    Empty for a lossless pair and for one without figures. A round trip not known (None) is not
+    called lossy: only a recorded difference is.
+    """
+    if not figures:
+        return ()
+    reasons = []
+    rate = _number(figures.get("unk_rate"))
+    if rate is not None and rate > 0:
+        share = f"{rate * 100:.1f}%" if rate >= 0.001 else "under 0.1%"  # never "0.0%" for a real loss
+        reasons.append(f"{share} unknown tokens")
+    if figures.get("lossless") is False:
+        reasons.append("round trip differs")
+    return tuple(reasons)
+
+
 @dataclass(frozen=True, slots=True)
 class Row:
     """One tokenizer on one corpus: its figures, or the sentence saying why there are none."""
@@ -156,6 +179,11 @@ class Row:
     tokenizer: str
     figures: dict[str, Any] | None  # None while the pair waits, or when it failed
     error: str | None
+
+    @property
+    def loss(self) -> tuple[str, ...]:
+        """Why this pair is lossy (:func:`loss_reasons`); empty when it is not."""
+        return loss_reasons(self.figures)
 
 
 def _number(value: object) -> float | None:
@@ -175,8 +203,18 @@ def parse_sort(sort: str | None, order: str | None) -> tuple[str, bool]:
     return key, bool(column and column.higher_is_better)
 
 
-def rows(board: Leaderboard, corpus_id: int, *, sort: str = DEFAULT_SORT, descending: bool = True) -> list[Row]:
-    """The board's rows for one corpus, sorted; pairs without figures come last, in board order."""
+def parse_lossy(lossy: str | None) -> bool:
+    """Whether lossy pairs rank after the lossless ones (``?lossy=last``, the default) or not (``mixed``)."""
+    return lossy != "mixed"
+
+
+def rows(board: Leaderboard, corpus_id: int, *, sort: str = DEFAULT_SORT, descending: bool = True,
+         lossy_last: bool = True) -> list[Row]:
+    """The board's rows for one corpus, sorted; pairs without figures come last, in board order.
+
+    With ``lossy_last`` the lossy pairs follow the lossless ones, whatever the column: each part
+    keeps the column's order (a stable partition of the sorted rows).
+    """
     out = []
     for entry in board.tokenizers:
         result = board.results.get(pair_key(corpus_id, entry["id"]))
@@ -189,16 +227,18 @@ def rows(board: Leaderboard, corpus_id: int, *, sort: str = DEFAULT_SORT, descen
         with_value = [row for row in out if row.figures and _number(row.figures.get(sort)) is not None]
         ordered = sorted(with_value, key=lambda row: _number(row.figures.get(sort)) or 0.0,  # type: ignore[union-attr]
                          reverse=descending)
+    if lossy_last:
+        ordered = sorted(ordered, key=lambda row: bool(row.loss))  # stable: the column's order stays
     return ordered + [row for row in out if row not in ordered]
 
 
-def chart_bars(board: Leaderboard, corpus_id: int) -> list[tuple[str, float]]:
-    """(tokenizer name, bytes per token) for the pairs that have one, in the board's order."""
+def chart_bars(table: Sequence[Row]) -> list[tuple[str, float, bool]]:
+    """(tokenizer name, bytes per token, lossy) for the rows that have one, in the table's order."""
     bars = []
-    for row in rows(board, corpus_id, sort="tokenizer", descending=False):
+    for row in table:
         value = _number(row.figures.get("bytes_per_token")) if row.figures else None
         if value is not None:
-            bars.append((row.tokenizer, value))
+            bars.append((row.tokenizer, value, bool(row.loss)))
     return bars
 
 

@@ -92,20 +92,22 @@ def _board_context(board: Leaderboard, *, shared_token: str | None = None) -> di
     """What the board page shows: progress, one sorted table and one chart per corpus."""
     job = get_session().get(Job, board.job_id) if board.job_id is not None else None
     sort, descending = leaderboard.parse_sort(request.args.get("sort"), request.args.get("order"))
+    lossy_last = leaderboard.parse_lossy(request.args.get("lossy"))
     tables = []
     for entry in board.corpora:
         corpus_id = int(entry["id"])
-        rows = leaderboard.rows(board, corpus_id, sort=sort, descending=descending)
+        rows = leaderboard.rows(board, corpus_id, sort=sort, descending=descending, lossy_last=lossy_last)
         sample = next((row.figures for row in rows if row.figures), None)
-        bars = leaderboard.chart_bars(board, corpus_id)
-        chart = charts.bar_chart(bars, label_x="Tokenizer", label_y="Bytes per token",
-                                 title=f"Bytes per token on {entry['name']}") if bars else None
+        bars = leaderboard.chart_bars(rows)  # the table's order, so bar and row ranks agree
+        chart = charts.hbar_chart(bars, label_value="Bytes per token", flag="lossy",
+                                  title=f"Bytes per token on {entry['name']}") if bars else None
         tables.append({"id": corpus_id, "name": entry["name"], "rows": rows, "chart": chart, "sample": sample})
     links = [] if shared_token else get_session().scalars(
         select(ShareLink).where(ShareLink.leaderboard_id == board.id).order_by(ShareLink.id.desc())).all()
     here = (url_for("sharing.open_link", token=shared_token) if shared_token
             else url_for("leaderboard.show", board_id=board.id))
     return {"board": board, "job": job, "tables": tables, "sort": sort, "descending": descending,
+            "lossy_last": lossy_last, "lossy_query": "" if lossy_last else "&lossy=mixed",
             "columns": leaderboard.COLUMNS, "done": leaderboard.pairs_done(board),
             "total": leaderboard.pairs_total(board), "finished": job is None or job.finished,
             "shared": shared_token is not None, "here": here, "links": links, "now": utcnow(), "share_error": None}

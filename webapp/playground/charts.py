@@ -1,4 +1,5 @@
-"""Server-rendered SVG charts: a line chart (compression against vocabulary size) and a bar chart.
+"""Server-rendered SVG charts: a line chart (compression against vocabulary size), a bar chart,
+and a horizontal bar chart whose rows are labelled by name (the leaderboard's tokenizers).
 
 Charts are small pictures built from numbers, so they are drawn here as SVG strings with no
 JavaScript and nothing loaded from a CDN. Every text label goes through ``markupsafe.escape``
@@ -6,8 +7,9 @@ and every number through ``float`` formatting, so the result is safe to insert a
 Colours come from CSS classes (``chart-line``, ``chart-bar``, …) so dark mode applies.
 
 Every chart has a bounded size whatever the data: a bar chart draws at most ``MAX_BARS`` bars
-(more are merged into ranges, so a vocabulary with a 10 MB token does not draw ten million bars)
-and a line at most ``MAX_POINTS`` points. Non-finite numbers are left out.
+(more are merged into ranges, so a vocabulary with a 10 MB token does not draw ten million bars),
+a horizontal one at most ``MAX_BARS`` rows (the rest are left out, and its title says so), and a
+line at most ``MAX_POINTS`` points. Non-finite numbers are left out.
 
 Ticks are round numbers, as people draw axes by hand: steps of 1, 2 or 5 times a power of ten
 (:func:`tick_step`), so an axis reads 0, 1,000, 2,000, 3,000 and never 692.75 or 336.75. The value
@@ -203,3 +205,56 @@ def bar_chart(bars: Sequence[tuple[float | str, float]], *, label_x: str, label_
             x_ticks.append((left + slot / 2, _label(x).split(RANGE_DASH)[0]))
     y_ticks = [(TOP + plot_h - v / top * plot_h, text) for v, text in _labelled(y_ticks_at)]
     return _frame(label_x, label_y, x_ticks, y_ticks, "".join(body), title)
+
+
+ROW_HEIGHT = 24  # a horizontal bar's row: room for an 11 px label whatever the number of rows
+LABEL_WIDTH = 168  # the names' column on the left
+VALUE_ROOM = 92  # room right of the longest bar for its value and flag ("12.34 · lossy")
+MAX_LABEL = 26  # characters of a name drawn; a longer one is cut with "…", its <title> has it whole
+
+
+def _short(name: str) -> str:
+    return name if len(name) <= MAX_LABEL else name[:MAX_LABEL - 1] + "…"
+
+
+def hbar_chart(bars: Sequence[tuple[str, float, bool]], *, label_value: str, title: str, flag: str = "") -> Markup:
+    """One horizontal bar per (name, value, flagged), top to bottom in the order given, names as row labels.
+
+    Rows never overlap: the picture grows ``ROW_HEIGHT`` per row instead of thinning the bars, so
+    twelve names read as well as two. A flagged bar gets the ``chart-bar-flagged`` class and
+    ``flag`` after its value, so it is told apart without relying on colour.
+    """
+    clean = [(str(name), float(value), bool(flagged)) for name, value, flagged in bars
+             if math.isfinite(value) and value >= 0]
+    if not clean:
+        return Markup("")
+    if len(clean) > MAX_BARS:
+        title = f"{title} (the first {MAX_BARS}; {len(clean) - MAX_BARS} more left out)"
+        clean = clean[:MAX_BARS]
+    value_ticks = ticks(0.0, max(value for _, value, _ in clean) or 1.0, cover=True)
+    top = value_ticks[-1]
+    plot_w = WIDTH - LABEL_WIDTH - VALUE_ROOM
+    plot_bottom = TOP + len(clean) * ROW_HEIGHT
+    height = plot_bottom + BOTTOM
+    parts = [f'<svg class="chart" data-chart="hbar" viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{escape(title)}" '
+             f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>']
+    for value, text in _labelled(value_ticks):
+        x = LABEL_WIDTH + value / top * plot_w
+        parts.append(f'<line class="chart-grid" x1="{x:.1f}" y1="{TOP}" x2="{x:.1f}" y2="{plot_bottom}"/>')
+        parts.append(f'<text class="chart-tick" x="{x:.1f}" y="{plot_bottom + 14}" text-anchor="middle">{escape(text)}</text>')
+    for i, (name, value, flagged) in enumerate(clean):
+        y = TOP + i * ROW_HEIGHT
+        width = value / top * plot_w
+        shown = _fmt(value) + (f" · {flag}" if flagged and flag else "")
+        parts.append(f'<text class="chart-tick chart-row-label" x="{LABEL_WIDTH - 6}" y="{y + ROW_HEIGHT / 2 + 4:.1f}" '
+                     f'text-anchor="end"><title>{escape(name)}</title>{escape(_short(name))}</text>')
+        parts.append(f'<rect class="chart-bar{" chart-bar-flagged" if flagged else ""}" x="{LABEL_WIDTH}" y="{y + 4}" '
+                     f'width="{width:.1f}" height="{ROW_HEIGHT - 8}"><title>{escape(name)}: {escape(shown)}</title></rect>')
+        parts.append(f'<text class="chart-tick chart-value{" chart-value-flagged" if flagged else ""}" '
+                     f'x="{LABEL_WIDTH + width + 4:.1f}" y="{y + ROW_HEIGHT / 2 + 4:.1f}">{escape(shown)}</text>')
+    parts.append(f'<line class="chart-axis" x1="{LABEL_WIDTH}" y1="{TOP}" x2="{LABEL_WIDTH}" y2="{plot_bottom}"/>')
+    parts.append(f'<line class="chart-axis" x1="{LABEL_WIDTH}" y1="{plot_bottom}" x2="{LABEL_WIDTH + plot_w}" y2="{plot_bottom}"/>')
+    parts.append(f'<text class="chart-label" x="{LABEL_WIDTH + plot_w / 2:.0f}" y="{height - 6}" '
+                 f'text-anchor="middle">{escape(label_value)}</text>')
+    parts.append("</svg>")
+    return Markup("".join(parts))

@@ -125,13 +125,17 @@ def test_tables_sort_by_a_column_through_the_address(app: Flask, client: FlaskCl
         page = client.get(f"/leaderboards/{board_id}{query}").get_data(as_text=True)
         return [int(i) for i in re.findall(r'<tr data-tokenizer="(\d+)"', page)]
 
+    # ``lossy=mixed``: purely by the column (the default ranks lossy pairs last: test_lossy_ranking.py)
     by_fertility = sorted(setup["tokenizers"], key=lambda t: results[f"{corpus}:{t}"]["fertility"])
-    assert order("?sort=fertility&order=asc") == by_fertility
-    assert order("?sort=fertility&order=desc") == by_fertility[::-1]
+    assert order("?sort=fertility&order=asc&lossy=mixed") == by_fertility
+    assert order("?sort=fertility&order=desc&lossy=mixed") == by_fertility[::-1]
     by_bpt = sorted(setup["tokenizers"], key=lambda t: -results[f"{corpus}:{t}"]["bytes_per_token"])
-    assert order("") == by_bpt  # the default: bytes per token, best first
-    assert order("?sort=nonsense&order=sideways") == by_bpt  # unknown values fall back, never a 500
-    assert order("?sort=tokenizer") == sorted(setup["tokenizers"], key=lambda t: ["tiny-bpe", "tiny-unigram",
+    assert order("?lossy=mixed") == by_bpt  # bytes per token, best first
+    assert order("?sort=nonsense&order=sideways&lossy=mixed") == by_bpt  # unknown values fall back, never a 500
+    lossy = {t for t in setup["tokenizers"]
+             if results[f"{corpus}:{t}"]["unk_rate"] or not results[f"{corpus}:{t}"]["lossless"]}
+    assert order("") == [t for t in by_bpt if t not in lossy] + [t for t in by_bpt if t in lossy]
+    assert order("?sort=tokenizer&lossy=mixed") == sorted(setup["tokenizers"], key=lambda t: ["tiny-bpe", "tiny-unigram",
                                                                                  "tiny-wordpiece"].index(
         {setup["tokenizers"][0]: "tiny-bpe", setup["tokenizers"][1]: "tiny-wordpiece",
          setup["tokenizers"][2]: "tiny-unigram"}[t]))
