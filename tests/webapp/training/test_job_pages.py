@@ -11,20 +11,11 @@ from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from tests.webapp.conftest import add_small_corpus
+from tests.webapp.training.job_samples import Clock, add_job
 from webapp.store import db
 from webapp.store.models import Job
 from webapp.training.eta import MIN_JOB_SECONDS, Progress
 from webapp.web import filters
-
-
-class Clock:
-    """A fake monotonic clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def run(progress: Progress, clock: Clock, stage: str, steps: list[tuple[float, int]], total: int) -> list[float | None]:
@@ -72,17 +63,6 @@ def test_no_eta_for_a_stage_that_jumps_to_its_end_or_for_under_a_second() -> Non
 def test_remaining_is_in_whole_seconds_and_silent_under_one() -> None:
     assert [filters.remaining(s) for s in (None, 0.0, 0.4, 1.4, 59.6, 125.0)] == [
         "", "", "", "about 1 s left", "about 1 min 0 s left", "about 2 min 5 s left"]
-
-
-def add_job(app: Flask, **values: object) -> int:
-    with app.app_context():
-        session = db.get_session()
-        job = Job(team_id=1, name="bpe run", algorithm="bpe", corpus_ids=[1],
-                  options={"vocab_size": 300, "special_tokens": ["<|endoftext|>", "<pad>"], "min_frequency": 3,
-                           "max_token_length": None}, **values)
-        session.add(job)
-        session.commit()
-        return job.id
 
 
 @pytest.mark.parametrize("status", ["succeeded", "failed", "cancelled"])

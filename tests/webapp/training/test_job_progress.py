@@ -10,7 +10,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from tests.webapp.training.test_job_pages import Clock, add_job
+from tests.webapp.training.job_samples import Clock, add_job
 from webapp.store import db
 from webapp.store.models import Tokenizer
 from webapp.training.eta import STAGE_SHARES, Progress, Shown, shown
