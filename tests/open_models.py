@@ -13,10 +13,11 @@ at test time. Without the variable (or the file), the test that asks skips, sayi
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+
+from tests.preset_tables import folder_from_env
 
 OPEN_MODELS_ENV = "TOKENFORGE_TEST_OPEN_MODELS_DIR"
 OPEN_MODEL_NAMES = ("llama2", "llama3", "gemma3", "qwen3", "deepseek_v3", "gptoss")
@@ -25,11 +26,7 @@ FILES = ("tokenizer.json", "tokenizer_config.json")
 
 def open_models_dir() -> Path:
     """The folder of the open models' real files, or skip the calling test saying how to get it."""
-    folder = os.environ.get(OPEN_MODELS_ENV)
-    if not folder or not Path(folder).is_dir():
-        pytest.skip(f"set {OPEN_MODELS_ENV} to the open/ folder written by `tokenforge presets install --dir DIR` "
-                    "(scripts/test.sh does)")
-    return Path(folder)
+    return folder_from_env(OPEN_MODELS_ENV, "the open/ folder written by `tokenforge presets install --dir DIR`")
 
 
 def open_model_file(name: str, file: str = "tokenizer.json") -> Path:

@@ -21,13 +21,17 @@ from engine.presets import TIKTOKEN_ENCODINGS
 PRESETS_ENV = "TOKENFORGE_TEST_PRESETS_DIR"
 
 
+def folder_from_env(variable: str, what: str) -> Path:
+    """The folder named by ``$variable``, or skip the calling test saying how to get ``what``."""
+    folder = os.environ.get(variable)
+    if not folder or not Path(folder).is_dir():
+        pytest.skip(f"set {variable} to {what} (scripts/test.sh does)")
+    return Path(folder)
+
+
 def presets_dir() -> Path:
     """The folder of real rank tables, or skip the calling test saying how to get it."""
-    folder = os.environ.get(PRESETS_ENV)
-    if not folder or not Path(folder).is_dir():
-        pytest.skip(f"set {PRESETS_ENV} to a folder written by `tokenforge presets install --dir` "
-                    "(scripts/test.sh does)")
-    return Path(folder)
+    return folder_from_env(PRESETS_ENV, "a folder written by `tokenforge presets install --dir`")
 
 
 def installed_presets_dir() -> Path:

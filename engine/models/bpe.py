@@ -452,28 +452,15 @@ def parse_merge(entry: object, line: int) -> tuple[bytes, bytes]:
         raise FormatError(f"The merge {shown(entry)} has characters outside the byte-level alphabet.", line=line) from None
 
 
-def rank_tables(ranks: Mapping[tuple[int, int], tuple[int, int]], vocab_size: int) -> tuple[list[dict[int, int]], list[int]]:
-    """The hot loops' view of ``{(left, right): (rank, merged)}``: ``(rows, merged_at)``.
+def rank_rows(lefts: Sequence[int], rights: Sequence[int], merged: Sequence[int],
+               vocab_size: int) -> tuple[list[dict[int, int]], list[int]]:
+    """The hot loops' view of the merges, given as three id lists in rank order (rank i merges
+    ``lefts[i]`` and ``rights[i]`` into ``merged[i]``): ``(rows, merged_at)``.
 
     ``rows[left][right]`` is the rank of a pair: a row per left id makes a lookup one list index
     and one int-keyed dict get, with no tuple to build and hash per lookup. Ids that start no
     merge share one empty row, which is never written to. ``merged_at[rank]`` is the merged id.
-    """
-    empty: dict[int, int] = {}
-    rows: list[dict[int, int]] = [empty] * vocab_size
-    merged_at = [0] * (max((rank for rank, _ in ranks.values()), default=-1) + 1)  # a repeated merge leaves a gap
-    for (left_id, right_id), (rank, merged) in ranks.items():
-        if rows[left_id] is empty:
-            rows[left_id] = {}
-        rows[left_id][right_id] = rank
-        merged_at[rank] = merged
-    return rows, merged_at
-
-
-def rank_rows(lefts: Sequence[int], rights: Sequence[int], merged: Sequence[int],
-               vocab_size: int) -> tuple[list[dict[int, int]], list[int]]:
-    """:func:`rank_tables` from the merges as three id lists in rank order (rank i merges
-    ``lefts[i]`` and ``rights[i]`` into ``merged[i]``); a pair listed twice keeps its later rank.
+    A pair listed twice keeps its later rank.
 
     The merges are grouped by left id with one stable numpy sort (ranks stay in order within a
     group, so ``dict`` keeps a repeated pair's later rank), then each row is one ``dict(zip())``.

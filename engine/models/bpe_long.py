@@ -30,7 +30,7 @@ _DEAD = -1  # the id left at a position whose symbol was merged into its left ne
 
 def merge_long_ids(ids: list[int], rows: Sequence[Mapping[int, int]], merged_at: Sequence[int]) -> list[int]:
     """Merge a long piece's symbol ``ids`` as ``bpe.merge_short`` would; ``rows`` and
-    ``merged_at`` are ``bpe.rank_tables``: ``rows[left][right]`` is a pair's rank."""
+    ``merged_at`` are ``bpe.rank_rows``: ``rows[left][right]`` is a pair's rank."""
     n = len(ids)
     if n < 2:
         return ids

@@ -29,7 +29,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from webapp.tokenizers.preset_install import OPEN_FOLDER, SOURCE_FILE, PresetInstallError, check_digest, stream
+from webapp.tokenizers.preset_install import (
+    OPEN_FOLDER,
+    SOURCE_FILE,
+    PresetInstallError,
+    check_digest,
+    read_pinned,
+    stream,
+)
 
 VERSION = "3.7.2"
 TOKENIZER = "tokenizer.json"
@@ -199,15 +206,8 @@ def read_files(open_dir: Path, name: str) -> tuple[str, str] | None:
     texts: list[str] = []
     for file in FILES:
         path = model_path(open_dir, name, file)
-        try:
-            if path.stat().st_size > MAX_FILE_BYTES[file]:
-                raise PresetInstallError(f"{path} is larger than {MAX_FILE_BYTES[file]:,} bytes.")
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise PresetInstallError(f"{path} is missing; run `tokenforge presets install` again.") from None
-        except OSError as exc:
-            raise PresetInstallError(f"Could not read {path}: {exc.strerror or exc}.") from None
-        check_digest(hashlib.sha256(data).hexdigest(), PACKAGES[name].sha256[file], str(path))
+        data = read_pinned(path, PACKAGES[name].sha256[file], limit=MAX_FILE_BYTES[file],
+                           if_missing="run `tokenforge presets install` again")
         try:
             texts.append(data.decode("utf-8"))
         except UnicodeDecodeError:  # cannot happen with the pinned bytes; kept honest

@@ -138,18 +138,24 @@ def read_tables(folder: Path, hashes: dict[str, str] | None = None) -> dict[str,
     hashes = TABLE_SHA256 if hashes is None else hashes
     tables: dict[str, bytes] = {}
     for name, expected in hashes.items():
-        path = table_path(folder, name)
-        try:
-            if path.stat().st_size > MAX_TABLE_BYTES:
-                raise PresetInstallError(f"{path} is larger than {MAX_TABLE_BYTES:,} bytes.")
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise PresetInstallError(f"{path} is missing; write the tables with `tokenforge presets install --dir FOLDER` first.") from None
-        except OSError as exc:
-            raise PresetInstallError(f"Could not read {path}: {exc.strerror or exc}.") from None
-        check_hash(data, expected, str(path))
-        tables[name] = data
+        tables[name] = read_pinned(table_path(folder, name), expected, limit=MAX_TABLE_BYTES,
+                                   if_missing="write the tables with `tokenforge presets install --dir FOLDER` first")
     return tables
+
+
+def read_pinned(path: Path, expected_sha256: str, *, limit: int, if_missing: str) -> bytes:
+    """An installed file's bytes, at most ``limit`` of them and checked by hash; a missing,
+    oversized, unreadable or changed file raises PresetInstallError (``if_missing`` is the advice)."""
+    try:
+        if path.stat().st_size > limit:
+            raise PresetInstallError(f"{path} is larger than {limit:,} bytes.")
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise PresetInstallError(f"{path} is missing; {if_missing}.") from None
+    except OSError as exc:
+        raise PresetInstallError(f"Could not read {path}: {exc.strerror or exc}.") from None
+    check_hash(data, expected_sha256, str(path))
+    return data
 
 
 def read_table(folder: Path, name: str) -> RankTable:
