@@ -2,13 +2,24 @@
 
 Three kinds of job share the queue: "train" (a tokenizer from corpora), "analyse" (a new
 corpus's statistics, ``corpora/analyse_child.py``) and "leaderboard" (tokenizers × held-out corpora,
-``leaderboards/child.py``). The queue is fair across teams: a claim takes a job
-of the team with the fewest jobs running, so no team's job waits behind another team's second
-one. Among those, analyses go first: they take seconds to minutes where training takes minutes
-to hours, and they are what a user who just uploaded is waiting for; then the oldest job. A
-training job already running is never interrupted; so that an analysis need not wait for one, a
+``leaderboards/child.py``). The queue is fair across teams, round-robin in the claim itself:
+
+1. among the teams with a queued job, those running the fewest jobs go first, so a team already
+   running one gets no second one while another team waits (with one worker: one job per team
+   at a time, whoever queued more);
+2. among those, the team whose latest job *started* longest ago (a team that never ran one
+   first), so a team that queued 20 jobs has its turn, then every other team has theirs;
+3. within the team, analyses first: they take seconds to minutes where training takes minutes
+   to hours, and they are what a user who just uploaded is waiting for; then the oldest job.
+
+A training job already running is never interrupted; so that an analysis need not wait for one, a
 worker can be limited to some kinds (``claim(kinds=...)``, ``tokenforge worker --only analyse``),
-and ``tokenforge serve`` starts such a lane beside its general worker.
+and ``tokenforge serve`` starts such a lane beside its general worker. More workers (``tokenforge
+worker`` on this or other machines) are more lanes: each claim takes the next team's turn.
+
+Each team may have only ``TOKENFORGE_MAX_QUEUED_JOBS`` trainings and leaderboards waiting, and
+the bound is exact however many requests arrive at once (:func:`enqueue`: insert, then count
+within the same transaction, holding the team's row on PostgreSQL and the write lock on SQLite).
 
 Every transition is one conditional UPDATE, so several workers (on several machines) and the
 web processes can act at once without losing or double-running a job:
@@ -34,7 +45,7 @@ from sqlalchemy import case, func, select, update
 from sqlalchemy.orm import Session, aliased
 
 from webapp.store.model_base import MAX_NAME
-from webapp.store.models import Corpus, Job, Leaderboard, Tokenizer, utcnow
+from webapp.store.models import Corpus, Job, Leaderboard, Team, Tokenizer, utcnow
 
 #: The kinds a user queues by hand; each team may have only so many of them waiting at once.
 #: (An analysis is queued by an upload, which has bounds of its own.)
@@ -57,20 +68,32 @@ def queued_by_kind(session: Session, team_id: int) -> dict[str, int]:
     return {kind: int(count) for kind, count in rows}
 
 
-def check_queue(session: Session, team_id: int, max_queued: int | None) -> None:
-    """Raise :class:`QueueFull` when ``team_id`` already has ``max_queued`` capped jobs waiting.
+def _queue_full(session: Session, team_id: int, max_queued: int) -> QueueFull:
+    """The refusal of one more job for ``team_id``, naming what it has waiting."""
+    waiting = queued_by_kind(session, team_id)
+    what = "training jobs" if not waiting.get("leaderboard") else "jobs (trainings and leaderboards)"
+    return QueueFull(f"Your team already has {max_queued:,} {what} waiting; cancel one, or wait "
+                     "until one starts, then try again.")
+
+
+def _add_within_cap(session: Session, job: Job, max_queued: int | None) -> None:
+    """Add and flush ``job`` (a capped kind), or roll back and raise :class:`QueueFull` if over the cap.
 
     Trainings and leaderboards share the one cap: each waiting job is a row every claim sorts,
-    and a script could add millions. Two requests at the same instant may both pass the count;
-    the bound is on the order of ``max_queued``, which is what it is for.
+    and a script could add millions. Counting first and inserting after would let 40 requests
+    at the same instant all see 19 waiting; so the job goes in first and the count, taken in the
+    same transaction, includes it. The count sees every other enqueue of the team that committed
+    before, and none can commit meanwhile: on PostgreSQL each holds the team's row (``FOR NO KEY
+    UPDATE``, which still lets other rows reference the team) until its commit; on SQLite the
+    INSERT takes the database's write lock, held until the commit.
     """
-    if max_queued is None:
-        return
-    waiting = queued_by_kind(session, team_id)
-    if sum(waiting.values()) >= max_queued:
-        what = "training jobs" if not waiting.get("leaderboard") else "jobs (trainings and leaderboards)"
-        raise QueueFull(f"Your team already has {max_queued:,} {what} waiting; cancel one, or wait "
-                        "until one starts, then try again.")
+    if max_queued is not None:
+        session.execute(select(Team.id).where(Team.id == job.team_id).with_for_update(key_share=True)).all()
+    session.add(job)
+    session.flush()
+    if max_queued is not None and sum(queued_by_kind(session, job.team_id).values()) > max_queued:
+        session.rollback()
+        raise _queue_full(session, job.team_id, max_queued)
 
 
 def enqueue(
@@ -85,13 +108,12 @@ def enqueue(
 ) -> Job:
     """Add a queued job of ``team_id`` and commit it.
 
-    With ``max_queued``, refuse (:class:`QueueFull`) when the team already has that many
-    trainings and leaderboards waiting (:func:`check_queue`).
+    With ``max_queued``, refuse (:class:`QueueFull`, the session rolled back) when the team
+    already has that many trainings and leaderboards waiting, exactly under concurrent requests.
     """
-    check_queue(session, team_id, max_queued)
     job = Job(team_id=team_id, name=name, algorithm=algorithm, options=options,
               corpus_ids=list(corpus_ids))
-    session.add(job)
+    _add_within_cap(session, job, max_queued)
     session.commit()
     return job
 
@@ -112,13 +134,11 @@ def enqueue_leaderboard(session: Session, board: Leaderboard, *, options: dict[s
     """Queue the job that fills in ``board`` (new, not yet added), link the two, commit.
 
     ``options`` holds the job's bounds (``leaderboard.job_options``). The team's cap on waiting
-    jobs applies as to a training (:func:`check_queue`).
+    jobs applies as to a training (:func:`enqueue`); a refused board is not added.
     """
-    check_queue(session, board.team_id, max_queued)
     job = Job(team_id=board.team_id, kind="leaderboard", name=board.name, algorithm="", options=options,
               corpus_ids=[entry["id"] for entry in board.corpora])
-    session.add(job)
-    session.flush()
+    _add_within_cap(session, job, max_queued)
     board.job_id = job.id
     session.add(board)
     session.commit()
@@ -172,12 +192,14 @@ def run_seconds(job: Job, now: dt.datetime | None = None) -> float | None:
 def claim(session: Session, worker_id: str, *, kinds: Collection[str] | None = None) -> int | None:
     """Atomically mark the next queued job as running for ``worker_id``; return its id.
 
-    The next job is one of the team with the fewest jobs running, analyses first, then the
-    oldest (see the module docstring). With ``kinds``, only jobs of those kinds (of
-    :data:`~webapp.store.job_states.JOB_KINDS`) are candidates. One statement, so two claimers never take the same job.
+    The next job is the turn of the team running the fewest jobs, then of the one whose latest
+    job started longest ago (never: first), then that team's analyses, then its oldest job (see
+    the module docstring). With ``kinds``, only jobs of those kinds (of
+    :data:`~webapp.store.job_states.JOB_KINDS`) are candidates. One statement, so two claimers
+    never take the same job.
     """
     now = utcnow()
-    waiting, running = aliased(Job), aliased(Job)
+    waiting, running, started = aliased(Job), aliased(Job), aliased(Job)
     queued = waiting.status == "queued"
     if kinds is not None:
         queued = queued & waiting.kind.in_(list(kinds))
@@ -186,13 +208,24 @@ def claim(session: Session, worker_id: str, *, kinds: Collection[str] | None = N
         .where(running.team_id == waiting.team_id, running.status == "running")
         .scalar_subquery()
     )
+    # When the team's latest job started (any kind, any state): the older, the sooner its turn.
+    team_last_start = (
+        select(func.max(started.started_at)).where(started.team_id == waiting.team_id).scalar_subquery()
+    )
     candidate = (
         select(waiting.id)
         .where(queued)
-        .order_by(team_running, case((waiting.kind == "analyse", 0), else_=1), waiting.id)
+        .order_by(
+            team_running,
+            team_last_start.asc().nulls_first(),
+            case((waiting.kind == "analyse", 0), else_=1),
+            waiting.id,
+        )
         .limit(1)
         # PostgreSQL: lock only the candidate row, skipping rows another claimer holds; SQLite
-        # serialises writers anyway (and leaves the clause out).
+        # serialises writers anyway (and leaves the clause out). Two claimers at the same instant
+        # may both see a team's turn (neither has committed its start yet) and start two of its
+        # jobs; the next claims see both running and go to the other teams.
         .with_for_update(skip_locked=True, of=waiting)
         .scalar_subquery()
     )

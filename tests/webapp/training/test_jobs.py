@@ -60,10 +60,10 @@ def test_no_teams_job_waits_behind_another_teams_second_job(db_app: Flask) -> No
         b1, b2 = _train_job(session, other, "b1"), _train_job(session, other, "b2")
         assert jobs.claim(session, "w1") == a1  # nobody runs anything: the oldest
         assert jobs.claim(session, "w2") == b1  # team 1 runs one: team 2's job goes before a2
-        assert jobs.claim(session, "w3") == a2  # one each: the oldest again
+        assert jobs.claim(session, "w3") == a2  # one each: team 1's latest start is the older
         assert jobs.finish(session, a1, "w1", "failed", error="done with")
-        assert jobs.claim(session, "w4") == a3  # team 1 now runs one job, team 2 two
-        assert jobs.claim(session, "w5") == b2
+        assert jobs.claim(session, "w4") == b2  # one each again: now team 2's start is the older
+        assert jobs.claim(session, "w5") == a3
         assert jobs.claim(session, "w6") is None
 
 
