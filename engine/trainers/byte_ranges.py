@@ -30,15 +30,12 @@ from pathlib import Path
 from typing import BinaryIO
 
 from engine.errors import FormatError, TrainingCancelled
-from engine.normalizers import Normalizer
 from engine.trainers.corpus import _cut, special_pattern
-from engine.trainers.counting import Splitter, Tally
+from engine.trainers.counting import Tally, TallyArgs
 
 WINDOW_BYTES = 64 << 10
 """How much is read at a time after a wanted cut to find a document boundary near it."""
 
-TallyArgs = tuple[str | Splitter, tuple[str, ...], Normalizer | None]
-"""What :class:`counting.Tally` is built from: the split spec, the special tokens, the normalizer."""
 Step = int | Callable[[int], int]
 """A range size in bytes, or how big the next range is given the bytes still to plan."""
 

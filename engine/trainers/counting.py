@@ -24,6 +24,12 @@ even a SIGKILLed one (``engine.processes.die_with_parent``), and ``num_workers``
 ``limits.check_workers``. Inside ``cluster.counting_on(address)`` a Dask cluster counts instead
 (``trainers/distributed.py``), with the same result.
 
+Pattern matching on each chunk has a CPU-time budget that grows with the chunk's length
+(``limits.chunk_seconds``, at the rate of ``limits.pattern_budget``, resolved here and carried to
+every worker with the split): a custom pattern that backtracks without end raises
+``limits.PatternTooSlow`` naming the pattern, instead of counting until the job's time limit.
+The named patterns, the word splits and the character split are never charged.
+
 Left out: reading and cutting files (``corpus.py``) and what the counts are for.
 """
 
@@ -41,6 +47,8 @@ from pathlib import Path
 import regex
 
 from engine.ascii_split import fastest_split
+from engine.errors import EncodeTimeout
+from engine.limits import shown, time_budget
 from engine.normalizers import Normalizer
 from engine.pretokenizers import get_pretokenizer
 from engine.processes import die_with_parent
@@ -53,11 +61,14 @@ from engine.trainers.corpus import (
     special_pattern,
     split_specials,
 )
-from engine.trainers.limits import check_workers, max_workers
+from engine.trainers.limits import PatternTooSlow, check_workers, chunk_seconds, max_workers, pattern_rate
 from engine.trainers.remote_counting import active_cluster
 
 Splitter = Callable[[str], list[str]]
 """Cuts ordinary text into pre-tokens; must be picklable when workers are used."""
+TallyArgs = tuple[str | Splitter, tuple[str, ...], Normalizer | None, float]
+"""What :class:`Tally` is built from: the split spec, the special tokens, the normalizer, and the
+pattern budget in seconds per million characters (``limits.pattern_budget``)."""
 
 CHAR_PATTERN = r"[\s\S]"
 """One piece per character (the char baseline's pre-tokenizer; Oniguruma and regex agree on it)."""
@@ -106,10 +117,14 @@ class Tally:
     ``running`` resumes from the :attr:`running` counts of an earlier tally under the same
     arguments (copied, never changed): a Dask worker carries one running count from range to
     range (``trainers/distributed.py``) as a local worker carries it from chunk to chunk.
+    ``rate`` is the pattern budget of each chunk in seconds per million characters
+    (``limits.pattern_rate()`` when None).
     """
 
     def __init__(self, split: str | Splitter, special_tokens: Iterable[str], normalizer: Normalizer | None,
-                 running: Mapping[str, int] | None = None) -> None:
+                 rate: float | None = None, running: Mapping[str, int] | None = None) -> None:
+        self.split = split
+        self.rate = rate or pattern_rate()
         self.special_tokens = tuple(special_tokens)  # cut out, never counted
         self._specials = special_pattern(self.special_tokens)
         self._normalize = normalizer.normalize if normalizer is not None else None
@@ -125,9 +140,20 @@ class Tally:
             self._add = lambda text: self._counter.update(pieces(text))
 
     def add(self, chunk: str) -> None:
-        """Count one chunk (special tokens are cut out, never counted)."""
-        for stretch in split_specials(chunk, self._specials):
-            self._add(self._normalize(stretch) if self._normalize else stretch)
+        """Count one chunk (special tokens are cut out, never counted), within its pattern budget."""
+        seconds = chunk_seconds(len(chunk), self.rate)
+        try:
+            with time_budget(seconds):
+                for stretch in split_specials(chunk, self._specials):
+                    self._add(self._normalize(stretch) if self._normalize else stretch)
+        except EncodeTimeout:
+            what = (f"The pre-tokenizer pattern {shown(self.split)}" if isinstance(self.split, str)
+                    else "The pre-tokenizer (or the normalizer)")
+            raise PatternTooSlow(
+                f"{what} took longer than {seconds:g} s of CPU on a chunk of {len(chunk):,} characters of the "
+                f"corpus (the budget is {self.rate:g} s per million characters, and a million's for a shorter chunk); "
+                "it backtracks too much on this text (nested repeats such as (?:.*,){6} do). Simplify the pattern."
+            ) from None
 
     @property
     def running(self) -> Counter[str]:
@@ -164,6 +190,7 @@ def count_pretokens(
     specials = tuple(special_tokens)
     if isinstance(split, str):
         _splitter(split)  # a bad spec raises ConfigError here, not in a worker
+    rate = pattern_rate()  # this context's, carried to the workers (a context does not travel)
     if safe_cuts is None:
         safe_cuts = cuts_are_safe(split, normalizer)
     reporter = reporter or Reporter()
@@ -176,22 +203,22 @@ def count_pretokens(
         workers = num_workers
     reporter.update("count", 0, total, force=True)
     if (cluster := active_cluster()) is not None:
-        counts = cluster.count(files, (split, specials, normalizer), safe_cuts=safe_cuts,
+        counts = cluster.count(files, (split, specials, normalizer, rate), safe_cuts=safe_cuts,
                                max_chunk_chars=max_chunk_chars, reporter=reporter)
     elif workers <= 1:
-        tally = Tally(split, specials, normalizer)
+        tally = Tally(split, specials, normalizer, rate)
         for text, done in chunks:
             tally.add(text)
             reporter.update("count", done, total)
         counts = tally.result()
     else:
-        counts = _count_in_workers(chunks, total, workers, (split, specials, normalizer), reporter)
+        counts = _count_in_workers(chunks, total, workers, (split, specials, normalizer, rate), reporter)
     reporter.update("count", total, total, force=True)
     return counts
 
 
 def _worker(tasks: multiprocessing.Queue, results: multiprocessing.Queue,
-            tally_args: tuple[str | Splitter, tuple[str, ...], Normalizer | None], parent_pid: int) -> None:
+            tally_args: TallyArgs, parent_pid: int) -> None:
     """Count every chunk from ``tasks``; send the counts back on the ``None`` sentinel."""
     # A worker waits on ``tasks`` forever (it holds the queue's write end too, so it never sees
     # end-of-file): it must die with its parent, even a SIGKILLed one.
@@ -207,7 +234,7 @@ def _worker(tasks: multiprocessing.Queue, results: multiprocessing.Queue,
 
 
 def _count_in_workers(chunks: Iterator[tuple[str, int]], total: int, workers: int,
-                      tally_args: tuple[str | Splitter, tuple[str, ...], Normalizer | None],
+                      tally_args: TallyArgs,
                       reporter: Reporter) -> dict[str, int]:
     # 1. Start the workers. Forking is fast and needs no importable __main__, but is only
     #    safe in a single-threaded parent; otherwise spawn fresh interpreters.

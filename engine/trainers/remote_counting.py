@@ -19,7 +19,7 @@ from engine.trainers.base import Reporter
 class RemoteCounter(Protocol):
     """Counts pre-tokens somewhere else with the same result as ``counting.count_pretokens``."""
 
-    def count(self, files: Sequence[str | Path], tally_args: tuple[Any, tuple[str, ...], Any], *,
+    def count(self, files: Sequence[str | Path], tally_args: tuple[Any, ...], *,
               safe_cuts: bool, max_chunk_chars: int, reporter: Reporter) -> dict[str, int]: ...
 
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
-from webapp.training.job_child import CancelCheck, send_outcome, start_child
+from webapp.training.job_child import CancelCheck, memory_sentence, send_outcome, start_child
 
 if TYPE_CHECKING:
     from webapp.leaderboards.leaderboard import Plan
@@ -78,7 +78,7 @@ def evaluate_pairs(corpora: Sequence[tuple[int, str | None]], tokenizer_ids: Seq
                 except TokenforgeError as exc:  # a time-out included (EncodeTimeout)
                     result = {"error": str(exc)}
                 except MemoryError:
-                    result = {"error": "The evaluation ran out of memory; choose a smaller slice."}
+                    result = {"error": memory_sentence("The evaluation", " Choose a smaller slice.")}
             report(pair_key(corpus_id, tokenizer_id), result)
             done += 1
             progress("evaluating", done, total)

@@ -4,15 +4,29 @@ The worker (``worker.py``) starts this in a fresh ``spawn`` process (see ``job_c
 why, and for what every child does first). Messages sent to the worker are tuples:
 ``("progress", stage, current, total)``, then exactly one of ``("done", tokenizer_json, stats)``,
 ``("cancelled",)`` or ``("error", message)``. The worker may send ``"cancel"``. This module
-imports only the engine: no Flask, no database.
+imports only the engine and the settings' parser: no Flask, no database. A custom pattern's
+budget per chunk of the corpus (``engine.trainers.limits.pattern_budget``) is the setting
+``TOKENFORGE_TRAIN_PATTERN_SECONDS_PER_MB``, read from the environment like the memory limit.
 """
 
 from __future__ import annotations
 
+import os
 from multiprocessing.connection import Connection
 from typing import Any
 
-from webapp.training.job_child import CancelCheck, send_outcome, start_child
+from webapp.training.job_child import CancelCheck, memory_setting, send_outcome, start_child
+
+
+def pattern_rate() -> float:
+    """``TOKENFORGE_TRAIN_PATTERN_SECONDS_PER_MB`` from the environment inherited from the worker
+    (checked when the worker started), or its default."""
+    from webapp.web.config import ENV_DEFAULTS, SettingsError, train_pattern_rate
+
+    try:
+        return train_pattern_rate(os.environ)
+    except SettingsError:  # the worker refused it at start-up already; not reached in practice
+        return float(ENV_DEFAULTS["TOKENFORGE_TRAIN_PATTERN_SECONDS_PER_MB"][0])
 
 
 def run(conn: Connection, parent_pid: int, algorithm: str, paths: list[str],
@@ -23,6 +37,7 @@ def run(conn: Connection, parent_pid: int, algorithm: str, paths: list[str],
     from engine.errors import TokenforgeError, TrainingCancelled
     from engine.trainers import train
     from engine.trainers.cluster import counting_on
+    from engine.trainers.limits import NotEnoughMemory, PatternTooSlow, pattern_budget
 
     should_cancel = CancelCheck(conn, parent_pid)
 
@@ -30,13 +45,20 @@ def run(conn: Connection, parent_pid: int, algorithm: str, paths: list[str],
         conn.send(("progress", stage, int(current), int(total)))
 
     def work() -> tuple[Any, ...]:
+        rate = pattern_rate()
         try:
-            with counting_on(dask_scheduler):  # an unreachable scheduler fails here, before any work
+            # An unreachable scheduler fails here, before any work.
+            with counting_on(dask_scheduler), pattern_budget(rate):
                 result = train(algorithm, paths, options, progress=progress, should_cancel=should_cancel)
         except TrainingCancelled:
             return ("cancelled",)
+        except NotEnoughMemory as exc:  # refused before the work, with the figures
+            return ("error", f"{exc}{memory_setting()}")
+        except PatternTooSlow as exc:
+            return ("error", f"{exc} An administrator can raise TOKENFORGE_TRAIN_PATTERN_SECONDS_PER_MB "
+                             f"(now {rate:g}).")
         except TokenforgeError as exc:
             return ("error", str(exc))
         return ("done", result.tokenizer.to_json(), result.stats)
 
-    send_outcome(conn, work, what="Training", memory_hint=" Try a smaller corpus or vocabulary.")
+    send_outcome(conn, work, what="Training", memory_hint=" Nothing was saved. Try a smaller corpus or vocabulary.")

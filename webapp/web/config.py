@@ -37,6 +37,8 @@ ENV_DEFAULTS: dict[str, tuple[str, str]] = {
     "TOKENFORGE_SIGNUP_RATE_LIMIT": ("5/3600", "Sign-ups allowed per IP address: N/SECONDS."),
     "TOKENFORGE_SESSION_DAYS": ("14", "How many days a login session lasts before signing in again."),
     "TOKENFORGE_JOB_TIME_LIMIT": ("21600", "Seconds a job may run before it is stopped and failed."),
+    "TOKENFORGE_JOB_MEMORY_BYTES": ("", "Address space (RLIMIT_AS) each job process may use; empty: half the machine's memory, at least 2 GiB."),
+    "TOKENFORGE_TRAIN_PATTERN_SECONDS_PER_MB": ("10", "CPU seconds per million characters a custom pre-tokenizer pattern may take on a chunk of a training corpus (a shorter chunk gets a million's)."),
     "TOKENFORGE_MAX_QUEUED_JOBS": ("20", "Training jobs one team may have waiting in the queue at once."),
     "TOKENFORGE_ENCODE_TIMEOUT": ("0.5", "CPU seconds of pattern matching (and model work on very long pieces) one request may use."),
     "TOKENFORGE_DASK_SCHEDULER": ("", "Dask scheduler (tcp://HOST:8786) counting each training's corpus; empty: here."),
@@ -148,6 +150,44 @@ def _dask_scheduler(env: Mapping[str, str]) -> str | None:
     return address
 
 
+MIN_JOB_MEMORY_BYTES = 256 << 20
+"""Below this a Python process with numpy loaded cannot train anything."""
+
+
+def default_job_memory() -> int:
+    """Half of this machine's memory (or of the container's limit, if lower), at least 2 GiB."""
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # not POSIX: assume a small machine
+        physical = 4 * GIB
+    try:  # cgroup v2: "max", or the bytes the container may use
+        raw = Path("/sys/fs/cgroup/memory.max").read_text(encoding="ascii").strip()
+        physical = min(physical, int(raw)) if raw.isdigit() else physical
+    except (OSError, ValueError):
+        pass
+    return max(2 * GIB, physical // 2)
+
+
+def job_memory_bytes(env: Mapping[str, str]) -> int:
+    """``TOKENFORGE_JOB_MEMORY_BYTES`` from ``env``: the address space one job process may use.
+
+    Read again by every job process from the environment it inherits (``training/job_child.py``).
+    """
+    raw = (env.get("TOKENFORGE_JOB_MEMORY_BYTES") or "").strip()
+    if not raw:
+        return default_job_memory()
+    value = int(raw) if raw.isascii() and raw.isdigit() else -1
+    if value < MIN_JOB_MEMORY_BYTES:
+        raise SettingsError(f"TOKENFORGE_JOB_MEMORY_BYTES must be a whole number of bytes of at least "
+                            f"{MIN_JOB_MEMORY_BYTES} (256 MiB), or empty for half the machine's memory; not {raw!r}.")
+    return value
+
+
+def train_pattern_rate(env: Mapping[str, str]) -> float:
+    """``TOKENFORGE_TRAIN_PATTERN_SECONDS_PER_MB`` from ``env`` (read again by each training process)."""
+    return float(_positive(env, "TOKENFORGE_TRAIN_PATTERN_SECONDS_PER_MB", float))
+
+
 def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Return Flask config values built from ``env`` (default: ``os.environ``)."""
     env = os.environ if env is None else env
@@ -175,6 +215,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
         "SIGNUP_RATE_LIMIT": _rate(env, "TOKENFORGE_SIGNUP_RATE_LIMIT"),
         "SESSION_DAYS": _positive(env, "TOKENFORGE_SESSION_DAYS", float),
         "JOB_TIME_LIMIT": _positive(env, "TOKENFORGE_JOB_TIME_LIMIT", float),
+        "JOB_MEMORY_BYTES": job_memory_bytes(env),
+        "TRAIN_PATTERN_SECONDS_PER_MB": train_pattern_rate(env),
         "ENCODE_TIMEOUT": _positive(env, "TOKENFORGE_ENCODE_TIMEOUT", float),
         "MAX_QUEUED_JOBS": max(1, _number(env, "TOKENFORGE_MAX_QUEUED_JOBS", int)),
         "DASK_SCHEDULER": _dask_scheduler(env),

@@ -1,7 +1,8 @@
 """Unigram trainer, as sentencepiece does it: seed, EM, prune by likelihood loss, finalize.
 
 Training works on a table of distinct pre-tokens (``▁``-prefixed words, ``words``) with
-counts, never on repeated sentences. Stages (numbered in :func:`train_on_counts`): required
+counts, never on repeated sentences. Stages (numbered in :func:`train_on_counts`): bounds
+(over-long words skipped, a table too big to seed here refused, ``bounds``) → required
 characters (``character_coverage``) → seed vocabulary (frequent right-branching substrings,
 ``seed``) → the corpus lattice (``lattice``) → repeat {``n_sub_iterations`` × (E-step,
 M-step, ``em``); prune to ``shrinking_factor`` of its size, weighing pieces by their Viterbi
@@ -32,6 +33,8 @@ from engine.normalizers import get_normalizer
 from engine.pretokenizers import Metaspace
 from engine.tokenizer import Tokenizer
 from engine.trainers.base import Reporter, TrainResult
+from engine.trainers.limits import MAX_SENTENCE_BYTES
+from engine.trainers.unigram.bounds import check_memory, skip_long_words
 from engine.trainers.unigram.em import e_step, m_step
 from engine.trainers.unigram.lattice import Lattice
 from engine.trainers.unigram.options import UnigramOptions
@@ -49,6 +52,13 @@ def train_on_counts(word_counts: Mapping[str, int], options: UnigramOptions, rep
     reporter = reporter or Reporter()
     if not word_counts:
         raise ConfigError("The corpus has no text to train on.")
+    # 0. Bounds: over-long words skipped, a table too big for this machine refused (``bounds``).
+    word_counts, skipped = skip_long_words(word_counts)
+    if not word_counts:
+        raise ConfigError(f"Every {'word' if options.split_by_whitespace else 'line'} of the corpus is longer than "
+                          f"{MAX_SENTENCE_BYTES:,} bytes, sentencepiece's max_sentence_length, so all were skipped.")
+    check_memory(word_counts, max_piece_length=options.max_piece_length,
+                 split_by_whitespace=options.split_by_whitespace)
     # 1. Required characters.
     required = required_chars(word_counts, options.character_coverage)
     reserved = len(options.special_tokens) + (256 if options.byte_fallback else 0)
@@ -80,6 +90,8 @@ def train_on_counts(word_counts: Mapping[str, int], options: UnigramOptions, rep
                       options.max_piece_length, unk)
     del word_counts  # the lattice holds the words now; the caller's table may be the only other copy
     stats: dict[str, object] = {"seed_size": unk, "required_chars": len(required), "rounds": []}
+    if skipped:
+        stats["skipped_long_words"] = skipped
     # 4. EM rounds with pruning.
     logp = _em_rounds(lattice, pieces, logp, alive, is_required, options, reporter, stats)
     del lattice
