@@ -30,10 +30,9 @@ from webapp.access.forms import (
     SignupForm,
 )
 from webapp.store.db import get_session
-from webapp.store.models import ApiKey, Invite, Membership, Team, User
+from webapp.store.models import ApiKey, Invite, User
 from webapp.web import ratelimit
 from webapp.web.filters import quoted
-from webapp.web.forms import MAX_NAME
 from webapp.web.htmx import render
 
 bp = Blueprint("accounts", __name__)
@@ -70,10 +69,9 @@ def signup() -> Response:
     db = get_session()
     first = not db.scalar(select(func.count()).select_from(User))
     user = User(email=email, name=name, password_hash=auth.hash_password(password), is_admin=first)
-    team = Team(name=f"{name}'s team"[:MAX_NAME])
-    db.add_all([user, team])
+    db.add(user)
     db.flush()
-    db.add(Membership(team_id=team.id, user_id=user.id, role="owner"))
+    team = teams.personal_team(db, user)
     if first:
         teams.claim_orphan_teams(db, user)
     db.commit()
@@ -129,9 +127,12 @@ def _account_page(new_key: str | None = None, error: str | None = None, status: 
                   password_errors: dict[str, str] | None = None) -> Response:
     db = get_session()
     keys = db.scalars(select(ApiKey).where(ApiKey.user_id == current_user.id).order_by(ApiKey.id)).all()
+    # No team is a state the app no longer leaves an account in (``teams.keep_a_team``), but older
+    # data may hold one: the page still works, so the password, keys and closing stay reachable.
+    current = auth.current_team() if auth.team_ids() else None
     return render("auth/account.html", keys=keys, new_key=new_key, error=error,
                   password_errors=password_errors or {}, min_password=MIN_PASSWORD,
-                  memberships=teams.my_memberships(), current=auth.current_team(), status=status)
+                  memberships=teams.my_memberships(), current=current, status=status)
 
 
 @bp.post("/account/team")

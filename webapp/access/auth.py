@@ -226,7 +226,9 @@ def current_team() -> Team:
     """The team new corpora, jobs and tokenizers go to: the one chosen, else the first owned."""
     ids = team_ids()
     if not ids:
-        abort(403)  # every account has a team; losing all of them is a state we refuse to act in
+        # Every account keeps a team (``teams.keep_a_team``); older data may hold one without.
+        abort(403, description="You are in no team, so new work has nowhere to go. Start a team on "
+                               "the Teams page, or ask a team's owner for an invite link.")
     chosen = session.get("team_id")
     if chosen in ids:
         team_id = chosen

@@ -6,6 +6,11 @@ owner cannot leave or be removed while others remain (promote someone first). De
 removes the database rows and every corpus file no other corpus still uses; a deletion that
 would be refused (your only team) is refused before anything is deleted.
 
+Every account keeps a team: a member whose last team is deleted, or who is removed from it,
+gets a fresh team of their own (:func:`keep_a_team`), as at sign-up. A member may create at
+most ``MAX_TEAMS_PER_MEMBER`` teams (counted as the teams they own); one more is a 429 naming
+the setting, checked after the insert so that parallel requests cannot pass it together.
+
 Joining by invite is always a logged-in user's explicit, CSRF-protected click on the invite's
 page: opening a link while logged out only lets the visitor sign up, and logging in or
 signing up never joins a team by itself. Joining does not change the working team either, so
@@ -30,6 +35,7 @@ from webapp.corpora.storage import CorpusStore
 from webapp.store.db import get_session
 from webapp.store.models import Corpus, Invite, Job, Leaderboard, Membership, Team, Tokenizer, User, utcnow
 from webapp.web.filters import quoted
+from webapp.web.forms import MAX_NAME
 from webapp.web.htmx import render
 
 bp = Blueprint("teams", __name__)
@@ -60,6 +66,34 @@ def accept_invite(db: Session, invite: Invite, user: User) -> int:
         db.add(Membership(team_id=invite.team_id, user_id=user.id, role="member"))
         invite.uses += 1
     return invite.team_id
+
+
+def personal_team(db: Session, user: User) -> Team:
+    """A new team owned by ``user`` alone, named after them: sign-up's, and the one an account
+    gets when it loses its last team."""
+    team = Team(name=f"{user.name}'s team"[:MAX_NAME])
+    db.add(team)
+    db.flush()
+    db.add(Membership(team_id=team.id, user_id=user.id, role="owner"))
+    return team
+
+
+def keep_a_team(db: Session, user_ids: set[int]) -> list[User]:
+    """Give each of ``user_ids`` who is now in no team a personal team; return those users.
+
+    Without one, the account page and every upload would be refused: a team is where work goes.
+    """
+    if not user_ids:
+        return []
+    still_in = set(db.scalars(select(Membership.user_id).where(Membership.user_id.in_(user_ids))))
+    left = list(db.scalars(select(User).where(User.id.in_(user_ids - still_in)).order_by(User.id)))
+    for user in left:
+        personal_team(db, user)
+    return left
+
+
+def _member_ids(db: Session, team_id: int) -> set[int]:
+    return set(db.scalars(select(Membership.user_id).where(Membership.team_id == team_id)))
 
 
 def claim_orphan_teams(db: Session, user: User) -> None:
@@ -142,10 +176,23 @@ def create() -> Response:
     if not form.validate():
         return render("teams/index.html", memberships=my_memberships(), status=422, error=form.name.errors[0])
     db = get_session()
+    # PostgreSQL: one creation per member at a time (the row lock); SQLite serialises writers,
+    # and the count below runs after this request's insert holds the write lock.
+    db.scalar(select(User.id).where(User.id == current_user.id).with_for_update())
     team = Team(name=form.name.data)
     db.add(team)
     db.flush()
     db.add(Membership(team_id=team.id, user_id=current_user.id, role="owner"))
+    db.flush()
+    most = int(current_app.config["MAX_TEAMS_PER_MEMBER"])
+    owned = db.scalar(select(func.count()).select_from(Membership).where(
+        Membership.user_id == current_user.id, Membership.role == "owner"))
+    if owned > most:
+        db.rollback()
+        return render("teams/index.html", memberships=my_memberships(), status=429,
+                      error=f"You already own {owned - 1:,} teams, the most one member may create "
+                            f"(TOKENFORGE_MAX_TEAMS_PER_MEMBER is {most:,}). Delete a team you no longer "
+                            "need, or ask the administrator to raise that setting.")
     db.commit()
     session["team_id"] = team.id
     return _back(team.id)
@@ -245,6 +292,8 @@ def remove_member(team_id: int, user_id: int) -> Response:
         flash("A team needs an owner: make another member an owner first.")
         return _back(team_id)
     db.delete(membership)
+    db.flush()
+    keep_a_team(db, {user_id})  # removed from their only team: they get one of their own
     db.commit()
     if user_id == current_user.id:
         session.pop("team_id", None)
@@ -285,13 +334,17 @@ def delete_team(team_id: int) -> Response:
         flash("This is your only team; close your account instead, or delete just the data.")
         return _back(team_id)
     db = get_session()
+    members = _member_ids(db, team_id)
     counts = delete_team_data(db, team_id)
     if what == "data":
         flash(f"Deleted {counts['corpora']} corpora, {counts['tokenizers']} tokenizers and "
               f"{counts['jobs']} jobs of {quoted(team.name)}.")
         return _back(team_id)
-    db.execute(delete(Team).where(Team.id == team_id))
+    db.execute(delete(Membership).where(Membership.team_id == team_id))  # not left to the cascade:
+    db.execute(delete(Team).where(Team.id == team_id))  # keep_a_team must see them gone
+    given = keep_a_team(db, members)  # a member for whom this was the last team gets their own
     db.commit()
     session.pop("team_id", None)
-    flash(f"Deleted the team {quoted(team.name)} and its data.")
+    flash(f"Deleted the team {quoted(team.name)} and its data."
+          + (f" {len(given):,} of its members had no other team and got one of their own." if given else ""))
     return redirect(url_for("teams.index"), 303)

@@ -11,9 +11,6 @@ confirmation on a page of its own, and removes the stored file when no corpus us
 
 from __future__ import annotations
 
-import unicodedata
-from pathlib import PurePosixPath, PureWindowsPath
-
 from flask import Blueprint, current_app, flash, redirect, request, url_for
 from sqlalchemy import func, select
 from werkzeug.exceptions import ClientDisconnected
@@ -27,7 +24,7 @@ from webapp.store.db import get_session
 from webapp.store.models import Corpus, Job
 from webapp.training import jobs
 from webapp.web.filters import quoted
-from webapp.web.forms import MAX_NAME, ConfirmForm
+from webapp.web.forms import ConfirmForm, name_from_filename
 from webapp.web.htmx import is_htmx, render
 from webapp.web.lists import LIST_ROWS
 
@@ -41,17 +38,11 @@ def store() -> CorpusStore:
 
 
 def clean_filename(raw: str) -> str:
-    """The last path component of a browser-supplied name (never a path), at most ``MAX_NAME`` characters.
-
-    Control and format characters (NUL, newlines, bidi overrides, zero-width) are dropped, so a
-    name can neither break out of a header nor disguise its extension; ``.`` and ``..`` are not
-    names. The name is only ever displayed: files are stored under their hash.
-    """
-    base = PureWindowsPath(PurePosixPath((raw or "").replace("\x00", "")).name).name
-    name = "".join(c for c in base if unicodedata.category(c) not in ("Cc", "Cf")).strip()
-    if name in ("", ".", ".."):
-        return "upload"
-    return name[:MAX_NAME]
+    """The corpus name for a browser-supplied file name: the name rule for file names
+    (``forms.name_from_filename``: the last path component, no control, format or bidi
+    characters, at most ``MAX_NAME`` characters). The name is only ever displayed: files are
+    stored under their hash."""
+    return name_from_filename(raw, "upload")
 
 
 def _all_corpora() -> list[Corpus]:

@@ -2,7 +2,8 @@
 and the slice size in KiB.
 
 The rows offered (the team's tokenizers and the presets, the team's corpora) come from the view,
-so a chosen id that is not among them is refused like one that does not exist.
+so a chosen id that is not among them is refused like one that does not exist. An id chosen
+twice is folded into one choice (``IdListField``), and counts once against the bounds.
 Left out: queueing the job (``views.py``) and the bounds of a board (``leaderboard.py``).
 """
 
@@ -49,7 +50,7 @@ class BoardForm(Form):
         return [self.offered[field][row_id] for row_id in self[field].data]
 
     def _check(self, field: IdListField, limit: int, what: str) -> None:
-        sent = len(field.raw)
+        sent = len(set(field.raw))  # the same id twice is one choice: folded, never a second column
         if sent > limit:
             raise StopValidation(f"Choose at most {limit} {what}; {sent:,} were chosen.")
         if field.invalid is not None or any(row_id not in self.offered[field.name] for row_id in field.data):

@@ -34,6 +34,7 @@ from engine.trainers.corpus import DOCUMENT_SEPARATOR
 from webapp.corpora.storage import CorpusStore
 from webapp.store.models import Corpus, Leaderboard, Tokenizer
 from webapp.tokenizers.originals import originals
+from webapp.web.forms import BIDI_CONTROLS
 
 MAX_TOKENIZERS = 12  # pairs per board: tokenizers × corpora, each up to the byte cap
 MAX_CORPORA = 6
@@ -255,13 +256,20 @@ def pairs_total(board: Leaderboard) -> int:
 # --------------------------------------------------------------------------- CSV
 CSV_FIELDS = ("corpus", "tokenizer", "bytes_per_token", "chars_per_token", "fertility", "unk_rate",
               "lossless", "tokens", "words", "bytes", "chars", "unk_tokens", "vocab_used", "vocab_size", "error")
-FORMULA_STARTS = ("=", "+", "-", "@")
+#: What a spreadsheet reads as the start of a formula, even after a tab or a carriage return
+#: (OWASP's CSV injection list).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+#: Characters no cell carries: NUL (which ends a string in many readers) and the bidi controls
+#: that make a cell display as other text (``forms.BIDI_CONTROLS``).
+_DROPPED = {ord(c): None for c in BIDI_CONTROLS | {"\x00"}}
 
 
 def _cell(value: object) -> object:
-    """A CSV cell a spreadsheet will not run: text starting like a formula gets a leading quote."""
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
-        return "'" + value
+    """A CSV cell a spreadsheet will not run or show as other text: NUL and bidi controls are
+    dropped, and text starting like a formula gets a leading quote."""
+    if isinstance(value, str):
+        value = value.translate(_DROPPED)
+        return "'" + value if value.startswith(FORMULA_STARTS) else value
     return "" if value is None else value
 
 

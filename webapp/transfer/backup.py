@@ -6,8 +6,10 @@ counts), ``db/<table>.jsonl`` (every row of every table, as JSON, in dependency 
 file or a ``pg_dump``, so a backup taken from SQLite restores into PostgreSQL and back.
 :func:`restore` refuses a database that already has rows (it restores into an empty instance,
 whose presets it registers again afterwards), checks each corpus object's SHA-256 on the way in,
-and resets PostgreSQL's id sequences. Rows and corpus objects stream in and out in bounded
-pieces, so neither command needs memory in proportion to the data.
+and resets PostgreSQL's id sequences. Names come back under the name rule of every other source
+(``web/forms.py``: no NUL, control or bidi characters, at most ``MAX_NAME`` characters). Rows
+and corpus objects stream in and out in bounded pieces, so neither command needs memory in
+proportion to the data.
 
 Every table is read in one transaction that sees a single moment of the database (see
 :func:`_snapshot`), so a backup taken while people work holds no tokenizer without its job and
@@ -39,6 +41,7 @@ from webapp.store import db
 from webapp.store.models import Base, Corpus, UTCDateTime
 from webapp.store.models import Tokenizer as TokenizerRow
 from webapp.tokenizers import preset_install, presets
+from webapp.web.forms import MAX_NAME, clean_name, name_from_filename
 
 FORMAT = 1
 ROWS_AT_ONCE = 500  # rows read or inserted per batch, so no table is held in memory whole
@@ -146,8 +149,19 @@ def _decode_row(table: Any, row: dict[str, Any]) -> dict[str, Any]:
         value = row[column.name]
         if value is not None and isinstance(column.type, (DateTime, UTCDateTime)):
             value = dt.datetime.fromisoformat(value)
+        elif column.name in ("name", "original_filename") and isinstance(value, str):
+            value = _restored_name(column.name, value)
         out[column.name] = value
     return out
+
+
+def _restored_name(column: str, value: str) -> str:
+    """A name from a backup under the name rule of every other source (``web/forms.py``): a
+    backup of an older version, or an edited one, may carry NUL (which PostgreSQL refuses),
+    control or bidi characters, or a name longer than the column."""
+    if column == "original_filename":
+        return name_from_filename(value, "upload") if value else ""
+    return clean_name(value)[:MAX_NAME].strip() or "unnamed"
 
 
 def restore(settings: dict[str, Any], source: Path) -> dict[str, int]:

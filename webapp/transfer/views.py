@@ -24,7 +24,7 @@ from webapp.tokenizers.loaded import load
 from webapp.tokenizers.originals import keep_original, originals
 from webapp.transfer import downloads, imports
 from webapp.transfer.forms import FILE_PARTS, ImportForm
-from webapp.web.forms import MAX_NAME
+from webapp.web.forms import name_from_filename
 from webapp.web.htmx import render
 from webapp.web.requests import MAX_IMPORT_BYTES
 
@@ -90,10 +90,13 @@ def _upload(storage: FileStorage | None) -> imports.Upload | None:
         data = storage.stream.read(MAX_IMPORT_BYTES + 1)
     finally:
         storage.close()  # werkzeug spools big parts to a temp file; do not leave it to the GC
+    # The file's name names the tokenizer when no name is typed, and shows in messages and on
+    # its page: the name rule for file names, before anything uses it.
+    filename = name_from_filename(storage.filename, "upload")
     if len(data) > MAX_IMPORT_BYTES:
-        raise imports.ImportProblem(f"{storage.filename} is larger than {MAX_IMPORT_BYTES >> 20} MiB, "
+        raise imports.ImportProblem(f"{filename} is larger than {MAX_IMPORT_BYTES >> 20} MiB, "
                                     "the most an imported tokenizer file may be.")
-    return imports.Upload(storage.filename, data)
+    return imports.Upload(filename, data)
 
 
 @bp.post("/import")
@@ -113,8 +116,8 @@ def import_upload() -> Response:
         return render("playground/import.html", status=422, **_form_context(form, kind=kind, error=str(exc)))
     first = next((f for f in files.values() if f is not None), None)
     original = keep_original(kind, files["file"].data if files["file"] else None)
-    name = form.name.data or (first.filename if first else "imported tokenizer")
-    row = TokenizerRow(team_id=current_team().id, name=name[:MAX_NAME], algorithm=tokenizer.model.kind,
+    name = form.name.data or (first.filename if first else "imported tokenizer")  # both pass the name rule
+    row = TokenizerRow(team_id=current_team().id, name=name, algorithm=tokenizer.model.kind,
                        source="imported", tokenizer_json=tokenizer.to_json(), vocab_size=tokenizer.vocab_size,
                        stats={}, config={"import": {"kind": kind, "files": [f.filename for f in files.values() if f],
                                                     "pattern": form.pattern.data, **({"notes": notes} if notes else {})},

@@ -37,8 +37,13 @@ CSRF_MESSAGE = "This form has expired or did not come from this site. Reload the
 
 
 def wants_json() -> bool:
-    """Whether this request is the JSON API's, whose errors are JSON (unknown API routes too)."""
-    return request.path.startswith("/api/")
+    """Whether this request is the JSON API's, whose errors are JSON (unknown API routes too).
+
+    ``/api`` itself is the documentation page, for people, when read (GET, HEAD); any other
+    method there is a script's mistake, and gets its 405 in JSON like every other API path.
+    """
+    path = request.path
+    return path.startswith("/api/") or (path == "/api" and request.method not in ("GET", "HEAD"))
 
 
 def _api_message(status: int, error: HTTPException | None) -> str:

@@ -9,7 +9,9 @@ answers 422 and re-renders the page with the form, each message beside its field
 - **Names.** Every name a user gives (account, team, API key, corpus, tokenizer, leaderboard)
   goes through :class:`Name`: cleaned of control and bidi characters and stripped
   (:func:`clean_name`), refused when empty (unless the view supplies a default name) and when
-  longer than ``MAX_NAME``, the width of every name column (``store/model_base.py``).
+  longer than ``MAX_NAME``, the width of every name column (``store/model_base.py``). A name
+  taken from an uploaded file's name (a corpus, an import with no name typed) is cleaned into
+  one that passes the same rule (:func:`name_from_filename`), never refused.
 - **Numbers.** :class:`WholeNumberField` reads its text with ``numbers.parse_int`` (plain ASCII
   digits, bounded), never with ``int()``; :class:`IdListField` reads repeated ids (checkboxes).
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Callable, Sequence
+from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
 from flask import request
@@ -74,6 +77,24 @@ def clean_name(value: Any) -> str:
         return ""
     kept = (" " if unicodedata.category(c) == "Cc" else c for c in value if c not in BIDI_CONTROLS)
     return "".join(kept).strip()
+
+
+def name_from_filename(raw: Any, default: str) -> str:
+    """A name made from a browser-supplied file name (an upload, an import): the same rule as a
+    typed name, applied by cleaning instead of refusing, since the user did not type it.
+
+    Only the last path component counts (never a path); control and format characters (NUL,
+    tabs, newlines, bidi controls, zero-width characters) are dropped, so the name can neither
+    break out of a header or a CSV cell nor disguise its extension; the rest is cut to
+    ``MAX_NAME`` characters. ``.``, ``..`` and a name with nothing left become ``default``. The
+    result always passes :class:`Name` unchanged (``clean_name`` leaves it as it is).
+    """
+    text = raw.replace("\x00", "") if isinstance(raw, str) else ""
+    base = PureWindowsPath(PurePosixPath(text).name).name
+    name = "".join(c for c in base if unicodedata.category(c) not in ("Cc", "Cf")).strip()
+    if name in ("", ".", ".."):
+        return default
+    return name[:MAX_NAME].strip()
 
 
 def too_long(text: str, limit: int = MAX_NAME) -> str | None:

@@ -18,7 +18,8 @@ _MAX_DIGITS = len(str(MAX_ID))
 
 
 def parse_int(raw: object, *, low: int = 0, high: int = MAX_ID) -> int | None:
-    """``raw`` as an int in ``[low, high]``, or None unless it is exactly ASCII digits.
+    """``raw`` as an int in ``[low, high]``, or None unless it is exactly ASCII digits (after one
+    ``-`` where ``low`` is negative).
 
     A JSON integer (not a bool) is accepted as it is, within the same range.
     """
@@ -26,11 +27,28 @@ def parse_int(raw: object, *, low: int = 0, high: int = MAX_ID) -> int | None:
         return None
     if isinstance(raw, int):
         value = raw
-    elif isinstance(raw, str) and 0 < len(raw) <= _MAX_DIGITS and raw.isascii() and raw.isdigit():
-        value = int(raw)
+    elif isinstance(raw, str):
+        negative = low < 0 and raw.startswith("-")
+        digits = raw[1:] if negative else raw
+        if not (0 < len(digits) <= _MAX_DIGITS and digits.isascii() and digits.isdigit()):
+            return None
+        value = -int(digits) if negative else int(digits)
     else:
         return None
     return value if low <= value <= high else None
+
+
+def plain_digits_problem(label: str, text: str) -> str | None:
+    """The sentence for a typed whole number that is not plain ASCII digits (``٢``, ``２``,
+    ``2_000``, ``+2``), else None; whether it is in range is the caller's check.
+
+    For fields whose numbers another layer converts (the training options, which the engine
+    reads): this is the same rule as :func:`parse_int`, so every number field refuses alike.
+    """
+    stripped = text.strip()
+    if not stripped or parse_int(stripped, low=-MAX_ID) is not None:
+        return None
+    return f"{label} must be a whole number written with the digits 0 to 9, not {stripped[:20]!r}."
 
 
 def parse_id(raw: object) -> int | None:
