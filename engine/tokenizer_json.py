@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from engine.decoders import ByteLevelDecoder, ConcatDecoder, Decoder, MetaspaceDecoder, decoder_from_hf
 from engine.errors import FormatError
+from engine.gc_pause import collector_paused
 from engine.limits import MAX_SPECIAL_TOKENS, check_count, check_special_tokens, shown
 from engine.models.base import Model
 from engine.normalizers import Normalizer, normalizer_from_hf
@@ -89,12 +90,13 @@ def _added_tokens_to_hf(tokenizer: Pipeline) -> list[dict[str, Any]]:
     ]
 
 
-def to_hf_dict(tokenizer: Pipeline) -> dict[str, Any]:
-    """The tokenizer as a ``tokenizer.json`` object."""
-    model = tokenizer.model.to_hf()
+def to_hf_dict(tokenizer: Pipeline, *, entries: bool = True) -> dict[str, Any]:
+    """The tokenizer as a ``tokenizer.json`` object; ``entries=False`` leaves the model's
+    vocabulary and merges out (a snapshot's header: ``engine/snapshot.py``)."""
+    model = tokenizer.model.to_hf() if entries else tokenizer.model.hf_fields()
     added_tokens = _added_tokens_to_hf(tokenizer)
     vocab = model.get("vocab")
-    if isinstance(vocab, dict) and added_tokens:
+    if isinstance(vocab, dict) and added_tokens and entries:
         by_id = {i: t for t, i in vocab.items()}
         for entry in added_tokens:
             by_id[entry["id"]] = entry["content"]
@@ -206,8 +208,10 @@ def _read_added_tokens(
     return specials, added, strip, normalized
 
 
-def pipeline_from_hf_dict(data: Any) -> dict[str, Any]:
-    """The keyword arguments of a tokenizer from a ``tokenizer.json`` object, validated as read."""
+def pipeline_from_hf_dict(data: Any, *, model: Any = None) -> dict[str, Any]:
+    """The keyword arguments of a tokenizer from a ``tokenizer.json`` object, validated as read.
+
+    ``model``: one already built (``engine/snapshot.py``), instead of reading ``data["model"]``."""
     if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
         raise FormatError("This is not a tokenizer.json document: it has no \"model\" object.")
     specials, added, strip, normalized = _read_added_tokens(data.get("added_tokens") or [])
@@ -215,7 +219,8 @@ def pipeline_from_hf_dict(data: Any) -> dict[str, Any]:
     model_data = data["model"]
     kind = model_data.get("type") or ("BPE" if "merges" in model_data else None)
     char_level = kind == "BPE" and not byte_level
-    model = _model_class(kind, char_level=char_level).from_hf(model_data, special_tokens={**specials, **added})
+    if model is None:
+        model = _model_class(kind, char_level=char_level).from_hf(model_data, special_tokens={**specials, **added})
     default_decoder = ByteLevelDecoder() if byte_level else ConcatDecoder()
     normalizer = normalizer_from_hf(data.get("normalizer"))
     if normalized and normalizer is not None and getattr(normalizer, "normalizers", None) != []:  # [] : a no-op
@@ -239,16 +244,17 @@ def pipeline_from_json(text: str | bytes) -> dict[str, Any]:
 
     The size of ``text`` is the caller's to bound (``engine.limits.read_bytes`` for files).
     """
-    try:
-        data = json.loads(text)
-    except RecursionError:
-        raise FormatError("The file is not valid JSON here: it is nested too deeply.") from None
-    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an integer of over 4,300 digits
-        line = getattr(exc, "lineno", None)
-        raise FormatError(f"The file is not valid JSON ({getattr(exc, 'msg', exc)}).", line=line) from None
-    try:
-        return pipeline_from_hf_dict(data)
-    except FormatError:
-        raise
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError, RecursionError) as exc:
-        raise FormatError(f"The tokenizer.json document is malformed: {str(exc)[:200]}.") from None
+    with collector_paused():  # engine/gc_pause.py: a quarter of a big file's load time
+        try:
+            data = json.loads(text)
+        except RecursionError:
+            raise FormatError("The file is not valid JSON here: it is nested too deeply.") from None
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an integer of over 4,300 digits
+            line = getattr(exc, "lineno", None)
+            raise FormatError(f"The file is not valid JSON ({getattr(exc, 'msg', exc)}).", line=line) from None
+        try:
+            return pipeline_from_hf_dict(data)
+        except FormatError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError, RecursionError) as exc:
+            raise FormatError(f"The tokenizer.json document is malformed: {str(exc)[:200]}.") from None

@@ -136,6 +136,8 @@ def cmd_presets_install(args: argparse.Namespace) -> int:
                          f"presets ({reason}); the files are in {folder}, run the command again.") from None
     for name, what in outcome.items():
         print(f"{name}: {what}")
+    if settings["SNAPSHOT_BYTES"] and (written := presets.write_snapshots(settings)):
+        print(f"{written} presets have a snapshot for fast first loads (TOKENFORGE_SNAPSHOT_BYTES).")
     print(f"The presets are installed from {folder} and every team can read them.")
     return 0
 

@@ -28,7 +28,7 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property, partial
-from itertools import accumulate, repeat
+from itertools import accumulate, islice, repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -65,6 +65,17 @@ class MergeIds(NamedTuple):
     lefts: list[int]
     rights: list[int]
     merged: list[int]
+
+
+class ModelSnapshot(NamedTuple):
+    """What a BPE model is rebuilt from without parsing (``engine/snapshot.py``): its options,
+    its vocabulary as ids and spellings, and its merges as ids."""
+
+    level: str  # "byte" (``BPE``: spellings are the tokens' bytes) or "char" (``CharBPE``: UTF-8 strings)
+    options: dict[str, Any]  # the model's keyword arguments besides the vocabulary and merges
+    ids: list[int]
+    spellings: list[bytes]
+    merges: MergeIds
 
 
 class Origins(Mapping[int, tuple[int, int, int]]):
@@ -156,6 +167,16 @@ class BPE:
                 line=rank + 1,
             )
         return MergeIds(lefts, rights, merged)  # type: ignore[arg-type]
+
+    def snapshot(self) -> ModelSnapshot:
+        """The model as ids and bytes (``engine/snapshot.py``), :meth:`from_snapshot`'s input."""
+        options = {"ignore_merges": self.ignore_merges, "hf_options": self.hf_options}
+        return ModelSnapshot("byte", options, list(self._bytes), list(self._bytes.values()),
+                             MergeIds(self._lefts.tolist(), self._rights.tolist(), list(self._merged_at)))
+
+    @classmethod
+    def from_snapshot(cls, state: ModelSnapshot) -> BPE:
+        return cls(dict(zip(state.ids, state.spellings)), state.merges, **state.options)
 
     @property
     def merges(self) -> list[tuple[bytes, bytes]]:
@@ -307,7 +328,14 @@ class BPE:
     def to_hf(self) -> dict[str, Any]:
         names = {token_id: bytes_to_symbols(data) for token_id, data in self._bytes.items()}
         merges = [f"{names[left]} {names[right]}" for left, right in zip(self._lefts, self._rights)]
-        model = hf_byte_level_model(self.vocab(), merges)
+        return self._hf_model(self.vocab(), merges)
+
+    def hf_fields(self) -> dict[str, Any]:
+        """The HF ``model`` object without its vocabulary and merges (a snapshot's header)."""
+        return self._hf_model({}, [])
+
+    def _hf_model(self, vocab: Mapping[str, int], merges: list[str]) -> dict[str, Any]:
+        model = hf_byte_level_model(vocab, merges)
         model.update(self.hf_options)
         model["ignore_merges"] = self.ignore_merges
         return model
@@ -463,20 +491,22 @@ def rank_rows(lefts: Sequence[int], rights: Sequence[int], merged: Sequence[int]
     A pair listed twice keeps its later rank.
 
     The merges are grouped by left id with one stable numpy sort (ranks stay in order within a
-    group, so ``dict`` keeps a repeated pair's later rank), then each row is one ``dict(zip())``.
+    group, so ``dict`` keeps a repeated pair's later rank); each row is then a ``dict`` of the
+    next ``count`` (right, rank) pairs of one iterator, with no list sliced per row (Gemma 3's
+    514,906 merges in 79,482 rows: 0.2 s, against 0.55 s slicing).
     """
     import numpy as np  # here: a CLI call on a small tokenizer should not pay numpy's start-up
 
     empty: dict[int, int] = {}
     rows: list[dict[int, int]] = [empty] * vocab_size
-    order = np.argsort(np.asarray(lefts, np.int64), kind="stable")
-    by_left = np.asarray(lefts, np.int64)[order]
-    starts = np.flatnonzero(np.diff(by_left, prepend=-1)) if len(by_left) else by_left
-    rank_list = order.tolist()
-    right_list = list(map(rights.__getitem__, rank_list))  # the caller's int objects, not new ones
-    bounds = [*starts.tolist(), len(rank_list)]
-    for left, start, stop in zip(by_left[starts].tolist(), bounds, bounds[1:]):
-        rows[left] = dict(zip(right_list[start:stop], rank_list[start:stop]))
+    left_ids = np.asarray(lefts, np.int32)
+    order = np.argsort(left_ids, kind="stable")
+    by_left = left_ids[order]
+    starts = np.flatnonzero(np.diff(by_left, prepend=-1))
+    counts = np.diff(np.append(starts, len(by_left))).tolist()
+    pairs = iter(zip(np.asarray(rights, np.int32)[order].tolist(), order.tolist()))
+    for left, count in zip(by_left[starts].tolist(), counts):
+        rows[left] = dict(islice(pairs, count))
     return rows, list(merged)
 
 

@@ -37,7 +37,7 @@ from engine.decoders import FallbackByte, byte_piece_value
 from engine.errors import FormatError
 from engine.limits import MAX_MERGES, check_count, check_token, shown
 from engine.models.base import StringVocabulary, read_string_vocab
-from engine.models.bpe import LONG_PIECE_BYTES, check_dropout, merge_short, rank_rows
+from engine.models.bpe import LONG_PIECE_BYTES, MergeIds, ModelSnapshot, check_dropout, merge_short, rank_rows
 from engine.models.bpe_long import merge_long_ids
 
 END_OF_WORD = "</w>"
@@ -53,7 +53,7 @@ class CharBPE(StringVocabulary):
     def __init__(
         self,
         vocab: Mapping[str, int],
-        merges: Sequence[tuple[str, str]],
+        merges: Sequence[tuple[str, str]] | MergeIds,
         *,
         unk_token: str | None,
         end_of_word_suffix: str | None = END_OF_WORD,
@@ -66,7 +66,8 @@ class CharBPE(StringVocabulary):
         super().__init__(vocab, unk_token=unk_token)
         if unk_token is not None and self.unk_id is None:
             raise FormatError(f"The unknown token {shown(unk_token)} is not in the character-level BPE vocabulary.")
-        check_count(len(merges), MAX_MERGES, "merges", name="MAX_MERGES")
+        check_count(len(merges[0] if isinstance(merges, MergeIds) else merges), MAX_MERGES, "merges",
+                    name="MAX_MERGES")
         self.suffix = end_of_word_suffix or ""
         self.prefix = continuing_subword_prefix or ""
         self.fuse_unk, self.byte_fallback, self.ignore_merges = fuse_unk, byte_fallback, ignore_merges
@@ -76,6 +77,14 @@ class CharBPE(StringVocabulary):
         self._byte_ids = [self._ids.get(piece) for piece in BYTE_PIECES]
         # The merges as ids, each list built by one C-level map (Gemma 3 has 514,906 merges). Only
         # the ids are kept: ``merges`` is spelt from them on demand (as strings they held ~100 MB).
+        if not isinstance(merges, MergeIds):
+            merges = self._merge_ids(merges)
+        self._lefts, self._rights = array("i", merges.lefts), array("i", merges.rights)
+        self._rows, self._merged_at = rank_rows(merges.lefts, merges.rights, merges.merged, self.vocab_size)
+        self._surface: dict[int, bytes] = {}
+
+    def _merge_ids(self, merges: Sequence[tuple[str, str]]) -> MergeIds:
+        """The merges as ids; FormatError naming the first merge that uses a token not in the vocabulary."""
         get, cut = self._ids.get, len(self.prefix.encode("utf-8"))
         firsts, seconds = list(map(itemgetter(0), merges)), list(map(itemgetter(1), merges))
         lefts, rights = list(map(get, firsts)), list(map(get, seconds))
@@ -87,9 +96,23 @@ class CharBPE(StringVocabulary):
             absent = left if lefts[rank] is None else right if rights[rank] is None else left + tails[rank]
             raise FormatError(f"Merge {rank + 1} ({left} {right}) uses {absent!r}, which is not in the vocabulary "
                               f"(model.merges[{rank}]).", line=rank + 1)
-        self._lefts, self._rights = array("i", lefts), array("i", rights)  # type: ignore[arg-type]
-        self._rows, self._merged_at = rank_rows(lefts, rights, merged, self.vocab_size)  # type: ignore[arg-type]
-        self._surface: dict[int, bytes] = {}
+        return MergeIds(lefts, rights, merged)  # type: ignore[arg-type]
+
+    def snapshot(self) -> ModelSnapshot:
+        """The model as ids and UTF-8 spellings (``engine/snapshot.py``), :meth:`from_snapshot`'s input."""
+        options = {"unk_token": self.unk_token, "end_of_word_suffix": self.suffix or None,
+                   "continuing_subword_prefix": self.prefix or None, "fuse_unk": self.fuse_unk,
+                   "byte_fallback": self.byte_fallback, "ignore_merges": self.ignore_merges,
+                   "hf_options": self.hf_options}
+        return ModelSnapshot("char", options, list(self._ids.values()), [token.encode("utf-8") for token in self._ids],
+                             MergeIds(self._lefts.tolist(), self._rights.tolist(), list(self._merged_at)))
+
+    @classmethod
+    def from_snapshot(cls, state: ModelSnapshot) -> CharBPE:
+        tokens = b"\0".join(state.spellings).decode("utf-8").split("\0")  # one decode, not 262k
+        if len(tokens) != len(state.ids):  # a token with a NUL in it
+            tokens = [spelling.decode("utf-8") for spelling in state.spellings]
+        return cls(dict(zip(tokens, state.ids)), state.merges, **state.options)
 
     @property
     def merges(self) -> list[tuple[str, str]]:
@@ -170,6 +193,13 @@ class CharBPE(StringVocabulary):
         return cached
 
     def to_hf(self) -> dict[str, Any]:
+        model = self.hf_fields()
+        model["vocab"] = self._sorted_vocab()
+        model["merges"] = [[left, right] for left, right in self.merges]
+        return model
+
+    def hf_fields(self) -> dict[str, Any]:
+        """The HF ``model`` object without its vocabulary and merges (a snapshot's header)."""
         model: dict[str, Any] = {
             "type": "BPE",
             "dropout": None,
@@ -181,8 +211,6 @@ class CharBPE(StringVocabulary):
             "ignore_merges": self.ignore_merges,
         }
         model.update(self.hf_options)
-        model["vocab"] = self._sorted_vocab()
-        model["merges"] = [[left, right] for left, right in self.merges]
         return model
 
     @classmethod

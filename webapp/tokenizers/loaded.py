@@ -44,6 +44,7 @@ from webapp.access.visitors import shared_tokenizer_ids
 from webapp.store.db import get_session
 from webapp.store.model_base import MAX_NAME
 from webapp.store.models import Tokenizer as TokenizerRow
+from webapp.tokenizers import snapshots
 from webapp.tokenizers.originals import originals
 from webapp.web.numbers import parse_id
 
@@ -174,7 +175,7 @@ def _parse(row: TokenizerRow) -> Tokenizer:
         text = get_session().scalar(select(TokenizerRow.tokenizer_json).where(TokenizerRow.id == row.id))
         if text is None:
             abort(404)
-        return Tokenizer.from_json(text)
+        return snapshots.parse(text)
     except TokenforgeError:
         abort(422)
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ from engine.formats.tiktoken import build_tiktoken
 from engine.presets import OPEN_MODELS, TIKTOKEN_ENCODINGS
 from webapp.store.db import make_engine
 from webapp.store.models import Tokenizer as TokenizerRow
-from webapp.tokenizers import open_install, preset_install
+from webapp.tokenizers import open_install, preset_install, snapshots
 
 INSTALL_COMMAND = "tokenforge presets install"
 CHAT_TOKENS = ("bos_token", "eos_token", "pad_token")
@@ -177,3 +178,20 @@ def preset_rows(db: Session) -> list[TokenizerRow]:
         select(TokenizerRow).where(TokenizerRow.preset.is_not(None))
         .options(defer(TokenizerRow.tokenizer_json), defer(TokenizerRow.stats)))}
     return [rows[name] for name in (*TIKTOKEN_ENCODINGS, *OPEN_MODELS) if name in rows]
+
+
+def write_snapshots(config: Mapping[str, Any]) -> int:
+    """Write the snapshot (``snapshots.py``) of every registered preset whose document is large,
+    one document in memory at a time, so that even a fresh server's first request on an open
+    model loads without parsing; how many presets have one now."""
+    engine = make_engine(config["DATABASE_URL"])
+    try:
+        with Session(engine) as session:
+            ids = list(session.scalars(select(TokenizerRow.id).where(TokenizerRow.preset.is_not(None))))
+            written = 0
+            for row_id in ids:
+                document = session.scalar(select(TokenizerRow.tokenizer_json).where(TokenizerRow.id == row_id))
+                written += bool(document) and snapshots.write_for(document, config)
+            return written
+    finally:
+        engine.dispose()

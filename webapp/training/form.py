@@ -26,6 +26,7 @@ from webapp.access.auth import scoped
 from webapp.store.db import get_session
 from webapp.store.models import Corpus
 from webapp.web.forms import Form, IdListField, name_field, strip
+from webapp.web.numbers import plain_digits_problem
 
 PREFIX = "opt-"
 MAX_CORPORA = 1000  # corpus checkboxes one form may submit; more is not a person choosing
@@ -185,11 +186,20 @@ def parse(algorithm: str, form: Mapping[str, str]) -> tuple[dict[str, Any] | Non
     naming its ``option``; a field with several problems shows the first.
     """
     values = _raw_values(algorithm, form)
+    # Whole numbers are read by the one parser of every form (``web/numbers.py``): plain ASCII
+    # digits. The engine's ``int()`` would read "٢" as 2 and "2_000" as 2000.
+    errors: dict[str, str] = {}
+    for spec in option_specs(algorithm):
+        raw = values.get(spec.name)
+        if spec.type == "int" and isinstance(raw, str):
+            problem = plain_digits_problem(spec.name.replace("_", " ").capitalize(), raw)
+            if problem:
+                errors[spec.name] = problem
     try:
         options = make_options(algorithm, values)
     except ConfigError as exc:
-        errors: dict[str, str] = {}
         for problem in exc.problems:
             errors.setdefault(problem.option if problem.option in values else "", form_message(problem))
+    if errors:
         return None, errors
     return options_to_dict(options), {}

@@ -56,6 +56,7 @@ class SettingsError(ValueError):
 
 def normalize_database_url(url: str) -> str:
     """Use psycopg 3 for PostgreSQL URLs, whichever spelling the user gave."""
+    "TOKENFORGE_SNAPSHOT_BYTES": (str(GIB), "Disk for snapshots of large parsed tokenizers in <data dir>/snapshots (fast cold loads); 0 turns them off."),
     for prefix in ("postgresql://", "postgres://"):
         if url.startswith(prefix):
             return "postgresql+psycopg://" + url[len(prefix) :]
@@ -239,3 +240,4 @@ def finish_settings(config: dict[str, Any]) -> dict[str, Any]:
     if not config.get("SECRET_KEY"):
         config["SECRET_KEY"] = secret_key_for(data_dir)
     return config
+        "SNAPSHOT_BYTES": _number(env, "TOKENFORGE_SNAPSHOT_BYTES", int),
