@@ -1,4 +1,4 @@
-"""The engine's commands: ``train``, ``encode``, ``import`` and ``eval`` (documented in docs/cli.md).
+"""The engine's commands: ``train``, ``encode``, ``import``, ``eval`` and ``diff`` (documented in docs/cli.md).
 
 ``register(subparsers)`` adds them to a parser; the ``tokenforge`` console script
 (``webapp/cli.py``) does that next to its web commands, and ``main(argv)`` runs them alone.
@@ -122,6 +122,30 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- diff
+def _limit(raw: str) -> int:
+    """A whole number of pieces, 0 for all, for argparse."""
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 9:
+        raise argparse.ArgumentTypeError(f"expected a whole number of pieces (0 for all), not {raw!r}")
+    return int(raw)
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    """Compare two tokenizers' vocabularies: shared pieces, pieces only in each (by script), and
+    with --text the lines of a file that they encode differently."""
+    from engine import vocab_diff, vocab_diff_report
+
+    a, b = _load_tokenizer(args.a), _load_tokenizer(args.b)
+    result = vocab_diff.diff(a, b)
+    lines = vocab_diff.line_diff(a, b, _read_text(args.text)) if args.text is not None else None
+    names = (args.a, args.b)
+    if args.json:
+        print(json.dumps(vocab_diff_report.to_dict(result, lines, names=names, limit=args.limit), ensure_ascii=False))
+    else:
+        sys.stdout.write(vocab_diff_report.to_text(result, lines, names=names, limit=args.limit))
+    return 0
+
+
 # --------------------------------------------------------------------------- import
 def cmd_import(args: argparse.Namespace) -> int:
     """Convert vocab.json + merges.txt (or a tiktoken rank file, or a vocab.txt) to tokenizer.json."""
@@ -167,7 +191,7 @@ def _add(subparsers: Any, name: str, handler: Handler, help_text: str, **kwargs:
 
 
 def register(subparsers: Any) -> None:
-    """Add ``train``, ``encode``, ``import`` and ``eval`` to an argparse subparsers object."""
+    """Add ``train``, ``encode``, ``import``, ``eval`` and ``diff`` to an argparse subparsers object."""
     # train brings its own -h: the options and defaults of the model named before it
     add_train_arguments(_add(subparsers, "train", cmd_train, "train a tokenizer on text files", add_help=False))
 
@@ -191,6 +215,14 @@ def register(subparsers: Any) -> None:
                      help="gpt2, gpt4, o200k, whitespace or a regex (default: gpt2; tiktoken: its sidecar)")
     imp.add_argument("--special-token", action="append", metavar="TOKEN", help="a special token (repeatable)")
     imp.add_argument("-o", "--output", required=True, metavar="tokenizer.json")
+
+    vd = _add(subparsers, "diff", cmd_diff, "compare two tokenizers' vocabularies (and lines of a text)")
+    vd.add_argument("-a", required=True, metavar="TOKENIZER_A", help="a tokenizer.json or sentencepiece .model")
+    vd.add_argument("-b", required=True, metavar="TOKENIZER_B", help="a tokenizer.json or sentencepiece .model")
+    vd.add_argument("--text", metavar="FILE", help="a UTF-8 file ('-' for stdin): list the lines encoded differently")
+    vd.add_argument("--json", action="store_true", help="print JSON instead of the text report")
+    vd.add_argument("--limit", type=_limit, default=20, metavar="N",
+                    help="pieces listed per script and side (default: 20; 0 for all)")
 
     ev = _add(subparsers, "eval", cmd_eval, "print a tokenizer's metrics on a text as JSON")
     ev.add_argument("-t", "--tokenizer", required=True, metavar="TOKENIZER.json")
