@@ -25,7 +25,7 @@ from webapp.playground import views as playground
 from webapp.store import db
 from webapp.training import views as tokenizers
 from webapp.transfer import views as transfer
-from webapp.web import converters, errors, filters, requests, security, time_budget
+from webapp.web import converters, errors, filters, requests, security, slots, time_budget
 from webapp.web.assets import asset_dir
 from webapp.web.config import finish_settings, load_settings
 from webapp.web.forms import MAX_NAME
@@ -55,6 +55,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     db.init_app(app)
     # Body limits before CSRF, whose check parses the form; the login gate's open views get more.
     requests.init_app(app, open_endpoints=auth.PUBLIC_ENDPOINTS | auth.SHAREABLE_ENDPOINTS)
+    slots.init_app(app)  # concurrency budgets (uploads, chat renders) end with their request
     csrf.init_app(app)
     errors.init_app(app)
     filters.init_app(app)

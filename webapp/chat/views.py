@@ -7,7 +7,8 @@ posts as the user types, only the result block. Adding and removing messages are
 messages re-render with the message and a 422. The cl100k_base and o200k_base presets open with
 ChatML's ``<|im_sep|>`` form, their models' (``chat_tokens.py``). Share-link visitors open it at
 ``/s/<token>/chat`` (``access/sharing.py``) and post here like members: a request costs what an
-encode costs, bounded by the same text limits and the template's render time.
+encode costs, bounded by the same text limits and the template's render time, and counts
+against its holder's chat budgets (``budgets.py``: renders a minute and at once).
 Left out: rendering and counting (``chat.py``), the sandbox (``sandbox.py``).
 """
 
@@ -19,6 +20,7 @@ from flask import Blueprint, current_app, request
 from werkzeug.wrappers import Response
 
 from engine import TokenforgeError
+from webapp.chat import budgets
 from webapp.chat.chat import (
     MAX_MESSAGES,
     TOKENIZER_TEMPLATE,
@@ -98,6 +100,9 @@ def chat_context(loaded: Loaded, messages: list[Message], template: str) -> tupl
 def page(tokenizer_id: int) -> Response:
     """Count a chat: the rendered prompt's tokens, each message's, and the template's overhead."""
     loaded = load(tokenizer_id)
+    refused = budgets.admit(loaded.row.id)
+    if refused is not None:
+        return refused
     if request.method == "GET":
         template = request.args.get("template", default_template(loaded))[:40]
         messages = list(SAMPLE)

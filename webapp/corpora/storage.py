@@ -6,7 +6,9 @@ renames it to ``objects/<sha[:2]>/<sha>.txt`` only when everything succeeded, so
 any point leaves nothing behind. Identical content maps to the same object, which is how
 duplicates are recognised. Only the cheap facts (characters, lines, preview) are counted on the
 way; the per-word statistics would slow the upload down several times over, so they are left
-to the "analyse" job (``analyse_child.py``). Errors are :class:`UploadError` with a plain-sentence message; the decoding steps
+to the "analyse" job (``analyse_child.py``). A team's :class:`Quota` is checked as the text is
+written, so an upload (a gzip bomb too) stops where the team's stored bytes would pass it.
+Errors are :class:`UploadError` with a plain-sentence message; the decoding steps
 themselves (gzip, UTF-8, JSONL, size limits) are in ``upload_decoding.py``.
 Database rows are the caller's business (``views.py``).
 
@@ -36,6 +38,7 @@ from webapp.corpora.upload_decoding import (
     decode_chunks,
     detect_format,
     gunzip_chunks,
+    human_size,
     jsonl_documents,
 )
 from webapp.web.filters import quoted
@@ -50,6 +53,27 @@ class StoredCorpus:
     upload_bytes: int
     size_bytes: int
     stats: dict[str, Any] = field(default_factory=dict)  # corpus_stats.TextFacts: chars, lines, preview
+
+
+@dataclass
+class Quota:
+    """A team's stored-corpus bytes: its quota (``TEAM_CORPUS_BYTES``) and what it uses."""
+
+    total: int
+    used: int
+
+    @property
+    def left(self) -> int:
+        return max(0, self.total - self.used)
+
+    def refusal(self, filename: str) -> UploadError:
+        """The error for ``filename``, which would take the team past its quota."""
+        return UploadError(
+            f"{quoted(filename)} would take your team's corpora past its quota of {human_size(self.total)} "
+            f"({human_size(self.used)} are in use; TOKENFORGE_TEAM_CORPUS_BYTES raises it). Nothing was stored "
+            "for it; delete corpora you no longer need, or ask the server's admin for more room.",
+            kind="quota",
+        )
 
 
 class CorpusStore:
@@ -76,8 +100,10 @@ class CorpusStore:
         max_bytes: int,
         text_field: str = "text",
         replace_errors: bool = False,
+        quota: Quota | None = None,
     ) -> StoredCorpus:
-        """Stream an upload into the store; raise UploadError and keep nothing if it is bad."""
+        """Stream an upload into the store; raise UploadError and keep nothing if it is bad or
+        would pass ``quota`` (counted on the stored, decompressed text)."""
         fmt, gzipped = detect_format(filename)
         fd, tmp = self._locked_tmp()
         reader = RawReader(stream, filename, max_bytes)
@@ -95,6 +121,8 @@ class CorpusStore:
                     text = jsonl_documents(text, filename, text_field)
                 for chunk in text:
                     data = chunk.encode("utf-8")
+                    if quota is not None and size + len(data) > quota.left:
+                        raise quota.refusal(filename)
                     out.write(data)
                     digest.update(data)
                     size += len(data)

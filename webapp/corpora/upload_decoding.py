@@ -61,7 +61,7 @@ def detect_format(filename: str) -> tuple[str, bool]:
     return "txt", gzipped
 
 
-def _human(n: int) -> str:
+def human_size(n: int) -> str:
     for unit in ("bytes", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n:,} {unit}" if unit == "bytes" else f"{n:.1f} {unit}".replace(".0 ", " ")
@@ -91,7 +91,7 @@ class RawReader:
             self.count += len(chunk)
             if self.count > self.max_bytes:
                 raise UploadError(
-                    f"{quoted(self.filename)} is larger than the upload limit of {_human(self.max_bytes)}.",
+                    f"{quoted(self.filename)} is larger than the upload limit of {human_size(self.max_bytes)}.",
                     kind="too_large",
                 )
             yield chunk
@@ -112,7 +112,7 @@ def gunzip_chunks(raw: Iterator[bytes], filename: str, max_bytes: int) -> Iterat
                 produced += len(out)
                 if produced > max_bytes:
                     raise UploadError(
-                        f"{quoted(filename)} expands to more than the limit of {_human(max_bytes)} when "
+                        f"{quoted(filename)} expands to more than the limit of {human_size(max_bytes)} when "
                         "decompressed, so it was refused.",
                         kind="too_large",
                     )

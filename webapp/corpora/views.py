@@ -12,23 +12,30 @@ confirmation on a page of its own, and removes the stored file when no corpus us
 from __future__ import annotations
 
 from flask import Blueprint, current_app, flash, redirect, request, url_for
+from flask_wtf.csrf import CSRFError
 from sqlalchemy import func, select
-from werkzeug.exceptions import ClientDisconnected
+from werkzeug.exceptions import ClientDisconnected, HTTPException
 from werkzeug.wrappers import Response
 
 from webapp.access.auth import current_team, owned_or_404, scoped
+from webapp.corpora import budgets
 from webapp.corpora.analysis import analysis_states
 from webapp.corpora.forms import RenameForm, UploadForm
 from webapp.corpora.storage import CorpusStore, UploadError
+from webapp.corpora.upload_decoding import human_size
 from webapp.store.db import get_session
 from webapp.store.models import Corpus, Job
 from webapp.training import jobs
+from webapp.web import requests
+from webapp.web.errors import CSRF_MESSAGE
 from webapp.web.filters import quoted
 from webapp.web.forms import ConfirmForm, name_from_filename
 from webapp.web.htmx import is_htmx, render
 from webapp.web.lists import LIST_ROWS
 
 bp = Blueprint("corpora", __name__, url_prefix="/corpora")
+# Before CSRF parses (and spools) an upload's body: the quota and the upload budgets.
+bp.record_once(lambda state: requests.add_gate(state.app, "corpora.upload", budgets.admit))
 INTERRUPTED = "The upload was interrupted before it finished. Nothing was stored; please try again."
 
 
@@ -64,8 +71,9 @@ def index() -> Response:
 def _index_page(errors: list[str], form: UploadForm | None = None, *, offer_replace: bool = False,
                 status: int = 200) -> Response:
     corpora = _all_corpora()
+    quota = budgets.team_quota(get_session(), current_team().id)
     return render("corpora/index.html", corpora=corpora, errors=errors, form=form or UploadForm(formdata=None),
-                  offer_replace=offer_replace, status=status, capped=len(corpora) == LIST_ROWS,
+                  quota=quota, offer_replace=offer_replace, status=status, capped=len(corpora) == LIST_ROWS,
                   states=analysis_states(get_session(), corpora))
 
 
@@ -78,13 +86,18 @@ def upload() -> Response:
         cut_short = bool(getattr(request, "body_cut_short", False))
     except ClientDisconnected:
         cut_short = True
+    if cut_short and requests.body_cut_off():
+        return _index_page([_too_slow()], status=408)
     if cut_short:
         return _index_page([INTERRUPTED], status=400)
     valid = form.validate()
     errors: list[str] = [error for field_errors in form.errors.values() for error in field_errors]
     files = form.chosen_files() if valid else []
+    refused = budgets.count_more_files(len(files))  # the first was counted before the body came
+    if refused is not None:
+        return refused
     text_field, replace = form.json_field(), form.replace_errors.data
-    offer_replace = False
+    offer_replace = full = False
     stored: list[Corpus] = []
     session = get_session()
     team_id = current_team().id
@@ -93,14 +106,19 @@ def upload() -> Response:
         try:
             result = store().ingest(
                 upload_file.stream, filename, max_bytes=int(current_app.config["MAX_UPLOAD_BYTES"]),
-                text_field=text_field, replace_errors=replace,
+                text_field=text_field, replace_errors=replace, quota=budgets.team_quota(session, team_id),
             )
+            existing = session.scalars(select(Corpus).where(Corpus.sha256 == result.sha256,
+                                                            Corpus.team_id == team_id)).first()
+            quota = None if existing else budgets.over_quota(session, team_id, result.size_bytes)
+            if quota is not None:  # uploads that finished meanwhile took the room
+                _forget(result.sha256)
+                raise quota.refusal(filename)
         except UploadError as exc:
             errors.append(str(exc))
             offer_replace = offer_replace or exc.kind == "utf8"
+            full = full or exc.kind == "quota"
             continue
-        existing = session.scalars(select(Corpus).where(Corpus.sha256 == result.sha256,
-                                                        Corpus.team_id == team_id)).first()
         if existing is not None:
             flash(f"{quoted(filename)} has the same content as the corpus {quoted(existing.name)}, "
                   "so that corpus is reused.")
@@ -115,12 +133,40 @@ def upload() -> Response:
         session.flush()
         jobs.enqueue_analysis(session, corpus)  # commits the corpus and its job together
         stored.append(corpus)
-    if errors:
-        return _index_page(errors, form, offer_replace=offer_replace, status=422)
+    if errors:  # 413 when the team's quota refused a file
+        return _index_page(errors, form, offer_replace=offer_replace, status=413 if full else 422)
     if len(stored) == 1:
         return redirect(url_for("corpora.show", corpus_id=stored[0].id), 303)
     flash(f"Stored {len(stored)} corpora.")
     return redirect(url_for("corpora.index"), 303)
+
+
+@bp.errorhandler(CSRFError)
+@bp.errorhandler(ClientDisconnected)
+def body_ended(error: HTTPException) -> Response:
+    """An upload the CSRF check refused, usually because its body ended early (the form it parsed
+    lost its token): the server cut it off, or the client went away; else the token expired."""
+    if requests.body_cut_off():
+        return _index_page([_too_slow()], status=408)
+    if isinstance(error, ClientDisconnected) or getattr(request, "body_cut_short", False):
+        return _index_page([INTERRUPTED], status=400)
+    return _index_page([CSRF_MESSAGE], status=400)
+
+
+def _too_slow() -> str:
+    """Why the server cut an upload off: the rate floor or the time limit, and their settings."""
+    config = current_app.config
+    return (f"The upload arrived too slowly and was cut off: after the first {config['UPLOAD_RATE_WINDOW']:g} "
+            f"seconds it must bring {human_size(int(config['UPLOAD_MIN_RATE']))} a second "
+            "(TOKENFORGE_UPLOAD_MIN_RATE), and the whole file must arrive within "
+            f"{config['UPLOAD_MAX_SECONDS']:g} seconds (TOKENFORGE_UPLOAD_MAX_SECONDS). "
+            "Nothing was stored; try again over a faster connection.")
+
+
+def _forget(sha: str) -> None:
+    """Remove the stored file with this hash unless a corpus (of any team) still uses it."""
+    if not get_session().scalar(select(func.count()).select_from(Corpus).where(Corpus.sha256 == sha)):
+        store().delete(sha)
 
 
 def _show_page(corpus: Corpus, *, block: str, rename_error: str | None = None,
@@ -188,8 +234,7 @@ def delete(corpus_id: int) -> Response:
     sha, name = corpus.sha256, corpus.name
     session.delete(corpus)
     session.commit()
-    if not session.scalar(select(func.count()).select_from(Corpus).where(Corpus.sha256 == sha)):
-        store().delete(sha)
+    _forget(sha)
     flash(f"Deleted the corpus {quoted(name)}.")
     target = url_for("corpora.index")
     if is_htmx():

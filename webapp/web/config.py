@@ -22,6 +22,13 @@ ENV_DEFAULTS: dict[str, tuple[str, str]] = {
     "DATABASE_URL": ("", "Database URL; empty means sqlite:///<data dir>/tokenforge.sqlite3."),
     "TOKENFORGE_CORPUS_DIR": ("", "Corpus store; empty means <data dir>/corpora."),
     "TOKENFORGE_MAX_UPLOAD_BYTES": (str(GIB), "Largest corpus file, after decompression."),
+    "TOKENFORGE_TEAM_CORPUS_BYTES": (str(20 * GIB), "Bytes of stored corpora (after decompression) one team may keep."),
+    "TOKENFORGE_UPLOAD_RATE_LIMIT": ("100/3600", "Corpus files one member may upload: N/SECONDS."),
+    "TOKENFORGE_UPLOADS_PER_MEMBER": ("2", "Uploads one member may have in progress at once."),
+    "TOKENFORGE_UPLOADS_PER_IP": ("4", "Uploads one IP address may have in progress at once."),
+    "TOKENFORGE_UPLOAD_MIN_RATE": ("8192", "Bytes/second an upload must keep up in each window after the first, or it is cut off."),
+    "TOKENFORGE_UPLOAD_RATE_WINDOW": ("30", "Seconds over which the upload rate is measured (the first window is free)."),
+    "TOKENFORGE_UPLOAD_MAX_SECONDS": ("3600", "Seconds a large request body may take in all, however fast it arrives."),
     "SECRET_KEY": ("", "Signs sessions and CSRF tokens; generated into <data dir>/secret_key if unset."),
     "TOKENFORGE_HEARTBEAT_SECONDS": ("1", "How often a worker writes a running job's heartbeat and progress."),
     "TOKENFORGE_STALE_SECONDS": ("30", "A running job whose heartbeat is older than this is recovered."),
@@ -46,7 +53,10 @@ ENV_DEFAULTS: dict[str, tuple[str, str]] = {
     "TOKENFORGE_LEADERBOARD_MAX_BYTES": ("1048576", "Bytes of each held-out corpus a leaderboard evaluates, at most."),
     "TOKENFORGE_LEADERBOARD_PAIR_SECONDS": ("60", "CPU seconds of encoding one tokenizer × corpus pair of a leaderboard may use."),
     "TOKENFORGE_CHAT_RENDER_SECONDS": ("3", "Wall seconds one chat template render may take."),
+    "TOKENFORGE_CHAT_RATE_LIMIT": ("120/60", "Chat renders allowed per member, API key or share link: N/SECONDS."),
+    "TOKENFORGE_CHAT_CONCURRENCY": ("2", "Chat renders one member, API key or share link may run at once."),
     "TOKENFORGE_TOKENIZER_CACHE_BYTES": (str(GIB), "Approximate bytes of parsed tokenizers one web process keeps."),
+    "TOKENFORGE_SNAPSHOT_BYTES": (str(GIB), "Disk for snapshots of large parsed tokenizers in <data dir>/snapshots (fast cold loads); 0 turns them off."),
 }
 
 
@@ -56,7 +66,6 @@ class SettingsError(ValueError):
 
 def normalize_database_url(url: str) -> str:
     """Use psycopg 3 for PostgreSQL URLs, whichever spelling the user gave."""
-    "TOKENFORGE_SNAPSHOT_BYTES": (str(GIB), "Disk for snapshots of large parsed tokenizers in <data dir>/snapshots (fast cold loads); 0 turns them off."),
     for prefix in ("postgresql://", "postgres://"):
         if url.startswith(prefix):
             return "postgresql+psycopg://" + url[len(prefix) :]
@@ -201,6 +210,13 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
         "DATABASE_URL": env.get("DATABASE_URL") or None,
         "CORPUS_DIR": str(Path(corpus_dir).resolve()) if corpus_dir else None,
         "MAX_UPLOAD_BYTES": _number(env, "TOKENFORGE_MAX_UPLOAD_BYTES", int),
+        "TEAM_CORPUS_BYTES": _positive(env, "TOKENFORGE_TEAM_CORPUS_BYTES", int),
+        "UPLOAD_RATE_LIMIT": _rate(env, "TOKENFORGE_UPLOAD_RATE_LIMIT"),
+        "UPLOADS_PER_MEMBER": _positive(env, "TOKENFORGE_UPLOADS_PER_MEMBER", int),
+        "UPLOADS_PER_IP": _positive(env, "TOKENFORGE_UPLOADS_PER_IP", int),
+        "UPLOAD_MIN_RATE": _positive(env, "TOKENFORGE_UPLOAD_MIN_RATE", int),
+        "UPLOAD_RATE_WINDOW": _positive(env, "TOKENFORGE_UPLOAD_RATE_WINDOW", float),
+        "UPLOAD_MAX_SECONDS": _positive(env, "TOKENFORGE_UPLOAD_MAX_SECONDS", float),
         "SECRET_KEY": env.get("SECRET_KEY") or None,  # filled from the data dir by finish_settings
         "HEARTBEAT_SECONDS": _number(env, "TOKENFORGE_HEARTBEAT_SECONDS", float),
         "STALE_SECONDS": _number(env, "TOKENFORGE_STALE_SECONDS", float),
@@ -226,7 +242,10 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
         "LEADERBOARD_MAX_BYTES": _positive(env, "TOKENFORGE_LEADERBOARD_MAX_BYTES", int),
         "LEADERBOARD_PAIR_SECONDS": _positive(env, "TOKENFORGE_LEADERBOARD_PAIR_SECONDS", float),
         "CHAT_RENDER_SECONDS": _positive(env, "TOKENFORGE_CHAT_RENDER_SECONDS", float),
+        "CHAT_RATE_LIMIT": _rate(env, "TOKENFORGE_CHAT_RATE_LIMIT"),
+        "CHAT_CONCURRENCY": _positive(env, "TOKENFORGE_CHAT_CONCURRENCY", int),
         "TOKENIZER_CACHE_BYTES": _positive(env, "TOKENFORGE_TOKENIZER_CACHE_BYTES", int),
+        "SNAPSHOT_BYTES": _number(env, "TOKENFORGE_SNAPSHOT_BYTES", int),
     }
 
 
@@ -240,4 +259,3 @@ def finish_settings(config: dict[str, Any]) -> dict[str, Any]:
     if not config.get("SECRET_KEY"):
         config["SECRET_KEY"] = secret_key_for(data_dir)
     return config
-        "SNAPSHOT_BYTES": _number(env, "TOKENFORGE_SNAPSHOT_BYTES", int),

@@ -16,8 +16,12 @@ each by its own window, and are deleted at most once a minute per process.
 Keys are stored as their SHA-256: rows stay small whatever the key, and the table holds no
 e-mail or IP address in the clear.
 
+Every 429 names the setting that raises its budget (:func:`too_many`); :func:`refused` builds the
+same answer for the budgets that count requests running at once (``slots.py``).
+
 Left out: which requests are limited (``access/accounts.py`` for logins and sign-ups, ``security.py``
-for the API, ``access/sharing.py`` for shared texts).
+for the API, ``access/sharing.py`` for shared texts, ``corpora/budgets.py`` for uploads,
+``chat/budgets.py`` for chat renders).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from werkzeug.wrappers import Response
 
 from webapp.store.models_auth import RateLimit
-from webapp.web.config import parse_limit
+from webapp.web.config import ENV_DEFAULTS, parse_limit
 
 TABLE = RateLimit.__table__
 CLEANUP_SECONDS = 60.0  # how often one process deletes expired rows (one indexed DELETE)
@@ -155,8 +159,19 @@ def refuse(setting: str, key: str, what: str) -> Response | None:
 
     Returns the 429 answer (naming ``what``) once the budget is spent, else None.
     """
-    wait = limiter().hit(key, parse_limit(current_app.config[setting]))
-    return too_many(wait, what) if wait is not None else None
+    limit = parse_limit(current_app.config[setting])
+    wait = limiter().hit(key, limit)
+    if wait is None:
+        return None
+    count, seconds = limit
+    return too_many(wait, what, budget=f"The server allows {count:,} per {seconds:g} seconds "
+                                      f"({setting_name(setting)} raises it).")
+
+
+def setting_name(setting: str) -> str:
+    """The environment variable behind an app setting (``CHAT_RATE_LIMIT`` -> ``TOKENFORGE_CHAT_RATE_LIMIT``)."""
+    name = f"TOKENFORGE_{setting}"
+    return name if name in ENV_DEFAULTS else setting
 
 
 def client_ip() -> str:
@@ -164,17 +179,25 @@ def client_ip() -> str:
     return request.remote_addr or "unknown"
 
 
-def too_many(retry_after: float, what: str) -> Response:
-    """A 429 answer in JSON for the API, as plain text otherwise, with ``Retry-After``."""
+def too_many(retry_after: float, what: str, *, budget: str = "") -> Response:
+    """A 429 answer in JSON for the API, as a page otherwise, with ``Retry-After``; ``budget`` is
+    the sentence that says which budget was spent and how to raise it."""
     seconds = max(1, math.ceil(retry_after))
     message = f"Too many {what}. Wait {seconds} second{'s' if seconds != 1 else ''} and try again."
+    return refused(f"{message} {budget}".strip(), retry_after=seconds)
+
+
+def refused(message: str, *, retry_after: float, status: int = 429) -> Response:
+    """An over-budget answer (429, or 413 for a quota) with ``message``: JSON for the API, else a page."""
+    seconds = max(1, math.ceil(retry_after))
     if request.path.startswith("/api/"):
         response = jsonify({"error": message})
     else:
         from flask import render_template
 
-        response = Response(render_template("errors/error.html", status=429, message=message),
+        response = Response(render_template("errors/error.html", status=status, message=message),
                             mimetype="text/html")
-    response.status_code = 429
-    response.headers["Retry-After"] = str(seconds)
+    response.status_code = status
+    if status == 429:
+        response.headers["Retry-After"] = str(seconds)
     return response

@@ -11,17 +11,22 @@
   the form. Ours are created in the corpus store's ``tmp`` folder (the same disk as the store,
   never RAM-backed ``/tmp``) and remembered, so they are closed at the end of the request even
   when the client disconnected halfway and the form never finished parsing.
+- **Admission.** A view whose body is expensive to receive (an upload) may register a gate
+  (:func:`add_gate`) that runs right after the size check, before anything reads the body:
+  a budget it finds spent (uploads running at once, a disk quota) is answered before one byte
+  of the body is spooled.
 """
 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import IO
 
 from flask import Flask, Request, current_app, g, request
 from flask_login import current_user
 from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.wrappers import Response
 
 #: Every request that is not a signed-in upload: forms, share-link encodes and the JSON API. A
 #: decode of the API's 1,000,000 ids is about 7 MB of JSON, and the longest text it encodes
@@ -30,6 +35,10 @@ BODY_BYTES = 16 << 20
 #: A request the login gate will refuse anyway needs no more than a login form.
 REFUSED_BODY_BYTES = 64 << 10
 _OPEN_ENDPOINTS = "tokenforge.open_endpoints"  # app.extensions key: endpoints open to visitors
+_GATES = "tokenforge.body_gates"  # app.extensions key: endpoint -> its admission check
+#: WSGI environ key the server sets (``server.py``): a callable that says whether it ended this
+#: request's body early because it arrived too slowly.
+CUT_OFF_KEY = "tokenforge.body_cut_off"
 #: The largest tokenizer file an import reads (one part; an import sends up to four of them).
 MAX_IMPORT_BYTES = 64 << 20
 
@@ -93,6 +102,12 @@ def body_limit() -> int:
     return REFUSED_BODY_BYTES
 
 
+def body_cut_off() -> bool:
+    """Whether the server ended this request's body for arriving too slowly (``UPLOAD_*`` settings)."""
+    told = request.environ.get(CUT_OFF_KEY)
+    return bool(told()) if callable(told) else False
+
+
 def size_text(count: int) -> str:
     """A byte count as people read it: ``100 bytes``, ``64 KiB``, ``1.5 MiB``, ``5,120 MiB``."""
     for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
@@ -101,13 +116,21 @@ def size_text(count: int) -> str:
     return f"{count:,} byte{'s' if count != 1 else ''}"
 
 
-def limit_body() -> None:
-    """Before every other check: refuse a body declared too large, cap one that is chunked."""
+def limit_body() -> Response | None:
+    """Before every other check: refuse a body declared too large, cap one that is chunked, then
+    run the view's admission gate (its answer, if any, is given with the body unread)."""
     limit = body_limit()
     request.max_content_length = limit
     if (request.content_length or 0) > limit:
         raise RequestEntityTooLarge(f"This request may carry at most {size_text(limit)}; "
                                     f"it declared {size_text(request.content_length or 0)}.")
+    gate = current_app.extensions.get(_GATES, {}).get(request.endpoint or "")
+    return gate() if gate is not None else None
+
+
+def add_gate(app: Flask, endpoint: str, gate: Callable[[], Response | None]) -> None:
+    """Run ``gate`` before the body of a request to ``endpoint`` is read; a response it returns is the answer."""
+    app.extensions.setdefault(_GATES, {})[endpoint] = gate
 
 
 def _close_uploads(_exc: BaseException | None) -> None:

@@ -9,10 +9,15 @@ changes only that step, the way nginx shields an app server:
   event loop without blocking; a thread gets the request only once it is complete, so a slow
   sender costs a socket, never a thread;
 - a head must arrive within :data:`HEAD_SECONDS`, or the connection is closed;
-- a larger body (uploads) is read by the thread, but must keep arriving at
-  :data:`BODY_MIN_RATE` bytes a second after :data:`BODY_GRACE_SECONDS` (Apache's
-  ``mod_reqtimeout`` rule); a sender that falls behind sees its body end there, which the app
-  answers as an interrupted upload (400);
+- a larger body (uploads) is read by the thread, under :class:`BodyRules` (the ``UPLOAD_*``
+  settings): after a first window that is free, each window of ``UPLOAD_RATE_WINDOW`` seconds
+  must bring ``UPLOAD_MIN_RATE`` bytes a second (Apache's ``mod_reqtimeout`` rule, but per
+  window, so a sender cannot bank speed and then stall), and the whole body must arrive within
+  the time its declared size takes at that rate, and never more than ``UPLOAD_MAX_SECONDS``. A
+  sender that falls behind sees its body end there, which the app answers as an interrupted
+  upload, with nothing stored (the app sees :data:`CUT_OFF_KEY` in its environ, and says why);
+  so a slow upload holds a thread for a bounded time, and ``corpora/budgets.py`` bounds how
+  many one member runs at once;
 - a connection whose body the app did not read (a 413, a redirect) is closed after the
   answer instead of being drained, so a 5 GiB body declared to a limit of 64 KiB is not read.
 
@@ -41,8 +46,10 @@ import errno
 import gc
 import selectors
 import socket
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -50,6 +57,8 @@ from gunicorn import http
 from gunicorn.app.base import BaseApplication
 from gunicorn.http.body import LengthReader
 from gunicorn.workers.gthread import TConn, ThreadWorker
+
+from webapp.web.requests import CUT_OFF_KEY
 
 #: How long gunicorn keeps an idle keep-alive connection open. Its default (2 s) is shorter
 #: than the pauses of people typing or of scripts between calls, so clients kept reusing
@@ -65,9 +74,6 @@ BUFFERED_BODY_BYTES = 64 << 10
 #: A head this long without its blank line goes to a thread, where gunicorn's own header
 #: limits refuse it.
 MAX_BUFFERED_HEAD = 64 << 10
-#: A larger body gets this long for free, then must keep up with BODY_MIN_RATE bytes/second.
-BODY_GRACE_SECONDS = 10.0
-BODY_MIN_RATE = 8 << 10
 #: A client that accepts none of its answer for this long is dropped, freeing the thread.
 SEND_TIMEOUT_SECONDS = 60.0
 _READ_CHUNK = 64 << 10
@@ -79,6 +85,39 @@ _READ_CHUNK = 64 << 10
 #: 316-437 to 229-371 ms (``benchmarks/load_test.py``, alternated runs). Garbage in cycles waits
 #: a little longer: at most some megabytes.
 GC_YOUNG_THRESHOLD = 100_000
+
+
+@dataclass(frozen=True)
+class BodyRules:
+    """How fast a body too large to buffer must arrive (``UPLOAD_*`` settings; module docstring)."""
+
+    min_rate: float = 8 << 10  # bytes a second, in every window after the first
+    window: float = 30.0  # seconds; the first window is free (the client's start, a slow disk)
+    max_seconds: float = 3600.0  # the whole body, however fast it arrives
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> BodyRules:
+        """The rules of an app's settings (the defaults where a setting is missing)."""
+        default = cls()
+        return cls(float(config.get("UPLOAD_MIN_RATE", default.min_rate)),
+                   float(config.get("UPLOAD_RATE_WINDOW", default.window)),
+                   float(config.get("UPLOAD_MAX_SECONDS", default.max_seconds)))
+
+    def seconds_for(self, declared: int | None) -> float:
+        """How long a body of ``declared`` bytes (None: chunked) may take in all."""
+        if declared is None:
+            return self.max_seconds
+        return min(self.max_seconds, self.window + declared / self.min_rate)
+
+
+def declared_length(buffer: bytes | bytearray) -> int | None:
+    """The Content-Length of the request head at the start of ``buffer``, if it has one."""
+    end = buffer.find(b"\r\n\r\n")
+    for line in bytes(buffer[:end if end >= 0 else len(buffer)]).split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length" and value.strip().isdigit():
+            return int(value.strip())
+    return None
 
 
 def head_complete(buffer: bytes | bytearray) -> bool:
@@ -107,42 +146,62 @@ def head_complete(buffer: bytes | bytearray) -> bool:
 
 
 class _Reader:
-    """The socket as gunicorn's parser sees it: buffered bytes first, then timed reads."""
+    """The socket as gunicorn's parser sees it: buffered bytes first, then timed reads (:class:`BodyRules`)."""
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, rules: BodyRules | None = None) -> None:
         self.sock = sock
+        self.rules = rules or BodyRules()
         self.pending = bytearray()
-        self.deadline = 0.0
-        self.received = 0
+        self.deadline = 0.0  # the whole body by then
+        self.window_end = 0.0
+        self.window_need = 0.0  # bytes the current window must bring
+        self.window_bytes = 0
+        self.cut_off = False  # whether a body was ended for being too slow
 
     def start(self) -> None:
-        """A thread takes the request: the slow-body clock starts now."""
-        self.deadline = time.monotonic() + BODY_GRACE_SECONDS
-        self.received = 0
+        """A thread takes the request: the slow-body clocks start now (the first window is free)."""
+        now = time.monotonic()
+        self.deadline = now + self.rules.seconds_for(declared_length(self.pending))
+        self.window_end, self.window_need, self.window_bytes = now + self.rules.window, 0.0, 0
+        self.cut_off = False
 
     def recv(self, size: int) -> bytes:
         if self.pending:
             data = bytes(self.pending[:size])
             del self.pending[:size]
             return data
-        remaining = self.deadline + self.received / BODY_MIN_RATE - time.monotonic()
-        if remaining <= 0:
-            return b""  # too slow: the body ends here, as if the client had gone
-        self.sock.settimeout(remaining)
-        try:
-            data = self.sock.recv(size)
-        except TimeoutError:
-            return b""
-        self.received += len(data)
-        return data
+        while True:
+            now = time.monotonic()
+            if now >= self.window_end:
+                if self.window_bytes < self.window_need:
+                    return self._cut()
+                self.window_end = now + self.rules.window
+                self.window_need, self.window_bytes = self.rules.min_rate * self.rules.window, 0
+            if now >= self.deadline:
+                return self._cut()
+            self.sock.settimeout(min(self.deadline, self.window_end) - now)
+            try:
+                data = self.sock.recv(size)
+            except TimeoutError:
+                continue  # a window or the deadline ended: judge it above
+            finally:  # the answer is sent under the send timeout, not what is left of a window
+                self.sock.settimeout(SEND_TIMEOUT_SECONDS)
+            self.window_bytes += len(data)
+            return data
+
+    def _cut(self) -> bytes:
+        """Too slow: the body ends here, as if the client had gone."""
+        self.cut_off = True
+        return b""
 
 
 class _Conn(TConn):  # type: ignore[misc]
     """A gthread connection whose request is gathered in the event loop first."""
 
-    def __init__(self, cfg: Any, sock: socket.socket, client: Any, server: Any) -> None:
+    def __init__(self, cfg: Any, sock: socket.socket, client: Any, server: Any,
+                 rules: BodyRules | None = None) -> None:
         super().__init__(cfg, sock, client, server)
-        self.reader = _Reader(sock)
+        self.reader = _Reader(sock, rules)
         self.head_deadline = 0.0
 
     def fill(self) -> str:
@@ -205,6 +264,8 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
         self._balance = Balance(self.cfg.threads)
         self._balancing = self.cfg.workers > 1  # one process has nobody to leave connections to
         self._paused: dict[socket.socket, Any] = {}  # listener -> its accept callback, while busy
+        self._body_rules = BodyRules()  # the app's, once it is loaded
+        self._current = threading.local()  # .reader: the body reader of the request this thread runs
 
     def init_process(self) -> None:
         gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
@@ -212,8 +273,19 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
 
     def load_wsgi(self) -> None:
         super().load_wsgi()
+        self._body_rules = BodyRules.from_config(getattr(self.wsgi, "config", {}))
+        self.wsgi = self._telling(self.wsgi)
         if self._balancing:
             self.wsgi = self._shedding(self.wsgi)
+
+    def _telling(self, app: Callable[..., Any]) -> Callable[..., Any]:
+        """``app``, with :data:`CUT_OFF_KEY` in each environ (the thread's request's body reader)."""
+        def call(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+            reader = getattr(self._current, "reader", None)
+            if reader is not None:
+                environ[CUT_OFF_KEY] = lambda: reader.cut_off
+            return app(environ, start_response)
+        return call
 
     def _shedding(self, app: Callable[..., Any]) -> Callable[..., Any]:
         """``app``, answering ``Connection: close`` when its process is crowded (:meth:`Balance.crowded`).
@@ -239,7 +311,7 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
             if exc.errno not in (errno.EAGAIN, errno.ECONNABORTED, errno.EWOULDBLOCK):
                 raise
             return
-        conn = _Conn(self.cfg, sock, client, server)
+        conn = _Conn(self.cfg, sock, client, server, self._body_rules)
         self.nr_conns += 1
         with self._lock:
             self.poller.register(conn.sock, selectors.EVENT_READ,
@@ -308,7 +380,11 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
         conn.close()
 
     def handle_request(self, req: Any, conn: _Conn) -> bool:
-        keepalive: bool = super().handle_request(req, conn)
+        self._current.reader = conn.reader
+        try:
+            keepalive: bool = super().handle_request(req, conn)
+        finally:
+            self._current.reader = None
         reader = req.body.reader if req is not None and req.body is not None else None
         drained = isinstance(reader, LengthReader) and reader.length == 0
         return keepalive and drained  # never read an unread body just to reuse the socket

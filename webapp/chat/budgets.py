@@ -1,0 +1,48 @@
+"""What chat renders one holder may spend: renders a minute, and renders at once.
+
+A chat render runs the tokenizer's own Jinja template in a sandboxed child process for up to
+``CHAT_RENDER_SECONDS``, so a shared tokenizer with a template that loops as long as it may
+costs seconds of CPU per request, to anyone holding the link. Each render therefore counts
+against its holder's ``CHAT_RATE_LIMIT`` (``web/ratelimit.py``) and holds one of the holder's
+``CHAT_CONCURRENCY`` slots while it runs (``web/slots.py``); beyond either, a 429 that names the
+setting.
+
+The holder is the API key a request came with, else the signed-in member, else the share link
+that opened the tokenizer for this visitor (every holder of one link shares its budget, so
+fresh sessions do not buy more), else the address.
+
+Left out: the render's own bounds (``sandbox.py``); the API's chat branch calls :func:`admit`
+from ``api/views.py``.
+"""
+
+from __future__ import annotations
+
+from flask import g
+from flask_login import current_user
+from werkzeug.wrappers import Response
+
+from webapp.access.visitors import share_token
+from webapp.web import ratelimit, slots
+
+
+def holder(tokenizer_id: int) -> str:
+    """Whose budget a chat render of ``tokenizer_id`` spends (module docstring)."""
+    key_id = g.get("api_key_id")
+    if key_id is not None:
+        return f"key:{key_id}"
+    if current_user.is_authenticated:
+        return f"member:{current_user.id}"
+    token = share_token(tokenizer_id)
+    if token is not None:
+        return f"link:{token}"
+    return f"ip:{ratelimit.client_ip()}"
+
+
+def admit(tokenizer_id: int) -> Response | None:
+    """Count one chat render of ``tokenizer_id`` and hold a slot for it until the request ends;
+    the 429 answer if either budget is spent, else None."""
+    who = f"chat:{holder(tokenizer_id)}"
+    refused = ratelimit.refuse("CHAT_RATE_LIMIT", who, "chat renders")
+    if refused is None:
+        refused = slots.hold("CHAT_CONCURRENCY", who, "Other chat renders of yours are still running.")
+    return refused
