@@ -2,7 +2,8 @@
 
 ``register(subparsers)`` adds them to a parser; the ``tokenforge`` console script
 (``webapp/cli.py``) does that next to its web commands, and ``main(argv)`` runs them alone.
-``train`` lives in ``cli_train.py``, whose flags are generated from the trainers' options.
+``train`` lives in ``cli_train.py``, whose flags are generated from the trainers' options, and
+``extend`` in ``cli_extend.py``.
 
 Every failure the user can cause (a bad flag, a missing or malformed file, a disallowed special
 token) prints one line on stderr and exits non-zero; tracebacks are for our own bugs. Left out:
@@ -20,6 +21,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from engine.cli_extend import add_extend_arguments, cmd_extend
 from engine.cli_train import add_train_arguments, cmd_train
 from engine.errors import SpecialTokenError, TokenforgeError
 from engine.formats import read_utf8
@@ -227,6 +229,9 @@ def register(subparsers: Any) -> None:
     ev = _add(subparsers, "eval", cmd_eval, "print a tokenizer's metrics on a text as JSON")
     ev.add_argument("-t", "--tokenizer", required=True, metavar="TOKENIZER.json")
     ev.add_argument("file", metavar="FILE", help="a held-out UTF-8 text")
+
+    add_extend_arguments(_add(subparsers, "extend", cmd_extend, "learn new tokens for a tokenizer from a corpus, "
+                                                                "keeping its ids"))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -89,6 +89,7 @@ def merge_words(
     min_frequency: int = 0,
     max_token_length: int | None = None,
     tick: Callable[[int], None] | None = None,
+    allowed: Callable[[int, int, bytes], bool] | None = None,
 ) -> tuple[list[tuple[int, int, int, int]], list[bytes]]:
     """Learn up to ``num_merges`` merges over ``words``.
 
@@ -101,7 +102,9 @@ def merge_words(
     when merged and ``removed`` how many tokens the merge took out of the corpus (less than
     ``count`` only for overlapping pairs like ``a a a``). ``token_bytes[t]`` is the byte string
     of internal token ``t``. ``tick(merges_done)`` is called after each merge so the caller can
-    report progress and raise to cancel.
+    report progress and raise to cancel. ``allowed(left, right, merged_bytes)``, where given, is
+    asked once per pair before the pair may ever be merged (it never enters the heap otherwise):
+    extending a tokenizer (``engine/extend``) uses it to keep merges off text the base handles.
     """
     token_bytes = list(alphabet)
     token_len = list(lengths) if lengths is not None else [len(t) for t in token_bytes]
@@ -134,7 +137,8 @@ def merge_words(
 
     def push(pair: int, count: int) -> None:
         left, right = divmod(pair, V)
-        if count >= floor and token_len[left] + token_len[right] <= max_len:
+        if count >= floor and token_len[left] + token_len[right] <= max_len and (
+                allowed is None or allowed(left, right, token_bytes[left] + token_bytes[right])):
             heapq.heappush(heap, (-count, inv[left] + inv[right], pair))
 
     heap: list[tuple[int, str, int]] = []

@@ -1,0 +1,103 @@
+"""What an extension did, measured: the report the CLI prints (and writes as report.json).
+
+Pieces added, duplicates skipped, unreachable pieces, the new embedding rows a model needs
+(``model.resize_token_embeddings(new vocab size)``: the new size minus the base's), and on each
+text given, tokens per character before and after and how many of its lines now encode
+differently. A line is encoded on its own, a special token in it as that token (training cut them out too).
+
+The held-out text defaults to the last tenth of the lines of the last corpus file
+(:func:`split_held_out`), which the extension then does not learn from.
+
+Left out: the diff of two vocabularies (``engine/vocab_diff.py``), timings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from engine.extend.bpe import Extension
+from engine.formats import read_utf8
+from engine.tokenizer import Tokenizer
+
+HELD_OUT_FRACTION = 0.1
+
+
+def split_held_out(files: Sequence[str | Path], workdir: Path) -> tuple[list[Path], str]:
+    """``(files to learn from, held-out text)``: the last tenth of the last file's lines is held out,
+    and the rest of that file is written to ``workdir`` (the others are used as they are)."""
+    paths = [Path(f) for f in files]
+    text = read_utf8(paths[-1])
+    lines = text.splitlines(keepends=True)
+    keep = len(lines) - max(1, round(len(lines) * HELD_OUT_FRACTION)) if len(lines) > 1 else len(lines)
+    head = workdir / f"learn-{paths[-1].name}"
+    head.write_text("".join(lines[:keep]), encoding="utf-8")
+    return [*paths[:-1], head], "".join(lines[keep:])
+
+
+def _tokens(tokenizer: Tokenizer, line: str) -> list[int]:
+    return tokenizer.encode(line, allowed_special="all", add_special_tokens=False)
+
+
+def measure(base: Tokenizer, extended: Tokenizer, text: str) -> dict[str, Any]:
+    """Tokens per character of ``text`` under both tokenizers, and its lines that encode differently."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    before = after = changed = 0
+    for line in lines:
+        old, new = _tokens(base, line), _tokens(extended, line)
+        before, after, changed = before + len(old), after + len(new), changed + (old != new)
+    chars = sum(map(len, lines))
+    return {
+        "lines": len(lines),
+        "characters": chars,
+        "tokens_before": before,
+        "tokens_after": after,
+        "tokens_per_char_before": round(before / chars, 4) if chars else None,
+        "tokens_per_char_after": round(after / chars, 4) if chars else None,
+        "drop": round(1 - after / before, 4) if before else None,
+        "lines_changed": changed,
+    }
+
+
+def build_report(extension: Extension, base: Tokenizer, *, held_out: str | None = None,
+                 reference: str | None = None) -> dict[str, Any]:
+    """The report as a JSON-ready dict (``held_out``/``reference`` only where given)."""
+    tokenizer = extension.tokenizer
+    report: dict[str, Any] = {
+        "base_vocab_size": extension.base_vocab_size,
+        "vocab_size": tokenizer.vocab_size,
+        "new_embedding_rows": tokenizer.vocab_size - extension.base_vocab_size,
+        "pieces_added": len(extension.added),
+        "merges_added": len(extension.merges),
+        "duplicates_skipped": extension.duplicates_skipped,
+        "unreachable": extension.unreachable,
+        "protected": extension.protected,
+        "pretokens_learned_from": extension.pretokens_counted,
+    }
+    if held_out is not None:
+        report["held_out"] = measure(base, tokenizer, held_out)
+    if reference is not None:
+        report["reference"] = measure(base, tokenizer, reference)
+    return report
+
+
+def report_lines(report: dict[str, Any]) -> list[str]:
+    """The report as sentences for a terminal."""
+    out = [
+        f"Added {report['pieces_added']:,} pieces ({report['merges_added']:,} merges) to a base of "
+        f"{report['base_vocab_size']:,} tokens: ids {report['base_vocab_size']:,} to {report['vocab_size'] - 1:,} are new, "
+        f"the base's are unchanged ({'protected' if report['protected'] else 'unprotected'}).",
+        f"Duplicates skipped: {report['duplicates_skipped']:,}; unreachable pieces: {report['unreachable']:,}.",
+        f"New embedding rows: {report['new_embedding_rows']:,} "
+        f"(model.resize_token_embeddings({report['vocab_size']})).",
+    ]
+    for name in ("held_out", "reference"):
+        part = report.get(name)
+        if part is None or not part["characters"]:
+            continue
+        drop = f", {part['drop']:.1%} fewer tokens" if part["drop"] is not None else ""
+        out.append(f"{name.replace('_', '-').capitalize()}: {part['tokens_per_char_before']} -> "
+                   f"{part['tokens_per_char_after']} tokens per character{drop}; "
+                   f"{part['lines_changed']:,} of {part['lines']:,} lines encode differently.")
+    return out
