@@ -23,6 +23,7 @@ from webapp.leaderboards import views as leaderboard_views
 from webapp.playground import compare_views, spans_html, text_links, vocab_views
 from webapp.playground import views as playground
 from webapp.store import db
+from webapp.tokenizers import diff_views as vocab_diff_views
 from webapp.training import views as tokenizers
 from webapp.transfer import views as transfer
 from webapp.web import converters, errors, filters, requests, security, slots, time_budget
@@ -65,7 +66,9 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
     add_template_globals(app)
     # Every blueprint, registered here and nowhere else.
-    for blueprint in (accounts.bp, teams.bp, sharing.bp, corpora.bp, tokenizers.bp, leaderboard_views.bp,
+    for blueprint in (accounts.bp, teams.bp, sharing.bp, corpora.bp, tokenizers.bp,
+                      vocab_diff_views.bp,  # the vocabulary diff of two tokenizers
+                      leaderboard_views.bp,
                       playground.bp,  # encode, decode, the token inspector
                       compare_views.bp, vocab_views.bp,  # compare; vocabulary and insights
                       transfer.bp,  # downloads and imports
