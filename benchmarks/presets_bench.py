@@ -11,13 +11,16 @@ Hugging Face ``tokenizers`` reads the same documents and is the anchor.
 1. **Load**: the whole process ``python -c "loads(open(F).read())"`` against the whole process
    ``python -c "Tokenizer.from_file(F)"``, run in turn, median of ``--runs`` (start-up included).
 2. **First encode** and **warm encode**, in a fresh process: the seconds from reading the file to
-   the ids of 2 KB of text (what the first request on a cold preset waits for), then the median of
-   ``--warm`` encodes of the same 2 KB (the tokenizer's piece cache warm, as in a running server).
+   the ids of 2 KB of text (what the first request on a cold preset waits for), once parsing the
+   document and once reading its snapshot (``NAME.npz``, what the web app reads: ``presets
+   install`` writes one for each preset, ``webapp/tokenizers/snapshots.py``), in turn; then the
+   median of ``--warm`` encodes of the same 2 KB (the tokenizer's piece cache warm, as in a
+   running server).
 3. **Memory**: one process that uses every preset once, in catalogue order, through a cache that
    evicts like the web app's (``webapp/tokenizers/loaded.py``: at most ``CACHE_SIZE`` entries,
    ``estimated_bytes`` per entry, the default budget or ``TOKENFORGE_TOKENIZER_CACHE_BYTES``,
-   room made before parsing). It prints its peak RSS, and each preset's RSS in a fresh process
-   beside the estimate. Linux only (``/proc``, ``ru_maxrss``).
+   room made before loading), each loaded from its snapshot. It prints its peak RSS, and each
+   preset's RSS in a fresh process beside the estimate. Linux only (``/proc``, ``ru_maxrss``).
 
 Leaves out the database and Flask around the cache: they add the same few tens of MB to any
 process. Timings go to ``docs/benchmarks.md`` by hand; nothing here asserts a target.
@@ -48,8 +51,7 @@ HF_LOAD = "import tokenizers; tokenizers.Tokenizer.from_file({path!r})"
 ENCODE = """
 import json, statistics, sys, time
 t0 = time.perf_counter()
-from engine.serialization import loads
-tok = loads(open({path!r}, encoding='utf-8').read())
+{load}
 t1 = time.perf_counter()
 ids = tok.encode({text!r})
 t2 = time.perf_counter()
@@ -59,30 +61,31 @@ for _ in range({warm}):
 print(json.dumps({{"load": t1 - t0, "first": t2 - t0, "encode": t2 - t1, "warm": statistics.median(warm),
                   "tokens": len(ids)}}))
 """
+FROM_DOCUMENT = "from engine.serialization import loads; tok = loads(open({path!r}, encoding='utf-8').read())"
+FROM_SNAPSHOT = "from engine.snapshot import load_snapshot; tok = load_snapshot(open({path!r}, 'rb'))"
 # One fresh process: the RSS a preset adds (load and one encode, the document freed).
 ONE_RSS = """
 import gc, json
 def rss(): return int(open('/proc/self/statm').read().split()[1]) * 4096
-from engine.serialization import loads
+from engine.snapshot import load_snapshot
 from webapp.tokenizers.loaded import estimated_bytes
 gc.collect(); before = rss()
-tok = loads(open({path!r}, encoding='utf-8').read()); tok.encode({text!r}); gc.collect()
+tok = load_snapshot(open({path!r}, 'rb')); tok.encode({text!r}); gc.collect()
 print(json.dumps({{"held": rss() - before, "estimate": estimated_bytes(tok.vocab_size), "vocab_size": tok.vocab_size}}))
 """
 # Every preset once through a cache that evicts as loaded.py's does.
 ALL_RSS = """
 import json, resource, sys
 from collections import OrderedDict
-from engine.serialization import loads
+from engine.snapshot import load_snapshot
 from webapp.tokenizers.loaded import CACHE_SIZE, cache_budget, estimated_bytes
 def rss(): return int(open('/proc/self/statm').read().split()[1]) * 4096
 cache, held, budget, after = OrderedDict(), 0, cache_budget(), {{}}
 for name, path in {paths!r}:
-    text = open(path, encoding='utf-8').read()
     size = estimated_bytes({sizes!r}[name])  # the row's vocab_size: known before parsing
     while cache and (len(cache) >= CACHE_SIZE or held + size > budget):
         held -= cache.popitem(last=False)[1][1]
-    tok = loads(text); del text
+    tok = load_snapshot(open(path, 'rb'))
     tok.encode({text!r})
     cache[name] = (tok, size); held += size; del tok
     after[name] = rss()
@@ -92,12 +95,14 @@ print(json.dumps({{"budget": budget, "after": after, "kept": list(cache),
 
 
 def write_documents(presets: Path, work: Path) -> dict[str, Path]:
-    """The document the web app stores for each preset, written once into ``work``."""
+    """The document the web app stores for each preset, and its snapshot (``NAME.npz``, as
+    ``presets install`` writes it: ``webapp/tokenizers/snapshots.py``), written once into ``work``."""
     sys.path.insert(0, str(ROOT))
     from engine.formats.js_tiktoken import parse_rank_table
     from engine.formats.tiktoken import build_tiktoken
     from engine.presets import TIKTOKEN_ENCODINGS
     from engine.serialization import loads
+    from engine.snapshot import snapshot_of
 
     work.mkdir(parents=True, exist_ok=True)
     paths: dict[str, Path] = {}
@@ -113,6 +118,9 @@ def write_documents(presets: Path, work: Path) -> dict[str, Path]:
         else:
             tokenizer = loads((presets / "open" / name / "tokenizer.json").read_text(encoding="utf-8"))
         target.write_text(tokenizer.to_json(), encoding="utf-8")
+    for name, target in paths.items():
+        if not target.with_suffix(".npz").exists():
+            target.with_suffix(".npz").write_bytes(snapshot_of(loads(target.read_text(encoding="utf-8"))) or b"")
     return paths
 
 
@@ -145,23 +153,27 @@ def main() -> None:
     paths = write_documents(args.presets, args.work)
     names = args.only or list(paths)
     sizes: dict[str, int] = {}
-    print("| preset | load, ours | load, HF | ratio | first encode (load included) | warm 2 KB encode "
-          "| RSS held | estimate |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| preset | parse, ours | parse, HF | ratio | first encode, parsed | first encode, from the snapshot "
+          "| warm 2 KB encode | RSS held | estimate |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name in names:
         path = paths[name]
         load = (float("nan"),) * 3 if args.skip_load else load_times(path, args.runs)
-        timed = [json.loads(run_python(ENCODE.format(path=str(path), text=SAMPLE, warm=args.warm))[1])
-                 for _ in range(args.runs)]
-        first = statistics.median(t["first"] for t in timed)
-        warm = statistics.median(t["warm"] for t in timed)
-        held = json.loads(run_python(ONE_RSS.format(path=str(path), text=SAMPLE))[1])
+        parsed, snapshot = [], []
+        for _ in range(args.runs):  # in turn
+            for loader, out in ((FROM_DOCUMENT, parsed), (FROM_SNAPSHOT, snapshot)):
+                load_code = loader.format(path=str(path if loader is FROM_DOCUMENT else path.with_suffix(".npz")))
+                out.append(json.loads(run_python(ENCODE.format(load=load_code, text=SAMPLE, warm=args.warm))[1]))
+        first = statistics.median(t["first"] for t in parsed)
+        first_snapshot = statistics.median(t["first"] for t in snapshot)
+        warm = statistics.median(t["warm"] for t in snapshot)
+        held = json.loads(run_python(ONE_RSS.format(path=str(path.with_suffix(".npz")), text=SAMPLE))[1])
         sizes[name] = held["vocab_size"]
-        print(f"| {name} | {load[0]:.2f} s | {load[1]:.2f} s | {load[2]:.2f}× | {first:.2f} s | "
+        print(f"| {name} | {load[0]:.2f} s | {load[1]:.2f} s | {load[2]:.2f}× | {first:.2f} s | {first_snapshot:.2f} s | "
               f"{warm * 1000:.1f} ms | {held['held'] / 2**20:.0f} MiB | {held['estimate'] / 2**20:.0f} MiB |",
               flush=True)
     if set(names) == set(paths):
-        report = json.loads(run_python(ALL_RSS.format(paths=[(n, str(paths[n])) for n in names],
+        report = json.loads(run_python(ALL_RSS.format(paths=[(n, str(paths[n].with_suffix(".npz"))) for n in names],
                                                       sizes=sizes, text=SAMPLE))[1])
         print(f"\nEvery preset once, budget {report['budget'] / 2**20:.0f} MiB: peak RSS "
               f"{report['peak'] / 2**20:.0f} MiB; kept at the end: {', '.join(report['kept'])}")

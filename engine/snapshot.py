@@ -75,7 +75,7 @@ def _load(file: IO[bytes]) -> Tokenizer:
         with np.load(file, allow_pickle=False) as arrays:
             header = json.loads(arrays["header"].tobytes().decode("utf-8"))
             ids, data, ends = arrays["ids"].tolist(), arrays["spellings"].tobytes(), arrays["ends"].tolist()
-            merges = MergeIds(arrays["lefts"].tolist(), arrays["rights"].tolist(), arrays["merged"].tolist())
+            merges = MergeIds(arrays["lefts"], arrays["rights"], arrays["merged"])  # stay numpy: no int objects
     except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError, zipfile.BadZipFile) as exc:
         raise SnapshotError(f"The snapshot cannot be read: {exc}.") from None
     if not isinstance(header, dict) or header.get("version") != VERSION or header.get("level") not in _LEVELS:
@@ -83,10 +83,13 @@ def _load(file: IO[bytes]) -> Tokenizer:
     if len(ids) != len(ends) or (ends and ends[-1] != len(data)) or not len(merges.lefts) == len(merges.rights) \
             == len(merges.merged):
         raise SnapshotError("The snapshot's arrays do not agree in length.")
+    bound = max(ids, default=-1) + 1
+    if min(ids, default=0) < 0 or any(len(part) and (part.min() < 0 or part.max() >= bound) for part in merges):
+        raise SnapshotError("The snapshot has ids outside its vocabulary.")
     spellings = [data[start:stop] for start, stop in zip([0, *ends], ends)]
     state = ModelSnapshot(header["level"], header["options"], ids, spellings, merges)
     try:
         model = _LEVELS[state.level].from_snapshot(state)
         return Tokenizer(**pipeline_from_hf_dict(header["document"], model=model))
-    except (TokenforgeError, TypeError, ValueError, KeyError, AttributeError) as exc:
+    except (TokenforgeError, TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
         raise SnapshotError(f"The snapshot does not make a tokenizer: {exc}.") from None

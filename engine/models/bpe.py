@@ -60,11 +60,25 @@ BATCH_MAX_BYTES = 1 << 21
 
 
 class MergeIds(NamedTuple):
-    """Merges as ids in rank order: rank i makes ``merged[i]`` from ``lefts[i]`` and ``rights[i]``."""
+    """Merges as ids in rank order: rank i makes ``merged[i]`` from ``lefts[i]`` and ``rights[i]``.
 
-    lefts: list[int]
-    rights: list[int]
-    merged: list[int]
+    Lists when read from a document; numpy arrays when read from a snapshot (``engine/snapshot.py``),
+    which then never exist as half a million Python ints (:func:`int_array`, :func:`rank_rows`)."""
+
+    lefts: Sequence[int]
+    rights: Sequence[int]
+    merged: Sequence[int]
+
+
+def int_array(values: Sequence[int]) -> array[int]:
+    """``values`` as a compact ``array("i")``: a numpy array by its buffer, anything else item by item."""
+    if hasattr(values, "astype"):
+        import numpy as np
+
+        packed = array("i")
+        packed.frombytes(np.ascontiguousarray(values, dtype=np.int32).tobytes())
+        return packed
+    return array("i", values)
 
 
 class ModelSnapshot(NamedTuple):
@@ -145,7 +159,7 @@ class BPE:
         # Only the ids of the merges are kept (rank i makes merged[i] from lefts[i] and rights[i]),
         # two compact arrays: ``merges`` as bytes, the pair dict and ``origins`` are built on
         # demand, since a 446k-merge file held them as ~200 MB of tuples (docs/benchmarks.md).
-        self._lefts, self._rights = array("i", merges.lefts), array("i", merges.rights)
+        self._lefts, self._rights = int_array(merges.lefts), int_array(merges.rights)
         self._right_ranks, self._merged_at = rank_rows(merges.lefts, merges.rights, merges.merged, self.vocab_size)
         # The ids of the single bytes as a ``bytes.translate`` table when every one is below 256
         # (GPT-2's are 0-255): a word's bytes become ids in one C call.
@@ -481,7 +495,7 @@ def parse_merge(entry: object, line: int) -> tuple[bytes, bytes]:
 
 
 def rank_rows(lefts: Sequence[int], rights: Sequence[int], merged: Sequence[int],
-               vocab_size: int) -> tuple[list[dict[int, int]], list[int]]:
+               vocab_size: int) -> tuple[list[dict[int, int]], array[int]]:
     """The hot loops' view of the merges, given as three id lists in rank order (rank i merges
     ``lefts[i]`` and ``rights[i]`` into ``merged[i]``): ``(rows, merged_at)``.
 
@@ -507,7 +521,7 @@ def rank_rows(lefts: Sequence[int], rights: Sequence[int], merged: Sequence[int]
     pairs = iter(zip(np.asarray(rights, np.int32)[order].tolist(), order.tolist()))
     for left, count in zip(by_left[starts].tolist(), counts):
         rows[left] = dict(islice(pairs, count))
-    return rows, list(merged)
+    return rows, int_array(merged)
 
 
 def merge_short(ids: list[int], rows: Sequence[Mapping[int, int]], merged_at: Sequence[int]) -> list[int]:

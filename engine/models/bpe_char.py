@@ -26,7 +26,6 @@ dropout above 0 (HF's encode is then random; such files are refused).
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from itertools import repeat
@@ -37,7 +36,15 @@ from engine.decoders import FallbackByte, byte_piece_value
 from engine.errors import FormatError
 from engine.limits import MAX_MERGES, check_count, check_token, shown
 from engine.models.base import StringVocabulary, read_string_vocab
-from engine.models.bpe import LONG_PIECE_BYTES, MergeIds, ModelSnapshot, check_dropout, merge_short, rank_rows
+from engine.models.bpe import (
+    LONG_PIECE_BYTES,
+    MergeIds,
+    ModelSnapshot,
+    check_dropout,
+    int_array,
+    merge_short,
+    rank_rows,
+)
 from engine.models.bpe_long import merge_long_ids
 
 END_OF_WORD = "</w>"
@@ -79,7 +86,7 @@ class CharBPE(StringVocabulary):
         # the ids are kept: ``merges`` is spelt from them on demand (as strings they held ~100 MB).
         if not isinstance(merges, MergeIds):
             merges = self._merge_ids(merges)
-        self._lefts, self._rights = array("i", merges.lefts), array("i", merges.rights)
+        self._lefts, self._rights = int_array(merges.lefts), int_array(merges.rights)
         self._rows, self._merged_at = rank_rows(merges.lefts, merges.rights, merges.merged, self.vocab_size)
         self._surface: dict[int, bytes] = {}
 

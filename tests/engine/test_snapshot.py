@@ -105,6 +105,7 @@ def test_bad_snapshots_are_snapshot_errors(corpus: Path) -> None:
         "unknown level": rewritten(data, header={**header, "level": "word"}),
         "ids and spellings disagree": rewritten(data, ids=ids[:-1]),
         "a merge of an absent id": rewritten(data, lefts=np.full(44, 10**6, np.int32)),
+        "a negative id": rewritten(data, rights=np.full(44, -3, np.int32)),
         "options the model lacks": rewritten(data, header={**header, "options": {"colour": "red"}}),
     }
     for name, blob in bad.items():

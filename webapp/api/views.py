@@ -25,6 +25,7 @@ from flask import Blueprint, Flask, jsonify, request
 from werkzeug.wrappers import Response
 
 from engine import TokenforgeError
+from webapp.chat import budgets as chat_budgets
 from webapp.chat.chat import ChatError, TemplateRefused, count_chat, parse_messages, template_choices
 from webapp.chat.views import render_seconds
 from webapp.playground.encode_page import limits
@@ -134,6 +135,9 @@ def _encode_chat(body: dict[str, Any], loaded: Loaded) -> Response:
         return _error(f'"template" must be one of {", ".join(template_choices(loaded.row.config))}.')
     if not isinstance(generation, bool):
         return _error('"add_generation_prompt" must be true or false.')
+    refused = chat_budgets.admit(loaded.row.id)  # the chat page's budgets: per key, member or link
+    if refused is not None:
+        return refused
     try:
         messages = parse_messages(body["messages"], max_chars=limits()[0])
         chat = count_chat(loaded.tokenizer, messages, template, loaded.row.config,

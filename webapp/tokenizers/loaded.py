@@ -46,15 +46,19 @@ from webapp.store.model_base import MAX_NAME
 from webapp.store.models import Tokenizer as TokenizerRow
 from webapp.tokenizers import snapshots
 from webapp.tokenizers.originals import originals
+from webapp.web.config import ENV_DEFAULTS
 from webapp.web.numbers import parse_id
 
 CACHE_SIZE = 8  # entries at most, whatever their size
 CACHE_BYTES_ENV = "TOKENFORGE_TOKENIZER_CACHE_BYTES"
-DEFAULT_CACHE_BYTES = 1 << 30
-# Measured with tracemalloc after parsing (docs/configuration.md): 0.7 KiB per piece for r50k,
-# cl100k, o200k, Llama 2 and Gemma 3, 1.1 KiB for gpt-oss; a document's length is a worse guide
-# (6 to 18 bytes held per character, depending on how the pieces are spelled).
-BYTES_PER_PIECE = 1024
+# 384 MiB: every preset used once keeps a process under 330 MiB (docs/benchmarks.md), and still
+# holds Llama 2, Gemma 3 and Qwen 3 together for Compare (estimated 327 MiB).
+DEFAULT_CACHE_BYTES = int(ENV_DEFAULTS[CACHE_BYTES_ENV][0])
+# Measured as RSS after loading and one encode (benchmarks/presets_bench.py): 0.45 to 0.7 KiB
+# per piece for the ten presets (Gemma 3 173 MiB for 262k pieces, gpt-oss 125 MiB for 200k), 1 KiB
+# for Llama 2's 32k; a document's length is a worse guide (6 to 18 bytes held per character,
+# depending on how the pieces are spelled).
+BYTES_PER_PIECE = 768
 MIN_ESTIMATE = 64 * 1024  # the pipeline's own objects, however small the vocabulary
 
 
@@ -76,7 +80,7 @@ def estimated_bytes(vocab_size: int) -> int:
 
 
 def cache_budget() -> int:
-    """The cache's byte budget: the app's ``TOKENIZER_CACHE_BYTES``, else the environment, else 1 GiB."""
+    """The cache's byte budget: the app's ``TOKENIZER_CACHE_BYTES``, else the environment, else 384 MiB."""
     configured = current_app.config.get("TOKENIZER_CACHE_BYTES") if has_app_context() else None
     if configured is not None:
         return int(configured)

@@ -55,7 +55,7 @@ ENV_DEFAULTS: dict[str, tuple[str, str]] = {
     "TOKENFORGE_CHAT_RENDER_SECONDS": ("3", "Wall seconds one chat template render may take."),
     "TOKENFORGE_CHAT_RATE_LIMIT": ("120/60", "Chat renders allowed per member, API key or share link: N/SECONDS."),
     "TOKENFORGE_CHAT_CONCURRENCY": ("2", "Chat renders one member, API key or share link may run at once."),
-    "TOKENFORGE_TOKENIZER_CACHE_BYTES": (str(GIB), "Approximate bytes of parsed tokenizers one web process keeps."),
+    "TOKENFORGE_TOKENIZER_CACHE_BYTES": (str(384 << 20), "Approximate bytes of parsed tokenizers one web process keeps."),
     "TOKENFORGE_SNAPSHOT_BYTES": (str(GIB), "Disk for snapshots of large parsed tokenizers in <data dir>/snapshots (fast cold loads); 0 turns them off."),
 }
 

@@ -130,3 +130,15 @@ def test_the_429_names_no_secret(tmp_path: Path) -> None:
     visitor.get(f"{path}/chat")
     text = visitor.get(f"{path}/chat").get_data(as_text=True)
     assert "TOKENFORGE_CHAT_RATE_LIMIT" in text and not re.search(re.escape(path.removeprefix("/s/")), text)
+
+
+def test_the_apis_chat_encodes_share_the_chat_budget(tmp_path: Path) -> None:
+    app = chat_app(tmp_path, CHAT_RATE_LIMIT="2/60")
+    tokenizer_id = store(app, byte_bpe("mine"))
+    client = login_as(app.test_client(), 1)
+    body = {"tokenizer": tokenizer_id, "messages": [{"role": "user", "content": "the"}]}
+    assert [client.post("/api/v1/encode", json=body).status_code for _ in range(2)] == [200, 200]
+    refused = client.post("/api/v1/encode", json=body)
+    assert refused.status_code == 429
+    assert "TOKENFORGE_CHAT_RATE_LIMIT" in refused.get_json()["error"]
+    assert client.post("/api/v1/encode", json={"tokenizer": tokenizer_id, "text": "the"}).status_code == 200
