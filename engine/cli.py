@@ -22,11 +22,11 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from engine.cli_extend import add_extend_arguments, cmd_extend
+from engine.cli_inputs import load_tokenizer, read_text
 from engine.cli_train import add_train_arguments, cmd_train
 from engine.errors import SpecialTokenError, TokenforgeError
 from engine.formats import read_utf8
-from engine.limits import read_bytes, time_budget
-from engine.tokenizer import Tokenizer
+from engine.limits import time_budget
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -68,31 +68,13 @@ def _guarded(command: str, handler: Handler) -> Handler:
     return run
 
 
-def _read_text(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
-    return read_utf8(path, source=path)
-
-
-def _load_tokenizer(path: str) -> Tokenizer:
-    """A tokenizer.json, or a sentencepiece .model (by its suffix, or not starting with "{")."""
-    from engine.serialization import loads
-
-    data = read_bytes(path, source=path)
-    if path.endswith(".model") or not data.lstrip()[:1] == b"{":  # tokenizer.json is an object
-        from engine.formats.spm_model import load_spm_model
-
-        return load_spm_model(data, source=path)
-    return loads(data)
-
-
 # --------------------------------------------------------------------------- encode, eval
 def cmd_encode(args: argparse.Namespace) -> int:
     """Print the ids of a text or file as one JSON list."""
-    tokenizer = _load_tokenizer(args.tokenizer)
+    tokenizer = load_tokenizer(args.tokenizer)
     if (args.text is None) == (args.file is None):
         return _fail("encode", "Give either --text TEXT or a FILE to encode (not both).")
-    text = args.text if args.text is not None else _read_text(args.file)
+    text = args.text if args.text is not None else read_text(args.file)
     allowed: Any = frozenset(args.allowed_special or ())
     if "all" in allowed:
         allowed = "all"
@@ -119,8 +101,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         metrics = importlib.import_module("engine.metrics")
     except ImportError:
         return _fail("eval", "Evaluation is not available in this version (engine.metrics is missing).")
-    tokenizer = _load_tokenizer(args.tokenizer)
-    print(json.dumps(metrics.evaluate(tokenizer, _read_text(args.file)), indent=2))
+    tokenizer = load_tokenizer(args.tokenizer)
+    print(json.dumps(metrics.evaluate(tokenizer, read_text(args.file)), indent=2))
     return 0
 
 
@@ -137,9 +119,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
     with --text the lines of a file that they encode differently."""
     from engine import vocab_diff, vocab_diff_report
 
-    a, b = _load_tokenizer(args.a), _load_tokenizer(args.b)
+    a, b = load_tokenizer(args.a), load_tokenizer(args.b)
     result = vocab_diff.diff(a, b)
-    lines = vocab_diff.line_diff(a, b, _read_text(args.text)) if args.text is not None else None
+    lines = vocab_diff.line_diff(a, b, read_text(args.text)) if args.text is not None else None
     names = (args.a, args.b)
     if args.json:
         print(json.dumps(vocab_diff_report.to_dict(result, lines, names=names, limit=args.limit), ensure_ascii=False))

@@ -15,6 +15,7 @@ import re
 import tempfile
 from pathlib import Path
 
+from engine.cli_inputs import load_tokenizer, read_text
 from engine.errors import ConfigError
 
 
@@ -47,12 +48,11 @@ def add_extend_arguments(parser: argparse.ArgumentParser) -> None:
 
 def cmd_extend(args: argparse.Namespace) -> int:
     """Extend a tokenizer with new tokens learned from a corpus; write OUTDIR/tokenizer.json and report.json."""
-    from engine.cli import _load_tokenizer, _read_text
     from engine.cli_train import _check_writable, _write_model_files
     from engine.extend import ExtendOptions, build_report, check_extendable, extend_bpe, report_lines, split_held_out
     from engine.extend.bpe import check_add
 
-    base = _load_tokenizer(args.tokenizer)
+    base = load_tokenizer(args.tokenizer)
     check_extendable(base)
     try:
         options = ExtendOptions(add=args.add, protected=not args.unprotected, min_frequency=args.min_frequency)
@@ -65,10 +65,10 @@ def cmd_extend(args: argparse.Namespace) -> int:
             raise ConfigError(f"The corpus file {path!r} does not exist.")
     outdir = Path(args.output)
     _check_writable(outdir)
-    reference = _read_text(args.reference) if args.reference else None
+    reference = read_text(args.reference) if args.reference else None
     with tempfile.TemporaryDirectory(prefix="tokenforge-extend-") as workdir:
         if args.held_out:
-            files, held_out = list(args.files), _read_text(args.held_out)
+            files, held_out = list(args.files), read_text(args.held_out)
         else:
             files, held_out = split_held_out(args.files, Path(workdir))
         extension = extend_bpe(base, files, options)

@@ -1,0 +1,33 @@
+"""What the commands read: a tokenizer file, and a text file or standard input.
+
+Shared by every command that takes ``-t TOKENIZER`` or a text (``cli.py``'s encode, eval and
+diff, ``cli_extend.py``), so that they accept the same files and fail with the same sentences
+(the readers' size bounds are ``engine.limits``').
+"""
+
+from __future__ import annotations
+
+import sys
+
+from engine.formats import read_utf8
+from engine.limits import read_bytes
+from engine.tokenizer import Tokenizer
+
+
+def read_text(path: str) -> str:
+    """The text of ``path`` (UTF-8, bounded), or standard input for ``-``."""
+    if path == "-":
+        return sys.stdin.read()
+    return read_utf8(path, source=path)
+
+
+def load_tokenizer(path: str) -> Tokenizer:
+    """A tokenizer.json, or a sentencepiece .model (by its suffix, or not starting with "{")."""
+    from engine.serialization import loads
+
+    data = read_bytes(path, source=path)
+    if path.endswith(".model") or not data.lstrip()[:1] == b"{":  # tokenizer.json is an object
+        from engine.formats.spm_model import load_spm_model
+
+        return load_spm_model(data, source=path)
+    return loads(data)
