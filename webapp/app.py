@@ -24,6 +24,7 @@ from webapp.playground import compare_views, spans_html, text_links, vocab_views
 from webapp.playground import views as playground
 from webapp.store import db
 from webapp.tokenizers import diff_views as vocab_diff_views
+from webapp.training import extend_views
 from webapp.training import views as tokenizers
 from webapp.transfer import views as transfer
 from webapp.web import converters, errors, filters, requests, security, slots, time_budget
@@ -68,6 +69,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     # Every blueprint, registered here and nowhere else.
     for blueprint in (accounts.bp, teams.bp, sharing.bp, corpora.bp, tokenizers.bp,
                       vocab_diff_views.bp,  # the vocabulary diff of two tokenizers
+                      extend_views.bp,  # extend a tokenizer with a corpus (a job)
                       leaderboard_views.bp,
                       playground.bp,  # encode, decode, the token inspector
                       compare_views.bp, vocab_views.bp,  # compare; vocabulary and insights

@@ -55,6 +55,7 @@ STAGE_SHARES: Mapping[str, tuple[tuple[str, float], ...]] = {
     "wordlevel": (("count", 1.0),),  # the baselines only count
     "char": (("count", 1.0),),
     "byte": (("count", 1.0),),
+    "extend": (("count", 0.35), ("merge", 0.55), ("measure", 0.10)),  # extend_child; not measured, BPE's shares
 }
 
 
@@ -87,6 +88,7 @@ STAGE_LABELS: Mapping[str, Callable[[int, int, Mapping[str, Any]], str]] = {
     "seeding": lambda c, t, o: "seeding: choosing the candidate pieces",  # Unigram, no numbers
     "lattice": lambda c, t, o: "lattice: splitting the words into candidate pieces",  # Unigram, no numbers
     "EM": _em,  # Unigram; sub-iterations of an estimated total that shrinks
+    "measure": lambda c, t, o: "measuring tokens per character on the held-out and reference text",  # extend
 }
 
 

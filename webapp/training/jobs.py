@@ -1,6 +1,7 @@
 """The job queue: the ``jobs`` table and the state changes that make it safe to share.
 
-Three kinds of job share the queue: "train" (a tokenizer from corpora), "analyse" (a new
+Three kinds of job share the queue: "train" (a tokenizer from corpora, or with the algorithm
+"extend" a tokenizer extended with corpora, ``extend_job.py``), "analyse" (a new
 corpus's statistics, ``corpora/analyse_child.py``) and "leaderboard" (tokenizers × held-out corpora,
 ``leaderboards/child.py``). The queue is fair across teams, round-robin in the claim itself:
 
@@ -46,6 +47,7 @@ from sqlalchemy.orm import Session, aliased
 
 from webapp.store.model_base import MAX_NAME
 from webapp.store.models import Corpus, Job, Leaderboard, Team, Tokenizer, utcnow
+from webapp.training import extend_job
 
 #: The kinds a user queues by hand; each team may have only so many of them waiting at once.
 #: (An analysis is queued by an upload, which has bounds of its own.)
@@ -320,14 +322,16 @@ def complete(
         session.rollback()
         return None
     seconds = stats.get("seconds")
+    fields: dict[str, Any] = {"name": job.name, "algorithm": job.algorithm,
+                              "config": {"algorithm": job.algorithm, "options": stats.get("options", job.options),
+                                         "corpus_ids": job.corpus_ids}}
+    if job.algorithm == extend_job.EXTEND:  # named after what was added; the base's id and the report
+        fields = extend_job.row_fields(job, stats)
     tokenizer = Tokenizer(
         team_id=job.team_id,  # the tokenizer belongs to the team that trained it
-        name=job.name,
-        algorithm=job.algorithm,
         source="trained",
         tokenizer_json=tokenizer_json,
-        config={"algorithm": job.algorithm, "options": stats.get("options", job.options),
-                "corpus_ids": job.corpus_ids},
+        **fields,
         stats=stats,
         vocab_size=int(stats.get("vocab_size", 0)),
         training_seconds=float(seconds) if isinstance(seconds, (int, float)) else None,

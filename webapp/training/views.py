@@ -25,7 +25,7 @@ from webapp.tokenizers import summary
 from webapp.tokenizers.loaded import load
 from webapp.tokenizers.originals import originals
 from webapp.tokenizers.presets import INSTALL_COMMAND, preset_rows
-from webapp.training import eta, jobs
+from webapp.training import eta, extend_views, jobs
 from webapp.training import form as training_form
 from webapp.training.form import MAX_CORPORA, TrainForm
 from webapp.transfer import imports
@@ -187,7 +187,8 @@ def show(tokenizer_id: int) -> Response:
                   piece_types=summary.piece_types(engine_tokenizer, originals(tokenizer.config).get("spm_model")),
                   options=options if isinstance(options, dict) else {},
                   imported=imported if isinstance(imported, dict) else {},
-                  import_kinds=imports.KINDS, import_patterns=imports.PATTERN_CHOICES)
+                  import_kinds=imports.KINDS, import_patterns=imports.PATTERN_CHOICES,
+                  **extend_views.show_context(tokenizer, engine_tokenizer))
 
 
 @bp.get("/tokenizers/<int:tokenizer_id>/delete")

@@ -2,7 +2,8 @@
 
 ``tokenforge worker`` (and ``tokenforge serve``, which starts one, plus a lane that only takes
 analyses so that they never wait behind a long training) runs :meth:`Worker.run`.
-Per job the worker spawns ``train_child.run`` (a "train" job), ``analyse_child.run`` (an
+Per job the worker spawns ``train_child.run`` (a "train" job; ``extend_child.run`` for one whose
+algorithm is "extend"), ``analyse_child.run`` (an
 "analyse" job: a new corpus's statistics) or ``leaderboard_child.run`` (a "leaderboard" job:
 tokenizers × held-out corpora, whose pairs it stores as they come) at lower CPU priority, then every
 ``HEARTBEAT_SECONDS`` writes a heartbeat and the latest progress (with an ETA) to the job row
@@ -46,7 +47,7 @@ from webapp.leaderboards import child as leaderboard_child
 from webapp.leaderboards import leaderboard
 from webapp.store.db import make_engine
 from webapp.store.models import Corpus, Job, Leaderboard
-from webapp.training import jobs, train_child
+from webapp.training import extend_child, extend_job, jobs, train_child
 from webapp.training.eta import Progress
 
 log = logging.getLogger("tokenforge.worker")
@@ -129,6 +130,14 @@ class Worker:
                 target = leaderboard_child.run
                 args = (self.settings["DATABASE_URL"], plan, int(job.options["max_bytes"]),
                         float(job.options["pair_seconds"]), nice)
+            elif algorithm == extend_job.EXTEND:  # a training job that extends a tokenizer
+                target = extend_child.run
+                extend_args, missing = extend_job.child_args(session, self.store, job, paths, nice,
+                                                             self.settings["DATABASE_URL"])
+                if extend_args is None:
+                    jobs.finish(session, job_id, self.worker_id, "failed", error=missing)
+                    return "failed"
+                args = extend_args
             else:
                 target, args = train_child.run, (job.algorithm, paths, dict(job.options), nice,
                                                  self.settings.get("DASK_SCHEDULER"))
