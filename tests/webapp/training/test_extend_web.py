@@ -19,7 +19,7 @@ from tests.webapp.conftest import add_user, login_as, run_queued_jobs
 from tests.webapp.jobs_support import job_row, session_for
 from tests.webapp.playground_samples import byte_bpe, store, unigram
 from tests.webapp.training.extend_support import ENGLISH, add_corpus, chinese, extend_form
-from webapp.store.models import Job
+from webapp.store.models import Corpus, Job
 from webapp.store.models import Tokenizer as Row
 
 BASE_VOCAB = 256 + 5 + 1  # byte_bpe: the bytes, five merges, <|endoftext|>
@@ -210,3 +210,20 @@ def test_a_preset_extends_into_the_team_of_the_corpora(app: Flask, client: Flask
     page = bob.get(f"/tokenizers/{preset_id}").get_data(as_text=True)
     assert "bob.txt" in page and "zh.txt" not in page
     assert bob.get(f"/tokenizers/{row.id}").status_code == 404
+
+
+def test_a_base_or_corpus_deleted_before_the_job_runs(app: Flask, client: FlaskClient, ids: dict[str, int]) -> None:
+    other = store(app, byte_bpe("gone"))
+    url = "/tokenizers/{}/extend"
+    first = client.post(url.format(other), data=extend_form(ids["zh"]))
+    second = client.post(url.format(ids["base"]), data=extend_form(ids["zh"], held_out=str(ids["zh_held"])))
+    first_id, second_id = (int(r.headers["Location"].rsplit("/", 1)[1]) for r in (first, second))
+    with session_for(app) as session:
+        session.delete(session.get(Row, other))
+        session.delete(session.get(Corpus, ids["zh_held"]))
+        session.commit()
+    run_queued_jobs(app)
+    assert (job_row(app, first_id).status, job_row(app, first_id).error) == (
+        "failed", f"The base tokenizer #{other} was deleted before the extension started.")
+    assert (job_row(app, second_id).status, job_row(app, second_id).error) == (
+        "failed", f"The held-out corpus #{ids['zh_held']} was deleted before the extension started.")
