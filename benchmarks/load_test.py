@@ -26,6 +26,9 @@ one at the end). It prints one JSON object and a Markdown table for ``docs/bench
 exits 1 on any error (2 when no corpus is found or the server cannot be set up).
 
     python benchmarks/load_test.py --corpus /work/corpora/en_5M.txt
+
+``--hostile`` adds a hostile member during every measurement (``load_hostile.py``): slow
+uploads and a chat-template burner through a share link, and reports the answers they got.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from load_hostile import Hostile, prepare_hostile, run_hostile  # noqa: E402
 from load_support import (  # noqa: E402
     REPO,
     Connection,
@@ -66,6 +70,7 @@ from load_support import (  # noqa: E402
     web_cpu_seconds,
 )
 
+from engine.presets import byte_level_bpe  # noqa: E402
 from webapp.cli import default_web_workers  # noqa: E402 - the default serve uses
 
 KINDS = ("page", "htmx_encode", "api_encode")
@@ -170,8 +175,10 @@ def training_now(setup: Setup, jobs: list[int]) -> tuple[str, int | None]:
     return line, next((s["id"] for s in states if s["status"] == "running"), None)
 
 
-def measure(setup: Setup, texts: Texts, users: int, args: argparse.Namespace, serve_pid: int) -> dict[str, Any]:
-    """Run ``users`` users for the warm-up plus ``args.seconds``; summarise the measured part."""
+def measure(setup: Setup, texts: Texts, users: int, args: argparse.Namespace, serve_pid: int,
+            hostile: Hostile | None = None) -> dict[str, Any]:
+    """Run ``users`` users for the warm-up plus ``args.seconds`` (beside the hostile member's
+    clients, if any); summarise the measured part."""
     jobs = keep_training(setup)
     (job_before, running_before), load_before = training_now(setup, jobs), os.getloadavg()
     records: list[tuple[str, float, float, str | None]] = []
@@ -185,10 +192,15 @@ def measure(setup: Setup, texts: Texts, users: int, args: argparse.Namespace, se
             await asyncio.sleep(args.warmup)
             counters["start"] = (web_cpu_seconds(serve_pid), client_cpu_seconds())
 
-        await asyncio.gather(mark_start(), *(user(n, setup, texts, stop, args.timeout, records) for n in range(users)))
+        hostile_clients = ([run_hostile(hostile, stop, args.slow_uploads, args.slow_rate, args.burners)]
+                           if hostile is not None else [])
+        await asyncio.gather(mark_start(), *(user(n, setup, texts, stop, args.timeout, records) for n in range(users)),
+                             *hostile_clients)
         counters["end"] = (web_cpu_seconds(serve_pid), client_cpu_seconds())
         counters["window"] = (start, stop)
 
+    if hostile is not None:
+        hostile.outcomes.clear()
     asyncio.run(run())
     start = counters["window"][0]
     measured = [r for r in records if r[1] >= start]
@@ -209,6 +221,7 @@ def measure(setup: Setup, texts: Texts, users: int, args: argparse.Namespace, se
         "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
         "training_job": {"before": job_before, "after": job_after,
                          "ran_throughout": running_before is not None and running_after is not None},
+        **({"hostile": dict(sorted(hostile.outcomes.items()))} if hostile is not None else {}),
     }
 
 
@@ -232,6 +245,10 @@ def markdown(rounds: list[dict[str, Any]]) -> str:
                      f"| {r['errors'] + r['warmup_errors']} | {r['web_cpu_ms_per_request']} "
                      f"| {r['load_average']['before'][0]} → {r['load_average']['after'][0]} "
                      f"| {_statuses(r['training_job']['before'])} → {_statuses(r['training_job']['after'])} |")
+    for r in rounds:
+        if "hostile" in r:
+            lines.append(f"\nHostile member during {r['users']} users: "
+                         + ", ".join(f"{what}: {count}" for what, count in r["hostile"].items()))
     return "\n".join(lines)
 
 
@@ -256,6 +273,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=2, help="serve --threads (default: serve's own, 2)")
     parser.add_argument("--timeout", type=float, default=60, help="seconds before a request counts as an error")
     parser.add_argument("--train-timeout", type=float, default=1800, help="longest wait for setup training")
+    parser.add_argument("--hostile", action="store_true", help="run a hostile member's clients during each measurement")
+    parser.add_argument("--slow-uploads", type=int, default=8, help="--hostile: slow uploads at once (default 8)")
+    parser.add_argument("--slow-rate", type=int, default=10_000, help="--hostile: their bytes a second (default 10 KB)")
+    parser.add_argument("--burners", type=int, default=6, help="--hostile: chat-template burners at once (default 6)")
     args = parser.parse_args(argv)
     try:
         args.user_counts = [int(n) for n in args.users.split(",")]
@@ -285,10 +306,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="tokenforge-load-") as tmp:
         server = None
         try:
-            server = start_server(Path(tmp), port, args.workers, args.threads, LIMITS_ENV)
+            env = {**LIMITS_ENV, "TOKENFORGE_OPEN_SIGNUP": "1"} if args.hostile else LIMITS_ENV
+            server = start_server(Path(tmp), port, args.workers, args.threads, env)
             setup, tokenizer = prepare(f"http://127.0.0.1:{port}/", port, args, max(args.user_counts), Path(tmp))
+            hostile = None
+            if args.hostile:  # a tiny tokenizer is enough to carry the burner's template
+                tiny = byte_level_bpe({i: bytes([i]) for i in range(256)}, []).to_json().encode()
+                hostile = prepare_hostile(f"http://127.0.0.1:{port}/", port, tiny)
             for users in args.user_counts:
-                rounds.append(measure(setup, texts, users, args, server.pid))
+                rounds.append(measure(setup, texts, users, args, server.pid, hostile))
                 print(f"load_test: {users} users: {rounds[-1]['rps']} req/s, p99 {rounds[-1]['latency_ms']['all']['p99_ms']} ms, "
                       f"{rounds[-1]['errors']} errors", file=sys.stderr)
         finally:

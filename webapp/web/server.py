@@ -9,8 +9,10 @@ changes only that step, the way nginx shields an app server:
   event loop without blocking; a thread gets the request only once it is complete, so a slow
   sender costs a socket, never a thread;
 - a head must arrive within :data:`HEAD_SECONDS`, or the connection is closed;
-- a larger body (uploads) is read by the thread, under :class:`BodyRules` (the ``UPLOAD_*``
-  settings): after a first window that is free, each window of ``UPLOAD_RATE_WINDOW`` seconds
+- a larger body (uploads) is read by a thread of the process's *upload lane*
+  (:data:`UPLOAD_THREADS`), never by one of the ``--threads`` request threads, so uploads in
+  progress, slow or not, leave every page and API call its threads; it is read under
+  :class:`BodyRules` (the ``UPLOAD_*`` settings): after a first window that is free, each window of ``UPLOAD_RATE_WINDOW`` seconds
   must bring ``UPLOAD_MIN_RATE`` bytes a second (Apache's ``mod_reqtimeout`` rule, but per
   window, so a sender cannot bank speed and then stall), and the whole body must arrive within
   the time its declared size takes at that rate, and never more than ``UPLOAD_MAX_SECONDS``. A
@@ -49,6 +51,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent import futures
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -58,6 +61,7 @@ from gunicorn.app.base import BaseApplication
 from gunicorn.http.body import LengthReader
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
+from webapp.web.access_log import options as access_log_options
 from webapp.web.requests import CUT_OFF_KEY
 
 #: How long gunicorn keeps an idle keep-alive connection open. Its default (2 s) is shorter
@@ -74,6 +78,11 @@ BUFFERED_BODY_BYTES = 64 << 10
 #: A head this long without its blank line goes to a thread, where gunicorn's own header
 #: limits refuse it.
 MAX_BUFFERED_HEAD = 64 << 10
+#: Threads of each web process that run the requests with a body over
+#: :data:`BUFFERED_BODY_BYTES` (uploads). They mostly wait for the network; more uploads than
+#: this wait for one of them, never for a request thread. With ``corpora/budgets.py``'s two
+#: uploads per member and four per address, one member holds at most two.
+UPLOAD_THREADS = 8
 #: A client that accepts none of its answer for this long is dropped, freeing the thread.
 SEND_TIMEOUT_SECONDS = 60.0
 _READ_CHUNK = 64 << 10
@@ -269,7 +278,18 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
 
     def init_process(self) -> None:
         gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
+        self._upload_lane = futures.ThreadPoolExecutor(max_workers=UPLOAD_THREADS, thread_name_prefix="upload")
         super().init_process()
+
+    def run(self) -> None:
+        try:
+            super().run()
+        finally:  # uploads still arriving are cut: the process is leaving
+            self._upload_lane.shutdown(wait=False, cancel_futures=True)
+
+    def handle_quit(self, sig: int, frame: Any) -> None:
+        self._upload_lane.shutdown(wait=False, cancel_futures=True)
+        super().handle_quit(sig, frame)
 
     def load_wsgi(self) -> None:
         super().load_wsgi()
@@ -349,15 +369,23 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
             self._drop(conn)
 
     def enqueue_req(self, conn: _Conn) -> None:
+        declared = declared_length(conn.reader.pending)
+        if declared is not None and declared > BUFFERED_BODY_BYTES:  # an upload: its own lane
+            conn.init()
+            lane = self._upload_lane.submit(self.handle, conn)
+            lane.upload_lane = True  # type: ignore[attr-defined]
+            self._wrap_future(lane, conn)
+            return
         with self._lock:
             if self._balance.started() and self._balancing:
                 self._stop_accepting()
         super().enqueue_req(conn)
 
     def finish_request(self, fs: Any) -> None:
-        with self._lock:
-            if self._balance.finished() and self._balancing:
-                self._resume_accepting()
+        if not getattr(fs, "upload_lane", False):  # the upload lane is not the request threads' balance
+            with self._lock:
+                if self._balance.finished() and self._balancing:
+                    self._resume_accepting()
         super().finish_request(fs)
 
     def _stop_accepting(self) -> None:
@@ -391,8 +419,11 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
 
 
 def run(*, host: str, port: int, workers: int, threads: int,
-        on_exit: Callable[[], None]) -> None:
-    """Serve ``create_app()`` until SIGTERM or Ctrl-C; ``on_exit`` runs when gunicorn stops."""
+        on_exit: Callable[[], None], access_log: str | None = None) -> None:
+    """Serve ``create_app()`` until SIGTERM or Ctrl-C; ``on_exit`` runs when gunicorn stops.
+
+    ``access_log``: a file to append a line per request to, ``-`` for stderr (``access_log.py``).
+    """
     url = f"http://{host}:{port}/"
 
     class Gunicorn(BaseApplication):  # type: ignore[misc]
@@ -407,6 +438,7 @@ def run(*, host: str, port: int, workers: int, threads: int,
                 "graceful_timeout": 10,
                 "when_ready": lambda _arbiter: print(f"Tokenforge is running at {url}", flush=True),
                 "on_exit": lambda _arbiter: on_exit(),
+                **access_log_options(access_log),
             }
             for key, value in options.items():
                 self.cfg.set(key, value)

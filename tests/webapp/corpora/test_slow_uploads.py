@@ -112,3 +112,34 @@ def test_slow_uploads_get_429_beyond_two_and_are_cut_off_leaving_nothing(live: L
     assert live.rows("SELECT COUNT(*) FROM corpora") == [(0,)]
     assert client.upload("after.txt", b"a b c", token=token).status == 200  # their slots were freed
     assert live.rows("SELECT name FROM corpora") == [("after.txt",)]
+
+
+@pytest.fixture
+def one_thread(tmp_path: Path) -> Iterator[LiveApp]:
+    """A server with a single request thread: anything that holds it shows at once."""
+    app = LiveApp(tmp_path / "data", workers=1, threads=1, job_worker=False)
+    app.start()
+    yield app
+    app.stop()
+
+
+@pytest.mark.slow
+def test_uploads_in_progress_hold_no_request_thread(one_thread: LiveApp) -> None:
+    """Two stalled uploads run in the upload lane (webapp/web/server.py): the one request thread
+    still answers pages, and a third upload is refused from the lane too."""
+    client = Client(one_thread.url)
+    client.signup()
+    token = client.token()
+    slow = [_start_slow_upload(one_thread, client, token) for _ in range(2)]
+    try:
+        third = None
+        for _ in range(50):  # until the two have reached their lane threads
+            third = client.upload("third.txt", b"x" * (100 << 10), token=token)  # over the buffered size
+            if third.status == 429:
+                break
+        assert third is not None and third.status == 429
+        assert [client.request("healthz").status for _ in range(5)] == [200] * 5
+        assert client.request("corpora/").status == 200
+    finally:
+        for sock in slow:
+            sock.close()
