@@ -1,7 +1,8 @@
 """``tokenforge extend``: learn N new tokens for a tokenizer from a corpus, its ids unchanged.
 
 Writes ``OUTDIR/tokenizer.json`` plus the files ``train`` writes for the same model
-(``vocab.json`` and ``merges.txt`` for byte-level BPE) and ``OUTDIR/report.json``, and prints the
+(``vocab.json`` and ``merges.txt`` for byte-level BPE; none more for character-level BPE) and
+``OUTDIR/report.json``, and prints the
 report (``engine/extend/report.py``). Without ``--held-out FILE`` the last tenth of the last
 corpus file's lines is held out and not learned from. Error reporting is ``cli.py``'s:
 everything here raises TokenforgeError.
@@ -27,6 +28,14 @@ def _count(raw: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number of tokens, not {raw!r}") from None
 
 
+def _fraction(raw: str) -> float:
+    """A number, for argparse (the bounds are the engine's to check)."""
+    try:
+        return float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.9995, not {raw!r}") from None
+
+
 def add_extend_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of ``extend``."""
     parser.add_argument("-t", "--tokenizer", required=True, metavar="BASE",
@@ -43,6 +52,9 @@ def add_extend_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a text in the base's language: tokens per character and lines changed")
     parser.add_argument("--min-frequency", type=_count, default=2, metavar="N",
                         help="stop when the best pair occurs fewer times than this (default: 2)")
+    parser.add_argument("--character-coverage", type=_fraction, default=0.9995, metavar="F",
+                        help="character-level bases: add the characters the base lacks, most frequent first, "
+                             "until they cover this fraction of their occurrences (default: 0.9995)")
     parser.add_argument("files", nargs="+", metavar="CORPUS", help="UTF-8 corpus files")
 
 
@@ -55,10 +67,11 @@ def cmd_extend(args: argparse.Namespace) -> int:
     base = load_tokenizer(args.tokenizer)
     check_extendable(base)
     try:
-        options = ExtendOptions(add=args.add, protected=not args.unprotected, min_frequency=args.min_frequency)
+        options = ExtendOptions(add=args.add, protected=not args.unprotected, min_frequency=args.min_frequency,
+                                character_coverage=args.character_coverage)
         check_add(base, args.add)
     except ConfigError as exc:  # name the flag, not the field
-        raise ConfigError(re.sub(r"\b(add|min_frequency)=", lambda m: f"--{m[1].replace('_', '-')}=", str(exc)),
+        raise ConfigError(re.sub(r"\b(add|min_frequency|character_coverage)=", lambda m: f"--{m[1].replace('_', '-')}=", str(exc)),
                           option=exc.option) from None
     for path in args.files:
         if not Path(path).is_file():

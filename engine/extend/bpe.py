@@ -18,8 +18,9 @@ No merge may spell a token the base already has (such pairs are never merged, an
 token's id (two merges, one token, no new row). Every added token is made by its merge from two
 tokens that exist, so none is unreachable.
 
-Left out: character-level and sentencepiece bases, Unigram and WordPiece (refused with one
-sentence), and the report (``report.py``).
+A character-level base (Llama 2, Mistral, Gemma style tokenizer.json) goes to ``char_bpe.py``.
+Left out: sentencepiece ``.model`` BPE, Unigram and WordPiece (refused with one sentence), and
+the report (``report.py``).
 """
 
 from __future__ import annotations
@@ -33,13 +34,15 @@ from engine.errors import ConfigError
 from engine.extend.protect import covered_chars, falls_back, protected_pairs, unprotected_pairs
 from engine.limits import MAX_TOKEN_LENGTH, MAX_VOCAB_SIZE, shown
 from engine.models.bpe import BPE, MergeIds, ModelSnapshot
+from engine.models.bpe_char import CharBPE
 from engine.tokenizer import Tokenizer
 from engine.trainers.base import Reporter
 from engine.trainers.bpe_merge import merge_words
 from engine.trainers.counting import count_pretokens
 from engine.trainers.limits import check_workers
 
-SUPPORTED = "byte-level BPE (GPT-2, GPT-4 / cl100k, Llama 3 style)"
+SUPPORTED = ("byte-level BPE (GPT-2, GPT-4 / cl100k, Llama 3 style) and character-level BPE tokenizer.json "
+             "(Llama 2, Mistral, Gemma style)")
 _SURROGATES = range(0xD800, 0xE000)  # internal ids are characters: these cannot be
 
 
@@ -55,6 +58,12 @@ class ExtendOptions:
     )
     min_frequency: int = field(default=2, metadata={"help": "Stop when the best pair occurs fewer times than this."})
     num_workers: int | None = field(default=None, metadata={"help": "Processes that count the corpus (empty: one per CPU)."})
+    character_coverage: float = field(
+        default=0.9995,
+        metadata={"help": "Character-level bases: add the characters the base lacks, most frequent first, until "
+                          "they cover this fraction of their occurrences in the corpus (sentencepiece's "
+                          "character_coverage)."},
+    )
 
     def __post_init__(self) -> None:
         if isinstance(self.add, bool) or not isinstance(self.add, int) or self.add < 1:
@@ -62,6 +71,10 @@ class ExtendOptions:
         if self.min_frequency < 1:
             raise ConfigError(f"min_frequency={self.min_frequency} must be 1 or more.", option="min_frequency")
         check_workers(self.num_workers)
+        coverage = self.character_coverage
+        if isinstance(coverage, bool) or not isinstance(coverage, (int, float)) or not 0 < coverage <= 1:
+            raise ConfigError(f"character_coverage={shown(coverage)} must be a fraction above 0 and at most 1 "
+                              "(for example 0.9995).", option="character_coverage")
 
 
 @dataclass
@@ -75,18 +88,24 @@ class Extension:
     duplicates_skipped: int  # candidate pairs refused because the base already has their token
     protected: bool
     pretokens_counted: int  # distinct pre-tokens the merges were learned from
+    symbols_added: tuple[int, ...] = ()  # new single-character pieces, each checked to be reached as a symbol
 
     @property
     def unreachable(self) -> int:
-        """Added tokens that no merge makes (an appended piece with no split into two tokens): none here."""
-        made = {merged for _, _, merged, _ in self.merges}
+        """Added tokens that no merge makes (an appended piece with no split into two tokens) and that are
+        not a character reached as a symbol: none here."""
+        made = {merged for _, _, merged, _ in self.merges} | set(self.symbols_added)
         return sum(token_id not in made for token_id, _ in self.added)
 
 
-def check_extendable(base: Tokenizer) -> BPE:
-    """The base's model when this module can extend it; ConfigError naming what is supported otherwise."""
+def check_extendable(base: Tokenizer) -> BPE | CharBPE:
+    """The base's model when engine/extend can extend it; ConfigError naming what is supported otherwise."""
     model = base.model
-    if not isinstance(model, BPE):
+    if getattr(model, "level", "") == "spm":
+        raise ConfigError("Extending a sentencepiece .model BPE tokenizer is not supported; extend its "
+                          f"tokenizer.json form instead (the model's Hugging Face files have one); extend supports "
+                          f"{SUPPORTED} bases.", option="tokenizer")
+    if not isinstance(model, (BPE, CharBPE)):
         level = getattr(model, "level", "")
         kind = f"{level}-level {model.kind}" if model.kind == "bpe" and level else model.kind
         raise ConfigError(f"Extending a {kind} tokenizer is not supported yet; extend supports {SUPPORTED} bases.",
@@ -111,8 +130,13 @@ def _whole(text: str) -> list[str]:
 
 def extend_bpe(base: Tokenizer, files: Sequence[str | Path], options: ExtendOptions, *,
                reporter: Reporter | None = None) -> Extension:
-    """Learn ``options.add`` new tokens for ``base`` from ``files`` (see the module docstring)."""
+    """Learn ``options.add`` new tokens for ``base`` from ``files`` (see the module docstring); a
+    character-level base goes to :func:`engine.extend.char_bpe.extend_char_bpe`."""
     model = check_extendable(base)
+    if isinstance(model, CharBPE):
+        from engine.extend.char_bpe import extend_char_bpe  # it imports this module
+
+        return extend_char_bpe(base, files, options, reporter=reporter)
     check_add(base, options.add)
     reporter = reporter or Reporter()
     # 1. Count pre-tokens as the base would cut them; its special and added tokens are never counted.
@@ -124,7 +148,7 @@ def extend_bpe(base: Tokenizer, files: Sequence[str | Path], options: ExtendOpti
         covered = covered_chars(model)
         counts = {piece: n for piece, n in counts.items() if falls_back(piece, covered)}
     if not counts:
-        raise ConfigError(_nothing_new(options, "it holds no character the base falls back on"))
+        raise ConfigError(nothing_new(options, "it holds no character the base falls back on"))
     # 3. The base's segmentation; its tokens (by id) are the merge loop's alphabet.
     pieces = list(counts)
     segments = model.tokenize_many(pieces)
@@ -154,7 +178,7 @@ def extend_bpe(base: Tokenizer, files: Sequence[str | Path], options: ExtendOpti
         words, [counts[p] for p in pieces], options.add + options.add // 20 + 16, alphabet=alphabet,
         min_frequency=options.min_frequency, max_token_length=MAX_TOKEN_LENGTH, tick=tick, allowed=counted)
     if not merges:
-        raise ConfigError(_nothing_new(options, f"no pair of tokens that may merge occurs {options.min_frequency} "
+        raise ConfigError(nothing_new(options, f"no pair of tokens that may merge occurs {options.min_frequency} "
                                                 "times or more"))
     # 5. Final ids: base tokens keep theirs; each merge's token is new unless an earlier merge spelt it.
     final: list[int] = [i if i is not None else -1 for i in alphabet_ids]
@@ -178,7 +202,7 @@ def extend_bpe(base: Tokenizer, files: Sequence[str | Path], options: ExtendOpti
                      duplicates_skipped=refused[0], protected=options.protected, pretokens_counted=len(pieces))
 
 
-def _nothing_new(options: ExtendOptions, why: str) -> str:
+def nothing_new(options: ExtendOptions, why: str) -> str:
     fix = ("; turn protection off (--unprotected) to learn merges of text the base already handles"
            if options.protected else "; give a larger corpus, or a lower min_frequency")
     return f"The corpus has nothing new to learn for this tokenizer: {why}{fix}."

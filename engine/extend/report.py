@@ -1,6 +1,7 @@
 """What an extension did, measured: the report the CLI prints (and writes as report.json).
 
-Pieces added, duplicates skipped, unreachable pieces, the new embedding rows a model needs
+Pieces added (new single characters among them, for a character-level base), duplicates
+skipped, unreachable pieces, the new embedding rows a model needs
 (``model.resize_token_embeddings(new vocab size)``: the new size minus the base's), and on each
 text given, tokens per character before and after and how many of its lines now encode
 differently. A line is encoded on its own, a special token in it as that token (training cut them out too).
@@ -69,6 +70,7 @@ def build_report(extension: Extension, base: Tokenizer, *, held_out: str | None 
         "vocab_size": tokenizer.vocab_size,
         "new_embedding_rows": tokenizer.vocab_size - extension.base_vocab_size,
         "pieces_added": len(extension.added),
+        "characters_added": len(extension.symbols_added),
         "merges_added": len(extension.merges),
         "duplicates_skipped": extension.duplicates_skipped,
         "unreachable": extension.unreachable,
@@ -84,8 +86,10 @@ def build_report(extension: Extension, base: Tokenizer, *, held_out: str | None 
 
 def report_lines(report: dict[str, Any]) -> list[str]:
     """The report as sentences for a terminal."""
+    chars = report.get("characters_added", 0)
+    made = f"{chars:,} new characters, " if chars else ""
     out = [
-        f"Added {report['pieces_added']:,} pieces ({report['merges_added']:,} merges) to a base of "
+        f"Added {report['pieces_added']:,} pieces ({made}{report['merges_added']:,} merges) to a base of "
         f"{report['base_vocab_size']:,} tokens: ids {report['base_vocab_size']:,} to {report['vocab_size'] - 1:,} are new, "
         f"the base's are unchanged ({'protected' if report['protected'] else 'unprotected'}).",
         f"Duplicates skipped: {report['duplicates_skipped']:,}; unreachable pieces: {report['unreachable']:,}.",

@@ -1,0 +1,128 @@
+"""The corpus as a character-level BPE base sees it, and which new characters to add by coverage.
+
+A character-level base (Llama 2, Mistral, Gemma: ``engine/models/bpe_char.py``) spells a
+character it lacks with byte pieces ``<0xNN>`` (or the unknown token), three or four tokens for
+most Chinese characters. Extending it starts by adding the characters of the corpus it lacks as
+new single-character pieces, the most frequent first, as sentencepiece's ``character_coverage``
+picks its alphabet: characters are taken, most frequent first (ties: the smaller string), while
+the ones taken so far cover less than ``coverage`` of all the occurrences of missing characters.
+
+Counting works on lines, as a user encodes text: each line, cut at the base's special and added
+tokens, goes through the base's normalizer and pre-tokenizer. A base without a pre-tokenizer
+(the sentencepiece-converted files: the whole line is one piece) is cut for learning only before
+each run of ``▁``, as sentencepiece's trainer splits on whitespace, so no merge is learned across
+words; encoding still runs on whole lines, in HF and here alike.
+
+The scripts in which the base lacks most of the corpus's characters are *opened*
+(:func:`opened_scripts`): protected mode may then merge the base's own characters of those
+scripts too (Llama 2 has about 700 common Han characters; without this, no two of them could
+ever merge). Script-neutral characters (digits, punctuation, spaces) are never opened.
+
+Never added: whitespace and control, format, private-use or unassigned characters (a tab or a
+zero-width joiner stays byte pieces, so text holding them keeps its ids too). Left out: the merges
+(``char_bpe.py``).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import regex
+
+from engine.ascii_split import fastest_split
+from engine.errors import FormatError
+from engine.models.bpe_char import CharBPE
+from engine.token_scripts import char_script
+from engine.tokenizer import Tokenizer
+from engine.trainers.base import Reporter
+from engine.trainers.bpe_char import word_symbols
+from engine.trainers.corpus import special_pattern
+
+SPACE_MARK = "▁"
+_WORDS = regex.compile(f"[^{SPACE_MARK}]+|{SPACE_MARK}+[^{SPACE_MARK}]*")
+
+
+def count_words(base: Tokenizer, files: Sequence[str | Path], *, reporter: Reporter | None = None) -> Counter[str]:
+    """``{word: occurrences}`` over the lines of ``files`` (see the module docstring)."""
+    reporter = reporter or Reporter()
+    specials = special_pattern([*base.special_tokens, *base.added_tokens])
+    split: Callable[[str], list[str]] = (fastest_split(base.pre_tokenizer) if base.pre_tokenizer
+                                         else _WORDS.findall)
+    normalizer = base.normalizer
+    counts: Counter[str] = Counter()
+    total = sum(Path(f).stat().st_size for f in files) or 1
+    done = 0
+    for path in files:
+        with open(path, "rb") as stream:
+            for number, raw in enumerate(stream, start=1):
+                done += len(raw)
+                try:
+                    line = raw.decode("utf-8").rstrip("\r\n")
+                except UnicodeDecodeError:
+                    raise FormatError(f"The corpus is not UTF-8 text (line {number} cannot be decoded); convert it "
+                                      "to UTF-8 first.", source=str(path)) from None
+                for stretch in specials.split(line) if specials is not None else (line,):
+                    if stretch:
+                        counts.update(split(normalizer.normalize(stretch) if normalizer else stretch))
+                if number % 4096 == 0:
+                    reporter.update("count", done, total)
+    reporter.update("count", total, total, force=True)
+    return counts
+
+
+def corpus_symbols(model: CharBPE, counts: Counter[str]) -> Counter[str]:
+    """The symbols (characters with the base's end-of-word suffix where it applies) of the corpus,
+    with their occurrences."""
+    seen: Counter[str] = Counter()
+    if model.suffix:
+        for word, n in counts.items():
+            for symbol in word_symbols(word, model.suffix):
+                seen[symbol] += n
+    else:
+        for word, n in counts.items():
+            for char, k in Counter(word).items():
+                seen[char] += k * n
+    return seen
+
+
+def missing_symbols(model: CharBPE, seen: Counter[str]) -> Counter[str]:
+    """The symbols of ``seen`` that the base's vocabulary lacks."""
+    return Counter({symbol: n for symbol, n in seen.items() if model.token_to_id(symbol) is None})
+
+
+def opened_scripts(model: CharBPE, seen: Counter[str]) -> frozenset[str]:
+    """The scripts (``engine.token_scripts.char_script``) in which the base lacks more than half of
+    the corpus's distinct characters: the scripts the extension is for (Han, for Chinese on Llama 2)."""
+    distinct: dict[str, set[str]] = {}
+    lacking: dict[str, set[str]] = {}
+    for symbol in seen:
+        char = symbol.removesuffix(model.suffix) or symbol
+        script = char_script(char)
+        if script is None:
+            continue
+        distinct.setdefault(script, set()).add(char)
+        if model.token_to_id(symbol) is None:
+            lacking.setdefault(script, set()).add(char)
+    return frozenset(script for script, chars in lacking.items() if 2 * len(chars) > len(distinct[script]))
+
+
+def addable(char: str) -> bool:
+    """Whether a missing character may become a piece (not whitespace, not a control character)."""
+    return not char.isspace() and unicodedata.category(char)[0] != "C"
+
+
+def select_symbols(missing: Counter[str], suffix: str, coverage: float, limit: int) -> list[str]:
+    """The new single-character pieces, most frequent first (see the module docstring), at most ``limit``."""
+    candidates = {symbol: n for symbol, n in missing.items() if addable(symbol.removesuffix(suffix) or symbol)}
+    total = sum(candidates.values())
+    chosen: list[str] = []
+    covered = 0
+    for symbol in sorted(candidates, key=lambda s: (-candidates[s], s)):
+        if len(chosen) == limit or covered >= coverage * total:
+            break
+        chosen.append(symbol)
+        covered += candidates[symbol]
+    return chosen
