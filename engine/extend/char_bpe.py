@@ -6,7 +6,10 @@ single-character pieces by coverage, ids right after the base's (``char_coverage
 segment the words with the base plus those characters (each now one symbol, then the base's
 merges); then run the trainer's merge loop (``trainers/bpe_merge.merge_words``) from that
 segmentation, its alphabet the tokens that occur in it, each UTF-8 string ordering ties. The new
-characters count towards ``add``; the merges fill the rest. Ids of merged tokens follow the new
+characters count towards ``add`` and take at most half of it; the merges fill the rest. (A new
+character saves two or three tokens where it occurs, a merge one, but the characters past the
+first few hundred are rare: on Llama 2 and 16 MB of Chinese, 5,000 tokens all but spent on 4,944
+characters cut Chinese tokens by 15%, and 2,620 characters with 2,380 merges by 41%.) Ids of merged tokens follow the new
 characters', ranks follow the base's last rank, and every base id, merge and option stays as it
 was, so a model's embedding rows stay valid.
 
@@ -70,7 +73,8 @@ def extend_char_bpe(base: Tokenizer, files: Sequence[str | Path], options: Exten
     # 1. Words as the base cuts them, and the new characters by coverage.
     counts = count_words(base, files, reporter=reporter)
     seen = corpus_symbols(model, counts)
-    chosen = select_symbols(missing_symbols(model, seen), model.suffix, options.character_coverage, options.add)
+    chosen = select_symbols(missing_symbols(model, seen), model.suffix, options.character_coverage,
+                            max(1, options.add // 2))
     first_new = base.vocab_size
     with_chars = _grown(model, [(first_new + i, symbol) for i, symbol in enumerate(chosen)], [])
     # 2. Protected: only words holding an open token (a quick test on characters, then on ids).

@@ -85,8 +85,10 @@ def test_coverage_picks_the_most_frequent_characters(tmp_path: Path) -> None:
     assert [d.decode() for _, d in extend(tiny(), tmp_path, text, add=1).added] == ["国"]
     small = extend(tiny(), tmp_path, text, add=2, character_coverage=0.7)
     assert [d.decode() for _, d in small.added] == ["国", "国国"]
-    full = extend(tiny(), tmp_path, text, add=2)
-    assert [d.decode() for _, d in full.added] == ["国", "人"]
+    capped = extend(tiny(), tmp_path, text, add=2)  # characters take at most half of the new tokens
+    assert [d.decode() for _, d in capped.added] == ["国", "国国"]
+    full = extend(tiny(), tmp_path, text, add=4)
+    assert [d.decode() for _, d in full.added][:2] == ["国", "人"]
 
 
 def test_unprotected_merges_english_too(tmp_path: Path) -> None:
