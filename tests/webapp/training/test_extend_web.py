@@ -18,7 +18,7 @@ from engine.limits import MAX_VOCAB_SIZE
 from tests.webapp.conftest import add_user, login_as, run_queued_jobs
 from tests.webapp.jobs_support import job_row, session_for
 from tests.webapp.playground_samples import byte_bpe, store, unigram
-from tests.webapp.training.extend_support import ENGLISH, add_corpus, chinese, extend_form
+from tests.webapp.training.extend_support import ENGLISH, RARE, add_corpus, chinese, extend_form
 from webapp.store.models import Corpus, Job
 from webapp.store.models import Tokenizer as Row
 
@@ -227,3 +227,34 @@ def test_a_base_or_corpus_deleted_before_the_job_runs(app: Flask, client: FlaskC
         "failed", f"The base tokenizer #{other} was deleted before the extension started.")
     assert (job_row(app, second_id).status, job_row(app, second_id).error) == (
         "failed", f"The held-out corpus #{ids['zh_held']} was deleted before the extension started.")
+
+
+def test_a_llama2_base_extends_with_its_ids_kept(app: Flask, client: FlaskClient, ids: dict[str, int]) -> None:
+    from tests.open_models import open_model_file
+
+    document = open_model_file("llama2").read_text(encoding="utf-8")  # skips without the folder
+    base = Tokenizer.from_json(document)
+    if base.vocab_size != 32_000:
+        pytest.skip("not Llama 2's tokenizer.json")
+    with session_for(app) as session:
+        row = Row(team_id=1, name="Llama 2", source="imported", algorithm="bpe", tokenizer_json=document,
+                  vocab_size=base.vocab_size, stats={}, config={})
+        session.add(row)
+        session.commit()
+        base_id = row.id
+    assert 'id="extend-form"' in client.get(f"/tokenizers/{base_id}").get_data(as_text=True)
+    rare = add_corpus(app, "rare.txt", chinese(alphabet=RARE))
+    response = client.post(f"/tokenizers/{base_id}/extend",
+                           data=extend_form(rare, add="200", reference=str(ids["en"])))
+    job_id = int(response.headers["Location"].rsplit("/", 1)[1])
+    run_queued_jobs(app)
+    job = job_row(app, job_id)
+    assert (job.status, job.error) == ("succeeded", None)
+    stored = stored_extension(app, job_id)
+    extended = Tokenizer.from_json(stored.tokenizer_json)
+    assert [extended.id_to_token(i) for i in range(32_000)] == [base.id_to_token(i) for i in range(32_000)]
+    english = "The teacher said: the quick brown fox jumps over the lazy dog."
+    assert extended.encode(english) == base.encode(english)
+    report = stored.config["report"]
+    assert report["reference"]["lines_changed"] == 0 and report["unreachable"] == 0
+    assert report["held_out"]["tokens_per_char_after"] < report["held_out"]["tokens_per_char_before"]
