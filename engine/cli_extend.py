@@ -62,7 +62,7 @@ def cmd_extend(args: argparse.Namespace) -> int:
     """Extend a tokenizer with new tokens learned from a corpus; write OUTDIR/tokenizer.json and report.json."""
     from engine.cli_train import _check_writable, _write_model_files
     from engine.extend import ExtendOptions, build_report, check_extendable, extend_bpe, report_lines, split_held_out
-    from engine.extend.bpe import check_add
+    from engine.extend.options import check_add
 
     base = load_tokenizer(args.tokenizer)
     check_extendable(base)

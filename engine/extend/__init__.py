@@ -12,7 +12,8 @@ what is supported.
 
 from __future__ import annotations
 
-from engine.extend.bpe import SUPPORTED, ExtendOptions, Extension, check_extendable, extend_bpe
+from engine.extend.bpe import extend_bpe
+from engine.extend.options import SUPPORTED, ExtendOptions, Extension, check_extendable
 from engine.extend.report import build_report, measure, report_lines, split_held_out
 
 __all__ = ["SUPPORTED", "ExtendOptions", "Extension", "build_report", "check_extendable", "extend_bpe", "measure",

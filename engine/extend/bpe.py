@@ -26,101 +26,22 @@ the report (``report.py``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.ascii_split import fastest_split
 from engine.errors import ConfigError
+from engine.extend.char_bpe import extend_char_bpe
+from engine.extend.options import ExtendOptions, Extension, check_add, check_extendable, nothing_new
 from engine.extend.protect import covered_chars, falls_back, protected_pairs, unprotected_pairs
-from engine.limits import MAX_TOKEN_LENGTH, MAX_VOCAB_SIZE, shown
+from engine.limits import MAX_TOKEN_LENGTH
 from engine.models.bpe import BPE, MergeIds, ModelSnapshot
 from engine.models.bpe_char import CharBPE
 from engine.tokenizer import Tokenizer
 from engine.trainers.base import Reporter
 from engine.trainers.bpe_merge import merge_words
 from engine.trainers.counting import count_pretokens
-from engine.trainers.limits import check_workers
 
-SUPPORTED = ("byte-level BPE (GPT-2, GPT-4 / cl100k, Llama 3 style) and character-level BPE tokenizer.json "
-             "(Llama 2, Mistral, Gemma style)")
 _SURROGATES = range(0xD800, 0xE000)  # internal ids are characters: these cannot be
-
-
-@dataclass(frozen=True)
-class ExtendOptions:
-    """Options of an extension (the CLI's flags)."""
-
-    add: int = field(default=1000, metadata={"help": "How many new tokens to learn."})
-    protected: bool = field(
-        default=True,
-        metadata={"help": "Only learn merges inside characters the base falls back on, so text without them "
-                          "keeps its exact ids."},
-    )
-    min_frequency: int = field(default=2, metadata={"help": "Stop when the best pair occurs fewer times than this."})
-    num_workers: int | None = field(default=None, metadata={"help": "Processes that count the corpus (empty: one per CPU)."})
-    character_coverage: float = field(
-        default=0.9995,
-        metadata={"help": "Character-level bases: add the characters the base lacks, most frequent first, until "
-                          "they cover this fraction of their occurrences in the corpus (sentencepiece's "
-                          "character_coverage)."},
-    )
-
-    def __post_init__(self) -> None:
-        if isinstance(self.add, bool) or not isinstance(self.add, int) or self.add < 1:
-            raise ConfigError(f"add={shown(self.add)} must be a whole number of new tokens, 1 or more.", option="add")
-        if self.min_frequency < 1:
-            raise ConfigError(f"min_frequency={self.min_frequency} must be 1 or more.", option="min_frequency")
-        check_workers(self.num_workers)
-        coverage = self.character_coverage
-        if isinstance(coverage, bool) or not isinstance(coverage, (int, float)) or not 0 < coverage <= 1:
-            raise ConfigError(f"character_coverage={shown(coverage)} must be a fraction above 0 and at most 1 "
-                              "(for example 0.9995).", option="character_coverage")
-
-
-@dataclass
-class Extension:
-    """An extended tokenizer and what the extension did (``report.py`` adds the measurements)."""
-
-    tokenizer: Tokenizer
-    base_vocab_size: int
-    added: list[tuple[int, bytes]]  # (new id, its bytes) in id order
-    merges: list[tuple[int, int, int, int]]  # (left id, right id, merged id, count) after the base's ranks
-    duplicates_skipped: int  # candidate pairs refused because the base already has their token
-    protected: bool
-    pretokens_counted: int  # distinct pre-tokens the merges were learned from
-    symbols_added: tuple[int, ...] = ()  # new single-character pieces, each checked to be reached as a symbol
-
-    @property
-    def unreachable(self) -> int:
-        """Added tokens that no merge makes (an appended piece with no split into two tokens) and that are
-        not a character reached as a symbol: none here."""
-        made = {merged for _, _, merged, _ in self.merges} | set(self.symbols_added)
-        return sum(token_id not in made for token_id, _ in self.added)
-
-
-def check_extendable(base: Tokenizer) -> BPE | CharBPE:
-    """The base's model when engine/extend can extend it; ConfigError naming what is supported otherwise."""
-    model = base.model
-    if getattr(model, "level", "") == "spm":
-        raise ConfigError("Extending a sentencepiece .model BPE tokenizer is not supported; extend its "
-                          f"tokenizer.json form instead (the model's Hugging Face files have one); extend supports "
-                          f"{SUPPORTED} bases.", option="tokenizer")
-    if not isinstance(model, (BPE, CharBPE)):
-        level = getattr(model, "level", "")
-        kind = f"{level}-level {model.kind}" if model.kind == "bpe" and level else model.kind
-        raise ConfigError(f"Extending a {kind} tokenizer is not supported yet; extend supports {SUPPORTED} bases.",
-                          option="tokenizer")
-    return model
-
-
-def check_add(base: Tokenizer, add: int) -> None:
-    """Refuse ``add`` past the engine's vocabulary limit (``engine.limits.MAX_VOCAB_SIZE``)."""
-    room = MAX_VOCAB_SIZE - base.vocab_size
-    if add > room:
-        raise ConfigError(
-            f"add={add:,} would take the vocabulary past the engine's limit of {MAX_VOCAB_SIZE:,} tokens "
-            f"(the base has {base.vocab_size:,}); ask for at most {max(room, 0):,} new tokens.",
-            option="add", value=add, least=1, most=room)
 
 
 def _whole(text: str) -> list[str]:
@@ -134,8 +55,6 @@ def extend_bpe(base: Tokenizer, files: Sequence[str | Path], options: ExtendOpti
     character-level base goes to :func:`engine.extend.char_bpe.extend_char_bpe`."""
     model = check_extendable(base)
     if isinstance(model, CharBPE):
-        from engine.extend.char_bpe import extend_char_bpe  # it imports this module
-
         return extend_char_bpe(base, files, options, reporter=reporter)
     check_add(base, options.add)
     reporter = reporter or Reporter()
@@ -200,12 +119,6 @@ def extend_bpe(base: Tokenizer, files: Sequence[str | Path], options: ExtendOpti
     extended = _with_merges(base, model, added, learned)
     return Extension(tokenizer=extended, base_vocab_size=base.vocab_size, added=added, merges=learned,
                      duplicates_skipped=refused[0], protected=options.protected, pretokens_counted=len(pieces))
-
-
-def nothing_new(options: ExtendOptions, why: str) -> str:
-    fix = ("; turn protection off (--unprotected) to learn merges of text the base already handles"
-           if options.protected else "; give a larger corpus, or a lower min_frequency")
-    return f"The corpus has nothing new to learn for this tokenizer: {why}{fix}."
 
 
 def _with_merges(base: Tokenizer, model: BPE, added: list[tuple[int, bytes]],

@@ -45,8 +45,8 @@ from pathlib import Path
 
 from engine.decoders import byte_piece_value
 from engine.errors import ConfigError
-from engine.extend.bpe import ExtendOptions, Extension, check_add, nothing_new
 from engine.extend.char_coverage import corpus_symbols, count_words, missing_symbols, opened_scripts, select_symbols
+from engine.extend.options import ExtendOptions, Extension, check_add, nothing_new
 from engine.models.bpe import MergeIds, ModelSnapshot
 from engine.models.bpe_char import CharBPE
 from engine.token_scripts import char_script

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.extend.bpe import Extension
+from engine.extend.options import Extension
 from engine.formats import read_utf8
 from engine.tokenizer import Tokenizer
 
