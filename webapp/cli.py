@@ -163,6 +163,10 @@ def _clean_uploads(settings: dict[str, Any]) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Migrate, start the supervised job workers, then serve the app with gunicorn."""
+    problem = _access_log_problem(args.access_log)
+    if problem:
+        print(f"tokenforge serve: error: {problem}", file=sys.stderr)
+        return 1
     settings = _settings()
     _migrate(settings)  # once, here, before gunicorn forks: migrating in every worker races
     _clean_uploads(settings)
@@ -180,10 +184,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     try:
         server.run(host=args.host, port=args.port, workers=args.workers, threads=args.threads,
-                   on_exit=lambda: _stop(*workers))
+                   on_exit=lambda: _stop(*workers), access_log=args.access_log)
     finally:
         _stop(*workers)
     return 0
+
+
+def _access_log_problem(target: str | None) -> str | None:
+    """Why ``serve --access-log`` cannot write to ``target`` (a file opened for appending), if it cannot."""
+    if target is None or target == "-":
+        return None
+    try:
+        with open(target, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        return (f"--access-log {target}: the file cannot be opened for appending ({exc.strerror}); "
+                "name a file in a folder that exists and is writable, or - for stderr.")
+    return None
 
 
 #: Bounds of ``serve --workers`` and ``--threads``: far above what helps, far below a fork bomb.
@@ -252,6 +269,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="threads per web process (default: 2)")
     serve.add_argument("--no-worker", action="store_true",
                        help="do not start a job worker (run `tokenforge worker` elsewhere)")
+    serve.add_argument("--access-log", metavar="FILE", default=os.environ.get("TOKENFORGE_ACCESS_LOG") or None,
+                       help="append a line per request to FILE, or to stderr with - (default: $TOKENFORGE_ACCESS_LOG, "
+                            "else none); query strings and link tokens are left out")
     serve.set_defaults(func=cmd_serve)
 
     worker = sub.add_parser("worker", help="run a job worker that trains queued tokenizers")
