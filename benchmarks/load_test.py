@@ -116,7 +116,7 @@ async def step(conn: Connection, kind: str, setup: Setup, text: str, csrf: tuple
             "HX-Request": "true", "HX-Trigger": "encode-form", "HX-Target": "encode-result",
             "HX-Current-URL": f"http://127.0.0.1:{setup.port}{play}", "X-CSRFToken": csrf[0],
             "Content-Type": "application/x-www-form-urlencoded"}, body_out.encode())
-        if status == 200 and body.lstrip().startswith(b'<section id="encode-result"') and b'data-testid="ids"' in body:
+        if status == 200 and body.lstrip().startswith(b'<dl class="counts"') and b'data-testid="ids"' in body:
             return None, csrf
     elif kind == "api_encode":
         payload = json.dumps({"tokenizer": setup.tokenizer_id, "text": text}).encode()

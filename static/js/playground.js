@@ -4,6 +4,7 @@
 // - The spans of one encoding are one tab stop (roving tabindex: the server gives the first
 //   token tabindex="0"); arrow keys move it between tokens, Home/End to the ends.
 // - Buttons with data-copy="#selector" copy that element's link, value or text.
+// - The encode form's answers replace the result block's contents directly (see below).
 (function () {
   "use strict";
 
@@ -30,6 +31,16 @@
     lit = linked(el);
     lit.forEach(function (n) { n.classList.add("lit"); });
   }
+  // The encode form's answer (spans, counts and ids, nothing with hx- attributes) goes straight
+  // into #encode-result: htmx's own swap sends an event through every old and new element, which
+  // for thousands of token spans took longer than the request on every keystroke.
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var target = event.detail.target;
+    if (!event.detail.shouldSwap || !target || target.id !== "encode-result") { return; }
+    event.detail.shouldSwap = false;
+    lit = [];
+    target.innerHTML = event.detail.serverResponse;
+  });
   document.addEventListener("mouseover", light);
   document.addEventListener("focusin", light);
 

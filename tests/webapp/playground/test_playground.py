@@ -27,7 +27,7 @@ def test_encode_page_shows_spans_counts_and_ids(client: FlaskClient, ids: dict[s
     page = client.get(f"/tokenizers/{ids['bpe']}/play?text=the+w%C3%A9&allowed_special=on")
     html = page.get_data(as_text=True)
     assert page.status_code == 200
-    assert "<textarea" in html and 'hx-trigger="submit, input delay:150ms"' in html
+    assert "<textarea" in html and 'hx-trigger="submit, input"' in html and 'hx-sync="this:queue last"' in html
     assert spans_of(html) == ["the", " w", "é"]
     assert 'data-testid="count-tokens">3<' in html and 'data-testid="count-bytes">7<' in html
 
@@ -37,8 +37,8 @@ def test_htmx_encode_returns_only_the_result_block(client: FlaskClient, ids: dic
                            data={"text": f"the{EOT}", "allowed_special": "on"})
     html = response.get_data(as_text=True)
     assert response.status_code == 200
-    assert html.lstrip().startswith('<section id="encode-result"')
-    assert "<html" not in html
+    assert html.lstrip().startswith('<dl class="counts"')  # swapped into #encode-result
+    assert "<html" not in html and "encode-result" not in html
     assert 'class="tok c1 special"' in html and "&lt;|endoftext|&gt;</span>" in html
     assert re.findall(r'class="tid" data-t="\d+">(\d+)<', html) == ["257", "261"]
 

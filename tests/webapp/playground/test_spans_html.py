@@ -44,8 +44,8 @@ def test_rendering_gives_the_same_markup_with_the_escape_cache_cold_and_warm() -
     _escape_short.cache_clear()
     assert str(spans_markup(result)) == EXPECTED_SPANS  # every string escaped for the first time
     assert str(spans_markup(result)) == EXPECTED_SPANS  # every string from the cache
-    assert str(ids_markup(result)) == "".join(f'<span class="tid" data-t="{i}">{token_id}</span>'
-                                              for i, token_id in enumerate(result.ids))
+    assert str(ids_markup(result)) == " ".join(f'<span class="tid" data-t="{i}">{token_id}</span>'
+                                               for i, token_id in enumerate(result.ids))
 
 
 def test_escaped_matches_markupsafe_for_short_and_long_text() -> None:
