@@ -13,11 +13,14 @@ from engine.errors import ConfigError
 from engine.limits import MAX_VOCAB_SIZE, shown
 from engine.models.bpe import BPE
 from engine.models.bpe_char import CharBPE
+from engine.models.unigram import Unigram
+from engine.models.wordpiece import WordPiece
 from engine.tokenizer import Tokenizer
 from engine.trainers.limits import check_workers
 
-SUPPORTED = ("byte-level BPE (GPT-2, GPT-4 / cl100k, Llama 3 style) and character-level BPE tokenizer.json "
-             "(Llama 2, Mistral, Gemma style)")
+SUPPORTED = ("byte-level BPE (GPT-2, GPT-4 / cl100k, Llama 3 style), character-level BPE tokenizer.json "
+             "(Llama 2, Mistral, Gemma style), Unigram (tokenizer.json or sentencepiece .model) and WordPiece "
+             "(BERT style)")
 
 
 @dataclass(frozen=True)
@@ -63,23 +66,30 @@ class Extension:
     protected: bool
     pretokens_counted: int  # distinct pre-tokens the merges were learned from
     symbols_added: tuple[int, ...] = ()  # new single-character pieces, each checked to be reached as a symbol
+    # Unigram and WordPiece: the added ids that encoding the piece's own text does not give whole
+    # (None for BPE, where the merges say it).
+    unreached: tuple[int, ...] | None = None
+    slots_filled: int = 0  # WordPiece: new tokens that took an [unused…] slot's id instead of a new id
 
     @property
     def unreachable(self) -> int:
-        """Added tokens that no merge makes (an appended piece with no split into two tokens) and that are
-        not a character reached as a symbol: none here."""
+        """Added tokens the encoder can never produce: for BPE those no merge makes (an appended piece
+        with no split into two tokens) and that are not a character reached as a symbol; for Unigram
+        and WordPiece those whose own text does not encode to them."""
+        if self.unreached is not None:
+            return len(self.unreached)
         made = {merged for _, _, merged, _ in self.merges} | set(self.symbols_added)
         return sum(token_id not in made for token_id, _ in self.added)
 
 
-def check_extendable(base: Tokenizer) -> BPE | CharBPE:
+def check_extendable(base: Tokenizer) -> BPE | CharBPE | Unigram | WordPiece:
     """The base's model when engine/extend can extend it; ConfigError naming what is supported otherwise."""
     model = base.model
     if getattr(model, "level", "") == "spm":
         raise ConfigError("Extending a sentencepiece .model BPE tokenizer is not supported; extend its "
                           f"tokenizer.json form instead (the model's Hugging Face files have one); extend supports "
                           f"{SUPPORTED} bases.", option="tokenizer")
-    if not isinstance(model, (BPE, CharBPE)):
+    if not isinstance(model, (BPE, CharBPE, Unigram, WordPiece)):
         level = getattr(model, "level", "")
         kind = f"{level}-level {model.kind}" if model.kind == "bpe" and level else model.kind
         raise ConfigError(f"Extending a {kind} tokenizer is not supported yet; extend supports {SUPPORTED} bases.",

@@ -1,6 +1,7 @@
 """What an extension did, measured: the report the CLI prints (and writes as report.json).
 
-Pieces added (new single characters among them, for a character-level base), duplicates
+Pieces added (new single characters among them, for a character-level, Unigram or WordPiece
+base; for WordPiece, how many took ``[unused…]`` slots and how many were appended), duplicates
 skipped, unreachable pieces, the new embedding rows a model needs
 (``model.resize_token_embeddings(new vocab size)``: the new size minus the base's), and on each
 text given, tokens per character before and after and how many of its lines now encode
@@ -76,7 +77,11 @@ def build_report(extension: Extension, base: Tokenizer, *, held_out: str | None 
         "unreachable": extension.unreachable,
         "protected": extension.protected,
         "pretokens_learned_from": extension.pretokens_counted,
+        "model": tokenizer.model.kind,
     }
+    if tokenizer.model.kind == "wordpiece":  # new tokens take [unused…] slots before new ids
+        report["slots_filled"] = extension.slots_filled
+        report["appended"] = len(extension.added) - extension.slots_filled
     if held_out is not None:
         report["held_out"] = measure(base, tokenizer, held_out)
     if reference is not None:
@@ -88,10 +93,20 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     """The report as sentences for a terminal."""
     chars = report.get("characters_added", 0)
     made = f"{chars:,} new characters, " if chars else ""
+    how = "protected" if report["protected"] else "unprotected"
+    if report.get("model", "bpe") == "bpe":
+        head = (f"Added {report['pieces_added']:,} pieces ({made}{report['merges_added']:,} merges) to a base of "
+                f"{report['base_vocab_size']:,} tokens: ids {report['base_vocab_size']:,} to "
+                f"{report['vocab_size'] - 1:,} are new, the base's are unchanged ({how}).")
+    else:
+        slots = report.get("slots_filled", 0)
+        where = (f"{slots:,} took [unused] slots' ids, {report['appended']:,} were appended" if "appended" in report
+                 else "appended after the base's ids")
+        head = (f"Added {report['pieces_added']:,} {report['model']} pieces ({made.removesuffix(', ') or 'no new characters'}"
+                f") to a base of {report['base_vocab_size']:,} tokens: {where}; the base's other ids are unchanged "
+                f"({how}).")
     out = [
-        f"Added {report['pieces_added']:,} pieces ({made}{report['merges_added']:,} merges) to a base of "
-        f"{report['base_vocab_size']:,} tokens: ids {report['base_vocab_size']:,} to {report['vocab_size'] - 1:,} are new, "
-        f"the base's are unchanged ({'protected' if report['protected'] else 'unprotected'}).",
+        head,
         f"Duplicates skipped: {report['duplicates_skipped']:,}; unreachable pieces: {report['unreachable']:,}.",
         f"New embedding rows: {report['new_embedding_rows']:,} "
         f"(model.resize_token_embeddings({report['vocab_size']})).",

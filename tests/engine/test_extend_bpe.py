@@ -17,8 +17,7 @@ from hypothesis import strategies as st
 from engine.errors import ConfigError
 from engine.extend import ExtendOptions, Extension, build_report, extend_bpe
 from engine.extend.protect import covered_chars
-from engine.models.unigram import Unigram
-from engine.models.wordpiece import WordPiece
+from engine.models.baselines import WordLevel
 from engine.presets import byte_level_bpe
 from engine.tokenizer import Tokenizer
 from tests.engine.cli_run import run
@@ -131,14 +130,14 @@ def test_add_past_the_vocabulary_limit(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("model", [
-    pytest.param(WordPiece({"[UNK]": 0, "a": 1}), id="wordpiece"),
-    pytest.param(Unigram([("<unk>", 0.0), ("a", -1.0)]), id="unigram"),
+    pytest.param(WordLevel({"[UNK]": 0, "a": 1}), id="wordlevel"),
 ])
 def test_other_models_are_refused_naming_what_is_supported(model: object, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"^Extending a [\w -]+ tokenizer is not supported yet; extend supports "
-                                          r"byte-level BPE \(GPT-2, GPT-4 / cl100k, Llama 3 style\) and "
-                                          r"character-level BPE tokenizer\.json \(Llama 2, Mistral, Gemma style\) "
-                                          r"bases\.$"):
+                                          r"byte-level BPE \(GPT-2, GPT-4 / cl100k, Llama 3 style\), "
+                                          r"character-level BPE tokenizer\.json \(Llama 2, Mistral, Gemma style\), "
+                                          r"Unigram \(tokenizer\.json or sentencepiece \.model\) and WordPiece "
+                                          r"\(BERT style\) bases\.$"):
         extend(Tokenizer(model), tmp_path, ZH, add=5)  # type: ignore[arg-type]
 
 
