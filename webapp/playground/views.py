@@ -1,7 +1,7 @@
 """The playground blueprint: the encode view, paste-ids-to-decode, and the token inspector.
 
 Each route serves the whole page, or for htmx requests only the block it swaps
-(``webapp.web.htmx.render``). The encode form posts as the user types (debounced in the template);
+(``webapp.web.htmx.render``). The encode form posts on every keystroke (no debounce; see the template);
 bad input (text over the size limit, ids that are not in the vocabulary) re-renders the block
 with a plain-sentence message and a 422, never a 500.
 
