@@ -33,8 +33,9 @@ from flask_login import login_user
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.shared_data import CS336  # noqa: E402
 from tests.webapp.conftest import login_as, make_app  # noqa: E402
-from tests.webapp.playground_samples import CS336, _gpt2, store  # noqa: E402
+from tests.webapp.playground_samples import _gpt2, store  # noqa: E402
 from webapp.playground.encode_page import encode_context  # noqa: E402
 from webapp.playground.encode_view import encode_for_display  # noqa: E402
 from webapp.playground.spans import group_spans  # noqa: E402
