@@ -17,7 +17,7 @@ from engine.extend import check_extendable
 from engine.limits import MAX_VOCAB_SIZE
 from tests.webapp.conftest import add_user, login_as, run_queued_jobs
 from tests.webapp.jobs_support import job_row, session_for
-from tests.webapp.playground_samples import byte_bpe, store, unigram
+from tests.webapp.playground_samples import byte_bpe, store
 from tests.webapp.training.extend_support import ENGLISH, RARE, add_corpus, chinese, extend_form
 from webapp.store.models import Corpus, Job
 from webapp.store.models import Tokenizer as Row
@@ -56,11 +56,19 @@ def test_the_tokenizer_page_has_the_form(client: FlaskClient, ids: dict[str, int
     assert client.get(f"/tokenizers/{ids['base']}/extend").status_code == 200
 
 
+def word_level() -> Tokenizer:
+    """A base of a type extend refuses (Unigram and WordPiece are extendable since issue #23)."""
+    from engine.models.baselines import WordLevel
+    from engine.pretokenizers import WhitespaceSplit
+
+    return Tokenizer(WordLevel({"[UNK]": 0, "the": 1, "cat": 2}), pre_tokenizer=WhitespaceSplit(), name="tiny-words")
+
+
 def test_a_base_the_engine_cannot_extend_gets_one_sentence(app: Flask, client: FlaskClient,
                                                            ids: dict[str, int]) -> None:
-    uni = store(app, unigram())
+    uni = store(app, word_level())
     with pytest.raises(ConfigError) as refused:
-        check_extendable(unigram())
+        check_extendable(word_level())
     sentence = str(refused.value)
     page = client.get(f"/tokenizers/{uni}").get_data(as_text=True)
     assert 'id="extend-form"' not in page
