@@ -1,4 +1,4 @@
-"""Tokenforge's tokenizer engine: pure Python on ``regex``.
+"""Tokenforge's tokenizer engine: Python on ``regex``, with numpy for the hot numeric work.
 
 The public API is what ``__all__`` lists; everything else is internal and may change. The bounds
 on imported tokenizers and the encode time budget are in ``engine.limits``.

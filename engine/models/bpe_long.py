@@ -13,7 +13,7 @@ minimum is exactly the pair ``merge_fast`` would pick. A merge changes only the 
 side of the new symbol; they are pushed anew, and the entries they replace are left in the heap
 and skipped when popped (lazy invalidation): an entry is stale when its left symbol has been
 merged away or the pair now there no longer has that rank. A rank names one pair (``BPE``
-keeps the first rank of a pair listed twice), so "same rank" means "same pair".
+keeps the later rank of a pair listed twice, as HF does), so "same rank" means "same pair".
 
 Left out: dropout (``BPE.encode_bytes`` is the reference for it) and the choice of which
 pieces are long (``BPE.tokenize``).

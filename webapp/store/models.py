@@ -45,7 +45,7 @@ class Corpus(Base):
     original_filename: Mapped[str] = mapped_column(String(255), default="")
     upload_bytes: Mapped[Count]  # as sent (compressed for .gz)
     size_bytes: Mapped[Count]  # as stored: UTF-8 text, documents joined by the separator
-    stats: Mapped[JSONDict]  # see corpus_stats.py; the analysis job completes them
+    stats: Mapped[JSONDict]  # see webapp/corpora/stats.py; the analysis job completes them
     analysis_job_id: Mapped[int | None] = mapped_column(
         ForeignKey("jobs.id", ondelete="SET NULL"), index=True
     )  # the latest "analyse" job for this corpus (its status is the page's "analysing…")
