@@ -3,6 +3,8 @@
 // - Forms with data-submit-once send once per page: a second click while the first is on its way
 //   (a slow connection, an impatient user) would start a second training, board or upload.
 // - htmx does not swap error responses; show their message in #request-errors instead.
+// - Forms with data-submit-on-change send themselves when a select in them changes (the header's
+//   team switcher); their submit button stays for keyboards and browsers without script.
 (function () {
   "use strict";
 
@@ -23,6 +25,12 @@
       return;
     }
     form.setAttribute("data-submitting", "");
+  });
+
+  document.addEventListener("change", function (event) {
+    var select = event.target;
+    var form = select.tagName === "SELECT" && select.closest("form[data-submit-on-change]");
+    if (form) { form.requestSubmit ? form.requestSubmit() : form.submit(); }
   });
 
   // A page the browser shows again from its history (Back) may be sent again.

@@ -11,7 +11,14 @@ Reusable by every browser test (the playground's too):
   real sign-up form, and ``page`` (pytest-playwright's, overridden here) starts logged in as it;
   ``anon_page`` is a browser that has not logged in;
 - ``artifacts_dir`` is where screenshots go: ``$TOKENFORGE_TEST_ARTIFACTS`` if set, else
-  ``<tmp>/tokenforge-test-artifacts`` (never the working directory).
+  ``<tmp>/tokenforge-test-artifacts`` (never the working directory);
+- ``console_guard`` fails a test at teardown if any page it watches logged a console error or an
+  uncaught exception: a CSP violation ("Refused to apply inline style…"), an htmx error event, a
+  script error. ``page`` and ``anon_page`` are watched; a test that opens another page passes it
+  to ``console_guard.watch``, and one that provokes an error on purpose names it with
+  ``console_guard.allow(pattern)``. A 4xx answer to a page or an htmx request is the server
+  refusing as designed (Chromium logs it as "Failed to load resource"), so it is not counted,
+  except for files under ``/static/``, which must all exist.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import os
 import re
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -68,9 +76,52 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveApp]:
     assert code == 0, server.log.read_text()
 
 
+REFUSED = re.compile(r"Failed to load resource: the server responded with a status of 4\d\d")
+
+
+@dataclass
+class ConsoleGuard:
+    """The console errors and uncaught exceptions of the pages it watches, less those allowed."""
+
+    seen: list[str] = field(default_factory=list)
+    allowed: list[re.Pattern[str]] = field(default_factory=list)
+
+    def watch(self, page: Any) -> Any:
+        """Record ``page``'s console errors and page errors from now on; return the page."""
+        page.on("console", lambda message: self._console(page, message))
+        page.on("pageerror", lambda error: self.seen.append(f"{page.url}: uncaught {error}"))
+        return page
+
+    def allow(self, pattern: str) -> None:
+        """Do not count errors whose text matches ``pattern`` (a test that provokes them)."""
+        self.allowed.append(re.compile(pattern))
+
+    def _console(self, page: Any, message: Any) -> None:
+        if message.type != "error":
+            return
+        source = (message.location or {}).get("url", "")
+        if REFUSED.search(message.text) and "/static/" not in source:
+            return
+        self.seen.append(f"{page.url}: {message.text} (at {source or 'the page'})")
+
+    def problems(self) -> list[str]:
+        return [text for text in self.seen if not any(p.search(text) for p in self.allowed)]
+
+
 @pytest.fixture
-def page(page: Any, live_server: LiveApp) -> Any:
+def console_guard() -> Iterator[ConsoleGuard]:
+    """Fails the test at teardown if a watched page logged a console error (see the module docstring)."""
+    guard = ConsoleGuard()
+    yield guard
+    problems = guard.problems()
+    if problems:
+        pytest.fail("The browser logged errors:\n" + "\n".join(problems), pytrace=False)
+
+
+@pytest.fixture
+def page(page: Any, live_server: LiveApp, console_guard: ConsoleGuard) -> Any:
     """pytest-playwright's page, logged in as the live server's admin through the login form."""
+    console_guard.watch(page)
     page.goto(live_server.url + "login")
     page.fill('input[name="email"]', EMAIL)
     page.fill('input[name="password"]', PASSWORD)
@@ -80,10 +131,10 @@ def page(page: Any, live_server: LiveApp) -> Any:
 
 
 @pytest.fixture
-def anon_page(browser: Any) -> Iterator[Any]:
+def anon_page(browser: Any, console_guard: ConsoleGuard) -> Iterator[Any]:
     """A page in a fresh browser context that has never logged in."""
     context = browser.new_context()
-    yield context.new_page()
+    yield console_guard.watch(context.new_page())
     context.close()
 
 

@@ -143,6 +143,7 @@ def choose_team() -> Response:
     if not form.validate() or form.team_id.data not in auth.team_ids():
         abort(404)
     session["team_id"] = form.team_id.data
+    flash(f"New corpora, trainings and imports now go to {quoted(auth.current_team().name)}.")
     return redirect(auth.safe_next(form.next.data) if form.next.data else url_for("accounts.account"), 303)
 
 

@@ -224,11 +224,19 @@ def readable_or_404(model: type[Row], row_id: int) -> Row:
 
 def current_team() -> Team:
     """The team new corpora, jobs and tokenizers go to: the one chosen, else the first owned."""
-    ids = team_ids()
-    if not ids:
+    team = working_team()
+    if team is None:
         # Every account keeps a team (``teams.keep_a_team``); older data may hold one without.
         abort(403, description="You are in no team, so new work has nowhere to go. Start a team on "
                                "the Teams page, or ask a team's owner for an invite link.")
+    return team
+
+
+def working_team() -> Team | None:
+    """:func:`current_team`, or None for visitors and accounts in no team (the header shows it)."""
+    ids = team_ids()
+    if not ids:
+        return None
     chosen = session.get("team_id")
     if chosen in ids:
         team_id = chosen
@@ -236,10 +244,20 @@ def current_team() -> Team:
         owned = get_session().scalar(select(func.min(Membership.team_id)).where(
             Membership.user_id == current_user.id, Membership.role == "owner"))
         team_id = owned if owned is not None else min(ids)
-    team = get_session().get(Team, team_id)
-    if team is None:
-        abort(404)
-    return team
+    return get_session().get(Team, team_id)
+
+
+def team_names() -> dict[int, str]:
+    """The current user's teams, id to name, by name: the header's switcher and the team
+    column of lists that mix teams (shown only when there is more than one)."""
+    if "team_names" not in g:
+        if not current_user.is_authenticated:
+            g.team_names = {}
+        else:
+            g.team_names = dict(get_session().execute(
+                select(Team.id, Team.name).join(Membership, Membership.team_id == Team.id)
+                .where(Membership.user_id == current_user.id).order_by(Team.name, Team.id)).all())
+    return dict(g.team_names)
 
 
 def safe_next(target: str | None) -> str:
@@ -277,7 +295,7 @@ def gate() -> Response | None:
 
 
 def init_app(app: Flask) -> None:
-    """Attach flask-login and the gate; give templates ``current_user`` and ``role_in``."""
+    """Attach flask-login and the gate; give templates ``current_user``, ``role_in`` and the teams."""
     # Flask checks a session cookie's signature age against this, and a permanent session's
     # cookie expires after it; the "remember me" cookie (not offered today) would too.
     days = dt.timedelta(days=float(app.config["SESSION_DAYS"]))
@@ -285,4 +303,5 @@ def init_app(app: Flask) -> None:
     app.config["REMEMBER_COOKIE_DURATION"] = days
     login_manager.init_app(app)
     app.before_request(gate)
-    app.jinja_env.globals.update(role_in=role_in, team_ids=team_ids)
+    app.jinja_env.globals.update(role_in=role_in, team_ids=team_ids, team_names=team_names,
+                                 working_team=working_team)

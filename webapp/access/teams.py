@@ -14,7 +14,8 @@ the setting, checked after the insert so that parallel requests cannot pass it t
 Joining by invite is always a logged-in user's explicit, CSRF-protected click on the invite's
 page: opening a link while logged out only lets the visitor sign up, and logging in or
 signing up never joins a team by itself. Joining does not change the working team either, so
-nothing of yours goes to the new team until you choose it.
+nothing of yours goes to the new team until you choose it. Starting a team does switch to it,
+and its flash says so, naming the team work went to before (the header shows the current team).
 
 Left out: accounts and sessions (``accounts.py``), scoping (``auth.py``).
 """
@@ -194,7 +195,11 @@ def create() -> Response:
                             f"(TOKENFORGE_MAX_TEAMS_PER_MEMBER is {most:,}). Delete a team you no longer "
                             "need, or ask the administrator to raise that setting.")
     db.commit()
-    session["team_id"] = team.id
+    was = auth.working_team()
+    session["team_id"] = team.id  # a new team is empty: you start it to fill it, so work goes there
+    flash(f"You started {quoted(team.name)}. New corpora, trainings and imports now go to it"
+          + (f", no longer to {quoted(was.name)}" if was is not None and was.id != team.id else "")
+          + "; switch teams at the top of any page.")
     return _back(team.id)
 
 
@@ -211,8 +216,9 @@ def show(team_id: int) -> Response:
               for name, model in (("corpora", Corpus), ("tokenizers", Tokenizer))}
     counts["jobs"] = db.scalar(select(func.count()).select_from(Job).where(  # training jobs
         Job.team_id == team_id, Job.kind == "train"))
+    owners = sum(1 for m, _ in members if m.role == "owner")
     return render("teams/show.html", team=team, members=members, invites=invites, counts=counts,
-                  role=auth.role_in(team_id))
+                  role=auth.role_in(team_id), owners=owners)
 
 
 @bp.post("/teams/<int:team_id>/invites")
@@ -259,7 +265,7 @@ def join(token: str) -> Response:
     db.commit()
     session.pop("invite", None)
     flash(f"You joined {quoted(team.name) if team else 'the team'}. New work still goes to "
-          f"{quoted(working.name)}; choose the team on your account page to change that.")
+          f"{quoted(working.name)}; switch teams at the top of any page to change that.")
     return _back(invite.team_id)
 
 

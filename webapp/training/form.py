@@ -6,6 +6,10 @@ type, default, help and choices), holding what the user typed so a re-rendered f
 ``parse`` turns the submitted form into an options dict that the engine has already validated,
 or into plain-sentence errors attached to the field they concern, from one validation pass of
 the engine. Rendering is the template's job and queueing the job is ``views.py``'s.
+
+Some options are read at one level only (:data:`LEVEL_OPTIONS`): the form shows a field only at
+the levels that read it (``static/js/train.js`` follows the level as it changes), and a job's
+page lists only its level's options (:func:`shown_options`).
 """
 
 from __future__ import annotations
@@ -30,6 +34,15 @@ from webapp.web.numbers import plain_digits_problem
 
 PREFIX = "opt-"
 MAX_CORPORA = 1000  # corpus checkboxes one form may submit; more is not a person choosing
+_BYTE_CHAR = ("byte", "char")
+#: The levels that read an option, for options not read at every level of their algorithm. BPE's
+#: char level marks word ends and unknown characters, which byte level has neither of; its spm level
+#: is a trainer of its own (``engine.trainers.bpe_spm_options``) that reads only its options.
+LEVEL_OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {
+    "bpe": {"end_of_word_suffix": ("char",), "unk_token": ("char",), "special_tokens": _BYTE_CHAR,
+            "min_frequency": _BYTE_CHAR, "pretokenizer": _BYTE_CHAR, "max_token_length": _BYTE_CHAR,
+            "character_coverage": ("spm",), "byte_fallback": ("spm",), "split_digits": ("spm",)},
+}
 
 
 class TrainForm(Form):
@@ -67,6 +80,8 @@ class Field:
     spec: OptionSpec
     value: Any  # str for inputs, bool for checkboxes
     error: str | None = None
+    levels: tuple[str, ...] | None = None  # the levels that read it; None: every level
+    shown: bool = True  # read at the form's current level
 
     @property
     def input_name(self) -> str:
@@ -109,17 +124,38 @@ def _shown(spec: OptionSpec, value: Any) -> Any:
 
 def fields_for(algorithm: str, form: Mapping[str, str] | None = None,
                errors: Mapping[str, str] | None = None) -> list[Field]:
-    """The form fields for ``algorithm``, showing ``form``'s values where given."""
+    """The form fields for ``algorithm``, showing ``form``'s values where given; a field its
+    current level does not read is marked not ``shown``."""
     fields = []
-    for spec in option_specs(algorithm):
+    specs = option_specs(algorithm)
+    level_spec = next((spec for spec in specs if spec.name == "level"), None)
+    level = None if level_spec is None else (form or {}).get(PREFIX + "level", level_spec.default)
+    for spec in specs:
         if form is None:
             value = _shown(spec, spec.default)
         elif spec.type == "bool":
             value = form.get(PREFIX + spec.name) == "on"
         else:
             value = form.get(PREFIX + spec.name, "")
-        fields.append(Field(spec, value, (errors or {}).get(spec.name)))
+        levels = LEVEL_OPTIONS.get(algorithm, {}).get(spec.name)
+        known = level_spec is not None and level in level_spec.choices  # a bad level: show all
+        fields.append(Field(spec, value, (errors or {}).get(spec.name), levels,
+                            shown=levels is None or not known or level in levels))
     return fields
+
+
+def shown_options(algorithm: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A job's ``options`` less those its level does not read (a byte-level BPE keeps, but never
+    used, the char level's end-of-word suffix and unknown token)."""
+    options = dict(options or {})
+    level = options.get("level")
+    only = LEVEL_OPTIONS.get(algorithm, {})
+    return {name: value for name, value in options.items() if name not in only or level not in _level_names(only)
+            or level in only[name]}
+
+
+def _level_names(only: Mapping[str, tuple[str, ...]]) -> set[str]:
+    return {level for levels in only.values() for level in levels}
 
 
 def form_from_options(algorithm: str, options: Mapping[str, Any]) -> dict[str, str]:

@@ -123,7 +123,8 @@ def _job_context(job: Job) -> dict[str, Any]:
 
 def _job_figures() -> dict[str, Any]:
     """What the job page and the jobs list both use, so that they say the same for one job."""
-    return {"run_seconds": jobs.run_seconds, "progress_of": _progress_of}
+    return {"run_seconds": jobs.run_seconds, "progress_of": _progress_of,
+            "shown_options": training_form.shown_options}
 
 
 def _progress_of(job: Job) -> eta.Shown:
@@ -185,7 +186,7 @@ def show(tokenizer_id: int) -> Response:
                   figures=summary.figures(engine_tokenizer, stats),
                   merges=summary.first_merges(engine_tokenizer, stats, SHOWN_MERGES),
                   piece_types=summary.piece_types(engine_tokenizer, originals(tokenizer.config).get("spm_model")),
-                  options=options if isinstance(options, dict) else {},
+                  options=training_form.shown_options(tokenizer.algorithm, options) if isinstance(options, dict) else {},
                   imported=imported if isinstance(imported, dict) else {},
                   import_kinds=imports.KINDS, import_patterns=imports.PATTERN_CHOICES,
                   **extend_views.show_context(tokenizer, engine_tokenizer))

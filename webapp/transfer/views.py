@@ -23,7 +23,7 @@ from webapp.store.models import Tokenizer as TokenizerRow
 from webapp.tokenizers.loaded import load
 from webapp.tokenizers.originals import keep_original, originals
 from webapp.transfer import downloads, imports
-from webapp.transfer.forms import FILE_PARTS, ImportForm
+from webapp.transfer.forms import FILE_PARTS, ImportForm, kinds_reading
 from webapp.web.forms import name_from_filename
 from webapp.web.htmx import render
 from webapp.web.requests import MAX_IMPORT_BYTES
@@ -74,7 +74,8 @@ def download_zip(tokenizer_id: int) -> Response:
 
 
 def _form_context(form: ImportForm, **extra: object) -> dict[str, object]:
-    return {"kinds": imports.KINDS, "patterns": imports.PATTERN_CHOICES, "error": None, "form": form, **extra}
+    return {"kinds": imports.KINDS, "patterns": imports.PATTERN_CHOICES, "error": None, "form": form,
+            "kinds_reading": kinds_reading, **extra}
 
 
 @bp.get("/import")
@@ -107,6 +108,9 @@ def import_upload() -> Response:
     try:
         if not form.validate():
             raise imports.ImportProblem(next(iter(form.first_errors().values())))
+        stray = form.stray_file()  # the page hides such parts; without script they are all there
+        if stray:
+            raise imports.ImportProblem(stray)
         files = {part: _upload(form[part].data) for part in FILE_PARTS}
         notes: list[str] = []  # what the import decided for the user (special tokens it took)
         tokenizer = imports.read(kind, files, pattern=form.pattern.data, specials=form.special_tokens.data,
