@@ -13,10 +13,11 @@ Tie-break rule: pieces with equal scores are ordered by the piece string (code p
 seeding, equal ``count × length`` goes to the smaller string; in pruning, equal loss keeps the
 piece with the better seed rank. Required characters are never pruned.
 
-Everything after the word counting (``counting.count_pretokens``, on every core) runs in one
-process: with the lattice passes in numpy, the whole ``tokenforge train`` on en_25M (vocab
-32000) took 0.58x the wall time of sentencepiece on 2 threads, so more processes were not worth
-their memory. Left out: sentencepiece's ``.model`` protobuf, user-defined symbols, TSV input.
+The word counting (``counting.count_pretokens``), the seed's substring counts (``seed``) and the
+corpus passes (the lattice, the E-step, the Viterbi counts and the pruning alternatives,
+``parallel``) run on ``num_workers`` processes (default: one per CPU; one for a table too small
+to cut in slices), with the same output for any number; the M-step and the ranking run here.
+Left out: sentencepiece's ``.model`` protobuf, user-defined symbols, TSV input.
 """
 
 from __future__ import annotations
@@ -33,12 +34,12 @@ from engine.normalizers import get_normalizer
 from engine.pretokenizers import Metaspace
 from engine.tokenizer import Tokenizer
 from engine.trainers.base import Reporter, TrainResult
-from engine.trainers.limits import MAX_SENTENCE_BYTES
+from engine.trainers.limits import MAX_SENTENCE_BYTES, max_workers
 from engine.trainers.unigram.bounds import check_memory, skip_long_words
-from engine.trainers.unigram.em import e_step, m_step
-from engine.trainers.unigram.lattice import Lattice
+from engine.trainers.unigram.em import m_step
 from engine.trainers.unigram.options import UnigramOptions
-from engine.trainers.unigram.prune import prune_pieces, viterbi_counts
+from engine.trainers.unigram.parallel import Shards, slice_count
+from engine.trainers.unigram.prune import prune_pieces
 from engine.trainers.unigram.seed import required_chars, seed_pieces
 from engine.trainers.unigram.words import SPACE, MetaspaceSplit, count_words
 
@@ -70,10 +71,12 @@ def train_on_counts(word_counts: Mapping[str, int], options: UnigramOptions, rep
         )
     # 2. Seed vocabulary; piece id ``unk`` (one past the seed) is "unknown character".
     reporter.update("seeding", 0, force=True)
+    # Worker processes only where the table makes several slices (``parallel``): small ones train here.
+    workers = min(options.num_workers or max_workers(), slice_count(word_counts))
     seed = seed_pieces(
         word_counts, required, seed_size=options.seed_size, max_piece_length=options.max_piece_length,
         split_by_unicode_script=options.split_by_unicode_script, split_by_number=options.split_by_number,
-        split_by_whitespace=options.split_by_whitespace,
+        split_by_whitespace=options.split_by_whitespace, workers=workers, reporter=reporter,
     )
     pieces = [p for p, _ in seed]
     unk = len(pieces)
@@ -84,17 +87,15 @@ def train_on_counts(word_counts: Mapping[str, int], options: UnigramOptions, rep
     is_required[: len(required)] = True  # the seed lists the required characters first
     is_required[unk] = True
     alive = np.ones(unk + 1, bool)
-    # 3. The corpus lattice.
+    # 3. The corpus lattice, in slices of the words, each built by the worker that owns it (``parallel``).
     reporter.update("lattice", 0, force=True)
-    lattice = Lattice(list(word_counts), list(word_counts.values()), {p: s for s, p in enumerate(pieces)},
-                      options.max_piece_length, unk)
-    del word_counts  # the lattice holds the words now; the caller's table may be the only other copy
     stats: dict[str, object] = {"seed_size": unk, "required_chars": len(required), "rounds": []}
     if skipped:
         stats["skipped_long_words"] = skipped
-    # 4. EM rounds with pruning.
-    logp = _em_rounds(lattice, pieces, logp, alive, is_required, options, reporter, stats)
-    del lattice
+    with Shards(word_counts, pieces, options.max_piece_length, unk, workers=workers, reporter=reporter) as shards:
+        del word_counts  # the lattices hold the words now; the caller's table may be the only other copy
+        # 4. EM rounds with pruning.
+        logp = _em_rounds(shards, pieces, logp, alive, is_required, options, reporter, stats)
     # 5. Finalize: required characters (missing ones just below the lowest score), then the best.
     final: dict[str, float] = {}
     floor = float(logp[:unk][alive[:unk]].min())
@@ -121,7 +122,7 @@ def train_on_counts(word_counts: Mapping[str, int], options: UnigramOptions, rep
     return Unigram(vocab, unk_id=0, byte_fallback=options.byte_fallback, special_tokens=specials), stats
 
 
-def _em_rounds(lattice: Lattice, pieces: list[str], logp: np.ndarray, alive: np.ndarray, is_required: np.ndarray,
+def _em_rounds(shards: Shards, pieces: list[str], logp: np.ndarray, alive: np.ndarray, is_required: np.ndarray,
                options: UnigramOptions, reporter: Reporter, stats: dict[str, object]) -> np.ndarray:
     """Stage 4: EM and pruning until the vocabulary is small enough; returns the final log-probabilities."""
     unk = len(pieces)
@@ -132,22 +133,20 @@ def _em_rounds(lattice: Lattice, pieces: list[str], logp: np.ndarray, alive: np.
         for sub in range(options.n_sub_iterations):
             reporter.update("EM", round_no * options.n_sub_iterations + sub, total, force=True)
             logp[unk] = logp[:unk][alive[:unk]].min() - UNK_PENALTY
-            expected, loglik = e_step(lattice, logp)
-            logp = m_step(expected, alive, required)
-            lattice.filter(alive)  # the M-step drops pieces too (most of the seed's)
+            expected, loglik = shards.e_step(logp)
+            logp = m_step(expected, alive, required)  # drops pieces too (most of the seed's): -inf
         stats["rounds"].append([int(alive.sum()) - 1, round(loglik, 3)])  # type: ignore[attr-defined]
         # Prune after every round, the last one too, then stop once small enough (sentencepiece
         # 0.2's order); pieces are weighed by their counts in the Viterbi paths, as there.
         logp[unk] = logp[:unk][alive[:unk]].min() - UNK_PENALTY
-        freq = viterbi_counts(lattice, logp)
+        freq = shards.viterbi_counts(logp)
         prune_pieces(pieces, freq, logp, alive, is_required, target=desired, shrinking_factor=options.shrinking_factor,
-                     max_len=options.max_piece_length, unk=unk)
+                     max_len=options.max_piece_length, unk=unk, paths=shards.alternative_paths)
         logp[~alive] = -np.inf
         if alive.sum() - 1 <= desired:
             done = (round_no + 1) * options.n_sub_iterations
             reporter.update("EM", done, done, force=True)  # the estimate may have run ahead: 100% now
             return logp
-        lattice.filter(alive)
     return logp
 
 

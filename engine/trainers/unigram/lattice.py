@@ -20,26 +20,42 @@ character or ``unk``, which are never pruned), so each node has an in-edge.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
 from engine.trainers.unigram.trie import CODE_POINTS, ByDepth, build_trie
 
 
-class Lattice(ByDepth):
-    """The lattices of ``words`` (each weighted by its count) over the pieces of ``sid_of``."""
+class PieceIndex(NamedTuple):
+    """The pieces' trie as lookups: sorted (node, char) keys, each key's child, each node's piece."""
 
-    def __init__(self, words: Sequence[str], counts: Sequence[float], sid_of: Mapping[str, int], max_len: int, unk: int) -> None:
+    keys: np.ndarray
+    child: np.ndarray
+    sid_at: np.ndarray
+
+    @classmethod
+    def of(cls, sid_of: Mapping[str, int]) -> PieceIndex:
+        """The index of the pieces of ``sid_of`` (built once, shared by the lattices of many slices)."""
+        pieces_trie = build_trie(list(sid_of))
+        sid_at = np.full(pieces_trie.n_nodes, -1, np.int32)  # the piece each pieces-trie node spells, or -1
+        sid_at[pieces_trie.terminal] = np.fromiter(sid_of.values(), dtype=np.int32, count=len(sid_of))
+        keys, child = pieces_trie.children()
+        return cls(keys, child.astype(np.int32), sid_at)
+
+
+class Lattice(ByDepth):
+    """The lattices of ``words`` (each weighted by its count) over the pieces of ``sid_of`` (or of
+    ``index``, their :class:`PieceIndex`)."""
+
+    def __init__(self, words: Sequence[str], counts: Sequence[float], sid_of: Mapping[str, int] | PieceIndex,
+                 max_len: int, unk: int) -> None:
         words_trie = build_trie(words)
         self.base, self.terminal = words_trie.base, words_trie.terminal
         self.counts = np.asarray(counts, dtype=np.float64)
         self.max_len = max_len
         parent, char, n = words_trie.parent, words_trie.char, words_trie.n_nodes
-        pieces_trie = build_trie(list(sid_of))
-        sid_at = np.full(pieces_trie.n_nodes, -1, np.int32)  # the piece each pieces-trie node spells, or -1
-        sid_at[pieces_trie.terminal] = np.fromiter(sid_of.values(), dtype=np.int32, count=len(sid_of))
-        keys, child = pieces_trie.children()
-        child = child.astype(np.int32)
+        keys, child, sid_at = sid_of if isinstance(sid_of, PieceIndex) else PieceIndex.of(sid_of)
         src, dst, sid = [], [], []
         state = np.zeros(n, np.int32)  # T_{L-1} of every node (-1: no piece starts so); T_0 is the root
         ancestor = np.arange(n, dtype=np.int32)  # each node's ancestor L - 1 levels up, where state >= 0

@@ -18,6 +18,7 @@ from engine.trainers.limits import (
     MAX_VOCAB,
     check_at_most,
     check_special_count,
+    check_workers,
 )
 
 
@@ -36,6 +37,7 @@ class UnigramOptions:
     split_by_number: bool = field(default=True, metadata={"help": "Decimal digits keep their script (Common): \"1.\" is a piece, \"F1\" is not. Off: digits join any script."})
     byte_fallback: bool = field(default=True, metadata={"help": "Add <0x00>…<0xFF> and spell unknown characters (newlines too) as their UTF-8 bytes, so every text encodes without <unk>."})
     special_tokens: tuple[str, ...] = field(default=("<unk>", "<s>", "</s>"), metadata={"help": "Special tokens, one per line; the first is the unknown token."})
+    num_workers: int | None = field(default=None, metadata={"help": "Processes that count the corpus and run EM, at most one per CPU (empty: one per CPU); the result is the same for any number."})
 
     def __post_init__(self) -> None:
         problems = ConfigProblems()  # every bad option at once, each naming its field
@@ -61,6 +63,7 @@ class UnigramOptions:
         problems.run(check_at_most, "seed_size", self.seed_size, MAX_SEED_SIZE,
                      fix=f"pass seed_size of at most {MAX_SEED_SIZE:,} (1,000,000 is sentencepiece's default)")
         problems.run(check_special_count, self.special_tokens)
+        problems.run(check_workers, self.num_workers)
         if not self.special_tokens:
             problems.add(ConfigError("special_tokens needs at least the unknown token, e.g. special_tokens=('<unk>',).",
                                      option="special_tokens"))

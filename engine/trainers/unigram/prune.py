@@ -18,6 +18,8 @@ never pruned. The slow, obviously-correct twins are in ``tests/engine/unigram_re
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from engine.trainers.unigram.lattice import Lattice
@@ -71,17 +73,15 @@ def alternatives(lat: Lattice, logp: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return value[lat.terminal], last[lat.terminal], back
 
 
-def prune_pieces(pieces: list[str], freq: np.ndarray, logp: np.ndarray, alive: np.ndarray, required: np.ndarray,
-                 *, target: int, shrinking_factor: float, max_len: int, unk: int) -> None:
-    """Remove pieces from ``alive`` by the likelihood loss of replacing each by its alternative."""
-    live = np.flatnonzero(alive[:unk])
-    total = freq[live].sum()
-    owners = live[~required[live] & (freq[live] > 0)]
-    alive[live[~required[live] & (freq[live] <= 0)]] = False  # never on a best path: free to remove
-    lat = Lattice([pieces[s] for s in live], np.zeros(len(live)), {pieces[s]: int(s) for s in live}, max_len, unk)
-    value, last, back = alternatives(lat, logp)
-    at = np.searchsorted(live, owners)
-    value, edge = value[at], last[at]
+def alternative_paths(pieces: list[str], live: np.ndarray, owners: np.ndarray, freq: np.ndarray, logp: np.ndarray,
+                      max_len: int, unk: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each of ``owners`` (piece ids), its alternative over the ``live`` pieces: the path's
+    log-probability (``-inf``: none), ``Σ_alt log(f_a + f_s)`` and its length ``n``. Each
+    owner's answer depends on its own string only, so owners may be shared out in any cut."""
+    if not len(owners):
+        return np.full(0, -np.inf), np.zeros(0), np.zeros(0)
+    lat = Lattice([pieces[s] for s in owners], np.zeros(len(owners)), {pieces[s]: int(s) for s in live}, max_len, unk)
+    value, edge, back = alternatives(lat, logp)
     # Each owner's alternative path, walked back to the root for all owners at once.
     f_own = freq[owners]
     sums, lens = np.zeros(len(owners)), np.zeros(len(owners))
@@ -90,6 +90,27 @@ def prune_pieces(pieces: list[str], freq: np.ndarray, logp: np.ndarray, alive: n
         sums[going] += np.log(freq[lat.in_sid[e]] + f_own[going])
         lens[going] += 1
         edge[going] = back[lat.in_src[e]]
+    return value, sums, lens
+
+
+AlternativePaths = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
+"""``alternative_paths`` with the pieces bound: (live, owners, freq, logp) -> (value, sums, lens)."""
+
+
+def prune_pieces(pieces: list[str], freq: np.ndarray, logp: np.ndarray, alive: np.ndarray, required: np.ndarray,
+                 *, target: int, shrinking_factor: float, max_len: int, unk: int,
+                 paths: AlternativePaths | None = None) -> None:
+    """Remove pieces from ``alive`` by the likelihood loss of replacing each by its alternative;
+    ``paths`` finds the alternatives (default: :func:`alternative_paths` in this process)."""
+    live = np.flatnonzero(alive[:unk])
+    total = freq[live].sum()
+    owners = live[~required[live] & (freq[live] > 0)]
+    alive[live[~required[live] & (freq[live] <= 0)]] = False  # never on a best path: free to remove
+    if paths is None:
+        value, sums, lens = alternative_paths(pieces, live, owners, freq, logp, max_len, unk)
+    else:
+        value, sums, lens = paths(live, owners, freq, logp)
+    f_own = freq[owners]
     worse = value > logp[owners]  # not its own best segmentation: goes at once
     alive[owners[worse]] = False
     sids, f, s_alt, n = owners[~worse], f_own[~worse], sums[~worse], lens[~worse]

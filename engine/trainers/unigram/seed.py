@@ -26,9 +26,12 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Mapping
-from itertools import chain, compress, filterfalse, repeat
+from heapq import merge
+from itertools import chain, compress, filterfalse, islice, repeat
 from operator import add, eq, getitem, itemgetter, lt, mul
 
+from engine.trainers.base import Reporter
+from engine.trainers.unigram.parallel import run_in_processes
 from engine.trainers.unigram.scripts import ANY, INHERITED, char_class
 
 __all__ = ["required_chars", "seed_pieces"]
@@ -80,8 +83,11 @@ def seed_pieces(
     split_by_number: bool = True,
     split_by_whitespace: bool = True,
     space: str = "\u2581",
+    workers: int = 1,
+    reporter: Reporter | None = None,
 ) -> list[tuple[str, float]]:
-    """Required characters (scored by count) then the top substrings (scored by count × length)."""
+    """Required characters (scored by count) then the top substrings (scored by count × length),
+    the substrings counted in up to ``workers`` processes (the same seed for any number)."""
     classes = {
         c: char_class(c, split_by_unicode_script=split_by_unicode_script, split_by_number=split_by_number)
         for c in required
@@ -91,7 +97,8 @@ def seed_pieces(
     want = max(0, seed_size - len(required))
     separator = next(c for c in map(chr, range(10, sys.maxunicode + 1)) if c not in classes)
     table = _segment_table(word_counts, classes, space, separator)
-    top, negated = _top_substrings(table, max_piece_length, want, no_last=None if split_by_whitespace else space)
+    top, negated = _top_substrings(table, max_piece_length, want, no_last=None if split_by_whitespace else space,
+                                   workers=workers, reporter=reporter)
     pieces = [(c, float(n)) for c, n in sorted(required.items(), key=lambda kv: (-kv[1], kv[0]))]
     pieces.extend(zip(top, map(float, map(int.__neg__, negated))))
     return pieces
@@ -169,31 +176,59 @@ def _charset(chars: list[str]) -> str:
     return "[" + "".join(map(re.escape, sorted(chars))) + "]"
 
 
-def _top_substrings(table: SegmentTable, max_piece_length: int, want: int, *, no_last: str | None = None) -> Ranked:
+def _top_substrings(table: SegmentTable, max_piece_length: int, want: int, *, no_last: str | None = None,
+                    workers: int = 1, reporter: Reporter | None = None) -> Ranked:
     """The best ``want`` right-branching substrings, ranked; none ends with ``no_last``.
+
+    Each piece length is counted and tested on its own (with the next length's counts), so the
+    lengths are shared out between ``workers`` processes in ranges of about equal work, each
+    returning its best ``want``; merged, they are exactly the ranking of one process.
+    """
+    lengths = range(2, max_piece_length + 1)
+    # The work of length L: its substrings, and those of L + 1 (counted to test branching).
+    size = [sum(len(segs) * max(0, m - L + 1) for by_length in table.values() for m, segs in by_length.items())
+            for L in range(max_piece_length + 2)]
+    cost = [size[L] + size[L + 1] for L in lengths]
+    parts, share, spent = [], sum(cost) / max(1, workers), 0.0
+    first = 2
+    for L, c in zip(lengths, cost):
+        spent += c
+        if spent >= share * (len(parts) + 1) and len(parts) < workers - 1:
+            parts.append(range(first, L + 1))
+            first = L + 1
+    if first <= max_piece_length:
+        parts.append(range(first, max_piece_length + 1))
+    ranked = run_in_processes(_ranked_lengths, [(table, part, want, no_last) for part in parts], reporter or Reporter())
+    best = list(islice(merge(*(zip(scores, pieces) for pieces, scores in ranked)), want))
+    return list(map(itemgetter(1), best)), list(map(itemgetter(0), best))
+
+
+def _ranked_lengths(table: SegmentTable, lengths: range, want: int, no_last: str | None) -> Ranked:
+    """The best ``want`` right-branching substrings of the given lengths.
 
     (sentencepiece counts and tests branching on every substring first and drops invalid pieces
     after, so a piece ending in ``no_last`` still counts as another's extension.)
     """
-    longest = max_piece_length + 1  # counted only to test whether the longest pieces branch
-    # 1. counts[L]: every substring of length L inside a segment, weighted by its count. Each
-    #    count's segments are counted once, then added count times over.
-    counts: list[Counter[str]] = [Counter() for _ in range(longest + 1)]
+    # 1. counts[L]: every substring of length L inside a segment, weighted by its count (the next
+    #    length's too, to test branching). Each count's segments are counted once, then added
+    #    count times over.
+    counted = range(lengths.start, lengths.stop + 1)
+    counts: dict[int, Counter[str]] = {L: Counter() for L in counted}
     for count, by_length in table.items():
-        into = counts if count == 1 else [Counter() for _ in range(longest + 1)]
+        into = counts if count == 1 else {L: Counter() for L in counted}
         for m, segs in by_length.items():
-            for L in range(2, min(m, longest) + 1):
+            for L in range(counted.start, min(m, counted.stop - 1) + 1):
                 getters = map(itemgetter, map(slice, range(m - L + 1), range(L, m + 1)))
                 into[L].update(chain.from_iterable(map(map, getters, repeat(segs))))
         if count != 1:
-            for L in range(2, longest + 1):
+            for L in counted:
                 _add_scaled(counts[L], into[L], count)
     # 2. Right-branching: a substring that occurs at least twice, and not always followed by the
     #    same character. An extension never counts more than its prefix, so the test is that no
     #    extension counts as much.
     pieces: list[str] = []
     scores: list[int] = []
-    for L in range(2, max_piece_length + 1):
+    for L in lengths:
         n_of, ext = counts[L], counts[L + 1]
         ext_keys = list(compress(ext.keys(), map(lt, repeat(1), ext.values())))
         prefixes = list(map(getitem, ext_keys, repeat(slice(-1))))
@@ -204,6 +239,7 @@ def _top_substrings(table: SegmentTable, max_piece_length: int, want: int, *, no
             kept = [piece for piece in kept if piece[-1] != no_last]
         pieces += kept
         scores += map(mul, map(n_of.__getitem__, kept), repeat(-L))
+        del counts[L]
     # 3. Rank by count × length (negated, so ascending); ties to the smaller string.
     ranked = sorted(zip(scores, pieces))[:want]
     return list(map(itemgetter(1), ranked)), list(map(itemgetter(0), ranked))

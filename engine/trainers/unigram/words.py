@@ -56,4 +56,5 @@ def count_words(files: Sequence[Path], normalizer: Normalizer | None, options: U
     """
     split = MetaspaceSplit(add_dummy_prefix=options.add_dummy_prefix, split_by_whitespace=options.split_by_whitespace)
     safe_cuts = options.split_by_whitespace and cuts_are_safe("whitespace", normalizer)
-    return count_pretokens(files, split=split, normalizer=normalizer, reporter=reporter, safe_cuts=safe_cuts)
+    return count_pretokens(files, split=split, normalizer=normalizer, reporter=reporter, safe_cuts=safe_cuts,
+                           num_workers=options.num_workers)

@@ -1,0 +1,278 @@
+"""The Unigram trainer's corpus passes on every core: the lattice cut into slices of the words.
+
+The E-step, the Viterbi counts and the pruning alternatives are sums or element-wise results
+over words, so each worker process owns some slices of the (sorted) words, builds their
+lattices itself (the ``lattice`` stage runs in parallel too) and answers each pass for its
+slices; the leader adds the answers. Only the piece log-probabilities travel to the workers
+per pass (one float64 array), and one array per worker comes back.
+
+Identical output for any worker count: float sums in another grouping differ in the last
+bits, so the slices are fixed by the data alone (:func:`cut_slices`: about
+:data:`CHARS_PER_SLICE` characters of distinct words each), never by the worker count, and one
+worker or fifty see the same slices. Each slice's expected counts are rounded to a grid of
+``2**-k`` (:func:`grid_scale`, fine enough to hold the largest possible count exactly), so
+adding them is integer arithmetic in floats: exact, in any order. The log-likelihoods (one
+float per slice) are added in slice order. Viterbi counts are integer sums already. A table
+small enough for one slice is one lattice in this process, as before this module existed.
+
+Workers are forked when this process has one thread (the words are inherited, not copied),
+else spawned; each dies with this process (``processes.die_with_parent``), and :meth:`Shards.close`
+(run by ``with``, on success, error or cancel alike) ends them all. The leader polls the cancel
+check while it waits. A worker's exception is raised in the leader; a worker that dies raises
+``RuntimeError``. :func:`run_in_processes` runs one-off calls the same way (the seed step's
+substring counts, one range of lengths per process). Left out: what is computed.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from multiprocessing.connection import Connection
+from typing import Any
+
+import numpy as np
+
+from engine.processes import die_with_parent
+from engine.trainers.base import Reporter
+from engine.trainers.unigram.em import e_step
+from engine.trainers.unigram.lattice import Lattice, PieceIndex
+from engine.trainers.unigram.prune import alternative_paths, viterbi_counts
+
+CHARS_PER_SLICE = 250_000  # distinct-word characters per slice: en_25M makes 20 slices
+MAX_SLICES = 64  # enough for as many workers as limits.MAX_WORKERS allows, twice over
+Slice = tuple[list[str], list[int]]
+
+
+def slice_count(word_counts: Mapping[str, int], chars_per_slice: int | None = None) -> int:
+    """How many slices the words make: one per ``chars_per_slice`` characters, at least one."""
+    return min(MAX_SLICES, max(1, sum(map(len, word_counts)) // (chars_per_slice or CHARS_PER_SLICE)))
+
+
+def cut_slices(word_counts: Mapping[str, int], chars_per_slice: int | None = None) -> list[Slice]:
+    """The words and counts cut into slices of about ``chars_per_slice`` characters, in string
+    order (so a slice's words share their prefixes); one slice, in table order, when all fit."""
+    words = list(word_counts)
+    n = slice_count(word_counts, chars_per_slice)
+    if n == 1:
+        return [(words, list(word_counts.values()))]
+    words.sort()
+    ends = np.cumsum(np.fromiter(map(len, words), dtype=np.int64, count=len(words)))
+    cuts = [0, *np.searchsorted(ends, ends[-1] * np.arange(1, n) / n).tolist(), len(words)]
+    return [(words[a:b], [word_counts[w] for w in words[a:b]]) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+def grid_scale(word_counts: Mapping[str, int]) -> float:
+    """A power of two ``2**k`` such that every expected count times it stays an exact integer
+    in a float64: no piece is expected more often than the corpus has characters."""
+    total = sum(len(w) * n for w, n in word_counts.items())
+    return 2.0 ** (50 - math.ceil(math.log2(total + 2)))
+
+
+class Shard:
+    """Some slices' lattices and the passes over them; lives in a worker, or in the leader."""
+
+    def __init__(self, slices: Sequence[Slice], pieces: list[str], max_len: int, unk: int, scale: float | None) -> None:
+        index = PieceIndex.of({p: s for s, p in enumerate(pieces)})  # one pieces' trie for every slice
+        self.lattices = [Lattice(words, counts, index, max_len, unk) for words, counts in slices]
+        self.pieces, self.max_len, self.unk, self.scale = pieces, max_len, unk, scale
+
+    def _filter(self, logp: np.ndarray) -> None:
+        alive = np.isfinite(logp)  # dead pieces have -inf: dropping their edges changes no result
+        for lat in self.lattices:
+            lat.filter(alive)
+
+    def e_step(self, logp: np.ndarray) -> tuple[np.ndarray, list[float]]:
+        """Expected counts (on the grid, summed) and each slice's log-likelihood."""
+        self._filter(logp)
+        total, logliks = np.zeros(len(logp)), []
+        for lat in self.lattices:
+            expected, loglik = e_step(lat, logp)
+            total += np.rint(expected * self.scale) if self.scale is not None else expected
+            logliks.append(loglik)
+        return total, logliks
+
+    def viterbi_counts(self, logp: np.ndarray) -> np.ndarray:
+        self._filter(logp)
+        total = np.zeros(len(logp))
+        for lat in self.lattices:
+            total += viterbi_counts(lat, logp)
+        return total
+
+    def alternative_paths(self, live: np.ndarray, owners: np.ndarray, freq: np.ndarray,
+                          logp: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return alternative_paths(self.pieces, live, owners, freq, logp, self.max_len, self.unk)
+
+
+def _serve(conn: Connection, args: tuple[Any, ...], parent_pid: int) -> None:
+    """A worker: build the shard, then answer ``(method, args)`` requests until the pipe closes."""
+    if not die_with_parent(parent_pid=parent_pid):
+        os._exit(1)
+    try:
+        shard = Shard(*args)
+        conn.send(("ok", None))
+        while True:
+            try:
+                method, call_args = conn.recv()
+            except EOFError:
+                return
+            conn.send(("ok", getattr(shard, method)(*call_args)))
+    except BaseException as exc:  # noqa: BLE001 - handed to the leader, which re-raises it
+        try:
+            conn.send(("error", exc))
+        except Exception:  # noqa: BLE001 - an unpicklable error: its text will do
+            conn.send(("error", RuntimeError(f"A Unigram training worker failed: {exc!r}")))
+
+
+def _context() -> Any:
+    """Fork when this process has one thread (fast; the words are inherited), else spawn."""
+    single = threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if single else "spawn")
+
+
+def _gather(procs: Sequence[Any], conns: Sequence[Connection], reporter: Reporter) -> list[Any]:
+    """Each worker's answer, in worker order; polls the cancel check while waiting."""
+    answers = []
+    for proc, conn in zip(procs, conns):
+        while not conn.poll(0.1):
+            reporter.check_cancel()
+        try:
+            kind, value = conn.recv()
+        except EOFError:
+            proc.join(timeout=1.0)
+            raise RuntimeError(f"A Unigram training worker died (exit code {proc.exitcode}).") from None
+        if kind == "error":
+            raise value
+        answers.append(value)
+    return answers
+
+
+def _stop(procs: Sequence[Any], conns: Sequence[Connection]) -> None:
+    """Close the pipes, and end the workers that do not end by themselves at once."""
+    for conn in conns:
+        conn.close()
+    for proc in procs:
+        proc.join(timeout=1.0)  # a worker sees the closed pipe and returns
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+
+
+def _run_once(conn: Connection, fn: Callable[..., Any], args: tuple[Any, ...], parent_pid: int) -> None:
+    if not die_with_parent(parent_pid=parent_pid):
+        os._exit(1)
+    try:
+        conn.send(("ok", fn(*args)))
+    except BaseException as exc:  # noqa: BLE001 - handed to the leader, which re-raises it
+        conn.send(("error", exc))
+
+
+def run_in_processes(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], reporter: Reporter) -> list[Any]:
+    """``fn(*args)`` for each of ``calls``, each in a process of its own (in this one for a single
+    call); the results in call order. Every process has ended when this returns or raises."""
+    if len(calls) == 1:
+        return [fn(*calls[0])]
+    ctx = _context()
+    procs: list[Any] = []
+    conns: list[Connection] = []
+    try:
+        for args in calls:
+            here, there = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_run_once, args=(there, fn, args, os.getpid()), daemon=True)
+            proc.start()
+            there.close()
+            procs.append(proc)
+            conns.append(here)
+        return _gather(procs, conns, reporter)
+    finally:
+        _stop(procs, conns)
+
+
+class Shards:
+    """The corpus lattice in ``workers`` processes (in this one for one worker or one slice)."""
+
+    def __init__(self, word_counts: Mapping[str, int], pieces: list[str], max_len: int, unk: int, *,
+                 workers: int, reporter: Reporter, chars_per_slice: int | None = None) -> None:
+        slices = cut_slices(word_counts, chars_per_slice)
+        scale = grid_scale(word_counts) if len(slices) > 1 else None
+        self.scale = scale
+        self.reporter = reporter
+        self.local: Shard | None = None
+        self.procs: list[multiprocessing.process.BaseProcess] = []
+        self.conns: list[Connection] = []
+        workers = max(1, min(workers, len(slices)))
+        if workers == 1:
+            self.local = Shard(slices, pieces, max_len, unk, scale)
+            return
+        ctx = _context()
+        try:
+            for w in range(workers):
+                mine = slices[w * len(slices) // workers : (w + 1) * len(slices) // workers]
+                here, there = ctx.Pipe()
+                proc = ctx.Process(target=_serve, args=(there, (mine, pieces, max_len, unk, scale), os.getpid()), daemon=True)
+                proc.start()
+                there.close()  # the worker's end lives in the worker only: its death is our EOF
+                self.procs.append(proc)
+                self.conns.append(here)
+            del slices
+            self._gather()  # every lattice built
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> Shards:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """End every worker (a no-op when there are none, or after an earlier close)."""
+        _stop(self.procs, self.conns)
+        self.conns, self.procs = [], []
+
+    def _gather(self) -> list[Any]:
+        return _gather(self.procs, self.conns, self.reporter)
+
+    def _call(self, method: str, *args: Any) -> list[Any]:
+        for conn in self.conns:
+            conn.send((method, args))
+        return self._gather()
+
+    def e_step(self, logp: np.ndarray) -> tuple[np.ndarray, float]:
+        """Expected count of every piece id and the corpus log-likelihood, the same for any
+        number of workers."""
+        parts = [self.local.e_step(logp)] if self.local is not None else self._call("e_step", logp)
+        expected = parts[0][0]
+        for part, _ in parts[1:]:
+            expected += part
+        if self.scale is not None:
+            expected /= self.scale  # a power of two: exact
+        loglik = 0.0
+        for _, logliks in parts:  # in slice order
+            for value in logliks:
+                loglik += value
+        return expected, loglik
+
+    def viterbi_counts(self, logp: np.ndarray) -> np.ndarray:
+        """Each piece id's count in the best paths (integers: exact in any order)."""
+        if self.local is not None:
+            return self.local.viterbi_counts(logp)
+        parts = self._call("viterbi_counts", logp)
+        for part in parts[1:]:
+            parts[0] += part
+        return parts[0]
+
+    def alternative_paths(self, live: np.ndarray, owners: np.ndarray, freq: np.ndarray,
+                          logp: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``prune.alternative_paths`` with the owners shared out between the workers (each
+        owner's answer is its own string's: any cut gives the same values)."""
+        if self.local is not None:
+            return self.local.alternative_paths(live, owners, freq, logp)
+        cuts = np.linspace(0, len(owners), len(self.conns) + 1).astype(np.int64)
+        for conn, a, b in zip(self.conns, cuts, cuts[1:]):
+            conn.send(("alternative_paths", (live, owners[a:b], freq, logp)))
+        parts = self._gather()
+        return tuple(np.concatenate([part[i] for part in parts]) for i in range(3))  # type: ignore[return-value]

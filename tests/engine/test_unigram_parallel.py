@@ -1,0 +1,158 @@
+"""Unigram EM on several processes (``engine.trainers.unigram.parallel``): the same tokenizer.json
+for 1, 2 and 3 workers, the slices fixed by the data, and no worker left behind after a cancel,
+an error or a worker's death."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.errors import TrainingCancelled
+from engine.trainers import limits
+from engine.trainers.base import Reporter
+from engine.trainers.unigram import UnigramOptions, build_tokenizer, parallel, train_on_counts
+from engine.trainers.unigram.parallel import Shards, cut_slices, grid_scale
+from engine.trainers.unigram.seed import required_chars, seed_pieces
+
+SYLLABLES = ["ka", "to", "ri", "ne", "su", "mo", "la", "pe", "di", "go", "an", "ust", "er", "qu", "io"]
+
+
+def corpus_counts(n_words: int = 3000, seed: int = 7) -> dict[str, int]:
+    """Made-up ``▁``-words with Zipf-like counts: enough distinct characters for several slices."""
+    rng = random.Random(seed)
+    counts: dict[str, int] = {}
+    for rank in range(1, n_words + 1):
+        word = "▁" + "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 5)))
+        counts[word] = counts.get(word, 0) + max(1, 5000 // rank)
+    return counts
+
+
+@pytest.fixture
+def small_slices(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Slices of 2,000 characters, so a small corpus is cut in several; and room for 3 workers
+    on a machine with fewer CPUs."""
+    monkeypatch.setattr(parallel, "CHARS_PER_SLICE", 2000)
+    monkeypatch.setattr(limits, "cpu_count", lambda: 4)
+
+
+def train_json(counts: dict[str, int], workers: int, reporter: Reporter | None = None) -> str:
+    options = UnigramOptions(vocab_size=400, num_workers=workers, byte_fallback=False, seed_size=5000)
+    model, _ = train_on_counts(counts, options, reporter)
+    return build_tokenizer(model, options).to_json()
+
+
+def test_slices_follow_the_data_not_the_workers(small_slices: None) -> None:
+    counts = corpus_counts()
+    slices = cut_slices(counts)
+    chars = sum(map(len, counts))
+    assert len(slices) == chars // 2000 >= 4
+    words = [w for ws, _ in slices for w in ws]
+    assert words == sorted(counts)  # in string order, every word once
+    assert [n for _, ns in slices for n in ns] == [counts[w] for w in words]
+    assert cut_slices({"▁a": 3, "▁b": 1}) == [(["▁a", "▁b"], [3, 1])]  # one slice: table order
+    assert grid_scale({"▁ab": 2}) == 2.0**47  # 6 characters: ceil(log2(8)) = 3 bits for counts
+
+
+def test_one_two_and_three_workers_write_the_same_tokenizer_json(small_slices: None) -> None:
+    counts = corpus_counts()
+    one = train_json(counts, 1)
+    assert train_json(counts, 2) == one
+    assert train_json(counts, 3) == one
+    assert not multiprocessing.active_children()
+
+
+def test_the_seed_is_the_same_counted_in_one_or_three_processes() -> None:
+    counts = corpus_counts()
+    required = required_chars(counts, 1.0)
+    one = seed_pieces(counts, required, seed_size=300, max_piece_length=8)
+    assert seed_pieces(counts, required, seed_size=300, max_piece_length=8, workers=3) == one
+    assert seed_pieces(counts, required, seed_size=300, max_piece_length=8, workers=9) == one  # more than lengths
+    assert len(one) == 300
+    assert not multiprocessing.active_children()
+
+
+def test_slicing_keeps_the_pieces_of_one_lattice(monkeypatch: pytest.MonkeyPatch) -> None:
+    counts = corpus_counts()
+    whole = train_on_counts(counts, UnigramOptions(vocab_size=400, byte_fallback=False, seed_size=5000))[0]
+    monkeypatch.setattr(parallel, "CHARS_PER_SLICE", 2000)
+    cut = train_on_counts(counts, UnigramOptions(vocab_size=400, byte_fallback=False, seed_size=5000))[0]
+    # The grid moves the scores by far less than the 6 decimals kept: the same pieces, same scores.
+    assert cut.pieces() == whole.pieces()
+
+
+def test_sharded_passes_match_one_lattice(small_slices: None) -> None:
+    counts = corpus_counts(800)
+    pieces = sorted({w[i : i + n] for w in counts for i in range(len(w)) for n in (1, 2, 3) if i + n <= len(w)})
+    unk = len(pieces)
+    logp = np.log(np.random.default_rng(0).uniform(0.01, 1.0, unk + 1))
+    with Shards(counts, pieces, 16, unk, workers=1, reporter=Reporter(), chars_per_slice=10**9) as whole:
+        expected, loglik = whole.e_step(logp)
+        freq = whole.viterbi_counts(logp)
+    with Shards(counts, pieces, 16, unk, workers=3, reporter=Reporter(), chars_per_slice=1000) as cut:
+        expected3, loglik3 = cut.e_step(logp)
+        assert len(cut.procs) == 3
+        np.testing.assert_allclose(expected3, expected, rtol=1e-9, atol=1e-9)
+        assert loglik3 == pytest.approx(loglik, rel=1e-12)
+        assert np.array_equal(cut.viterbi_counts(logp), freq)  # integer counts: exact
+        live = np.arange(unk)
+        owners = live[freq[:unk] > 0]
+        mine = whole.local.alternative_paths(live, owners, freq, logp) if whole.local else None
+        theirs = cut.alternative_paths(live, owners, freq, logp)
+    assert mine is not None
+    for a, b in zip(mine, theirs):
+        assert np.array_equal(a, b)
+    assert not multiprocessing.active_children()
+
+
+def test_a_cancel_during_em_ends_every_worker(small_slices: None) -> None:
+    stages: list[str] = []
+    reporter = Reporter(lambda stage, *_: stages.append(stage), lambda: "EM" in stages, interval=0)
+    with pytest.raises(TrainingCancelled):
+        train_json(corpus_counts(), 2, reporter)
+    assert "lattice" in stages
+    assert not multiprocessing.active_children()
+
+
+def _boom(*_: object) -> None:
+    raise ValueError("boom in a worker")
+
+
+def _die(*_: object) -> None:
+    os._exit(3)
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="workers inherit the patch by fork")
+def test_a_worker_error_reaches_the_leader_and_ends_every_worker(small_slices: None,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "e_step", _boom)
+    with pytest.raises(ValueError, match="boom in a worker"):
+        train_json(corpus_counts(), 2)
+    assert not multiprocessing.active_children()
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="workers inherit the patch by fork")
+def test_a_dead_worker_raises_instead_of_hanging(small_slices: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "viterbi_counts", _die)
+    with pytest.raises(RuntimeError, match=r"worker died \(exit code 3\)"):
+        train_json(corpus_counts(), 3)
+    assert not multiprocessing.active_children()
+
+
+def test_num_workers_is_bounded() -> None:
+    with pytest.raises(Exception, match="num_workers=0 must be between 1 and"):
+        UnigramOptions(num_workers=0)
+
+
+def test_train_counts_with_the_workers(tmp_path: Path, small_slices: None) -> None:
+    from engine.trainers import train
+
+    text = " ".join(w[1:] for w, n in corpus_counts(500).items() for _ in range(min(n, 3)))
+    path = tmp_path / "c.txt"
+    path.write_text(text + "\n", encoding="utf-8")
+    one = train("unigram", [path], {"vocab_size": 300, "num_workers": 1}).tokenizer.to_json()
+    assert train("unigram", [path], {"vocab_size": 300, "num_workers": 2}).tokenizer.to_json() == one
