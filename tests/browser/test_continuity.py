@@ -116,7 +116,9 @@ def test_share_link_copied_and_opened_in_a_fresh_browser(page: Page, browser: Br
         expect(visitor.get_by_test_id("share-banner")).to_be_visible()
 
         page.goto(f"{live_server.url}tokenizers/{ref}/share")
+        page.once("dialog", lambda dialog: dialog.accept())  # "Revoke this share link? …"
         page.get_by_role("button", name="Revoke").click()
+        expect(page.get_by_test_id("share-url")).to_have_count(0)
         visitor.goto(copied)
         expect(visitor.get_by_role("heading", level=1)).to_have_text("This share link was revoked")
         expect(visitor.locator("body")).not_to_contain_text("shared-bpe")
