@@ -33,6 +33,7 @@ from engine.errors import ConfigError
 from engine.extend.char_bpe import extend_char_bpe
 from engine.extend.options import ExtendOptions, Extension, check_add, check_extendable, nothing_new
 from engine.extend.protect import covered_chars, falls_back, protected_pairs, unprotected_pairs
+from engine.extend.symbols import internal_alphabet
 from engine.extend.unigram import extend_unigram
 from engine.extend.wordpiece import extend_wordpiece
 from engine.limits import MAX_TOKEN_LENGTH
@@ -44,8 +45,6 @@ from engine.tokenizer import Tokenizer
 from engine.trainers.base import Reporter
 from engine.trainers.bpe_merge import merge_words
 from engine.trainers.counting import count_pretokens
-
-_SURROGATES = range(0xD800, 0xE000)  # internal ids are characters: these cannot be
 
 
 def _whole(text: str) -> list[str]:
@@ -81,13 +80,7 @@ def extend_bpe(base: Tokenizer, files: Sequence[str | Path], options: ExtendOpti
     # 3. The base's segmentation; its tokens (by id) are the merge loop's alphabet.
     pieces = list(counts)
     segments = model.tokenize_many(pieces)
-    used = sorted({token_id for seg in segments for token_id in seg})
-    alphabet_ids: list[int | None] = []
-    for token_id in used:
-        while len(alphabet_ids) in _SURROGATES:  # placeholders no word holds
-            alphabet_ids.append(None)
-        alphabet_ids.append(token_id)
-    internal = {token_id: i for i, token_id in enumerate(alphabet_ids) if token_id is not None}
+    alphabet_ids, internal = internal_alphabet(token_id for seg in segments for token_id in seg)
     alphabet = [model.token_bytes(i) if i is not None else b"" for i in alphabet_ids]
     words = ["".join([chr(internal[t]) for t in seg]) for seg in segments]
     # 4. The merge loop, a little past ``add`` in case some merges spell a token made before.

@@ -47,6 +47,7 @@ from engine.decoders import byte_piece_value
 from engine.errors import ConfigError
 from engine.extend.char_coverage import corpus_symbols, count_words, missing_symbols, opened_scripts, select_symbols
 from engine.extend.options import ExtendOptions, Extension, check_add, nothing_new
+from engine.extend.symbols import internal_alphabet
 from engine.models.bpe import MergeIds, ModelSnapshot
 from engine.models.bpe_char import CharBPE
 from engine.token_scripts import char_script
@@ -55,7 +56,6 @@ from engine.trainers.base import Reporter
 from engine.trainers.bpe_merge import merge_words
 
 MAX_PIECE_CHARS = 16
-_SURROGATES = range(0xD800, 0xE000)  # internal ids are characters: these cannot be
 
 
 def extend_char_bpe(base: Tokenizer, files: Sequence[str | Path], options: ExtendOptions, *,
@@ -101,12 +101,7 @@ def extend_char_bpe(base: Tokenizer, files: Sequence[str | Path], options: Exten
         raise ConfigError(nothing_new(options, "it holds no character the base falls back on"))
     # 3. The merge loop's alphabet: the tokens of the segmentation, numbered past the surrogates.
     used = sorted({token_id for seg in segments for token_id in seg})
-    alphabet_ids: list[int | None] = []
-    for token_id in used:
-        while len(alphabet_ids) in _SURROGATES:  # placeholders no word holds
-            alphabet_ids.append(None)
-        alphabet_ids.append(token_id)
-    internal = {token_id: i for i, token_id in enumerate(alphabet_ids) if token_id is not None}
+    alphabet_ids, internal = internal_alphabet(used)
     spelled = [with_chars.id_to_token(i) or "" if i is not None else "" for i in alphabet_ids]
     frozen = {internal[t] for t in used if _frozen(with_chars, t)}
     fresh = {internal[t] for t in used if is_open(t)}

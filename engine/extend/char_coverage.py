@@ -34,6 +34,7 @@ import regex
 
 from engine.ascii_split import fastest_split
 from engine.errors import FormatError
+from engine.extend.symbols import by_coverage
 from engine.models.bpe_char import CharBPE
 from engine.token_scripts import char_script
 from engine.tokenizer import Tokenizer
@@ -117,12 +118,4 @@ def addable(char: str) -> bool:
 def select_symbols(missing: Counter[str], suffix: str, coverage: float, limit: int) -> list[str]:
     """The new single-character pieces, most frequent first (see the module docstring), at most ``limit``."""
     candidates = {symbol: n for symbol, n in missing.items() if addable(symbol.removesuffix(suffix) or symbol)}
-    total = sum(candidates.values())
-    chosen: list[str] = []
-    covered = 0
-    for symbol in sorted(candidates, key=lambda s: (-candidates[s], s)):
-        if len(chosen) == limit or covered >= coverage * total:
-            break
-        chosen.append(symbol)
-        covered += candidates[symbol]
-    return chosen
+    return by_coverage(candidates, coverage, limit)

@@ -42,6 +42,7 @@ from pathlib import Path
 from engine.errors import ConfigError
 from engine.extend.char_coverage import addable, count_words
 from engine.extend.options import ExtendOptions, Extension, check_add, nothing_new
+from engine.extend.symbols import by_coverage, internal_alphabet
 from engine.models.wordpiece import WordPiece
 from engine.tokenizer import Tokenizer
 from engine.trainers.base import Reporter
@@ -49,7 +50,6 @@ from engine.trainers.bpe_merge import merge_words
 
 MAX_TOKEN_CHARS = 32
 UNUSED_SLOT = re.compile(r"\[unused\d+\]")
-_SURROGATES = range(0xD800, 0xE000)  # internal ids are characters: these cannot be
 
 
 def extend_wordpiece(base: Tokenizer, files: Sequence[str | Path], options: ExtendOptions, *,
@@ -88,12 +88,7 @@ def extend_wordpiece(base: Tokenizer, files: Sequence[str | Path], options: Exte
     first_new = base.vocab_size
     # 3. The merge loop over the tokens of the segmentation, numbered past the surrogates.
     used = sorted({t for seg in segments for t in seg})
-    alphabet_ids: list[int | None] = []
-    for token_id in used:
-        while len(alphabet_ids) in _SURROGATES:
-            alphabet_ids.append(None)
-        alphabet_ids.append(token_id)
-    internal = {t: i for i, t in enumerate(alphabet_ids) if t is not None}
+    alphabet_ids, internal = internal_alphabet(used)
     spelled = [with_forms.id_to_token(t) or "" if t is not None else "" for t in alphabet_ids]
     size = len(alphabet_ids)
     fresh = {internal[t] for t in used if t >= first_new}
@@ -149,15 +144,7 @@ def _select_forms(missing: Counter[str], prefix: str, coverage: float, limit: in
     """The missing forms to add, most frequent first (ties: the smaller string) while those taken
     cover less than ``coverage`` of their occurrences; whitespace and control characters never."""
     candidates = {f: n for f, n in missing.items() if len(c := f.removeprefix(prefix) or f) == 1 and addable(c)}
-    total = sum(candidates.values())
-    chosen: list[str] = []
-    covered = 0
-    for form in sorted(candidates, key=lambda f: (-candidates[f], f)):
-        if len(chosen) == limit or covered >= coverage * total:
-            break
-        chosen.append(form)
-        covered += candidates[form]
-    return chosen
+    return by_coverage(candidates, coverage, limit)
 
 
 def _model(model: WordPiece, vocab: dict[str, int]) -> WordPiece:
