@@ -109,6 +109,20 @@ def test_sharded_passes_match_one_lattice(small_slices: None) -> None:
     assert not multiprocessing.active_children()
 
 
+def test_spawned_workers_give_the_same_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A parent with threads (a web job) spawns its workers: the words travel pickled instead.
+    counts = corpus_counts(400)
+    pieces = sorted({w[i : i + n] for w in counts for i in range(len(w)) for n in (1, 2) if i + n <= len(w)})
+    logp = np.log(np.linspace(0.05, 1.0, len(pieces) + 1))
+    with Shards(counts, pieces, 8, len(pieces), workers=2, reporter=Reporter(), chars_per_slice=500) as forked:
+        expected, _ = forked.e_step(logp)
+    monkeypatch.setattr(parallel, "_context", lambda: multiprocessing.get_context("spawn"))
+    with Shards(counts, pieces, 8, len(pieces), workers=2, reporter=Reporter(), chars_per_slice=500) as spawned:
+        assert [p.exitcode for p in spawned.procs] == [None, None]
+        assert np.array_equal(spawned.e_step(logp)[0], expected)
+    assert not multiprocessing.active_children()
+
+
 def test_a_cancel_during_em_ends_every_worker(small_slices: None) -> None:
     stages: list[str] = []
     reporter = Reporter(lambda stage, *_: stages.append(stage), lambda: "EM" in stages, interval=0)
@@ -129,7 +143,7 @@ def _die(*_: object) -> None:
 @pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="workers inherit the patch by fork")
 def test_a_worker_error_reaches_the_leader_and_ends_every_worker(small_slices: None,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(parallel, "e_step", _boom)
+    monkeypatch.setattr(parallel, "edge_expectations", _boom)
     with pytest.raises(ValueError, match="boom in a worker"):
         train_json(corpus_counts(), 2)
     assert not multiprocessing.active_children()

@@ -35,6 +35,12 @@ def digamma(x: np.ndarray | float) -> np.ndarray:
 
 def e_step(lat: Lattice, logp: np.ndarray) -> tuple[np.ndarray, float]:
     """Expected count of every piece id (``logp``'s length) and the corpus log-likelihood."""
+    weights, z = edge_expectations(lat, logp)
+    return np.bincount(lat.out_sid, weights=weights, minlength=len(logp)), float(lat.counts @ z)
+
+
+def edge_expectations(lat: Lattice, logp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The expected count of each out-edge, and each word's log-probability (``log Z``)."""
     base = lat.base
     alpha = np.full(lat.n_nodes, -np.inf)
     alpha[0] = 0.0
@@ -56,8 +62,7 @@ def e_step(lat: Lattice, logp: np.ndarray) -> tuple[np.ndarray, float]:
         runs = np.flatnonzero(np.diff(src, prepend=-1))
         nodes = src[runs]
         beta[nodes] = np.logaddexp(beta[nodes], np.logaddexp.reduceat(vals, runs))
-    expected = np.bincount(lat.out_sid, weights=np.exp(post, out=post), minlength=len(logp))
-    return expected, float(lat.counts @ z)
+    return np.exp(post, out=post), z
 
 
 def m_step(expected: np.ndarray, alive: np.ndarray, required: np.ndarray) -> np.ndarray:

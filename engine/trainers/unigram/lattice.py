@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from engine.trainers.unigram.trie import CODE_POINTS, ByDepth, build_trie
+from engine.trainers.unigram.trie import CODE_POINTS, ByDepth, Trie, build_trie
 
 
 class PieceIndex(NamedTuple):
@@ -48,9 +48,9 @@ class Lattice(ByDepth):
     """The lattices of ``words`` (each weighted by its count) over the pieces of ``sid_of`` (or of
     ``index``, their :class:`PieceIndex`)."""
 
-    def __init__(self, words: Sequence[str], counts: Sequence[float], sid_of: Mapping[str, int] | PieceIndex,
+    def __init__(self, words: Sequence[str] | Trie, counts: Sequence[float], sid_of: Mapping[str, int] | PieceIndex,
                  max_len: int, unk: int) -> None:
-        words_trie = build_trie(words)
+        words_trie = words if isinstance(words, Trie) else build_trie(words)  # a Trie: the words' own
         self.base, self.terminal = words_trie.base, words_trie.terminal
         self.counts = np.asarray(counts, dtype=np.float64)
         self.max_len = max_len

@@ -37,9 +37,10 @@ import numpy as np
 
 from engine.processes import die_with_parent
 from engine.trainers.base import Reporter
-from engine.trainers.unigram.em import e_step
+from engine.trainers.unigram.em import edge_expectations
 from engine.trainers.unigram.lattice import Lattice, PieceIndex
 from engine.trainers.unigram.prune import alternative_paths, viterbi_counts
+from engine.trainers.unigram.trie import build_trie, join_tries
 
 CHARS_PER_SLICE = 250_000  # distinct-word characters per slice: en_25M makes 20 slices
 MAX_SLICES = 64  # enough for as many workers as limits.MAX_WORKERS allows, twice over
@@ -72,34 +73,49 @@ def grid_scale(word_counts: Mapping[str, int]) -> float:
 
 
 class Shard:
-    """Some slices' lattices and the passes over them; lives in a worker, or in the leader."""
+    """Some slices' lattices and the passes over them; lives in a worker, or in the leader.
+
+    The slices' tries are joined side by side (``trie.join_tries``): one lattice, one pass per
+    depth for all of them, and still, node for node, the floats of one lattice per slice.
+    """
 
     def __init__(self, slices: Sequence[Slice], pieces: list[str], max_len: int, unk: int, scale: float | None) -> None:
-        index = PieceIndex.of({p: s for s, p in enumerate(pieces)})  # one pieces' trie for every slice
-        self.lattices = [Lattice(words, counts, index, max_len, unk) for words, counts in slices]
+        index = PieceIndex.of({p: s for s, p in enumerate(pieces)})
+        trie, self.node_slice = join_tries([build_trie(words) for words, _ in slices])
+        self.lat = Lattice(trie, [n for _, counts in slices for n in counts], index, max_len, unk)
+        self.word_cuts = np.cumsum([0] + [len(words) for words, _ in slices])  # each slice's words
         self.pieces, self.max_len, self.unk, self.scale = pieces, max_len, unk, scale
+        self._by_slice: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def _filter(self, logp: np.ndarray) -> None:
-        alive = np.isfinite(logp)  # dead pieces have -inf: dropping their edges changes no result
-        for lat in self.lattices:
-            lat.filter(alive)
+        self.lat.filter(np.isfinite(logp))  # dead pieces have -inf: dropping their edges changes no result
+
+    def _edges_by_slice(self) -> tuple[np.ndarray, np.ndarray]:
+        """The out-edges grouped by slice (in their order inside each) and where each slice starts."""
+        if self._by_slice is None or self._by_slice[0] is not self.lat.out_dst:
+            owner = self.node_slice[self.lat.out_dst]
+            order = np.argsort(owner, kind="stable")
+            cuts = np.searchsorted(owner[order], np.arange(len(self.word_cuts)))
+            self._by_slice = (self.lat.out_dst, order, cuts)
+        return self._by_slice[1], self._by_slice[2]
 
     def e_step(self, logp: np.ndarray) -> tuple[np.ndarray, list[float]]:
         """Expected counts (on the grid, summed) and each slice's log-likelihood."""
         self._filter(logp)
-        total, logliks = np.zeros(len(logp)), []
-        for lat in self.lattices:
-            expected, loglik = e_step(lat, logp)
-            total += np.rint(expected * self.scale) if self.scale is not None else expected
-            logliks.append(loglik)
-        return total, logliks
+        weights, z = edge_expectations(self.lat, logp)
+        sid, n = self.lat.out_sid, len(logp)
+        if self.scale is None:  # one slice: the plain E-step
+            return np.bincount(sid, weights=weights, minlength=n), [float(self.lat.counts @ z)]
+        order, cuts = self._edges_by_slice()
+        total = np.zeros(n)
+        for a, b in zip(cuts, cuts[1:]):
+            total += np.rint(np.bincount(sid[order[a:b]], weights=weights[order[a:b]], minlength=n) * self.scale)
+        words = zip(self.word_cuts, self.word_cuts[1:])
+        return total, [float(self.lat.counts[a:b].copy() @ z[a:b].copy()) for a, b in words]
 
     def viterbi_counts(self, logp: np.ndarray) -> np.ndarray:
         self._filter(logp)
-        total = np.zeros(len(logp))
-        for lat in self.lattices:
-            total += viterbi_counts(lat, logp)
-        return total
+        return viterbi_counts(self.lat, logp)
 
     def alternative_paths(self, live: np.ndarray, owners: np.ndarray, freq: np.ndarray,
                           logp: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -188,7 +188,7 @@ def _top_substrings(table: SegmentTable, max_piece_length: int, want: int, *, no
     # The work of length L: its substrings, and those of L + 1 (counted to test branching).
     size = [sum(len(segs) * max(0, m - L + 1) for by_length in table.values() for m, segs in by_length.items())
             for L in range(max_piece_length + 2)]
-    cost = [size[L] + size[L + 1] for L in lengths]
+    cost = [(size[L] + size[L + 1]) * min(L, 10) for L in lengths]  # mid lengths have the most distinct substrings
     parts, share, spent = [], sum(cost) / max(1, workers), 0.0
     first = 2
     for L, c in zip(lengths, cost):

@@ -77,3 +77,33 @@ def build_trie(strings: Sequence[str]) -> Trie:
     in_input_order[order] = terminal
     return Trie(np.concatenate(parents).astype(np.int32), np.concatenate(chars).astype(np.int32), np.array(base, np.int64),
                 in_input_order)
+
+
+def join_tries(tries: Sequence[Trie]) -> tuple[Trie, np.ndarray]:
+    """One trie holding ``tries`` side by side, sharing only the root, and each node's part.
+
+    Depth by depth, each part's nodes follow the previous part's, in their own order, so every
+    node keeps its own parent, children and edges: a lattice over the joined trie computes,
+    node for node, the same floats as one lattice per part (what ``parallel`` relies on). The
+    terminals are the parts' terminals, one part after the other.
+    """
+    depth = max(t.depth for t in tries)
+    count = np.zeros((len(tries), depth), np.int64)  # nodes of each part at each depth from 1
+    for k, t in enumerate(tries):
+        count[k, : t.depth] = np.diff(t.base[1:])
+    base = np.concatenate(([0, 1], 1 + np.cumsum(count.sum(axis=0))))
+    offset = base[1:-1] + np.cumsum(count, axis=0) - count  # part k's first node at depth j + 1
+    new_ids = []
+    for k, t in enumerate(tries):
+        new_id = np.zeros(t.n_nodes, np.int64)
+        for j in range(1, t.depth + 1):
+            new_id[t.base[j] : t.base[j + 1]] = np.arange(offset[k, j - 1], offset[k, j - 1] + count[k, j - 1])
+        new_ids.append(new_id)
+    # Every part's arrays, root dropped, then put in the joined numbering (the root stays 0).
+    at = np.zeros(int(base[-1]), np.int64)
+    at[np.concatenate([new_id[1:] for new_id in new_ids])] = np.arange(1, int(base[-1]))
+    parents = np.concatenate([np.zeros(1, np.int64)] + [new_id[t.parent[1:]] for t, new_id in zip(tries, new_ids)])
+    chars = np.concatenate([np.full(1, -1, np.int64)] + [t.char[1:].astype(np.int64) for t in tries])
+    part_of = np.concatenate([np.zeros(1, np.int64)] + [np.full(t.n_nodes - 1, k) for k, t in enumerate(tries)])
+    terminal = np.concatenate([new_id[t.terminal] for t, new_id in zip(tries, new_ids)])
+    return Trie(parents[at].astype(np.int32), chars[at].astype(np.int32), base, terminal), part_of[at]
