@@ -20,7 +20,10 @@ Hugging Face ``tokenizers`` reads the same documents and is the anchor.
    evicts like the web app's (``webapp/tokenizers/loaded.py``: at most ``CACHE_SIZE`` entries,
    ``estimated_bytes`` per entry, the default budget or ``TOKENFORGE_TOKENIZER_CACHE_BYTES``,
    room made before loading), each loaded from its snapshot. It prints its peak RSS, and each
-   preset's RSS in a fresh process beside the estimate. Linux only (``/proc``, ``ru_maxrss``).
+   preset's RSS in a fresh process beside the estimate. Linux only (``/proc``). The peak is the
+   process's own ``VmHWM``: ``ru_maxrss`` would also count the parent's memory at the fork (Linux
+   keeps the larger of the two across ``exec``), and this script's parent has just parsed every
+   document when it writes the snapshots.
 
 Leaves out the database and Flask around the cache: they add the same few tens of MB to any
 process. Timings go to ``docs/benchmarks.md`` by hand; nothing here asserts a target.
@@ -75,11 +78,12 @@ print(json.dumps({{"held": rss() - before, "estimate": estimated_bytes(tok.vocab
 """
 # Every preset once through a cache that evicts as loaded.py's does.
 ALL_RSS = """
-import json, resource, sys
+import json, sys
 from collections import OrderedDict
 from engine.snapshot import load_snapshot
 from webapp.tokenizers.loaded import CACHE_SIZE, cache_budget, estimated_bytes
 def rss(): return int(open('/proc/self/statm').read().split()[1]) * 4096
+def peak(): return int(next(l for l in open('/proc/self/status') if l.startswith('VmHWM:')).split()[1]) * 1024
 cache, held, budget, after = OrderedDict(), 0, cache_budget(), {{}}
 for name, path in {paths!r}:
     size = estimated_bytes({sizes!r}[name])  # the row's vocab_size: known before parsing
@@ -90,7 +94,7 @@ for name, path in {paths!r}:
     cache[name] = (tok, size); held += size; del tok
     after[name] = rss()
 print(json.dumps({{"budget": budget, "after": after, "kept": list(cache),
-                  "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}}))
+                  "peak": peak()}}))
 """
 
 
