@@ -38,6 +38,8 @@ def small_slices(monkeypatch: pytest.MonkeyPatch) -> None:
     on a machine with fewer CPUs."""
     monkeypatch.setattr(parallel, "CHARS_PER_SLICE", 2000)
     monkeypatch.setattr(limits, "cpu_count", lambda: 4)
+    if "fork" in multiprocessing.get_all_start_methods():  # faster than spawning, and patches reach the workers
+        monkeypatch.setattr(parallel, "_shard_context", lambda: multiprocessing.get_context("fork"))
 
 
 def train_json(counts: dict[str, int], workers: int, reporter: Reporter | None = None) -> str:
@@ -110,13 +112,15 @@ def test_sharded_passes_match_one_lattice(small_slices: None) -> None:
 
 
 def test_spawned_workers_give_the_same_answers(monkeypatch: pytest.MonkeyPatch) -> None:
-    # A parent with threads (a web job) spawns its workers: the words travel pickled instead.
+    # Training spawns its lattice workers (the tests fork them): the same answers either way.
     counts = corpus_counts(400)
     pieces = sorted({w[i : i + n] for w in counts for i in range(len(w)) for n in (1, 2) if i + n <= len(w)})
     logp = np.log(np.linspace(0.05, 1.0, len(pieces) + 1))
+    if "fork" in multiprocessing.get_all_start_methods():
+        monkeypatch.setattr(parallel, "_shard_context", lambda: multiprocessing.get_context("fork"))
     with Shards(counts, pieces, 8, len(pieces), workers=2, reporter=Reporter(), chars_per_slice=500) as forked:
         expected, _ = forked.e_step(logp)
-    monkeypatch.setattr(parallel, "_context", lambda: multiprocessing.get_context("spawn"))
+    monkeypatch.setattr(parallel, "_shard_context", lambda: multiprocessing.get_context("spawn"))
     with Shards(counts, pieces, 8, len(pieces), workers=2, reporter=Reporter(), chars_per_slice=500) as spawned:
         assert [p.exitcode for p in spawned.procs] == [None, None]
         assert np.array_equal(spawned.e_step(logp)[0], expected)

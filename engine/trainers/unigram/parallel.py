@@ -15,8 +15,9 @@ adding them is integer arithmetic in floats: exact, in any order. The log-likeli
 float per slice) are added in slice order. Viterbi counts are integer sums already. A table
 small enough for one slice is one lattice in this process, as before this module existed.
 
-Workers are forked when this process has one thread (the words are inherited, not copied),
-else spawned; each dies with this process (``processes.die_with_parent``), and :meth:`Shards.close`
+The lattice workers are spawned, and receive the pieces and their slices through their pipes
+(a fork would carry this process's every page: :func:`_shard_context`); the one-off calls of
+:func:`run_in_processes` fork when this process has one thread. Each worker dies with this process (``processes.die_with_parent``), and :meth:`Shards.close`
 (run by ``with``, on success, error or cancel alike) ends them all. The leader polls the cancel
 check while it waits. A worker's exception is raised in the leader; a worker that dies raises
 ``RuntimeError``. :func:`run_in_processes` runs one-off calls the same way (the seed step's
@@ -28,6 +29,7 @@ from __future__ import annotations
 import math
 import multiprocessing
 import os
+import pickle
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from multiprocessing.connection import Connection
@@ -94,7 +96,7 @@ class Shard:
         """The out-edges grouped by slice (in their order inside each) and where each slice starts."""
         if self._by_slice is None or self._by_slice[0] is not self.lat.out_dst:
             owner = self.node_slice[self.lat.out_dst]
-            order = np.argsort(owner, kind="stable")
+            order = np.argsort(owner, kind="stable").astype(np.int32)
             cuts = np.searchsorted(owner[order], np.arange(len(self.word_cuts)))
             self._by_slice = (self.lat.out_dst, order, cuts)
         return self._by_slice[1], self._by_slice[2]
@@ -122,12 +124,15 @@ class Shard:
         return alternative_paths(self.pieces, live, owners, freq, logp, self.max_len, self.unk)
 
 
-def _serve(conn: Connection, args: tuple[Any, ...], parent_pid: int) -> None:
-    """A worker: build the shard, then answer ``(method, args)`` requests until the pipe closes."""
+def _serve(conn: Connection, parent_pid: int) -> None:
+    """A worker: receive the pieces and its slices, build the shard, then answer ``(method, args)``
+    requests until the pipe closes."""
     if not die_with_parent(parent_pid=parent_pid):
         os._exit(1)
     try:
-        shard = Shard(*args)
+        pieces = pickle.loads(conn.recv_bytes())
+        shard = Shard(conn.recv(), pieces, *conn.recv())
+        del pieces
         conn.send(("ok", None))
         while True:
             try:
@@ -140,6 +145,12 @@ def _serve(conn: Connection, args: tuple[Any, ...], parent_pid: int) -> None:
             conn.send(("error", exc))
         except Exception:  # noqa: BLE001 - an unpicklable error: its text will do
             conn.send(("error", RuntimeError(f"A Unigram training worker failed: {exc!r}")))
+
+
+def _shard_context() -> Any:
+    """Spawn the lattice workers: a fork would carry every page this process holds (the seed's
+    freed counters among them), and the tree of an en_100M training then held 2.4 GiB."""
+    return multiprocessing.get_context("spawn")
 
 
 def _context() -> Any:
@@ -222,17 +233,21 @@ class Shards:
         if workers == 1:
             self.local = Shard(slices, pieces, max_len, unk, scale)
             return
-        ctx = _context()
+        ctx = _shard_context()
         try:
-            for w in range(workers):
-                mine = slices[w * len(slices) // workers : (w + 1) * len(slices) // workers]
+            for _ in range(workers):
                 here, there = ctx.Pipe()
-                proc = ctx.Process(target=_serve, args=(there, (mine, pieces, max_len, unk, scale), os.getpid()), daemon=True)
+                proc = ctx.Process(target=_serve, args=(there, os.getpid()), daemon=True)
                 proc.start()
                 there.close()  # the worker's end lives in the worker only: its death is our EOF
                 self.procs.append(proc)
                 self.conns.append(here)
-            del slices
+            blob = pickle.dumps(pieces, pickle.HIGHEST_PROTOCOL)  # once, whatever the workers
+            for w, conn in enumerate(self.conns):  # the workers start meanwhile
+                conn.send_bytes(blob)
+                conn.send(slices[w * len(slices) // workers : (w + 1) * len(slices) // workers])
+                conn.send((max_len, unk, scale))
+            del slices, blob
             self._gather()  # every lattice built
         except BaseException:
             self.close()

@@ -106,4 +106,4 @@ def join_tries(tries: Sequence[Trie]) -> tuple[Trie, np.ndarray]:
     chars = np.concatenate([np.full(1, -1, np.int64)] + [t.char[1:].astype(np.int64) for t in tries])
     part_of = np.concatenate([np.zeros(1, np.int64)] + [np.full(t.n_nodes - 1, k) for k, t in enumerate(tries)])
     terminal = np.concatenate([new_id[t.terminal] for t, new_id in zip(tries, new_ids)])
-    return Trie(parents[at].astype(np.int32), chars[at].astype(np.int32), base, terminal), part_of[at]
+    return Trie(parents[at].astype(np.int32), chars[at].astype(np.int32), base, terminal), part_of[at].astype(np.int32)
