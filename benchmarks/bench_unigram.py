@@ -81,7 +81,7 @@ def time_stages() -> dict[str, list[float]]:
     are wall seconds of the parent, which waits for the workers in each stage.
     """
     from engine.trainers import unigram
-    from engine.trainers.unigram import lattice
+    from engine.trainers.unigram import parallel
 
     seconds: dict[str, list[float]] = {}
 
@@ -94,10 +94,11 @@ def time_stages() -> dict[str, list[float]]:
                 seconds.setdefault(name, []).append(time.perf_counter() - started)
         return wrapper
 
-    for name in ("count_words", "required_chars", "seed_pieces", "e_step", "m_step", "viterbi_counts", "prune_pieces"):
+    for name in ("count_words", "required_chars", "seed_pieces", "m_step", "prune_pieces"):
         setattr(unigram, name, timed(name, getattr(unigram, name)))
-    unigram.Lattice = timed("lattice build", unigram.Lattice)  # type: ignore[attr-defined]
-    lattice.Lattice.filter = timed("filter", lattice.Lattice.filter)  # type: ignore[method-assign]
+    unigram.Shards = timed("lattice build", unigram.Shards)  # type: ignore[attr-defined]
+    for name in ("e_step", "viterbi_counts", "alternative_paths"):  # the workers' passes, as the leader waits
+        setattr(parallel.Shards, name, timed(name, getattr(parallel.Shards, name)))
     return seconds
 
 
