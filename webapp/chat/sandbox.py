@@ -142,6 +142,19 @@ def render_in_process(source: str, variants: list[dict[str, Any]], max_chars: in
     return outputs
 
 
+RENDER_NICE = 10
+"""How much a render's child lowers its CPU priority. A real template renders in milliseconds, so
+this costs it nothing; a template that loops until its deadline (a share-link holder's burner,
+two at a time per link) then takes only the CPU that pages and encodes leave idle."""
+
+
+def _lower_priority() -> None:
+    try:
+        os.nice(RENDER_NICE)
+    except OSError:  # not allowed here: the deadline still holds
+        pass
+
+
 def _limit_memory(extra: int) -> None:
     """Cap this process's address space at what it has now plus ``extra`` bytes (Linux)."""
     try:
@@ -155,9 +168,11 @@ def _limit_memory(extra: int) -> None:
 
 
 def _child(conn: Connection, source: str, variants: list[dict[str, Any]], max_chars: int) -> None:
-    """The child's whole life: limit memory, render, send ("ok", texts) or ("error", sentence)."""
+    """The child's whole life: limit memory, lower its priority, render, send ("ok", texts) or
+    ("error", sentence)."""
     try:
         _limit_memory(MEMORY_BYTES)
+        _lower_priority()
         result: tuple[str, Any] = ("ok", render_in_process(source, variants, max_chars))
     except ChatTemplateError as exc:
         result = ("error", str(exc))

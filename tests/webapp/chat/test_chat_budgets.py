@@ -142,3 +142,15 @@ def test_the_apis_chat_encodes_share_the_chat_budget(tmp_path: Path) -> None:
     assert refused.status_code == 429
     assert "TOKENFORGE_CHAT_RATE_LIMIT" in refused.get_json()["error"]
     assert client.post("/api/v1/encode", json={"tokenizer": tokenizer_id, "text": "the"}).status_code == 200
+
+
+def test_a_render_runs_below_the_web_processes_priority() -> None:
+    """A burner that loops until its deadline takes only idle CPU (sandbox.RENDER_NICE)."""
+    import subprocess
+    import sys
+
+    code = ("import os; from webapp.chat.sandbox import RENDER_NICE, _lower_priority; before = os.nice(0); "
+            "_lower_priority(); print(os.nice(0) - before, RENDER_NICE)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).resolve().parents[3])
+    assert done.stdout.split() == ["10", "10"]
