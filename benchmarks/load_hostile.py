@@ -127,8 +127,10 @@ async def burn_chat(hostile: Hostile, stop: float) -> None:
                           f"Cookie: {_cookie_header(jar)}\r\nContent-Type: application/x-www-form-urlencoded\r\n"
                           f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + body)
             await writer.drain()
-            line = (await asyncio.wait_for(reader.readline(), 60)).decode("latin-1")
+            answer = (await asyncio.wait_for(reader.read(), 60)).decode("utf-8", "replace")
+            line = answer.partition("\r\n")[0]
             hostile.outcomes[f"chat {line.split(' ')[1] if line.count(' ') >= 2 else 'closed'}"] += 1
+            cookies.update(re.findall(r"Set-Cookie: ([^=]+)=([^;]*)", answer.partition("\r\n\r\n")[0]))
         except (ConnectionError, OSError, asyncio.TimeoutError):
             hostile.outcomes["chat reset"] += 1
         finally:
