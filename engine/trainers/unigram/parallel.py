@@ -2,9 +2,10 @@
 
 The E-step, the Viterbi counts and the pruning alternatives are sums or element-wise results
 over words, so each worker process owns some slices of the (sorted) words, builds their
-lattices itself (the ``lattice`` stage runs in parallel too) and answers each pass for its
-slices; the leader adds the answers. Only the piece log-probabilities travel to the workers
-per pass (one float64 array), and one array per worker comes back.
+lattice itself (the ``lattice`` stage runs in parallel too; a worker's slices are joined side
+by side in one lattice, ``trie.join_tries``) and answers each pass for its slices; the leader
+adds the answers in worker order. Per pass only the piece log-probabilities travel to the
+workers (one float64 array), and one array per worker comes back.
 
 Identical output for any worker count: float sums in another grouping differ in the last
 bits, so the slices are fixed by the data alone (:func:`cut_slices`: about
@@ -15,13 +16,14 @@ adding them is integer arithmetic in floats: exact, in any order. The log-likeli
 float per slice) are added in slice order. Viterbi counts are integer sums already. A table
 small enough for one slice is one lattice in this process, as before this module existed.
 
-The lattice workers are spawned, and receive the pieces and their slices through their pipes
-(a fork would carry this process's every page: :func:`_shard_context`); the one-off calls of
-:func:`run_in_processes` fork when this process has one thread. Each worker dies with this process (``processes.die_with_parent``), and :meth:`Shards.close`
-(run by ``with``, on success, error or cancel alike) ends them all. The leader polls the cancel
-check while it waits. A worker's exception is raised in the leader; a worker that dies raises
-``RuntimeError``. :func:`run_in_processes` runs one-off calls the same way (the seed step's
-substring counts, one range of lengths per process). Left out: what is computed.
+The lattice workers are spawned and receive the pieces and their slices through their pipes (a
+fork would carry every page this process holds: :func:`_shard_context`); the one-off calls of
+:func:`run_in_processes` (the seed's substring counts, one range of lengths per process) fork
+when this process has one thread. Every worker dies with this process
+(``processes.die_with_parent``), and :meth:`Shards.close` (run by ``with``, on success, error or
+cancel alike) ends them all. The leader polls the cancel check while it waits; a worker's
+exception is raised in the leader, and a worker that dies raises ``RuntimeError``. Left out:
+the seed's segment table, the M-step and the ranking, which stay in the leader.
 """
 
 from __future__ import annotations
