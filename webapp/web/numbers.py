@@ -46,7 +46,8 @@ def plain_digits_problem(label: str, text: str) -> str | None:
     reads): this is the same rule as :func:`parse_int`, so every number field refuses alike.
     """
     stripped = text.strip()
-    if not stripped or parse_int(stripped, low=-MAX_ID) is not None:
+    digits = stripped.removeprefix("-")
+    if not stripped or (digits.isascii() and digits.isdigit()):  # however long: the range is checked later
         return None
     return f"{label} must be a whole number written with the digits 0 to 9, not {stripped[:20]!r}."
 

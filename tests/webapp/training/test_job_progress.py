@@ -99,7 +99,7 @@ def test_without_the_algorithm_the_plan_is_found_from_the_stages() -> None:
     """Every trainer counts first; only a later stage tells which plan applies."""
     clock = Clock()
     progress = Progress(clock)
-    out = simulate(progress, clock, [("count", 9.0, 1000), ("merge", 18.0, 1000)])
+    out = simulate(progress, clock, [("count", 9.0, 1000), ("EM", 18.0, 1000)])  # "merge" is BPE's and extend's
     counting = out[: round(9.0 / 0.2)]
     assert all(eta is None for _, eta in counting)
     assert any(eta is not None for _, eta in out[len(counting):])
