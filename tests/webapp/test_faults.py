@@ -361,8 +361,11 @@ def test_sigterm_of_serve_mid_training_leaves_no_process(tmp_path: Path) -> None
 
 def test_concurrent_uploads_renames_and_jobs_never_reach_users_as_errors(tmp_path: Path) -> None:
     threads, rounds = 12, 3
-    # every training waits behind the others: let the team queue them all (the cap is tested alone)
-    app = LiveApp(tmp_path / "data", workers=2, threads=4, env={"TOKENFORGE_MAX_QUEUED_JOBS": str(threads * rounds)})
+    # every training waits behind the others: let the team queue them all, and the member upload
+    # from every thread at once (the cap and the upload budgets are tested alone)
+    app = LiveApp(tmp_path / "data", workers=2, threads=4, env={
+        "TOKENFORGE_MAX_QUEUED_JOBS": str(threads * rounds), "TOKENFORGE_UPLOADS_PER_MEMBER": str(threads),
+        "TOKENFORGE_UPLOADS_PER_IP": str(threads)})
     app.start()
     answers: list[tuple[str, int, str]] = []
     uploaded: dict[str, str] = {}  # corpus id -> its final name
