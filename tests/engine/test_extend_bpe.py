@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import tempfile
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from engine.models.baselines import WordLevel
 from engine.presets import byte_level_bpe
 from engine.tokenizer import Tokenizer
 from tests.engine.cli_run import run
+from tests.heldout import declaration_lines
 
 EOT = "<|endoftext|>"
 ZH = "中中中 国国 中国 hello hé\n" * 3
@@ -178,16 +178,6 @@ def test_cli_bad_input_is_one_line(argv: list[str], message: str, tmp_path: Path
     assert not (tmp_path / "out").exists()
 
 
-def _udhr_chinese() -> list[str]:
-    from tests.heldout import _declarations
-
-    folder = os.environ.get("TOKENFORGE_TEST_UDHR_DIR")
-    if not folder or not Path(folder, "declaration").is_dir():
-        pytest.skip("The declarations are absent: set TOKENFORGE_TEST_UDHR_DIR (scripts/test.sh does).")
-    found = _declarations(folder)
-    return found["zh"] + found["zh-Hant"]
-
-
 def test_gpt2_extended_with_chinese(tmp_path: Path) -> None:
     """GPT-2 (r50k) plus 1,000 tokens from the declaration in Chinese: English identical, Chinese shorter."""
     from engine.formats.js_tiktoken import parse_rank_table
@@ -196,7 +186,7 @@ def test_gpt2_extended_with_chinese(tmp_path: Path) -> None:
     from tests.preset_tables import presets_dir
 
     folder = presets_dir()
-    lines = _udhr_chinese()
+    lines = declaration_lines("zh", "zh-Hant")
     encoding = TIKTOKEN_ENCODINGS["r50k_base"]
     base = build_tiktoken(parse_rank_table((folder / "r50k_base.js").read_text(encoding="utf-8")).entries,
                           pattern=encoding.pattern, special_tokens=encoding.special_tokens)

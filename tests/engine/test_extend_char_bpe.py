@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from engine.extend import ExtendOptions, Extension, build_report, extend_bpe
 from engine.models.spm_bpe import SpmBPE
 from engine.tokenizer import Tokenizer
 from tests.engine.cli_run import run
+from tests.heldout import declaration_lines
 
 BYTES = [f"<0x{b:02X}>" for b in range(256)]
 ZH = "中国 人 中国人\n" * 3 + "hello\n"
@@ -173,22 +173,12 @@ def test_cli_extends_a_char_level_base(tmp_path: Path, capsys: pytest.CaptureFix
     assert extended.encode("中国", add_special_tokens=False) == [270]
 
 
-def _udhr_chinese() -> list[str]:
-    from tests.heldout import _declarations
-
-    folder = os.environ.get("TOKENFORGE_TEST_UDHR_DIR")
-    if not folder or not Path(folder, "declaration").is_dir():
-        pytest.skip("The declarations are absent: set TOKENFORGE_TEST_UDHR_DIR (scripts/test.sh does).")
-    found = _declarations(folder)
-    return found["zh"] + found["zh-Hant"]
-
-
 def test_llama2_extended_with_chinese(tmp_path: Path) -> None:
     """Llama 2 plus 1,000 tokens from the declaration in Chinese: English identical, Chinese shorter."""
     from tests.open_models import open_model_file
 
     base = Tokenizer.from_file(open_model_file("llama2"))
-    lines = _udhr_chinese()
+    lines = declaration_lines("zh", "zh-Hant")
     cut = len(lines) * 9 // 10
     ext = extend(base, tmp_path, "\n".join(lines[:cut]), add=1000)
     english = "\n".join([ENGLISH, *[line for line in Path(__file__).read_text(encoding="utf-8").splitlines()
