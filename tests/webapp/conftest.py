@@ -91,6 +91,21 @@ def _postgres_database(server_url: str) -> Iterator[str]:
         admin.dispose()
 
 
+class CountingBody(io.RawIOBase):
+    """An endless body of ``x`` bytes that records how many were read."""
+
+    def __init__(self) -> None:
+        self.read_bytes = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        size = len(buffer)
+        buffer[:size] = b"x" * size
+        self.read_bytes += size
+        return size
+
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """An empty database: a SQLite file in ``tmp_path``, or a fresh PostgreSQL database."""

@@ -18,27 +18,12 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
-from tests.webapp.conftest import add_user, login_as, make_app
+from tests.webapp.conftest import CountingBody, add_user, login_as, make_app
 from webapp.store import db
 from webapp.store.models import Corpus
 from webapp.web import slots
 
 MIB = 1 << 20
-
-
-class CountingBody(io.RawIOBase):
-    """An endless body of ``x`` bytes that records how many were read."""
-
-    def __init__(self) -> None:
-        self.read_bytes = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
-        buffer[:] = b"x" * len(buffer)
-        self.read_bytes += len(buffer)
-        return len(buffer)
 
 
 def budget_app(tmp_path: Path, **config: object) -> Flask:

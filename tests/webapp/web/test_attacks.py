@@ -21,7 +21,6 @@ is asserted as bytes, not as time.
 
 from __future__ import annotations
 
-import io
 import socket
 import time
 import urllib.request
@@ -33,28 +32,12 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from tests.live import LiveApp
-from tests.webapp.conftest import login_as, make_app
+from tests.webapp.conftest import CountingBody, login_as, make_app
 from tests.webapp.playground_samples import byte_bpe, store
 from webapp.web.requests import BODY_BYTES, REFUSED_BODY_BYTES
 from webapp.web.server import HEAD_SECONDS
 
 GIB = 1 << 30
-
-
-class CountingBody(io.RawIOBase):
-    """An endless body of ``x`` bytes that records how many were read."""
-
-    def __init__(self) -> None:
-        self.read_bytes = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
-        size = len(buffer)
-        buffer[:size] = b"x" * size
-        self.read_bytes += size
-        return size
 
 
 def _post(client: FlaskClient, path: str, body: CountingBody, *, declared: int | None,
