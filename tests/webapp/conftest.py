@@ -91,6 +91,22 @@ def _postgres_database(server_url: str) -> Iterator[str]:
         admin.dispose()
 
 
+
+def add_corpus(app: Flask, text: str, name: str, team_id: int = 1) -> int:
+    """Store ``text`` as a corpus of ``team_id`` (no analysis job, as an upload would start); its id."""
+    from webapp.corpora.storage import CorpusStore
+    from webapp.store.models import Corpus
+
+    stored = CorpusStore(app.config["CORPUS_DIR"]).ingest(io.BytesIO(text.encode()), name, max_bytes=10**8)
+    with app.app_context():
+        session = db.get_session()
+        corpus = Corpus(team_id=team_id, name=name, sha256=stored.sha256, format="txt",
+                        size_bytes=stored.size_bytes, stats=stored.stats)
+        session.add(corpus)
+        session.commit()
+        return corpus.id
+
+
 class CountingBody(io.RawIOBase):
     """An endless body of ``x`` bytes that records how many were read."""
 

@@ -13,9 +13,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import func, select, update
 
-from tests.webapp.conftest import add_user, login_as, make_app
+from tests.webapp.conftest import add_corpus, add_user, login_as, make_app
 from tests.webapp.playground_samples import byte_bpe, store
-from webapp.corpora.storage import CorpusStore
 from webapp.store import db
 from webapp.store.models import Corpus, Leaderboard, Membership, Team, Tokenizer
 from webapp.transfer.backup import backup, restore
@@ -73,14 +72,7 @@ def _board_with_names(app: Flask, client: FlaskClient, tokenizer_names: list[str
     """A board over tokenizers and a corpus whose names were stored before the name rule held
     (an older version, or a restore): the CSV must be safe whatever the rows hold."""
     ids = [store(app, byte_bpe(f"t{i}")) for i in range(len(tokenizer_names))]
-    stored = CorpusStore(app.config["CORPUS_DIR"]).ingest(io.BytesIO(b"hello world\n" * 5), "c.txt", max_bytes=10**6)
-    with app.app_context():
-        session = db.get_session()
-        corpus = Corpus(team_id=1, name="c.txt", sha256=stored.sha256, format="txt",
-                        size_bytes=stored.size_bytes, stats=stored.stats)
-        session.add(corpus)
-        session.commit()
-        corpus_id = corpus.id
+    corpus_id = add_corpus(app, "hello world\n" * 5, "c.txt")
     response = client.post("/leaderboards", data={"tokenizer_ids": [str(i) for i in ids],
                                                    "corpus_ids": [str(corpus_id)]})
     assert response.status_code == 303
@@ -221,14 +213,7 @@ def test_plain_numbers_still_parse() -> None:
 
 def test_a_tokenizer_chosen_many_times_on_a_board_counts_once(app: Flask, client: FlaskClient) -> None:
     tokenizer_id = store(app, byte_bpe())
-    stored = CorpusStore(app.config["CORPUS_DIR"]).ingest(io.BytesIO(b"hello world\n"), "c.txt", max_bytes=10**6)
-    with app.app_context():
-        session = db.get_session()
-        corpus = Corpus(team_id=1, name="c.txt", sha256=stored.sha256, format="txt",
-                        size_bytes=stored.size_bytes, stats=stored.stats)
-        session.add(corpus)
-        session.commit()
-        corpus_id = corpus.id
+    corpus_id = add_corpus(app, "hello world\n", "c.txt")
     response = client.post("/leaderboards", data={"tokenizer_ids": [str(tokenizer_id)] * 13,
                                                    "corpus_ids": [str(corpus_id)] * 7})
     assert response.status_code == 303, response.get_data(as_text=True)[-2000:]

@@ -19,9 +19,8 @@ from sqlalchemy.exc import IntegrityError
 
 from engine.metrics import evaluate
 from tests.live import wait_for
-from tests.webapp.conftest import add_user, login_as, run_queued_jobs
+from tests.webapp.conftest import add_corpus, add_user, login_as, run_queued_jobs
 from tests.webapp.playground_samples import byte_bpe, store, unigram, wordpiece
-from webapp.corpora.storage import CorpusStore
 from webapp.leaderboards import views as leaderboard_views
 from webapp.leaderboards.child import evaluate_pairs
 from webapp.leaderboards.leaderboard import SliceError, kept, read_slice
@@ -31,17 +30,6 @@ from webapp.training import jobs
 
 ENGLISH = "".join(f"the cat sat on the mat {i}\nhello world, unable to see {i % 5}\n" for i in range(40))
 FRENCH = "".join(f"le thé est très chaud {i}\nl'été à Paris\n" for i in range(30))
-
-
-def add_corpus(app: Flask, text: str, name: str, team_id: int = 1) -> int:
-    stored = CorpusStore(app.config["CORPUS_DIR"]).ingest(io.BytesIO(text.encode()), name, max_bytes=10**8)
-    with app.app_context():
-        session = db.get_session()
-        corpus = Corpus(team_id=team_id, name=name, sha256=stored.sha256, format="txt",
-                        size_bytes=stored.size_bytes, stats=stored.stats)
-        session.add(corpus)
-        session.commit()
-        return corpus.id
 
 
 @pytest.fixture

@@ -7,14 +7,7 @@ Left out: fixtures (``tests/webapp/conftest.py``) and the base tokenizers
 
 from __future__ import annotations
 
-import io
 import random
-
-from flask import Flask
-
-from tests.webapp.jobs_support import session_for
-from webapp.corpora.storage import CorpusStore
-from webapp.store.models import Corpus
 
 HANZI = "的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年得就那要下以生会自着去之过家学对可"
 RARE = "鳳麒麟饕餮魑魅魍魎鬱齲蠶鑰匙瀟灑纜繩驟贔屭鸚鵡囍犇骉羴鑫淼焱垚燚貔貅鬣鼴鼹蟋蟀螳螂蜻蜓蝙蝠"  # not in Llama 2's vocabulary
@@ -27,17 +20,6 @@ def chinese(lines: int = 400, seed: int = 23, alphabet: str = HANZI) -> str:
     rng = random.Random(seed)
     words = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 3))) for _ in range(120)]
     return "".join("".join(rng.choice(words) for _ in range(rng.randint(4, 10))) + "。\n" for _ in range(lines))
-
-
-def add_corpus(app: Flask, name: str, text: str, team_id: int = 1) -> int:
-    """Store ``text`` as a corpus of ``team_id`` (no analysis job); return its id."""
-    stored = CorpusStore(app.config["CORPUS_DIR"]).ingest(io.BytesIO(text.encode()), name, max_bytes=10**8)
-    with session_for(app) as session:
-        corpus = Corpus(team_id=team_id, name=name, sha256=stored.sha256, format="txt",
-                        size_bytes=stored.size_bytes, stats=stored.stats)
-        session.add(corpus)
-        session.commit()
-        return corpus.id
 
 
 def extend_form(*corpus_ids: int, add: str = "40", protected: bool = True, held_out: str = "",

@@ -15,10 +15,10 @@ from engine import Tokenizer
 from engine.errors import ConfigError
 from engine.extend import check_extendable
 from engine.limits import MAX_VOCAB_SIZE
-from tests.webapp.conftest import add_user, login_as, run_queued_jobs
+from tests.webapp.conftest import add_corpus, add_user, login_as, run_queued_jobs
 from tests.webapp.jobs_support import job_row, session_for
 from tests.webapp.playground_samples import byte_bpe, store
-from tests.webapp.training.extend_support import ENGLISH, RARE, add_corpus, chinese, extend_form
+from tests.webapp.training.extend_support import ENGLISH, RARE, chinese, extend_form
 from webapp.store.models import Corpus, Job
 from webapp.store.models import Tokenizer as Row
 
@@ -29,10 +29,10 @@ ROOM = MAX_VOCAB_SIZE - BASE_VOCAB
 @pytest.fixture
 def ids(app: Flask) -> dict[str, int]:
     _bob, bobs_team = add_user(app, "bob@example.com", "Bob")
-    return {"base": store(app, byte_bpe("base")), "zh": add_corpus(app, "zh.txt", chinese()),
-            "en": add_corpus(app, "en.txt", ENGLISH), "zh_held": add_corpus(app, "zh-held.txt", chinese(60, seed=7)),
+    return {"base": store(app, byte_bpe("base")), "zh": add_corpus(app, chinese(), "zh.txt"),
+            "en": add_corpus(app, ENGLISH, "en.txt"), "zh_held": add_corpus(app, chinese(60, seed=7), "zh-held.txt"),
             "bobs": store(app, byte_bpe("bob's"), team_id=bobs_team),
-            "bobs_corpus": add_corpus(app, "bob.txt", chinese(), team_id=bobs_team)}
+            "bobs_corpus": add_corpus(app, chinese(), "bob.txt", team_id=bobs_team)}
 
 
 def alert(html: str) -> list[str]:
@@ -251,7 +251,7 @@ def test_a_llama2_base_extends_with_its_ids_kept(app: Flask, client: FlaskClient
         session.commit()
         base_id = row.id
     assert 'id="extend-form"' in client.get(f"/tokenizers/{base_id}").get_data(as_text=True)
-    rare = add_corpus(app, "rare.txt", chinese(alphabet=RARE))
+    rare = add_corpus(app, chinese(alphabet=RARE), "rare.txt")
     response = client.post(f"/tokenizers/{base_id}/extend",
                            data=extend_form(rare, add="200", reference=str(ids["en"])))
     job_id = int(response.headers["Location"].rsplit("/", 1)[1])
