@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.live import Client, LiveApp, multipart
+from tests.live import Answer, Client, LiveApp, multipart
 from webapp.web.server import BodyRules, _Reader
 
 HEAD = b"POST /corpora/ HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n"
@@ -83,6 +83,16 @@ def _start_slow_upload(live: LiveApp, client: Client, token: str) -> socket.sock
     return sock
 
 
+def _third_upload(client: Client, token: str, data: bytes) -> Answer:
+    """Upload ``data`` until it is refused or 50 tries have passed (the two slow uploads take their
+    slots only once a thread reads them); the last answer."""
+    for _ in range(50):
+        third = client.upload("third.txt", data, token=token)
+        if third.status == 429:
+            break
+    return third
+
+
 @pytest.mark.slow
 def test_slow_uploads_get_429_beyond_two_and_are_cut_off_leaving_nothing(live: LiveApp) -> None:
     client = Client(live.url)
@@ -91,12 +101,8 @@ def test_slow_uploads_get_429_beyond_two_and_are_cut_off_leaving_nothing(live: L
     slow = [_start_slow_upload(live, client, token) for _ in range(2)]
     try:
         # Both are running (a thread reads each body): the third upload at once is refused unread.
-        third = None
-        for _ in range(50):  # until the two have reached their threads
-            third = client.upload("third.txt", b"a b c", token=token)
-            if third.status == 429:
-                break
-        assert third is not None and third.status == 429
+        third = _third_upload(client, token, b"a b c")
+        assert third.status == 429
         assert "You already have uploads in progress" in third.body and "TOKENFORGE_UPLOADS_PER_MEMBER" in third.body
         for sock in slow:  # the stalled bodies are cut off after the free window and one more
             sock.settimeout(60)
@@ -132,12 +138,8 @@ def test_uploads_in_progress_hold_no_request_thread(one_thread: LiveApp) -> None
     token = client.token()
     slow = [_start_slow_upload(one_thread, client, token) for _ in range(2)]
     try:
-        third = None
-        for _ in range(50):  # until the two have reached their lane threads
-            third = client.upload("third.txt", b"x" * (100 << 10), token=token)  # over the buffered size
-            if third.status == 429:
-                break
-        assert third is not None and third.status == 429
+        third = _third_upload(client, token, b"x" * (100 << 10))  # over the buffered size: the lane's too
+        assert third.status == 429
         assert [client.request("healthz").status for _ in range(5)] == [200] * 5
         assert client.request("corpora/").status == 200
     finally:
