@@ -11,9 +11,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import random
-import signal
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +18,7 @@ import pytest
 from flask import Flask
 
 from engine.trainers import train
-from tests.live import TAG_VARIABLE, tagged_processes
+from tests.live import tagged_processes
 from tests.webapp.jobs_support import add_job, job_row, session_for
 from tests.webapp.training.memory_child import allocate
 from webapp.leaderboards.child import evaluate_pairs
@@ -44,22 +41,6 @@ def made_up_lines(megabytes: float) -> str:
         lines.append(" ".join(rng.choices(vocabulary, k=12)))
         size += len(lines[-1]) + 1
     return "\n".join(lines) + "\n"
-
-
-@pytest.fixture
-def tag(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A tag every process started from here on inherits; whatever still carries it at the end is killed."""
-    from multiprocessing import resource_tracker
-
-    resource_tracker.ensure_running()  # the worker's own helper, untagged: it outlives any job
-    tag = uuid.uuid4().hex
-    monkeypatch.setenv(TAG_VARIABLE, tag)
-    yield tag
-    for pid in tagged_processes(tag):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def test_the_memory_setting_defaults_to_half_the_machine_and_refuses_nonsense() -> None:

@@ -16,7 +16,6 @@ import datetime as dt
 import os
 import signal
 import threading
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import pytest
 from flask import Flask
 from sqlalchemy import select, text
 
-from tests.live import TAG_VARIABLE, children, tagged_processes, wait_for
+from tests.live import children, tagged_processes, wait_for
 from tests.webapp.conftest import login_as
 from tests.webapp.jobs_support import (
     add_job,
@@ -147,23 +146,6 @@ def test_sigterm_puts_the_running_job_back(db_app: Flask, algorithm: str, tmp_pa
 
 
 # --- no process of a job outlives it ---------------------------------------------------------
-
-@pytest.fixture
-def tag(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A tag in the environment that every process started from here on inherits; whatever
-    still carries it at the end is killed, so a failing test leaves no process either."""
-    from multiprocessing import resource_tracker
-
-    resource_tracker.ensure_running()  # the worker's own helper, untagged: it outlives any job
-    tag = uuid.uuid4().hex
-    monkeypatch.setenv(TAG_VARIABLE, tag)
-    yield tag
-    for pid in tagged_processes(tag):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
 
 def _run_in_thread(worker: Worker, job_id: int) -> tuple[threading.Thread, list[str]]:
     outcome: list[str] = []
