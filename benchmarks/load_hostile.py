@@ -28,7 +28,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from load_support import Browser, SetupError
+from load_support import Browser, Connection, SetupError
 
 EMAIL, PASSWORD = "hostile@example.com", "hostile-password-123"
 BURNER_TEMPLATE = "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}"
@@ -107,34 +107,26 @@ async def slow_upload(hostile: Hostile, rate: int, stop: float) -> None:
 
 
 async def burn_chat(hostile: Hostile, stop: float) -> None:
-    """Post the burner's chat form through its share link until ``stop``; count answers."""
-    cookies: dict[str, str] = {}
+    """Post the burner's chat form through its share link until ``stop``; count answers. One
+    keep-alive :class:`load_support.Connection`, which keeps the cookies each answer sets."""
+    conn = Connection(hostile.port, {})
+    token: str | None = None
     while time.monotonic() < stop:
-        reader, writer = await asyncio.open_connection("127.0.0.1", hostile.port)
         try:
-            if not cookies:  # a visitor of the link: its page sets the session that may post
-                writer.write(f"GET /s/{hostile.link}/chat HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
-                await writer.drain()
-                page = (await reader.read()).decode("utf-8", "replace")
-                cookies = dict(re.findall(r"Set-Cookie: ([^=]+)=([^;]*)", page))
-                token = re.search(r'name="csrf_token" value="([^"]+)"', page)
-                cookies["_csrf"] = token.group(1) if token else ""
-                writer.close()
+            if token is None:  # a visitor of the link: its page sets the session that may post
+                _, page = await asyncio.wait_for(conn.request("GET", f"/s/{hostile.link}/chat", {}), 60)
+                found = re.search(rb'name="csrf_token" value="([^"]+)"', page)
+                token = found.group(1).decode() if found else ""
                 continue
-            body = (f"csrf_token={cookies['_csrf']}&template=tokenizer&role=user&content=hello").encode()
-            jar = {k: v for k, v in cookies.items() if k != "_csrf"}
-            writer.write((f"POST /tokenizers/{hostile.tokenizer_id}/chat HTTP/1.1\r\nHost: x\r\n"
-                          f"Cookie: {_cookie_header(jar)}\r\nContent-Type: application/x-www-form-urlencoded\r\n"
-                          f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + body)
-            await writer.drain()
-            answer = (await asyncio.wait_for(reader.read(), 60)).decode("utf-8", "replace")
-            line = answer.partition("\r\n")[0]
-            hostile.outcomes[f"chat {line.split(' ')[1] if line.count(' ') >= 2 else 'closed'}"] += 1
-            cookies.update(re.findall(r"Set-Cookie: ([^=]+)=([^;]*)", answer.partition("\r\n\r\n")[0]))
-        except (ConnectionError, OSError, asyncio.TimeoutError):
+            body = f"csrf_token={token}&template=tokenizer&role=user&content=hello".encode()
+            status, _ = await asyncio.wait_for(conn.request(
+                "POST", f"/tokenizers/{hostile.tokenizer_id}/chat",
+                {"Content-Type": "application/x-www-form-urlencoded"}, body), 60)
+            hostile.outcomes[f"chat {status}"] += 1
+        except (OSError, EOFError, asyncio.IncompleteReadError, asyncio.TimeoutError):
+            conn.close()
             hostile.outcomes["chat reset"] += 1
-        finally:
-            writer.close()
+    conn.close()
 
 
 async def run_hostile(hostile: Hostile, stop: float, uploads: int, rate: int, burners: int) -> None:
