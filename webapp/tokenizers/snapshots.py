@@ -52,7 +52,11 @@ def snapshot_folder(config: Mapping[str, Any] | None = None) -> Path | None:
     return Path(config["DATA_DIR"]) / "snapshots"
 
 
-def _path(folder: Path, document: str) -> Path:
+def _path(document: str, config: Mapping[str, Any]) -> Path | None:
+    """Where ``document``'s snapshot lives, or None when it should have none (small, or off)."""
+    folder = snapshot_folder(config)
+    if folder is None or len(document) < MIN_DOCUMENT_CHARS:
+        return None
     digest = hashlib.sha256(document.encode("utf-8", "surrogatepass")).hexdigest()
     return folder / f"{digest}.v{VERSION}.npz"
 
@@ -61,10 +65,9 @@ def parse(document: str) -> Tokenizer:
     """The tokenizer of a stored document: from its snapshot when one exists, else parsed (and
     its snapshot written when the document is large). Malformed documents raise as
     ``Tokenizer.from_json`` does."""
-    folder = snapshot_folder()
-    if folder is None or len(document) < MIN_DOCUMENT_CHARS:
+    path = _path(document, current_app.config)
+    if path is None:
         return Tokenizer.from_json(document)
-    path = _path(folder, document)
     try:
         with path.open("rb") as file:
             tokenizer = load_snapshot(file)
@@ -82,10 +85,9 @@ def parse(document: str) -> Tokenizer:
 def write_for(document: str, config: Mapping[str, Any]) -> bool:
     """Parse ``document`` and write its snapshot if it should have one (a command's settings in
     ``config``); whether one now exists."""
-    folder = snapshot_folder(config)
-    if folder is None or len(document) < MIN_DOCUMENT_CHARS:
+    path = _path(document, config)
+    if path is None:
         return False
-    path = _path(folder, document)
     return path.exists() or save(Tokenizer.from_json(document), path, int(config["SNAPSHOT_BYTES"]))
 
 
