@@ -44,6 +44,7 @@ from engine.trainers.unigram.seed import required_chars, seed_pieces
 from engine.trainers.unigram.words import SPACE, MetaspaceSplit, count_words
 
 OPTIONS = UnigramOptions
+SCORE_STEP = 2.0**-8  # see on_score_grid
 
 __all__ = ["OPTIONS", "MetaspaceSplit", "UnigramOptions", "build_tokenizer", "count_words", "train", "train_on_counts"]
 
@@ -105,7 +106,7 @@ def train_on_counts(word_counts: Mapping[str, int], options: UnigramOptions, rep
             final[char] = float(logp[sid])
         else:
             final[char] = floor + penalty
-            penalty += 0.0001
+            penalty += SCORE_STEP
     room = options.vocab_size - reserved
     vocab: list[tuple[str, float]] = [(t, 0.0) for t in options.special_tokens]
     if options.byte_fallback:
@@ -117,9 +118,23 @@ def train_on_counts(word_counts: Mapping[str, int], options: UnigramOptions, rep
             break
         if piece not in taken:
             final.setdefault(piece, score)
-    vocab.extend((p, round(s, 6)) for p, s in sorted(final.items(), key=lambda kv: (-kv[1], kv[0])))
+    on_grid = {p: on_score_grid(s) for p, s in final.items()}
+    vocab.extend(sorted(on_grid.items(), key=lambda kv: (-kv[1], kv[0])))
     specials = {t: i for i, t in enumerate(options.special_tokens)}
     return Unigram(vocab, unk_id=0, byte_fallback=options.byte_fallback, special_tokens=specials), stats
+
+
+def on_score_grid(score: float) -> float:
+    """``score`` rounded to a multiple of :data:`SCORE_STEP`.
+
+    Why: sentencepiece adds path scores in float32, Hugging Face in float64, and both break ties
+    alike. Every order of the same pieces (``^^|^`` and ``^|^^``) has the same exact total, so
+    with arbitrary scores float32 rounding picks one order in sentencepiece and the tie rule
+    another in Hugging Face. Scores on a grid of 2**-8 (at most 0.002 nats off) add exactly in
+    both, for any word whose total stays above -65,536 (tens of thousands of characters), so a
+    trained model gives the same ids in both libraries.
+    """
+    return round(score / SCORE_STEP) * SCORE_STEP
 
 
 def _em_rounds(shards: Shards, pieces: list[str], logp: np.ndarray, alive: np.ndarray, is_required: np.ndarray,
