@@ -1,0 +1,136 @@
+"""Training on 2, 4, 8 and 16 cores, ours against the anchors: the worker series of issue #25.
+
+Made for a lent many-core machine, in one call: it unpacks the corpus it is given, then times
+whole processes, ours alternated with the anchor at each worker count:
+
+* BPE on en_100M, vocabulary 32000: ``tokenforge train --model bpe --num-workers N`` (the
+  engine's CLI, without the web app's imports) against Hugging Face ``BpeTrainer`` with
+  ``RAYON_NUM_THREADS=N`` (``bench_train_bpe.HF``: the same files written);
+* Unigram on en_25M (the first 24,651,727 bytes of en_100M), vocabulary 32000:
+  ``--model unigram --num-workers N`` against sentencepiece with ``--threads N`` (``spm_train.py``).
+
+The first round covers every case once; later rounds repeat the key cases (every core for both,
+and our 2 workers for Unigram), then the rest, while ``--budget`` seconds last, so a short lease
+still gives the whole series. For each run it records wall time, CPU time of the process and its
+children, and the largest process's peak RSS; each of our outputs' SHA-256 shows whether every
+worker count wrote the same ``tokenizer.json``. Results go to ``OUT/series.json``, and a table is
+printed last.
+
+    python benchmarks/cores_series.py --corpus-xz .bench/en_100M.txt.xz --out "$OUT" --budget 420
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import lzma
+import os
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from bench_train_bpe import HF  # noqa: E402  (the anchor's training script, shared with that benchmark)
+
+EN_25M_BYTES = 24_651_727  # en_25M.txt is this prefix of en_100M.txt
+OURS = "import sys; from engine.cli import main; main(sys.argv[1:])"
+COUNTS = (16, 2, 4, 8)  # every core first: the target's case
+
+
+def unpack(corpus_xz: Path, workdir: Path) -> tuple[Path, Path]:
+    """en_100M from the carried archive, and en_25M as its prefix."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    big, small = workdir / "en_100M.txt", workdir / "en_25M.txt"
+    with lzma.open(corpus_xz) as source, big.open("wb") as target:
+        shutil.copyfileobj(source, target, 1 << 22)
+    with big.open("rb") as source, small.open("wb") as target:
+        target.write(source.read(EN_25M_BYTES))
+    return big, small
+
+
+def commands(big: Path, small: Path, workdir: Path) -> dict[tuple[str, str, int], tuple[list[str], dict[str, str], Path]]:
+    """(task, side, workers) -> (argv, extra environment, output folder)."""
+    table = {}
+    for n in COUNTS:
+        out = workdir / f"bpe-ours-{n}"
+        table[("bpe", "ours", n)] = ([sys.executable, "-c", OURS, "train", "--model", "bpe", "--vocab-size", "32000",
+                                      "--num-workers", str(n), "-o", str(out), str(big)], {}, out)
+        out = workdir / f"bpe-hf-{n}"
+        table[("bpe", "anchor", n)] = ([sys.executable, "-c", HF, str(big), "32000", "byte", str(out)],
+                                       {"RAYON_NUM_THREADS": str(n)}, out)
+        out = workdir / f"uni-ours-{n}"
+        table[("unigram", "ours", n)] = ([sys.executable, "-c", OURS, "train", "--model", "unigram", "--vocab-size",
+                                          "32000", "--num-workers", str(n), "-o", str(out), str(small)], {}, out)
+        out = workdir / f"uni-spm-{n}"
+        table[("unigram", "anchor", n)] = ([sys.executable, str(HERE / "spm_train.py"), str(small), "--vocab-size",
+                                            "32000", "--threads", str(n), "-o", str(out)], {}, out)
+    return table
+
+
+def run_once(argv: list[str], extra: dict[str, str], out: Path) -> dict[str, object]:
+    """Wall and CPU seconds, peak RSS of the largest process, and the tokenizer.json digest."""
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    env = dict(os.environ, **extra, PYTHONPATH=str(ROOT))
+    started = time.perf_counter()
+    pid = os.posix_spawn(argv[0], argv, env)
+    _, status, usage = os.wait4(pid, 0)
+    wall = time.perf_counter() - started
+    code = os.waitstatus_to_exitcode(status)
+    made = out / "tokenizer.json"
+    digest = hashlib.sha256(made.read_bytes()).hexdigest()[:16] if made.exists() else None
+    return {"wall": round(wall, 2), "cpu": round(usage.ru_utime + usage.ru_stime, 1),
+            "peak_mib": round(usage.ru_maxrss / 1024), "code": code, "sha": digest}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus-xz", type=Path, required=True, help="en_100M.txt compressed with xz")
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/cores-series"))
+    parser.add_argument("--out", type=Path, required=True, help="where series.json goes")
+    parser.add_argument("--budget", type=float, default=420.0, help="seconds of runs before no new round starts")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    began = time.perf_counter()
+    big, small = unpack(args.corpus_xz, args.workdir)
+    print(f"cores: {len(os.sched_getaffinity(0))}, unpacked in {time.perf_counter() - began:.1f} s", flush=True)
+    table = commands(big, small, args.workdir)
+    key = [c for c in table if c[2] == 16 or c == ("unigram", "ours", 2)]
+    rest = [c for c in table if c not in key]
+    results: dict[tuple[str, str, int], list[dict[str, object]]] = {c: [] for c in table}
+    plan = list(table) + [c for _ in range(args.rounds - 1) for c in key] + [c for _ in range(args.rounds - 1) for c in rest]
+    for case in plan:
+        spent = time.perf_counter() - began
+        if spent > args.budget:
+            print(f"budget spent after {spent:.0f} s: stopping", flush=True)
+            break
+        result = run_once(*table[case])
+        results[case].append(result)
+        print(f"{case[0]:8} {case[1]:6} {case[2]:2} workers: {result}", flush=True)
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "series.json").write_text(json.dumps(
+            [{"task": t, "side": s, "workers": n, "runs": r} for (t, s, n), r in results.items()], indent=1))
+    print("\ntask     workers  ours (median wall, CPU)  anchor (median wall, CPU)  ratio  runs  our outputs")
+    for task in ("bpe", "unigram"):
+        for n in COUNTS:
+            ours, anchor = results[(task, "ours", n)], results[(task, "anchor", n)]
+            if not ours or not anchor:
+                continue
+            o = statistics.median(r["wall"] for r in ours)
+            a = statistics.median(r["wall"] for r in anchor)
+            oc = statistics.median(r["cpu"] for r in ours)
+            ac = statistics.median(r["cpu"] for r in anchor)
+            shas = sorted({str(r["sha"]) for r in ours})
+            failed = sum(r["code"] != 0 for r in ours + anchor)
+            print(f"{task:8} {n:7}  {o:7.2f} s {oc:6.1f} s       {a:7.2f} s {ac:6.1f} s        "
+                  f"{o / a:5.2f}×  {len(ours)}/{len(anchor)}  {','.join(shas)}" + (f"  {failed} FAILED" if failed else ""))
+
+
+if __name__ == "__main__":
+    main()
