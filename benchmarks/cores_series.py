@@ -14,9 +14,11 @@ and our 2 workers for Unigram), then the rest, while ``--budget`` seconds last, 
 still gives the whole series. For each run it records wall time, CPU time of the process and its
 children, and the largest process's peak RSS; each of our outputs' SHA-256 shows whether every
 worker count wrote the same ``tokenizer.json``. Results go to ``OUT/series.json``, and a table is
-printed last.
+printed last. ``--before DIR`` adds a third side: the engine of another checkout (an earlier
+commit, say, from ``git worktree add``) run the same way, to time a change on the same machine.
 
     python benchmarks/cores_series.py --corpus-xz .bench/en_100M.txt.xz --out "$OUT" --budget 420
+    python benchmarks/cores_series.py --corpus-xz … --out … --tasks unigram --sides ours,before --before .bench/old
 """
 
 from __future__ import annotations
@@ -54,19 +56,21 @@ def unpack(corpus_xz: Path, workdir: Path) -> tuple[Path, Path]:
     return big, small
 
 
-def commands(big: Path, small: Path, workdir: Path) -> dict[tuple[str, str, int], tuple[list[str], dict[str, str], Path]]:
+def commands(big: Path, small: Path, workdir: Path, counts: list[int],
+             before: Path | None) -> dict[tuple[str, str, int], tuple[list[str], dict[str, str], Path]]:
     """(task, side, workers) -> (argv, extra environment, output folder)."""
     table = {}
-    for n in COUNTS:
-        out = workdir / f"bpe-ours-{n}"
-        table[("bpe", "ours", n)] = ([sys.executable, "-c", OURS, "train", "--model", "bpe", "--vocab-size", "32000",
-                                      "--num-workers", str(n), "-o", str(out), str(big)], {}, out)
+    ours_at = {"ours": ROOT} | ({"before": before.resolve()} if before else {})
+    for n in counts:
+        for side, root in ours_at.items():
+            for task, corpus in (("bpe", big), ("unigram", small)):
+                out = workdir / f"{task}-{side}-{n}"
+                table[(task, side, n)] = ([sys.executable, "-P", "-c", OURS, "train", "--model", task, "--vocab-size", "32000",
+                                           "--num-workers", str(n), "-o", str(out), str(corpus)],
+                                          {"PYTHONPATH": str(root)}, out)
         out = workdir / f"bpe-hf-{n}"
         table[("bpe", "anchor", n)] = ([sys.executable, "-c", HF, str(big), "32000", "byte", str(out)],
                                        {"RAYON_NUM_THREADS": str(n)}, out)
-        out = workdir / f"uni-ours-{n}"
-        table[("unigram", "ours", n)] = ([sys.executable, "-c", OURS, "train", "--model", "unigram", "--vocab-size",
-                                          "32000", "--num-workers", str(n), "-o", str(out), str(small)], {}, out)
         out = workdir / f"uni-spm-{n}"
         table[("unigram", "anchor", n)] = ([sys.executable, str(HERE / "spm_train.py"), str(small), "--vocab-size",
                                             "32000", "--threads", str(n), "-o", str(out)], {}, out)
@@ -77,7 +81,7 @@ def run_once(argv: list[str], extra: dict[str, str], out: Path) -> dict[str, obj
     """Wall and CPU seconds, peak RSS of the largest process, and the tokenizer.json digest."""
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    env = dict(os.environ, **extra, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, **extra)
     started = time.perf_counter()
     pid = os.posix_spawn(argv[0], argv, env)
     _, status, usage = os.wait4(pid, 0)
@@ -96,12 +100,19 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True, help="where series.json goes")
     parser.add_argument("--budget", type=float, default=420.0, help="seconds of runs before no new round starts")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--tasks", default="bpe,unigram", help="comma-separated: bpe, unigram")
+    parser.add_argument("--sides", default="ours,anchor", help="comma-separated: ours, anchor, before")
+    parser.add_argument("--counts", default=",".join(map(str, COUNTS)), help="worker counts, in the order run")
+    parser.add_argument("--before", type=Path, help="another checkout's root, run as the side 'before'")
     args = parser.parse_args()
     began = time.perf_counter()
     big, small = unpack(args.corpus_xz, args.workdir)
     print(f"cores: {len(os.sched_getaffinity(0))}, unpacked in {time.perf_counter() - began:.1f} s", flush=True)
-    table = commands(big, small, args.workdir)
-    key = [c for c in table if c[2] == 16 or c == ("unigram", "ours", 2)]
+    counts = [int(n) for n in args.counts.split(",")]
+    table = {case: command for case, command in commands(big, small, args.workdir, counts, args.before).items()
+             if case[0] in args.tasks.split(",") and case[1] in args.sides.split(",") and case[2] in counts}
+    table = dict(sorted(table.items(), key=lambda item: counts.index(item[0][2])))
+    key = [c for c in table if c[2] == max(counts) or (c[0], c[2]) == ("unigram", 2)]
     rest = [c for c in table if c not in key]
     results: dict[tuple[str, str, int], list[dict[str, object]]] = {c: [] for c in table}
     plan = list(table) + [c for _ in range(args.rounds - 1) for c in key] + [c for _ in range(args.rounds - 1) for c in rest]
@@ -116,21 +127,25 @@ def main() -> None:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "series.json").write_text(json.dumps(
             [{"task": t, "side": s, "workers": n, "runs": r} for (t, s, n), r in results.items()], indent=1))
-    print("\ntask     workers  ours (median wall, CPU)  anchor (median wall, CPU)  ratio  runs  our outputs")
+    other = "before" if "before" in args.sides else "anchor"
+    print(f"\ntask     workers  ours (median wall, CPU)  {other} (median wall, CPU)  ratio  runs  our outputs")
     for task in ("bpe", "unigram"):
-        for n in COUNTS:
-            ours, anchor = results[(task, "ours", n)], results[(task, "anchor", n)]
-            if not ours or not anchor:
+        for n in counts:
+            ours, anchor = results.get((task, "ours", n)), results.get((task, other, n))
+            if not ours:
                 continue
             o = statistics.median(r["wall"] for r in ours)
-            a = statistics.median(r["wall"] for r in anchor)
             oc = statistics.median(r["cpu"] for r in ours)
-            ac = statistics.median(r["cpu"] for r in anchor)
-            shas = sorted({str(r["sha"]) for r in ours})
-            failed = sum(r["code"] != 0 for r in ours + anchor)
-            print(f"{task:8} {n:7}  {o:7.2f} s {oc:6.1f} s       {a:7.2f} s {ac:6.1f} s        "
-                  f"{o / a:5.2f}×  {len(ours)}/{len(anchor)}  {','.join(shas)}" + (f"  {failed} FAILED" if failed else ""))
-
+            shas = sorted({str(r["sha"]) for r in ours + (anchor or []) if r["sha"]})
+            failed = sum(r["code"] != 0 for r in ours + (anchor or []))
+            if anchor:
+                a = statistics.median(r["wall"] for r in anchor)
+                ac = statistics.median(r["cpu"] for r in anchor)
+                theirs = f"{a:7.2f} s {ac:6.1f} s        {o / a:5.2f}×  {len(ours)}/{len(anchor)}"
+            else:
+                theirs = f"{'—':>25}        {'—':>5}   {len(ours)}/0"
+            print(f"{task:8} {n:7}  {o:7.2f} s {oc:6.1f} s       {theirs}  {','.join(shas)}"
+                  + (f"  {failed} FAILED" if failed else ""))
 
 if __name__ == "__main__":
     main()

@@ -41,7 +41,7 @@ import numpy as np
 
 from engine.processes import die_with_parent
 from engine.trainers.base import Reporter
-from engine.trainers.unigram.em import edge_expectations
+from engine.trainers.unigram.em import edge_expectations, log_likelihood
 from engine.trainers.unigram.lattice import Lattice, PieceIndex
 from engine.trainers.unigram.prune import alternative_paths, viterbi_counts
 from engine.trainers.unigram.trie import build_trie, join_tries
@@ -109,13 +109,13 @@ class Shard:
         weights, z = edge_expectations(self.lat, logp)
         sid, n = self.lat.out_sid, len(logp)
         if self.scale is None:  # one slice: the plain E-step
-            return np.bincount(sid, weights=weights, minlength=n), [float(self.lat.counts @ z)]
+            return np.bincount(sid, weights=weights, minlength=n), [log_likelihood(self.lat.counts, z)]
         order, cuts = self._edges_by_slice()
         total = np.zeros(n)
         for a, b in zip(cuts, cuts[1:]):
             total += np.rint(np.bincount(sid[order[a:b]], weights=weights[order[a:b]], minlength=n) * self.scale)
         words = zip(self.word_cuts, self.word_cuts[1:])
-        return total, [float(self.lat.counts[a:b].copy() @ z[a:b].copy()) for a, b in words]
+        return total, [log_likelihood(self.lat.counts[a:b], z[a:b]) for a, b in words]
 
     def viterbi_counts(self, logp: np.ndarray) -> np.ndarray:
         self._filter(logp)
