@@ -44,7 +44,7 @@ def log_likelihood(counts: np.ndarray, log_z: np.ndarray) -> float:
 
     Why: numpy hands a dot product of long vectors to OpenBLAS, whose threads (one per CPU, in
     every worker process) busy-wait after each call. On 16 cores, 16 lattice workers made 256
-    such threads: the training took 2.3× the CPU time at 16 workers as at 2, and no less time.
+    such threads: en_25M took 168 s of CPU and 18.4 s instead of 92 s and 15.6 s.
     """
     return float(np.multiply(counts, log_z).sum())
 
