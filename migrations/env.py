@@ -60,11 +60,28 @@ def _run_with(connection: Connection) -> None:
 
 
 def run_migrations_online() -> None:
-    """Connect (with the app's SQLite pragmas) and migrate inside one transaction."""
+    """Connect (with the app's SQLite pragmas) and migrate inside one transaction.
+
+    On SQLite, foreign keys are off while migrating. Why: batch mode changes a table by copying it
+    and dropping the old one, and with foreign keys on, that DROP first deletes every row, which
+    fires ``ON DELETE`` on the tables pointing at it: recreating ``tokenizers`` deleted every share
+    link and cleared their jobs. SQLite ignores the pragma inside a transaction, so it is set
+    before one begins; ``PRAGMA foreign_key_check`` then proves no reference was left dangling.
+    """
     engine = make_engine(_url())
     try:
         with engine.connect() as connection:
+            sqlite = connection.dialect.name == "sqlite"
+            if sqlite:
+                connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+                connection.commit()
             _run_with(connection)
+            if sqlite:
+                dangling = connection.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+                if dangling:
+                    raise RuntimeError(f"The migration left references to missing rows: {dangling[:5]}")
+                connection.exec_driver_sql("PRAGMA foreign_keys=ON")
+                connection.commit()
     finally:
         engine.dispose()
 

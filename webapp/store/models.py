@@ -110,15 +110,17 @@ class Tokenizer(Base):
     name: Mapped[Name]
     algorithm: Mapped[str] = mapped_column(String(40))
     source: Mapped[str] = mapped_column(String(20), default="trained")
-    tokenizer_json: Mapped[str] = mapped_column(Text)
     config: Mapped[JSONDict]  # the training options, or import settings
-    stats: Mapped[JSONDict]  # the engine's TrainResult.stats, per-merge stats included
     vocab_size: Mapped[int] = mapped_column(Integer)
     training_seconds: Mapped[float | None]
     job_id: Mapped[int | None] = mapped_column(
         ForeignKey("jobs.id", ondelete="SET NULL"), index=True
     )
     created_at: Mapped[Created]
+    # The large columns last: SQLite reads a column stored after them by walking their overflow
+    # pages (migration 0007).
+    tokenizer_json: Mapped[str] = mapped_column(Text)
+    stats: Mapped[JSONDict]  # the engine's TrainResult.stats, per-merge stats included
 
 
 class Leaderboard(Base):

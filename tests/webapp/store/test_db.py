@@ -74,3 +74,45 @@ def test_downgrading_0003_drops_analysis_jobs_and_keeps_training_jobs(db_app: Fl
     db.upgrade(url)
     with db.get_engine(db_app).connect() as conn:
         assert conn.execute(text("SELECT kind FROM jobs")).scalars().all() == ["train"]
+
+
+def test_upgrading_keeps_share_links_and_references_to_jobs(db_app: Flask) -> None:
+    """Batch migrations copy a table and drop the old one; with SQLite's foreign keys on, that drop
+    cascaded to every share link and cleared each tokenizer's job (migrations/env.py)."""
+    url = db_app.config["DATABASE_URL"]
+    db.get_engine(db_app).dispose()
+    db.downgrade(url, "0001")
+    engine = db.make_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("INSERT INTO jobs (id, name, status, algorithm, options, corpus_ids, attempts, "
+                              "progress_current, progress_total, cancel_requested, created_at) "
+                              "VALUES (7, 'j', 'succeeded', 'bpe', '{}', '[]', 1, 0, 0, false, '2026-11-01')"))
+            conn.execute(text("INSERT INTO tokenizers (id, name, algorithm, source, tokenizer_json, config, stats, "
+                              "vocab_size, job_id, created_at) "
+                              "VALUES (5, 't', 'bpe', 'trained', '{}', '{}', '{}', 300, 7, '2026-11-01')"))
+    finally:
+        engine.dispose()
+    db.upgrade(url, "0002")  # the first team, and share links
+    engine = db.make_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("INSERT INTO share_links (id, tokenizer_id, token, created_at) "
+                              "VALUES (3, 5, 'tok', '2026-11-02')"))
+    finally:
+        engine.dispose()
+    db.upgrade(url)  # 0005 and 0007 copy the tokenizers table, 0003 the jobs table
+    with db.get_engine(db_app).connect() as conn:
+        assert conn.execute(text("SELECT tokenizer_id FROM share_links")).scalars().all() == [5]
+        assert conn.execute(text("SELECT job_id FROM tokenizers")).scalars().all() == [7]
+        if conn.dialect.name == "sqlite":
+            assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
+
+
+def test_sqlite_keeps_the_large_tokenizer_columns_last(db_app: Flask) -> None:
+    """A column after a multi-megabyte value costs a walk over its overflow pages (migration 0007)."""
+    engine = db.get_engine(db_app)
+    if engine.dialect.name != "sqlite":
+        return  # PostgreSQL stores large values out of line
+    columns = [column["name"] for column in inspect(engine).get_columns("tokenizers")]
+    assert columns[-2:] == ["tokenizer_json", "stats"]
