@@ -21,7 +21,6 @@ never downloads: when no preset is registered, the tokenizer list shows :data:`I
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -33,13 +32,13 @@ from sqlalchemy.orm import Session, defer
 
 from engine import TokenforgeError, Tokenizer
 from engine.formats.tiktoken import build_tiktoken
+from engine.formats.transformers_config import read_chat_settings
 from engine.presets import OPEN_MODELS, TIKTOKEN_ENCODINGS
 from webapp.store.db import make_engine
 from webapp.store.models import Tokenizer as TokenizerRow
 from webapp.tokenizers import open_install, preset_install, snapshots
 
 INSTALL_COMMAND = "tokenforge presets install"
-CHAT_TOKENS = ("bos_token", "eos_token", "pad_token")
 # The round trip an open model's stored document must survive (as an import's must).
 SAMPLE = "Round trip check: Hello, world! café 日本 👋 <|endoftext|> <s> \n\n  x"
 
@@ -100,16 +99,7 @@ def _built(tokenizer: Tokenizer, title: str, config: dict[str, Any]) -> Built:
 
 def chat_settings(config_text: str) -> dict[str, Any]:
     """The chat template and bos/eos/pad tokens of a (pinned) ``tokenizer_config.json``."""
-    data = json.loads(config_text)
-    chat: dict[str, Any] = {}
-    for key in CHAT_TOKENS:
-        token = data.get(key)
-        token = token.get("content") if isinstance(token, dict) else token  # an AddedToken
-        if isinstance(token, str):
-            chat[key] = token
-    if isinstance(data.get("chat_template"), str):
-        chat["template"] = data["chat_template"]
-    return chat
+    return read_chat_settings(config_text)
 
 
 def build_open(name: str, folder: Path) -> Built | str:

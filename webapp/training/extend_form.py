@@ -147,7 +147,9 @@ def check(base: TokenizerRow, tokenizer: Tokenizer, form: ExtendForm) -> tuple[d
     if errors or team_id is None:
         return None, errors
     add = int(form.add.data or 0)
+    chat = (base.config or {}).get("chat")  # the base's chat template and bos/eos/pad: the extension keeps them
     options = {"base_id": base.id, "base_name": base.name, "base_algorithm": base.algorithm, "add": add,
+               "base_chat": chat if isinstance(chat, dict) else {},
                "protected": bool(form.protected.data), "corpus_names": [c.name for c in chosen],
                "held_out_corpus_id": held_out.id if held_out else None,
                "reference_corpus_id": reference.id if reference else None}

@@ -60,14 +60,17 @@ def row_fields(job: Job, stats: dict[str, Any]) -> dict[str, Any]:
     options = dict(job.options or {})
     report = stats.get("report") if isinstance(stats.get("report"), dict) else {}
     added = report.get("pieces_added", options.get("add", 0))
+    config = {"algorithm": EXTEND, "extended_from": options.get("base_id"),
+              "base_name": options.get("base_name"),
+              "options": {"add": options.get("add"), "protected": options.get("protected")},
+              "corpus_ids": job.corpus_ids, "report": report,
+              "held_out_corpus_id": options.get("held_out_corpus_id"),
+              "reference_corpus_id": options.get("reference_corpus_id")}
+    if options.get("base_chat"):  # the base's ids are kept, so its chat template still fits
+        config["chat"] = options["base_chat"]
     return {
         "name": extension_name(str(options.get("base_name", "tokenizer")), int(added),
                                list(options.get("corpus_names", []))),
         "algorithm": str(options.get("base_algorithm") or "bpe")[:40],
-        "config": {"algorithm": EXTEND, "extended_from": options.get("base_id"),
-                   "base_name": options.get("base_name"),
-                   "options": {"add": options.get("add"), "protected": options.get("protected")},
-                   "corpus_ids": job.corpus_ids, "report": report,
-                   "held_out_corpus_id": options.get("held_out_corpus_id"),
-                   "reference_corpus_id": options.get("reference_corpus_id")},
+        "config": config,
     }

@@ -16,11 +16,12 @@ Left out: HTTP, storing the row (``views.py``), and the parsers (``engine.format
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from engine import PATTERNS, TokenforgeError, Tokenizer
+from engine.errors import FormatError
+from engine.formats.transformers_config import MAX_CONFIG_BYTES, read_chat_settings
 from engine.serialization import loads
 from webapp.chat.sandbox import MAX_TEMPLATE_CHARS
 
@@ -136,42 +137,6 @@ def read(kind: str, files: dict[str, Upload | None], *, pattern: str = "gpt2", s
     return tokenizer
 
 
-MAX_CONFIG_BYTES = 4 << 20
-"""Bytes of a tokenizer_config.json. Llama 3's, with its 256 added tokens listed, is about 50 KB."""
-CONFIG_TOKENS = ("bos_token", "eos_token", "pad_token")
-
-
-def _config_token(value: object, key: str, source: str) -> str | None:
-    """A special token as tokenizer_config.json writes it: a string, or an AddedToken ``{"content": ...}``."""
-    if isinstance(value, dict):
-        value = value.get("content")
-    if value is None:
-        return None
-    if not isinstance(value, str) or len(value) > 256:
-        raise ImportProblem(f"{source}: {key} must be a string of at most 256 characters.")
-    return value
-
-
-def _chat_template(value: object, source: str) -> tuple[str | None, str | None]:
-    """The template and its name: a string, or transformers' list of ``{"name", "template"}`` (take "default")."""
-    if value is None:
-        return None, None
-    if isinstance(value, list):
-        named = {item.get("name"): item.get("template") for item in value if isinstance(item, dict)}
-        if not named:
-            raise ImportProblem(f"{source}: chat_template is an empty list; give a template or leave it out.")
-        name = "default" if "default" in named else next(iter(named))
-        value, label = named[name], str(name)[:100]
-    else:
-        label = None
-    if not isinstance(value, str):
-        raise ImportProblem(f"{source}: chat_template must be a string (a Jinja template), or a list of named ones.")
-    if len(value) > MAX_TEMPLATE_CHARS:
-        raise ImportProblem(f"{source}: the chat template has {len(value):,} characters; at most "
-                            f"{MAX_TEMPLATE_CHARS:,} are accepted.")
-    return value, label
-
-
 def read_config(upload: Upload | None) -> dict[str, Any]:
     """The chat settings of a tokenizer_config.json (``{}`` when none was uploaded); raise ImportProblem if bad."""
     if upload is None or not upload.data:
@@ -180,18 +145,7 @@ def read_config(upload: Upload | None) -> dict[str, Any]:
     if len(upload.data) > MAX_CONFIG_BYTES:
         raise ImportProblem(f"{source} is larger than {MAX_CONFIG_BYTES >> 20} MiB, the most a tokenizer_config.json may be.")
     try:
-        data = json.loads(_text(upload, "tokenizer_config.json"))
-    except json.JSONDecodeError as exc:
-        raise ImportProblem(f"{source} is not JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}.") from None
-    except RecursionError:
-        raise ImportProblem(f"{source} is nested too deeply to be a tokenizer_config.json.") from None
-    if not isinstance(data, dict):
-        raise ImportProblem(f"{source} must hold a JSON object, as transformers writes it.")
-    template, name = _chat_template(data.get("chat_template"), source)
-    chat: dict[str, Any] = {key: token for key in CONFIG_TOKENS
-                            if (token := _config_token(data.get(key), key, source)) is not None}
-    if template is not None:
-        chat["template"] = template
-        if name is not None:
-            chat["template_name"] = name
-    return chat
+        return read_chat_settings(_text(upload, "tokenizer_config.json"), source=source,
+                                  max_template_chars=MAX_TEMPLATE_CHARS)
+    except FormatError as exc:
+        raise ImportProblem(str(exc)) from None

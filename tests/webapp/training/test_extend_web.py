@@ -266,3 +266,24 @@ def test_a_llama2_base_extends_with_its_ids_kept(app: Flask, client: FlaskClient
     report = stored.config["report"]
     assert report["reference"]["lines_changed"] == 0 and report["unreachable"] == 0
     assert report["held_out"]["tokens_per_char_after"] < report["held_out"]["tokens_per_char_before"]
+
+
+def test_an_extension_keeps_the_bases_chat_template(app: Flask, client: FlaskClient, ids: dict[str, int]) -> None:
+    """The base's ids are kept, so its chat template and bos/eos still fit: the new row carries them,
+    and its tokenizer_config.json download writes them."""
+    template = "{% for m in messages %}<|endoftext|>{{ m.content }}{% endfor %}"
+    chat = {"template": template, "eos_token": "<|endoftext|>"}
+    with session_for(app) as session:
+        session.get(Row, ids["base"]).config = {"chat": chat}
+        session.commit()
+    response = client.post(f"/tokenizers/{ids['base']}/extend", data=extend_form(ids["zh"], add="20"))
+    job_id = int(response.headers["Location"].rsplit("/", 1)[1])
+    run_queued_jobs(app)
+    row = stored_extension(app, job_id)
+    assert row.config["chat"] == chat
+    config = client.get(f"/tokenizers/{row.id}/download/tokenizer.json/tokenizer_config.json")
+    assert config.status_code == 200
+    assert (config.json["chat_template"], config.json["eos_token"]) == (template, "<|endoftext|>")
+    own = client.post(f"/tokenizers/{row.id}/chat", headers={"HX-Request": "true"},
+                      data={"template": "tokenizer", "role": ["user"], "content": ["x"]})
+    assert own.status_code == 200, own.get_data(as_text=True)
