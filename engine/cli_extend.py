@@ -1,8 +1,9 @@
 """``tokenforge extend``: learn N new tokens for a tokenizer from a corpus, its ids unchanged.
 
 Writes ``OUTDIR/tokenizer.json`` plus the files ``train`` writes for the same model
-(``vocab.json`` and ``merges.txt`` for byte-level BPE; none more for character-level BPE) and
-``OUTDIR/report.json``, and prints the
+(``vocab.json`` and ``merges.txt`` for byte-level BPE; none more for character-level BPE),
+``OUTDIR/tokenizer_config.json`` (for ``AutoTokenizer``, with the chat template and bos/eos/pad of
+a ``tokenizer_config.json`` found beside the base) and ``OUTDIR/report.json``, and prints the
 report (``engine/extend/report.py``). Without ``--held-out FILE`` the last tenth of the last
 corpus file's lines is held out and not learned from. Error reporting is ``cli.py``'s:
 everything here raises TokenforgeError.
@@ -16,7 +17,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from engine.cli_inputs import load_tokenizer, read_text
+from engine.cli_inputs import chat_settings_beside, load_tokenizer, read_text
 from engine.errors import ConfigError
 
 
@@ -63,8 +64,10 @@ def cmd_extend(args: argparse.Namespace) -> int:
     from engine.cli_train import _check_writable, _write_model_files
     from engine.extend import ExtendOptions, build_report, check_extendable, extend_bpe, report_lines, split_held_out
     from engine.extend.options import check_add
+    from engine.formats.transformers_config import dumps_tokenizer_config
 
     base = load_tokenizer(args.tokenizer)
+    chat = chat_settings_beside(args.tokenizer)
     check_extendable(base)
     try:
         options = ExtendOptions(add=args.add, protected=not args.unprotected, min_frequency=args.min_frequency,
@@ -89,7 +92,11 @@ def cmd_extend(args: argparse.Namespace) -> int:
     tokenizer = extension.tokenizer
     outdir.mkdir(parents=True, exist_ok=True)
     tokenizer.save(outdir / "tokenizer.json")
-    written = [outdir / "tokenizer.json", *_write_model_files(tokenizer, outdir), outdir / "report.json"]
+    # The base's ids are kept, so its chat template and bos/eos/pad still fit the extension.
+    (outdir / "tokenizer_config.json").write_text(
+        dumps_tokenizer_config(tokenizer, known=chat, chat_template=chat.get("template")), encoding="utf-8")
+    written = [outdir / "tokenizer.json", outdir / "tokenizer_config.json", *_write_model_files(tokenizer, outdir),
+               outdir / "report.json"]
     (outdir / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print("\n".join(report_lines(report)))
     print(f"Wrote {', '.join(str(p) for p in written)}.")

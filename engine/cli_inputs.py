@@ -21,6 +21,20 @@ def read_text(path: str) -> str:
     return read_utf8(path, source=path)
 
 
+def chat_settings_beside(path: str) -> dict[str, object]:
+    """The chat settings of the ``tokenizer_config.json`` beside the tokenizer file ``path``
+    (Hugging Face's folder layout), or ``{}`` when there is none."""
+    from pathlib import Path
+
+    from engine.formats.transformers_config import MAX_CONFIG_BYTES, read_chat_settings
+
+    config = Path(path).with_name("tokenizer_config.json")
+    if path == "-" or not config.is_file():
+        return {}
+    data = read_bytes(config, source=str(config), limit=MAX_CONFIG_BYTES)
+    return read_chat_settings(data.decode("utf-8", errors="replace"), source=str(config))
+
+
 def load_tokenizer(path: str) -> Tokenizer:
     """A tokenizer.json, or a sentencepiece .model (by its suffix, or not starting with "{")."""
     from engine.serialization import loads

@@ -153,13 +153,34 @@ def test_cli_writes_the_files_and_the_report(tmp_path: Path, capsys: pytest.Capt
     assert "Added 4 pieces (4 merges) to a base of 259 tokens: ids 259 to 262 are new" in out
     assert "model.resize_token_embeddings(263)" in out
     assert "Reference: 0.8926 -> 0.8926 tokens per character, 0.0% fewer tokens; 0 of 3 lines encode differently." in out
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["merges.txt", "report.json", "tokenizer.json",
-                                                                   "vocab.json"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "merges.txt", "report.json", "tokenizer.json", "tokenizer_config.json", "vocab.json"]
     report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
     assert report["new_embedding_rows"] == 4 and report["reference"]["lines_changed"] == 0
     assert report["held_out"]["lines"] == 1  # the last tenth of the corpus's 9 lines, rounded, at least one
     extended = Tokenizer.from_file(tmp_path / "out" / "tokenizer.json")
     assert extended.encode("中国") == [260, 262]
+
+
+def test_cli_carries_the_chat_template_beside_the_base(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The Hugging Face folder layout: a tokenizer_config.json beside the base's tokenizer.json
+    gives the extension's tokenizer_config.json its chat template and end-of-text token."""
+    base = tmp_path / "base" / "tokenizer.json"
+    base.parent.mkdir()
+    tiny().save(base)
+    template = "{% for m in messages %}{{ m.content }}<|endoftext|>{% endfor %}"
+    (base.parent / "tokenizer_config.json").write_text(json.dumps(
+        {"chat_template": template, "eos_token": {"content": "<|endoftext|>"}, "model_max_length": 1024}))
+    corpus = tmp_path / "zh.txt"
+    corpus.write_text(ZH * 3, encoding="utf-8")
+    code, _, err = run(capsys, "extend", "-t", str(base), "--add", "4", "-o", str(tmp_path / "out"), str(corpus))
+    assert (code, err) == (0, "")
+    config = json.loads((tmp_path / "out" / "tokenizer_config.json").read_text(encoding="utf-8"))
+    assert (config["chat_template"], config["eos_token"]) == (template, "<|endoftext|>")
+    (base.parent / "tokenizer_config.json").write_text('{"chat_template": 7}')
+    code, out, err = run(capsys, "extend", "-t", str(base), "--add", "4", "-o", str(tmp_path / "out2"), str(corpus))
+    assert code != 0 and out == "" and "chat_template must be a string" in err and err.count("\n") == 1
+    assert not (tmp_path / "out2").exists()
 
 
 @pytest.mark.parametrize(("argv", "message"), [
