@@ -109,21 +109,23 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def test_hostile_unigram_options_are_refused_before_seeding_under_1_gib(tmp_path: Path) -> None:
-    # 3 MB of lines of made-up words: without split_by_whitespace every line is one distinct word,
-    # and seeding would count ~50 million substrings (the 30 MB corpus of the audit grew past 9 GB).
+@pytest.mark.parametrize("lines", [38_000, 380_000], ids=["3MB", "30MB"])
+def test_hostile_unigram_options_are_refused_before_seeding_under_1_gib(tmp_path: Path, lines: int) -> None:
+    # Lines of made-up words: without split_by_whitespace every line is one distinct word, and
+    # seeding would count ~50 million substrings in 3 MB. 30 MB is the audit's corpus, which grew
+    # past 9 GB before this bound.
     import random
 
     rng = random.Random(7)
     vocabulary = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(3, 10))) for _ in range(20_000)]
     corpus = tmp_path / "made_up.txt"
-    corpus.write_text("\n".join(" ".join(rng.choices(vocabulary, k=12)) for _ in range(38_000)) + "\n", encoding="utf-8")
+    corpus.write_text("\n".join(" ".join(rng.choices(vocabulary, k=12)) for _ in range(lines)) + "\n", encoding="utf-8")
     run = subprocess.run([sys.executable, "-c", CHILD, str(corpus)], capture_output=True, text=True, timeout=300,
                          cwd=tmp_path, env={"PYTHONPATH": str(Path(__file__).resolve().parents[2]), "PATH": ""})
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout)
     assert result["stages"] == ["count"]  # refused right after counting: no seeding began
     assert result["outcome"].startswith("NotEnoughMemory: Unigram training on this corpus would need about ")
-    assert "this process may use 1.0 GiB: its 38,000 distinct lines (each line is one word, since " \
+    assert f"this process may use 1.0 GiB: its {lines:,} distinct lines (each line is one word, since " \
            "split_by_whitespace is off)" in result["outcome"]
     assert result["outcome"].endswith("To train, turn split_by_whitespace on, train on less text or lower max_piece_length.")
