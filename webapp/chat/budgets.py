@@ -4,8 +4,10 @@ A chat render runs the tokenizer's own Jinja template in a sandboxed child proce
 ``CHAT_RENDER_SECONDS``, so a shared tokenizer with a template that loops as long as it may
 costs seconds of CPU per request, to anyone holding the link. Each render therefore counts
 against its holder's ``CHAT_RATE_LIMIT`` (``web/ratelimit.py``) and holds one of the holder's
-``CHAT_CONCURRENCY`` slots while it runs (``web/slots.py``); beyond either, a 429 that names the
-setting.
+``CHAT_CONCURRENCY`` slots while it runs (``web/slots.py``), and one of the whole server's
+``CHAT_RENDERS_AT_ONCE``: many holders together (fresh accounts, many links) could otherwise
+keep every request thread of every web process rendering, and no other page would be answered.
+Beyond any of the three, a 429 that names the setting.
 
 The holder is the API key a request came with, else the signed-in member, else the share link
 that opened the tokenizer for this visitor (every holder of one link shares its budget, so
@@ -23,6 +25,8 @@ from werkzeug.wrappers import Response
 
 from webapp.access.visitors import share_token
 from webapp.web import ratelimit, slots
+
+SERVER = "chat:server"  # the slot key every render shares
 
 
 def holder(tokenizer_id: int) -> str:
@@ -45,4 +49,6 @@ def admit(tokenizer_id: int) -> Response | None:
     refused = ratelimit.refuse("CHAT_RATE_LIMIT", who, "chat renders")
     if refused is None:
         refused = slots.hold("CHAT_CONCURRENCY", who, "Other chat renders of yours are still running.")
+    if refused is None:
+        refused = slots.hold("CHAT_RENDERS_AT_ONCE", SERVER, "The server is busy rendering other chat templates.")
     return refused

@@ -55,6 +55,7 @@ ENV_DEFAULTS: dict[str, tuple[str, str]] = {
     "TOKENFORGE_CHAT_RENDER_SECONDS": ("3", "Wall seconds one chat template render may take."),
     "TOKENFORGE_CHAT_RATE_LIMIT": ("120/60", "Chat renders allowed per member, API key or share link: N/SECONDS."),
     "TOKENFORGE_CHAT_CONCURRENCY": ("2", "Chat renders one member, API key or share link may run at once."),
+    "TOKENFORGE_CHAT_RENDERS_AT_ONCE": ("3", "Chat renders the whole server runs at once, for everyone together."),
     "TOKENFORGE_TOKENIZER_CACHE_BYTES": (str(384 << 20), "Approximate bytes of parsed tokenizers one web process keeps."),
     "TOKENFORGE_SNAPSHOT_BYTES": (str(GIB), "Disk for snapshots of large parsed tokenizers in <data dir>/snapshots (fast cold loads); 0 turns them off."),
 }
@@ -244,6 +245,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
         "CHAT_RENDER_SECONDS": _positive(env, "TOKENFORGE_CHAT_RENDER_SECONDS", float),
         "CHAT_RATE_LIMIT": _rate(env, "TOKENFORGE_CHAT_RATE_LIMIT"),
         "CHAT_CONCURRENCY": _positive(env, "TOKENFORGE_CHAT_CONCURRENCY", int),
+        "CHAT_RENDERS_AT_ONCE": _positive(env, "TOKENFORGE_CHAT_RENDERS_AT_ONCE", int),
         "TOKENIZER_CACHE_BYTES": _positive(env, "TOKENFORGE_TOKENIZER_CACHE_BYTES", int),
         "SNAPSHOT_BYTES": _number(env, "TOKENFORGE_SNAPSHOT_BYTES", int),
     }

@@ -154,3 +154,22 @@ def test_a_render_runs_below_the_web_processes_priority() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           cwd=Path(__file__).resolve().parents[3])
     assert done.stdout.split() == ["10", "10"]
+
+
+def test_the_whole_server_runs_a_bounded_number_of_renders(tmp_path: Path) -> None:
+    """Many holders together (here: the slots other members' renders hold) cannot take every thread."""
+    app = chat_app(tmp_path, CHAT_RENDERS_AT_ONCE=2)
+    tokenizer_id = store(app, byte_bpe("mine"))
+    client = login_as(app.test_client(), 1)
+    folder = Path(app.config["DATA_DIR"]) / "slots"
+    running = [slots.take(folder, "chat:server", 2) for _ in range(2)]
+    status, text = post_chat(client, tokenizer_id)
+    assert status == 429
+    assert ("The server is busy rendering other chat templates. The server runs at most 2 at once "
+            "(TOKENFORGE_CHAT_RENDERS_AT_ONCE raises it); wait for one to finish, then try again.") in text
+    running.pop().release()  # type: ignore[union-attr]
+    assert post_chat(client, tokenizer_id)[0] == 200
+    freed = slots.take(folder, "chat:server", 2)  # the render let its slot go when it ended
+    assert freed is not None
+    for slot in (*running, freed):
+        slot.release()  # type: ignore[union-attr]
