@@ -20,8 +20,8 @@ from typing import Any
 from engine import Tokenizer
 from engine.metrics import evaluate as engine_evaluate
 from engine.trainers.corpus import DOCUMENT_SEPARATOR
-from webapp.playground.inspector import shown_text
 from webapp.web.filters import Figure
+from webapp.web.shown import shown_text
 
 MAX_EVAL_BYTES = 1 << 20
 

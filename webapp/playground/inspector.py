@@ -8,72 +8,20 @@ replay of the merges that built it, in rank order. Unigram pieces get their scor
 pieces whether they continue a word (``##``).
 
 Any stored tokenizer must give a page of bounded size, so a token's bytes, hex and vocabulary
-string are shown up to ``SHOW_BYTES``/``SHOW_CHARS`` (:func:`shown_text`, :func:`shown_string`),
-with its full byte length beside them; every page that shows token text uses these helpers.
+string are shown cut (``web/shown.py``), with its full byte length beside them.
 
 Left out: HTML, and looking tokenizers up (the views do both).
 """
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
 from engine import Tokenizer
+from webapp.web.shown import SHOW_BYTES, shown_string, shown_text
 
 MAX_CHAIN = 64  # deeper merge trees are cut, so one huge token cannot make a huge page
-# Real vocabularies' longest tokens are about 100 bytes (GPT-2: 128); an imported token may be
-# megabytes, and escaping or drawing all of it would make a page of that size (times four for
-# ``\xNN`` escapes), once per place it appears.
-SHOW_BYTES = 256
-SHOW_CHARS = 256
-ELLIPSIS = "…"
-
-
-def escape_text(data: bytes) -> str:
-    """Bytes as readable text: invalid UTF-8 as ``\\xNN``, controls and invisibles as escapes."""
-    text = data.decode("utf-8", errors="backslashreplace")
-    out = []
-    for char in text:
-        if char == "\n":
-            out.append("\\n")
-        elif char == "\t":
-            out.append("\\t")
-        elif char == "\r":
-            out.append("\\r")
-        elif char == " ":
-            out.append("␣")
-        elif unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Zs", "Co", "Cs", "Cn"):
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(char)
-    return "".join(out)
-
-
-def _cut(data: bytes, limit: int) -> bytes:
-    """The first ``limit`` bytes, backed off to a UTF-8 character boundary where one is near."""
-    end = limit
-    for _ in range(3):  # a UTF-8 character has at most 3 continuation bytes
-        if end > 0 and end < len(data) and (data[end] & 0xC0) == 0x80:
-            end -= 1
-    return data[:end] if end > 0 else data[:limit]
-
-
-def shown_text(data: bytes, limit: int = SHOW_BYTES) -> str:
-    """:func:`escape_text` of at most ``limit`` bytes of ``data``, ending in "…" when cut."""
-    if len(data) <= limit:
-        return escape_text(data)
-    return escape_text(_cut(data, limit)) + ELLIPSIS
-
-
-def shown_string(text: str | None, limit: int = SHOW_CHARS) -> str:
-    """A vocabulary string cut to ``limit`` characters, ending in "…" when cut."""
-    if text is None:
-        return ""
-    return text if len(text) <= limit else text[:limit] + ELLIPSIS
-
-
 @dataclass(frozen=True, slots=True)
 class MergeStep:
     """One merge of the chain: ``left + right → merged`` at ``rank``."""

@@ -22,11 +22,12 @@ from werkzeug.wrappers import Response
 from engine import TokenforgeError
 from webapp.playground.encode_page import block_or_page, encode_context, limits, play_page
 from webapp.playground.encode_view import check_decode_size, parse_ids
-from webapp.playground.inspector import inspect, shown_text
+from webapp.playground.inspector import inspect
 from webapp.playground.text_links import play_url
 from webapp.tokenizers.loaded import load
 from webapp.web.htmx import render
 from webapp.web.numbers import parse_id, parse_int
+from webapp.web.shown import shown_text
 
 bp = Blueprint("playground", __name__)
 MAX_GROUP = 64  # ids in an inspector link's ?group= (one display span's tokens)

@@ -17,7 +17,7 @@ on ``<unk>`` and 256 byte pieces.
 
 A search (:func:`matches`) keeps the query's spaces, leading and trailing ones included: " the"
 is a different question from "the". The query is written as the Text column writes a token
-(:func:`~webapp.playground.inspector.escape_text`: a space is ``␣``, a newline ``\\n``) and looked
+(:func:`~webapp.web.shown.escape_text`: a space is ``␣``, a newline ``\\n``) and looked
 for, ignoring case, in that column, so " the" finds the tokens whose text has a space followed
 by "the" (GPT-2's ``Ġthe``, sentencepiece's ``▁the``) and not ``theme``. WordPiece stores no
 spaces: there a word-initial token counts as starting with one (as it does in decoded text) and a
@@ -46,8 +46,8 @@ from engine.formats.spm_model import piece_types
 from engine.formats.spm_proto import NORMAL, USER_DEFINED
 from webapp.playground import scripts
 from webapp.playground.charts import MAX_BARS, RANGE_DASH
-from webapp.playground.inspector import SHOW_BYTES, escape_text, shown_string, shown_text
 from webapp.web.numbers import parse_int
+from webapp.web.shown import SHOW_BYTES, escape_text, shown_string, shown_text
 
 PAGE_SIZE = 100
 LONGEST = 25

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine import TokenforgeError, Tokenizer
-from webapp.playground.inspector import shown_string, shown_text
 from webapp.web.filters import Figure
+from webapp.web.shown import shown_string, shown_text
 
 
 @dataclass(frozen=True, slots=True)
