@@ -3,13 +3,13 @@
 Everything else about the package is in ``pyproject.toml``. This file exists because the
 repository keeps ``templates/``, ``static/`` and ``migrations/`` at the top level, beside the
 packages, while an installed Tokenforge has no checkout around it: ``package_dir`` maps the three
-folders into the ``webapp`` package (``webapp/templates``, ...), where ``webapp.web.assets`` finds
+folders into the ``webapp`` package (``webapp/templates``, ...), where ``webapp.assets`` finds
 them. pyproject.toml alone cannot combine automatic package discovery with such a mapping.
 """
 
 from setuptools import find_namespace_packages, find_packages, setup
 
-ASSET_FOLDERS = ("templates", "static", "migrations")  # webapp.web.assets.ASSET_FOLDERS names the same
+ASSET_FOLDERS = ("templates", "static", "migrations")  # webapp.assets.ASSET_FOLDERS names the same
 
 # Each folder ships whole. Its subfolders with importable names (templates/auth, ...) are listed
 # as packages too, or setuptools warns that it ships files from a package nobody declared.

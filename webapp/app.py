@@ -17,6 +17,7 @@ from werkzeug.wrappers import Response
 
 from webapp.access import accounts, auth, sharing, teams
 from webapp.api import views as api
+from webapp.assets import asset_dir
 from webapp.chat import views as chat_views
 from webapp.corpora import views as corpora
 from webapp.leaderboards import views as leaderboard_views
@@ -28,7 +29,6 @@ from webapp.training import extend_views
 from webapp.training import views as tokenizers
 from webapp.transfer import views as transfer
 from webapp.web import converters, errors, filters, requests, security, slots, time_budget
-from webapp.web.assets import asset_dir
 from webapp.web.config import finish_settings, load_settings
 from webapp.web.forms import MAX_NAME
 

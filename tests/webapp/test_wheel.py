@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from tests.live import REPO, LiveApp
-from webapp.web.assets import asset_dir
+from webapp.assets import asset_dir
 
 #: What a source distribution of Tokenforge holds; the wheel is built from a copy of these.
 SOURCES = ("pyproject.toml", "setup.py", "README.md", "engine", "webapp", "templates", "static", "migrations")
@@ -94,7 +94,7 @@ def test_the_installed_package_is_the_one_imported(installed: Path, elsewhere: t
     cwd, env = elsewhere
     version = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
     assert _run([str(installed / "tokenforge"), "--version"], cwd, env) == f"tokenforge {version}\n"
-    where = _run([str(installed / "python"), "-c", "import webapp.web.assets as a; print(a.asset_dir('templates'))"],
+    where = _run([str(installed / "python"), "-c", "import webapp.assets as a; print(a.asset_dir('templates'))"],
                  cwd, env).strip()
     assert Path(where) == installed.parent / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" \
         / "site-packages" / "webapp" / "templates"

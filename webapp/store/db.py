@@ -16,7 +16,7 @@ from flask import Flask, current_app, g
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
-from webapp.web.assets import asset_dir
+from webapp.assets import asset_dir
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 

@@ -14,7 +14,7 @@ from pathlib import Path
 #: The folders that ship with the web app; setup.py maps the same three into the package.
 ASSET_FOLDERS = ("templates", "static", "migrations")
 
-_PACKAGE_DIR = Path(__file__).resolve().parents[1]  # webapp/, this file being webapp/web/assets.py
+_PACKAGE_DIR = Path(__file__).resolve().parent  # webapp/, this file being webapp/assets.py
 
 
 def asset_dir(name: str) -> Path:
