@@ -95,6 +95,17 @@ def test_session_cookie_flags(app: Flask) -> None:
     assert "Secure" in secure.headers["Set-Cookie"]
 
 
+def test_the_session_cookie_is_written_only_when_the_session_changes(app: Flask) -> None:
+    """A login ends SESSION_DAYS after it began, however active, so pages need not re-sign it."""
+    client = app.test_client()
+    assert "Set-Cookie" in client.post("/login", data={"email": "alice@example.com", "password": PASSWORD}).headers
+    client.get("/corpora/")  # the first page stores its CSRF token in the session
+    for path in ("/corpora/", "/tokenizers", "/jobs"):
+        page = client.get(path)
+        assert page.status_code == 200 and "Set-Cookie" not in page.headers
+    assert "Set-Cookie" in client.post("/logout", data={}).headers
+
+
 def test_login_is_rate_limited_per_email_and_ip(app: Flask) -> None:
     app.config["LOGIN_RATE_LIMIT"] = "3/300"
     client = app.test_client()
