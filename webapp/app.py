@@ -15,7 +15,7 @@ from flask_login import current_user
 from flask_wtf.csrf import CSRFProtect
 from werkzeug.wrappers import Response
 
-from webapp.access import accounts, auth, sharing, teams
+from webapp.access import accounts, auth, teams
 from webapp.api import views as api
 from webapp.assets import asset_dir
 from webapp.chat import views as chat_views
@@ -23,6 +23,7 @@ from webapp.corpora import views as corpora
 from webapp.leaderboards import views as leaderboard_views
 from webapp.playground import compare_views, spans_html, text_links, vocab_views
 from webapp.playground import views as playground
+from webapp.sharing import views as sharing
 from webapp.store import db
 from webapp.tokenizers import diff_views as vocab_diff_views
 from webapp.training import extend_views

@@ -1,10 +1,10 @@
 """Share links as rows: create one for a tokenizer or a leaderboard, revoke one.
 
 Both kinds of link live in ``ShareLink`` and share tokens, expiry and revocation, so the
-tokenizer's share page (``sharing.py``) and the leaderboard's (``leaderboards/views.py``) call
+tokenizer's share page (``sharing/views.py``) and the leaderboard's (``leaderboards/views.py``) call
 these two functions. A link's token is ``auth.new_token()``: 256 random bits.
 Left out: checking that the row is the user's (the callers do, with ``auth.owned_or_404``),
-opening a link (``sharing.py``) and what a visitor may then read (``visitors.py``).
+opening a link (``sharing/views.py``) and what a visitor may then read (``visitors.py``).
 """
 
 from __future__ import annotations

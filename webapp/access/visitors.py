@@ -1,13 +1,13 @@
 """Share-link visitors: which tokenizers the share links kept in this session let its holder read.
 
-Opening a share link (``sharing.py``) records its token in the session; from then on the
+Opening a share link (``sharing/views.py``) records its token in the session; from then on the
 tokenizer's read-only pages at the team's URLs accept that visitor. Every request re-reads the
 links behind the kept tokens, so a revoked or expired link stops granting access at once.
 
 This is the one piece of sharing that scoping needs: ``auth.gate`` and ``loaded.rows_query``
-ask here, and ``sharing.py`` (the link pages) records tokens here, so access control never
+ask here, and ``sharing/views.py`` (the link pages) records tokens here, so access control never
 depends on the sharing views. Left out: creating and revoking links (``share_links.py``) and
-the pages (``sharing.py``).
+the pages (``sharing/views.py``).
 """
 
 from __future__ import annotations

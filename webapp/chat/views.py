@@ -6,7 +6,7 @@ posts as the user types, only the result block. Adding and removing messages are
 ``static/js/chat.js`` does the same in place when script runs. A refused template or bad
 messages re-render with the message and a 422. The cl100k_base and o200k_base presets open with
 ChatML's ``<|im_sep|>`` form, their models' (``chat_tokens.py``). Share-link visitors open it at
-``/s/<token>/chat`` (``access/sharing.py``) and post here like members: a request costs what an
+``/s/<token>/chat`` (``sharing/views.py``) and post here like members: a request costs what an
 encode costs, bounded by the same text limits and the template's render time, and counts
 against its holder's chat budgets (``budgets.py``: renders a minute and at once).
 Left out: rendering and counting (``chat.py``), the sandbox (``sandbox.py``).

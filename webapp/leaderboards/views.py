@@ -4,10 +4,10 @@ export as CSV, share read-only.
 One view per action; the rows, sorting, chart data and CSV are ``leaderboard.py``'s. Every row
 is the team's (``auth.owned_or_404``: another team's board is a 404); the tokenizers offered are
 the team's own and the presets, the corpora the team's. The board page polls itself through
-htmx (the ``board`` block) until its job has finished; a share link (``access/sharing.py``) serves the
+htmx (the ``board`` block) until its job has finished; a share link (``sharing/views.py``) serves the
 same page read-only at ``/s/<token>``.
 
-Left out: evaluating (``child.py``) and the link mechanism itself (``access/sharing.py``).
+Left out: evaluating (``child.py``) and the link mechanism itself (``sharing/views.py``).
 """
 
 from __future__ import annotations

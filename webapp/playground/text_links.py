@@ -9,7 +9,7 @@ script reads the same number from the page, so both sides agree.
 
 A tokenizer's encode page is ``/tokenizers/<id>/play`` for its team, but ``/s/<token>`` for a
 visitor who opened a share link: :func:`play_url` gives each the one they can pass on.
-Left out: the views (``views.py``, ``access/sharing.py``) and the storage itself (the script).
+Left out: the views (``views.py``, ``sharing/views.py``) and the storage itself (the script).
 """
 
 from __future__ import annotations

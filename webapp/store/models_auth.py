@@ -14,7 +14,7 @@
   key, so every web process counts together and a restart forgets nothing. They are transient,
   so backups leave them out (``info={"backup": False}``).
 
-Left out: what the tables mean for a request (``access/auth.py``, ``access/teams.py``, ``access/sharing.py``).
+Left out: what the tables mean for a request (``access/auth.py``, ``access/teams.py``, ``sharing/views.py``).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ Every 429 names the setting that raises its budget (:func:`too_many`); :func:`re
 same answer for the budgets that count requests running at once (``slots.py``).
 
 Left out: which requests are limited (``access/accounts.py`` for logins and sign-ups, ``security.py``
-for the API, ``access/sharing.py`` for shared texts, ``corpora/budgets.py`` for uploads,
+for the API, ``sharing/views.py`` for shared texts, ``corpora/budgets.py`` for uploads,
 ``chat/budgets.py`` for chat renders).
 """
 

@@ -4,7 +4,7 @@ A link's token is ``secrets.token_urlsafe(32)`` (256 bits). ``/s/<token>`` *is* 
 tokenizer's encode page, served at that URL (``?text=`` works as on the team's page), and
 ``/s/<token>/chat``, ``/s/<token>/vocab`` and ``/s/<token>/downloads`` its other read-only pages, so the address bar
 always holds a URL that can be passed on. Opening one also records the token in the visitor's
-session (``visitors.py``): the pages' own requests (encoding as you type, the inspector, chat, compare)
+session (``access/visitors.py``): the pages' own requests (encoding as you type, the inspector, chat, compare)
 go to the team's URLs, which accept that tokenizer from then on, and compare offers every
 tokenizer shared with this visitor. Each request re-checks the links, so revoking or expiring one takes
 effect at once; a revoked or expired link answers 410 with a page that says so and nothing
@@ -16,9 +16,10 @@ A link to a leaderboard (``ShareLink.leaderboard_id``) opens the board's read-on
 ``share_links.create_link`` and ``share_links.revoke_link`` serve both kinds of link, and the
 board's page comes from ``leaderboard_views.shared_board``.
 
-Left out: the encode page itself (``playground/encode_page.py``), what a visitor may read once a link is
-opened (``visitors.py``) and scoping (``auth.py``, whose gate lets visitors with a share reach
-the pages listed there).
+Left out: the encode page itself (``playground/encode_page.py``), creating and revoking links
+(``access/share_links.py``), what a visitor may read once a link is opened
+(``access/visitors.py``) and scoping (``access/auth.py``, whose gate lets visitors with a share
+reach the pages listed there).
 """
 
 from __future__ import annotations
