@@ -180,10 +180,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         # the supervisor if serve is killed outright (a clean exit stops it in ``_stop``).
         workers.append(subprocess.Popen([sys.executable, "-m", "webapp.training.supervisor"],
                                         preexec_fn=stop_with_parent(os.getpid())))
+    from webapp.app import create_app
     from webapp.web import server
 
     try:
-        server.run(host=args.host, port=args.port, workers=args.workers, threads=args.threads,
+        server.run(create_app, host=args.host, port=args.port, workers=args.workers, threads=args.threads,
                    on_exit=lambda: _stop(*workers), access_log=args.access_log)
     finally:
         _stop(*workers)

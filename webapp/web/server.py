@@ -418,9 +418,12 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
         return keepalive and drained  # never read an unread body just to reuse the socket
 
 
-def run(*, host: str, port: int, workers: int, threads: int,
+def run(app_factory: Callable[[], Any], *, host: str, port: int, workers: int, threads: int,
         on_exit: Callable[[], None], access_log: str | None = None) -> None:
-    """Serve ``create_app()`` until SIGTERM or Ctrl-C; ``on_exit`` runs when gunicorn stops.
+    """Serve ``app_factory()`` (``create_app``) until SIGTERM or Ctrl-C; ``on_exit`` runs when gunicorn stops.
+
+    The factory is passed in, not imported, so the frame stays under the areas the app holds; each
+    gunicorn worker calls it after the fork.
 
     ``access_log``: a file to append a line per request to, ``-`` for stderr (``access_log.py``).
     """
@@ -444,8 +447,6 @@ def run(*, host: str, port: int, workers: int, threads: int,
                 self.cfg.set(key, value)
 
         def load(self) -> Any:
-            from webapp.app import create_app
-
-            return create_app()
+            return app_factory()
 
     Gunicorn().run()
