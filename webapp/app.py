@@ -28,6 +28,7 @@ from webapp.store import db
 from webapp.tokenizers import diff_views as vocab_diff_views
 from webapp.training import extend_views
 from webapp.training import views as tokenizers
+from webapp.transfer import imports
 from webapp.transfer import views as transfer
 from webapp.web import converters, errors, filters, requests, security, slots, time_budget
 from webapp.web.config import finish_settings, load_settings
@@ -102,3 +103,5 @@ def add_template_globals(app: Flask) -> None:
         app.add_template_global(helper, helper.__name__)
     app.jinja_env.globals["url_text_limit"] = text_links.URL_TEXT_LIMIT  # for the page script (base.html)
     app.jinja_env.globals["max_name"] = MAX_NAME  # the name fields' maxlength (web/forms.py's rule)
+    # An imported tokenizer's page names its format and pattern as the import form does.
+    app.jinja_env.globals.update(import_kinds=imports.KINDS, import_patterns=imports.PATTERN_CHOICES)

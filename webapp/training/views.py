@@ -28,7 +28,6 @@ from webapp.tokenizers.presets import INSTALL_COMMAND, preset_rows
 from webapp.training import eta, extend_views, jobs
 from webapp.training import form as training_form
 from webapp.training.form import MAX_CORPORA, TrainForm
-from webapp.transfer import imports
 from webapp.web.filters import quoted
 from webapp.web.forms import MAX_NAME, ConfirmForm
 from webapp.web.htmx import is_htmx, render
@@ -188,7 +187,6 @@ def show(tokenizer_id: int) -> Response:
                   piece_types=summary.piece_types(engine_tokenizer, originals(tokenizer.config).get("spm_model")),
                   options=training_form.shown_options(tokenizer.algorithm, options) if isinstance(options, dict) else {},
                   imported=imported if isinstance(imported, dict) else {},
-                  import_kinds=imports.KINDS, import_patterns=imports.PATTERN_CHOICES,
                   **extend_views.show_context(tokenizer, engine_tokenizer))
 
 
