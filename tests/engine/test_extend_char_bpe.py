@@ -168,7 +168,8 @@ def test_cli_extends_a_char_level_base(tmp_path: Path, capsys: pytest.CaptureFix
                          "--character-coverage", "0.9", str(corpus))
     assert (code, err) == (0, "")
     assert "Added 4 pieces (2 new characters, 2 merges) to a base of 267 tokens" in out
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["report.json", "tokenizer.json"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["report.json", "tokenizer.json",
+                                                                   "tokenizer_config.json"]
     extended = Tokenizer.from_file(tmp_path / "out" / "tokenizer.json")
     assert extended.encode("中国", add_special_tokens=False) == [270]
 

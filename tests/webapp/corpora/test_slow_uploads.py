@@ -9,12 +9,13 @@ nothing of them. Nothing asserts a duration: the windows only make the test shor
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.live import Answer, Client, LiveApp, multipart
+from tests.live import Client, LiveApp, multipart
 from webapp.web.server import BodyRules, _Reader
 
 HEAD = b"POST /corpora/ HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n"
@@ -83,14 +84,15 @@ def _start_slow_upload(live: LiveApp, client: Client, token: str) -> socket.sock
     return sock
 
 
-def _third_upload(client: Client, token: str, data: bytes) -> Answer:
-    """Upload ``data`` until it is refused or 50 tries have passed (the two slow uploads take their
-    slots only once a thread reads them); the last answer."""
-    for _ in range(50):
-        third = client.upload("third.txt", data, token=token)
-        if third.status == 429:
-            break
-    return third
+def _wait_until_running(live: LiveApp, uploads: int) -> None:
+    """Until ``uploads`` uploads hold their slots: each holds a member's and an address's lock file
+    (``web/slots.py``), which exist only while held. A thread takes them only once it reads the
+    request, which a busy machine may delay."""
+    folder = live.data_dir / "slots"
+    deadline = time.monotonic() + 60
+    while not (folder.is_dir() and len(list(folder.iterdir())) >= 2 * uploads):
+        assert time.monotonic() < deadline, "the slow uploads never started"
+        time.sleep(0.05)
 
 
 @pytest.mark.slow
@@ -101,7 +103,8 @@ def test_slow_uploads_get_429_beyond_two_and_are_cut_off_leaving_nothing(live: L
     slow = [_start_slow_upload(live, client, token) for _ in range(2)]
     try:
         # Both are running (a thread reads each body): the third upload at once is refused unread.
-        third = _third_upload(client, token, b"a b c")
+        _wait_until_running(live, 2)
+        third = client.upload("third.txt", b"a b c", token=token)
         assert third.status == 429
         assert "You already have uploads in progress" in third.body and "TOKENFORGE_UPLOADS_PER_MEMBER" in third.body
         for sock in slow:  # the stalled bodies are cut off after the free window and one more
@@ -138,7 +141,8 @@ def test_uploads_in_progress_hold_no_request_thread(one_thread: LiveApp) -> None
     token = client.token()
     slow = [_start_slow_upload(one_thread, client, token) for _ in range(2)]
     try:
-        third = _third_upload(client, token, b"x" * (100 << 10))  # over the buffered size: the lane's too
+        _wait_until_running(one_thread, 2)
+        third = client.upload("third.txt", b"x" * (100 << 10), token=token)  # over the buffered size: the lane's too
         assert third.status == 429
         assert [client.request("healthz").status for _ in range(5)] == [200] * 5
         assert client.request("corpora/").status == 200
