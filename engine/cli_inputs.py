@@ -31,8 +31,8 @@ def chat_settings_beside(path: str) -> dict[str, object]:
     config = Path(path).with_name("tokenizer_config.json")
     if path == "-" or not config.is_file():
         return {}
-    data = read_bytes(config, source=str(config), limit=MAX_CONFIG_BYTES)
-    return read_chat_settings(data.decode("utf-8", errors="replace"), source=str(config))
+    text = read_utf8(config, source=str(config), limit=MAX_CONFIG_BYTES)
+    return read_chat_settings(text, source=str(config))
 
 
 def load_tokenizer(path: str) -> Tokenizer:

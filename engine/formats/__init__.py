@@ -10,13 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.errors import FormatError
-from engine.limits import read_bytes
+from engine.limits import MAX_FILE_BYTES, read_bytes
 
 
-def read_utf8(path: str | Path, *, source: str | None = None) -> str:
-    """The file's text; invalid UTF-8 raises FormatError naming ``source`` (default: the file name)."""
+def read_utf8(path: str | Path, *, source: str | None = None, limit: int = MAX_FILE_BYTES) -> str:
+    """The file's text; invalid UTF-8 raises FormatError naming ``source`` (default: the file name),
+    and a file over ``limit`` bytes is refused unread."""
     path = Path(path)
-    data = read_bytes(path, source=source or path.name)
+    data = read_bytes(path, source=source or path.name, limit=limit)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

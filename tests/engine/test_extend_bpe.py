@@ -181,6 +181,9 @@ def test_cli_carries_the_chat_template_beside_the_base(tmp_path: Path, capsys: p
     code, out, err = run(capsys, "extend", "-t", str(base), "--add", "4", "-o", str(tmp_path / "out2"), str(corpus))
     assert code != 0 and out == "" and "chat_template must be a string" in err and err.count("\n") == 1
     assert not (tmp_path / "out2").exists()
+    (base.parent / "tokenizer_config.json").write_bytes(b'{"eos_token": "\xff"}')
+    code, out, err = run(capsys, "extend", "-t", str(base), "--add", "4", "-o", str(tmp_path / "out2"), str(corpus))
+    assert code != 0 and out == "" and "not UTF-8 text (bad byte at offset 15)" in err and err.count("\n") == 1
 
 
 @pytest.mark.parametrize(("argv", "message"), [

@@ -97,11 +97,6 @@ def _built(tokenizer: Tokenizer, title: str, config: dict[str, Any]) -> Built:
     return Built(title, tokenizer.model.kind, tokenizer.to_json(), tokenizer.vocab_size, config)
 
 
-def chat_settings(config_text: str) -> dict[str, Any]:
-    """The chat template and bos/eos/pad tokens of a (pinned) ``tokenizer_config.json``."""
-    return read_chat_settings(config_text)
-
-
 def build_open(name: str, folder: Path) -> Built | str:
     """The open model ``name`` from the verified files in ``folder``, or why it is skipped."""
     texts = open_install.read_files(open_install.open_folder(folder), name)
@@ -120,7 +115,7 @@ def build_open(name: str, folder: Path) -> Built | str:
     pin = open_install.PACKAGES[name]
     config = {"preset": name, "package": f"{pin.package}@{open_install.VERSION}",
               "tokenizer_json_sha256": pin.sha256[open_install.TOKENIZER]}
-    chat = chat_settings(texts[1])
+    chat = read_chat_settings(texts[1])  # the pinned tokenizer_config.json: template, bos/eos/pad
     if chat:
         config["chat"] = chat
     return Built(OPEN_MODELS[name].title, tokenizer.model.kind, document, tokenizer.vocab_size, config)

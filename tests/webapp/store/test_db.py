@@ -82,25 +82,13 @@ def test_upgrading_keeps_share_links_and_references_to_jobs(db_app: Flask) -> No
     url = db_app.config["DATABASE_URL"]
     db.get_engine(db_app).dispose()
     db.downgrade(url, "0001")
-    engine = db.make_engine(url)
-    try:
-        with engine.begin() as conn:
-            conn.execute(text("INSERT INTO jobs (id, name, status, algorithm, options, corpus_ids, attempts, "
-                              "progress_current, progress_total, cancel_requested, created_at) "
-                              "VALUES (7, 'j', 'succeeded', 'bpe', '{}', '[]', 1, 0, 0, false, '2026-11-01')"))
-            conn.execute(text("INSERT INTO tokenizers (id, name, algorithm, source, tokenizer_json, config, stats, "
-                              "vocab_size, job_id, created_at) "
-                              "VALUES (5, 't', 'bpe', 'trained', '{}', '{}', '{}', 300, 7, '2026-11-01')"))
-    finally:
-        engine.dispose()
+    _execute(url, "INSERT INTO jobs (id, name, status, algorithm, options, corpus_ids, attempts, progress_current, "
+                  "progress_total, cancel_requested, created_at) "
+                  "VALUES (7, 'j', 'succeeded', 'bpe', '{}', '[]', 1, 0, 0, false, '2026-11-01')",
+             "INSERT INTO tokenizers (id, name, algorithm, source, tokenizer_json, config, stats, vocab_size, job_id, "
+             "created_at) VALUES (5, 't', 'bpe', 'trained', '{}', '{}', '{}', 300, 7, '2026-11-01')")
     db.upgrade(url, "0002")  # the first team, and share links
-    engine = db.make_engine(url)
-    try:
-        with engine.begin() as conn:
-            conn.execute(text("INSERT INTO share_links (id, tokenizer_id, token, created_at) "
-                              "VALUES (3, 5, 'tok', '2026-11-02')"))
-    finally:
-        engine.dispose()
+    _execute(url, "INSERT INTO share_links (id, tokenizer_id, token, created_at) VALUES (3, 5, 'tok', '2026-11-02')")
     db.upgrade(url)  # 0005 and 0007 copy the tokenizers table, 0003 the jobs table
     with db.get_engine(db_app).connect() as conn:
         assert conn.execute(text("SELECT tokenizer_id FROM share_links")).scalars().all() == [5]
@@ -116,3 +104,14 @@ def test_sqlite_keeps_the_large_tokenizer_columns_last(db_app: Flask) -> None:
         return  # PostgreSQL stores large values out of line
     columns = [column["name"] for column in inspect(engine).get_columns("tokenizers")]
     assert columns[-2:] == ["tokenizer_json", "stats"]
+
+
+def _execute(url: str, *statements: str) -> None:
+    """Run ``statements`` in one transaction on a connection of their own (between migrations)."""
+    engine = db.make_engine(url)
+    try:
+        with engine.begin() as conn:
+            for statement in statements:
+                conn.execute(text(statement))
+    finally:
+        engine.dispose()
