@@ -32,9 +32,7 @@ from engine.trainers.limits import (
 )
 from engine.trainers.unigram import UnigramOptions, train_on_counts
 from engine.trainers.unigram.bounds import skip_long_words, substring_occurrences
-
-SLOW = r"(?:.*,){6}X|\s|\S"
-COMMAS = ("a," * 50 + "\n") * 300  # 30 KB: hours for SLOW without a budget
+from tests.hostile_patterns import COMMAS, SLOW
 
 
 def test_chunk_budget_grows_with_the_chunk() -> None:
@@ -59,7 +57,7 @@ def test_a_backtracking_pattern_fails_the_count_with_its_name(tmp_path: Path, wo
     with pattern_budget(0.2), pytest.raises(PatternTooSlow) as caught:
         count_pretokens([corpus], split=SLOW, num_workers=workers)
     assert str(caught.value) == (
-        f"The pre-tokenizer pattern {SLOW!r} took longer than 0.2 s of CPU on a chunk of 30,300 characters of the "
+        f"The pre-tokenizer pattern {SLOW!r} took longer than 0.2 s of CPU on a chunk of 30,010 characters of the "
         "corpus (the budget is 0.2 s per million characters, and a million's for a shorter chunk); it backtracks "
         "too much on this text (nested repeats such as (?:.*,){6} do). Simplify the pattern."
     )

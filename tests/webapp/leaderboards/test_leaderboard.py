@@ -18,6 +18,7 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
 from engine.metrics import evaluate
+from tests.hostile_patterns import SLOW
 from tests.live import wait_for
 from tests.webapp.conftest import add_corpus, add_user, login_as, run_queued_jobs
 from tests.webapp.playground_samples import byte_bpe, store, unigram, wordpiece
@@ -317,7 +318,7 @@ def test_a_pair_is_bounded_by_the_engine_time_budget_and_the_next_pair_still_run
     from engine.pretokenizers import RegexSplit
 
     vocab = {b: bytes([b]) for b in range(256)}
-    slow = byte_level_bpe(vocab, [], pretokenizer=RegexSplit(r"(?:.*,){6}X|\s|\S"))  # backtracks on commas
+    slow = byte_level_bpe(vocab, [], pretokenizer=RegexSplit(SLOW))  # backtracks on commas
     text = "," * 2000
     path = tmp_path / "commas.txt"
     path.write_text(text, encoding="utf-8")
@@ -340,7 +341,7 @@ def test_cancelling_a_running_board_stops_its_child_and_keeps_the_pairs_done(
     from webapp.training.worker import Worker
 
     vocab = {b: bytes([b]) for b in range(256)}
-    slow = store(app, byte_level_bpe(vocab, [], pretokenizer=RegexSplit(r"(?:.*,){6}X|\s|\S")), name="slow")
+    slow = store(app, byte_level_bpe(vocab, [], pretokenizer=RegexSplit(SLOW)), name="slow")
     fast = store(app, byte_bpe())
     corpus = add_corpus(app, "," * 2000, "commas.txt")
     app.config.update(LEADERBOARD_PAIR_SECONDS=120, CANCEL_GRACE_SECONDS=1)

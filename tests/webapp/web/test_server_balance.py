@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -35,7 +36,7 @@ class Server:
             [sys.executable, "-m", "gunicorn", "--worker-class", "webapp.web.server.BufferingWorker",
              "--workers", str(workers), "--threads", str(threads), "--keep-alive", "75",
              "--bind", f"127.0.0.1:{self.port}", "--chdir", str(HERE), "balance_app:app"],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -58,8 +59,13 @@ class Server:
             conn.close()
 
     def stop(self) -> None:
+        """SIGTERM; SIGKILL to the whole group (its workers too) if shutdown outlasts 10 s, as on a busy CI host."""
         self.process.terminate()
-        self.process.wait(timeout=30)
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=30)
 
 
 def answer(conn: http.client.HTTPConnection, path: str | None = None) -> tuple[int, str | None]:
