@@ -79,6 +79,161 @@ def _leftmost(p: np.ndarray, nxt: np.ndarray) -> np.ndarray:
     return p[(index - chain_start) % 2 == 0]
 
 
+
+Changes = Iterable[tuple[int, int, "np.ndarray | list[int]"]]
+"""What one merge did to the pair counts: ``(pair, amount, positions)`` for each pair whose
+count changed; ``positions`` (where the pair now is, in text order) matters for new pairs only."""
+
+FEW_OCCURRENCES = 48
+"""Below this many candidate positions a merge runs in Python (:meth:`_Symbols.merge_few`):
+a vectorised step costs ~0.2 ms of numpy calls whatever its size, a Python one ~3 µs an
+occurrence, and past the first few hundred merges most pairs occur in a few words only."""
+
+
+class _Symbols:
+    """The corpus as linked symbols (see the module docstring) and the one step that merges a pair.
+
+    The step exists twice, with the same result: :meth:`merge_many` vectorised for pairs with many
+    occurrences, :meth:`merge_few` as a plain loop (over memoryviews of the same arrays) for the
+    many pairs that occur only a few times. The tests run the trainer both ways.
+    """
+
+    def __init__(self, sym: np.ndarray, nxt: np.ndarray, prv: np.ndarray, freq: np.ndarray, V: int) -> None:
+        self.sym, self.nxt, self.prv, self.freq, self.V = sym, nxt, prv, freq, V
+        self.merged_right = np.zeros(len(sym), dtype=bool)  # scratch: this merge's right halves
+        self.views = tuple(memoryview(array) for array in (sym, nxt, prv, freq))
+
+    def merge_many(self, p: np.ndarray, a: int, b: int, t: int) -> tuple[Changes, int]:
+        """Merge ``(a, b)`` into ``t`` at the candidate positions ``p`` (stale ones included)."""
+        sym, nxt, prv, freq, V, merged_right = self.sym, self.nxt, self.prv, self.freq, self.V, self.merged_right
+        # The occurrences still there: p is the left symbol, q the right one.
+        p = p[(sym[p] == a) & (sym[nxt[p]] == b)]
+        if a == b and len(p) > 1:
+            p = _leftmost(p, nxt)
+        q = nxt[p]
+        left, right, f = prv[p], nxt[q], freq[p]
+        sym_left, sym_right = sym[left], sym[right]
+        merged_right[q] = True  # a left neighbour that is another occurrence's right half
+        old_left = (sym_left >= 0) & ~merged_right[left]  # (b, a) was taken off as that one's right pair
+        merged_right[q] = False
+        old_right = sym_right >= 0
+
+        # Merge: p becomes t, q leaves the list.
+        sym[p], sym[q] = t, -1
+        nxt[p], prv[right] = right, p
+        now_left = prv[p]  # the left neighbour now: another occurrence's t where two touched ("a b a b")
+        sym_now_left, sym_now_right = sym[now_left], sym[right]
+        new_left = sym_now_left >= 0
+        new_right = (sym_now_right >= 0) & (sym_now_right != t)  # (t, t) is counted once, as a left pair
+
+        # Take the old pairs around each occurrence away, add the new ones, and index the new ones
+        # at their left symbol: the four kinds side by side, missing neighbours masked out.
+        found = np.concatenate((old_left, old_right, new_left, new_right))
+        changed, amounts, order, bounds = _sum_by_pair(
+            np.concatenate((sym_left * V + a, b * V + sym_right, sym_now_left * V + t, t * V + sym_now_right))[found],
+            np.concatenate((-f, -f, f, f))[found],
+        )
+        at = np.concatenate((left, right, now_left, p))[found][order]
+        return zip(changed, amounts, (at[i:j] for i, j in zip(bounds, bounds[1:]))), int(f.sum())
+
+    def merge_few(self, candidates: list[int], a: int, b: int, t: int) -> tuple[Changes, int]:
+        """:meth:`merge_many`, one occurrence at a time: reads, then writes, then the new neighbours."""
+        sym, nxt, prv, freq = self.views
+        V = self.V
+        occurrences = [x for x in candidates if sym[x] == a and sym[nxt[x]] == b]
+        if a == b and len(occurrences) > 1:  # in a touching chain every other one merges
+            kept, last, skip = [], -1, False
+            for x in occurrences:
+                skip = last >= 0 and nxt[last] == x and not skip
+                if not skip:
+                    kept.append(x)
+                last = x
+            occurrences = kept
+        rights = {nxt[x] for x in occurrences}
+        amounts: dict[int, int] = {}
+        removed = 0
+        for x in occurrences:  # the pairs around each occurrence, before any changes
+            f, left, right = freq[x], prv[x], nxt[nxt[x]]
+            removed += f
+            if sym[left] >= 0 and left not in rights:
+                pair = sym[left] * V + a
+                amounts[pair] = amounts.get(pair, 0) - f
+            if sym[right] >= 0:
+                pair = b * V + sym[right]
+                amounts[pair] = amounts.get(pair, 0) - f
+        for x in occurrences:
+            q = nxt[x]
+            right = nxt[q]
+            sym[x], sym[q] = t, -1
+            nxt[x], prv[right] = right, x
+        at: dict[int, list[int]] = {}
+        for x in occurrences:  # the pairs around each new t, once every occurrence is merged
+            f, now_left, right = freq[x], prv[x], nxt[x]
+            if sym[now_left] >= 0:
+                pair = sym[now_left] * V + t
+                amounts[pair] = amounts.get(pair, 0) + f
+                at.setdefault(pair, []).append(now_left)
+            if sym[right] >= 0 and sym[right] != t:
+                pair = t * V + sym[right]
+                amounts[pair] = amounts.get(pair, 0) + f
+                at.setdefault(pair, []).append(x)
+        return ((pair, amount, at.get(pair, [])) for pair, amount in amounts.items()), removed
+
+
+
+class _PairQueue:
+    """The pairs in merge order: the highest count first, among equal counts the greatest pair.
+
+    A lazy heap of ``(-count, key, pair)``: a pair is pushed with its count when it appears and
+    never when its count drops; a popped entry whose count is stale goes back with the current
+    one. Counts only ever drop (a merge lowers the pairs around it; the pairs it creates are new),
+    so a pair rarer than ``low`` (a power of two) can wait outside the heap, in a bucket by its
+    count's bit length, until the best count in the heap falls below ``low``; most pairs never
+    get that far and are never pushed. Pairs below ``floor`` (``min_frequency``) or not
+    ``admissible`` never enter the heap.
+    """
+
+    def __init__(self, counts: dict[int, int], key: Callable[[int], str], admissible: Callable[[int], bool],
+                 floor: int) -> None:
+        self.counts, self.key, self.admissible, self.floor = counts, key, admissible, floor
+        self.heap: list[tuple[int, str, int]] = []
+        self.waiting: dict[int, list[int]] = {}  # bit length of the count -> pairs
+        top = max(counts.values(), default=0)
+        self.low = 1 << max(0, top.bit_length() - 8)  # about a 256th of the commonest pair's count
+        for pair, count in counts.items():
+            self.add(pair, count)
+
+    def add(self, pair: int, count: int) -> None:
+        if count < self.floor:
+            return
+        if count < self.low:
+            self.waiting.setdefault(count.bit_length(), []).append(pair)
+        elif self.admissible(pair):
+            heapq.heappush(self.heap, (-count, self.key(pair), pair))
+
+    def pop(self) -> int | None:
+        """Take the best pair off the queue (its count is ``counts[pair]``), or None when none is left."""
+        heap, counts = self.heap, self.counts
+        while True:
+            while heap:  # bring the top up to date
+                neg, key, pair = heap[0]
+                count = counts.get(pair, 0)
+                if count == -neg:
+                    break
+                if count >= self.floor:
+                    heapq.heapreplace(heap, (-count, key, pair))
+                else:
+                    heapq.heappop(heap)
+            if (heap and -heap[0][0] >= self.low) or not self.waiting:
+                return heapq.heappop(heap)[2] if heap else None
+            self._lower()
+
+    def _lower(self) -> None:
+        """Halve ``low`` and push the waiting pairs that now reach it."""
+        self.low >>= 1
+        for pair in self.waiting.pop(self.low.bit_length(), []):
+            self.add(pair, self.counts.get(pair, 0))
+
 def merge_words(
     words: Sequence[str],
     freqs: Sequence[int],
@@ -90,6 +245,7 @@ def merge_words(
     max_token_length: int | None = None,
     tick: Callable[[int], None] | None = None,
     allowed: Callable[[int, int, bytes], bool] | None = None,
+    vectorise_from: int | None = None,
 ) -> tuple[list[tuple[int, int, int, int]], list[bytes]]:
     """Learn up to ``num_merges`` merges over ``words``.
 
@@ -105,6 +261,8 @@ def merge_words(
     report progress and raise to cancel. ``allowed(left, right, merged_bytes)``, where given, is
     asked once per pair before the pair may ever be merged (it never enters the heap otherwise):
     extending a tokenizer (``engine/extend``) uses it to keep merges off text the base handles.
+    A pair with at least ``vectorise_from`` candidate positions (default :data:`FEW_OCCURRENCES`)
+    is merged by the vectorised step, one with fewer by the loop; the result is the same.
     """
     token_bytes = list(alphabet)
     token_len = list(lengths) if lengths is not None else [len(t) for t in token_bytes]
@@ -112,6 +270,7 @@ def merge_words(
     max_len = max_token_length if max_token_length is not None else 1 << 62
     floor = max(min_frequency, 1)
     V = len(token_bytes) + num_merges  # every pair is left * V + right
+    few = FEW_OCCURRENCES if vectorise_from is None else vectorise_from
 
     # 1. Every word's symbols in one array, -1 between words and at both ends. Positions and
     #    links are int32 where they fit: on text without spaces (Chinese) nearly every symbol
@@ -125,85 +284,55 @@ def merge_words(
     freq[sym < 0] = 0
     nxt = np.minimum(np.arange(1, n + 1, dtype=index), n - 1)
     prv = np.maximum(np.arange(-1, n - 1, dtype=index), 0)
-    merged_right = np.zeros(n, dtype=bool)  # scratch: the right halves of this merge's occurrences
+    corpus = _Symbols(sym, nxt, prv, freq, V)
 
     # 2. Count every adjacent pair inside a word and index where it is.
     first = np.flatnonzero((sym[:-1] >= 0) & (sym[1:] >= 0)).astype(index)
     pairs, sums, order, bounds = _sum_by_pair(sym[first] * V + sym[first + 1], freq[first])
     first = first[order]
     counts: dict[int, int] = dict(zip(pairs, sums))
-    where: dict[int, np.ndarray] = {pair: first[i:j] for pair, i, j in zip(pairs, bounds, bounds[1:])}
+    where: dict[int, np.ndarray | list[int]] = {pair: first[i:j] for pair, i, j in zip(pairs, bounds, bounds[1:])}
     del order
 
-    def push(pair: int, count: int) -> None:
+    def admissible(pair: int) -> bool:
         left, right = divmod(pair, V)
-        if count >= floor and token_len[left] + token_len[right] <= max_len and (
-                allowed is None or allowed(left, right, token_bytes[left] + token_bytes[right])):
-            heapq.heappush(heap, (-count, inv[left] + inv[right], pair))
+        return token_len[left] + token_len[right] <= max_len and (
+            allowed is None or allowed(left, right, token_bytes[left] + token_bytes[right]))
 
-    heap: list[tuple[int, str, int]] = []
-    for pair, count in counts.items():
-        push(pair, count)
+    def key(pair: int) -> str:
+        left, right = divmod(pair, V)
+        return inv[left] + inv[right]
+
+    queue = _PairQueue(counts, key, admissible, floor)
 
     merges: list[tuple[int, int, int, int]] = []
     while len(merges) < num_merges:
-        # 3. Pop the best pair whose heap count is current; re-push stale entries lazily.
-        while heap:
-            neg, key, best = heap[0]
-            count = counts.get(best, 0)
-            if count == -neg:
-                break
-            if count >= floor:
-                heapq.heapreplace(heap, (-count, key, best))
-            else:
-                heapq.heappop(heap)
-        if not heap:
+        # 3. The best pair.
+        best = queue.pop()
+        if best is None:
             break
-        neg, _, best = heapq.heappop(heap)
+        count = counts[best]
         a, b = divmod(best, V)
         t = len(token_bytes)
         token_bytes.append(token_bytes[a] + token_bytes[b])
         token_len.append(token_len[a] + token_len[b])
         inv.append(_invert(token_bytes[t]))
 
-        # 4. The occurrences still there: p is the left symbol, q the right one.
-        p = where.pop(best)
-        p = p[(sym[p] == a) & (sym[nxt[p]] == b)]
-        if a == b and len(p) > 1:
-            p = _leftmost(p, nxt)
-        q = nxt[p]
-        left, right, f = prv[p], nxt[q], freq[p]
-        sym_left, sym_right = sym[left], sym[right]
-        merged_right[q] = True  # a left neighbour that is another occurrence's right half
-        old_left = (sym_left >= 0) & ~merged_right[left]  # (b, a) was taken off as that one's right pair
-        merged_right[q] = False
-        old_right = sym_right >= 0
-
-        # 5. Merge: p becomes t, q leaves the list.
-        sym[p], sym[q] = t, -1
-        nxt[p], prv[right] = right, p
-        now_left = prv[p]  # the left neighbour now: another occurrence's t where two touched ("a b a b")
-        sym_now_left, sym_now_right = sym[now_left], sym[right]
-        new_left = sym_now_left >= 0
-        new_right = (sym_now_right >= 0) & (sym_now_right != t)  # (t, t) is counted once, as a left pair
-
-        # 6. Take the old pairs around each occurrence away, add the new ones, and index the new
-        #    ones at their left symbol: the four kinds side by side, missing neighbours masked out.
-        found = np.concatenate((old_left, old_right, new_left, new_right))
-        changed, amounts, order, bounds = _sum_by_pair(
-            np.concatenate((sym_left * V + a, b * V + sym_right, sym_now_left * V + t, t * V + sym_now_right))[found],
-            np.concatenate((-f, -f, f, f))[found],
-        )
-        at = np.concatenate((left, right, now_left, p))[found][order]
-        for pair, amount, i, j in zip(changed, amounts, bounds, bounds[1:]):
+        # 4. Merge every occurrence still there and update the counts of the pairs around them.
+        entries = where.pop(best)
+        if len(entries) >= few:
+            changes, removed = corpus.merge_many(np.asarray(entries), a, b, t)
+        else:
+            changes, removed = corpus.merge_few(entries if isinstance(entries, list) else entries.tolist(), a, b, t)
+        for pair, amount, at in changes:
             if pair // V == t or pair % V == t:  # a new pair: its count is final for this step
                 counts[pair] = amount
-                where[pair] = at[i:j]
-                push(pair, amount)
+                where[pair] = at
+                queue.add(pair, amount)
             elif pair != best:
                 counts[pair] += amount
         del counts[best]
-        merges.append((a, b, -neg, int(f.sum())))
+        merges.append((a, b, count, removed))
         if tick is not None:
             tick(len(merges))
     return merges, token_bytes

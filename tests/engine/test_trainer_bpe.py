@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from engine.byte_unicode import bytes_to_symbols, symbols_to_bytes
 from engine.errors import ConfigError, TrainingCancelled
-from engine.trainers import option_specs, train
+from engine.trainers import bpe_merge, option_specs, train
 from engine.trainers.bpe import GPT2_BYTE_ORDER, BpeOptions, learn
 from engine.trainers.bpe_merge import merge_words, words_from_counts
 from engine.trainers.limits import max_workers
@@ -33,7 +33,14 @@ def merges_of(tmp_path: Path, text: str, **options: object) -> list[tuple[bytes,
     return [(vocab.token_bytes(a), vocab.token_bytes(b), n) for a, b, n in result.stats["merges"]]
 
 
-def test_cs336_reference_merges_and_vocab(cs336: Path) -> None:
+@pytest.fixture(params=[0, 1 << 40], ids=["vectorised", "loop"])
+def merge_step(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
+    """Every merge through one of the merge loop's two equal steps (``bpe_merge.FEW_OCCURRENCES``)."""
+    monkeypatch.setattr(bpe_merge, "FEW_OCCURRENCES", request.param)
+    return request.param
+
+
+def test_cs336_reference_merges_and_vocab(cs336: Path, merge_step: int) -> None:
     result = train("bpe", [cs336 / "corpus.en"], {"vocab_size": 500, "special_tokens": [EOT]})
     model = result.tokenizer.model
     expected = [
@@ -189,13 +196,19 @@ def test_learn_returns_final_ids() -> None:
 _WORDS = st.dictionaries(
     st.text(alphabet="abcé ", min_size=1, max_size=8), st.integers(min_value=1, max_value=5), max_size=12
 )
+_COMMON_WORDS = st.dictionaries(  # counts in the thousands: rare pairs wait outside the heap (_PairQueue)
+    st.text(alphabet="abcé ", min_size=1, max_size=8), st.integers(min_value=1, max_value=3000), max_size=12
+)
 
 
 @settings(max_examples=150)
-@given(words=_WORDS, min_frequency=st.integers(0, 3), max_len=st.sampled_from([None, 2, 3]))
-def test_fast_merges_equal_the_reference(words: dict[str, int], min_frequency: int, max_len: int | None) -> None:
+@given(words=_WORDS | _COMMON_WORDS, min_frequency=st.integers(0, 3), max_len=st.sampled_from([None, 2, 3]),
+       vectorise_from=st.sampled_from([0, 3, 1 << 40]))
+def test_fast_merges_equal_the_reference(words: dict[str, int], min_frequency: int, max_len: int | None,
+                                         vectorise_from: int) -> None:
     fast_words, freqs = words_from_counts(words.items())
-    merges, token_bytes = merge_words(fast_words, freqs, 40, min_frequency=min_frequency, max_token_length=max_len)
+    merges, token_bytes = merge_words(fast_words, freqs, 40, min_frequency=min_frequency, max_token_length=max_len,
+                                      vectorise_from=vectorise_from)
     fast = [(token_bytes[a], token_bytes[b], n) for a, b, n, _ in merges]
     assert fast == train_reference(words, 40, min_frequency=min_frequency, max_token_length=max_len)
 
@@ -205,13 +218,13 @@ def test_fast_merges_equal_the_reference(words: dict[str, int], min_frequency: i
     [{"aaaaaaaaa": 3, "aa": 1, "baaab": 2}, {"abababab": 2, "bababa": 1, "aab": 4}],
     ids=["runs", "alternating"],
 )
-def test_touching_occurrences_merge_left_to_right(words: dict[str, int]) -> None:
+def test_touching_occurrences_merge_left_to_right(words: dict[str, int], merge_step: int) -> None:
     fast_words, freqs = words_from_counts(words.items())
     merges, token_bytes = merge_words(fast_words, freqs, 12)
     assert [(token_bytes[a], token_bytes[b], n) for a, b, n, _ in merges] == train_reference(words, 12)
 
 
-def test_removed_counts_each_merge_of_a_run_once() -> None:
+def test_removed_counts_each_merge_of_a_run_once(merge_step: int) -> None:
     # (a, a) occurs 8 times in "aaaaaaaaa" (x3), once in "aa" and twice in "baaab" (x2): 29.
     # Merged left to right, a run of 9 loses 4 tokens, of 2 one, of 3 one: 4*3 + 1 + 1*2 = 15.
     fast_words, freqs = words_from_counts({"aaaaaaaaa": 3, "aa": 1, "baaab": 2}.items())
