@@ -22,11 +22,13 @@ The data, as numpy arrays over every symbol of every distinct word:
 * A pair is the int ``left * V + right``. Merging ``(a, b)`` into ``t`` only lowers the counts
   of the pairs around each occurrence and creates pairs that contain ``t``; both are summed per
   pair in one sort (:func:`_sum_by_pair`), and only the distinct pairs reach Python.
-* The heap holds ``(-count, tiebreak_key, pair)`` and is lazy: a merge pushes each new pair once
-  with its final count and never pushes a lowered one; a popped entry whose count is stale is
-  pushed back with its current count. Pairs below ``min_frequency`` never enter it.
-  ``tiebreak_key`` orders bytes in reverse (:func:`_invert`), so the min-heap pops the greatest
-  pair among equal counts.
+* The pairs wait in :class:`_PairQueue`, a lazy heap of ``(-count, tiebreak_key, pair)``: a
+  merge pushes each new pair once with its final count and never pushes a lowered one; a popped
+  entry whose count is stale is pushed back with its current count; rare pairs wait outside the
+  heap until the best count comes down to theirs. ``tiebreak_key`` orders bytes in reverse
+  (:func:`_invert`), so the min-heap pops the greatest pair among equal counts.
+* One merge step (:class:`_Symbols`) is vectorised for pairs found in many places and a plain
+  loop for the many pairs found in a few, where numpy's per-call cost would dominate.
 
 Overlapping occurrences (``a a a`` holds ``(a, a)`` twice) merge left to right: in a chain of
 touching occurrences every other one is merged (:func:`_leftmost`).
