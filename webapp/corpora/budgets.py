@@ -26,10 +26,10 @@ from werkzeug.wrappers import Response
 
 from webapp.access.auth import current_team
 from webapp.corpora.storage import Quota
-from webapp.corpora.upload_decoding import human_size
 from webapp.store.db import get_session
 from webapp.store.models import Corpus
 from webapp.web import ratelimit, slots
+from webapp.web.shown import human_size
 
 
 def used_bytes(session: Session, team_id: int) -> int:

@@ -38,10 +38,10 @@ from webapp.corpora.upload_decoding import (
     decode_chunks,
     detect_format,
     gunzip_chunks,
-    human_size,
     jsonl_documents,
 )
 from webapp.web.filters import quoted
+from webapp.web.shown import human_size
 
 
 @dataclass

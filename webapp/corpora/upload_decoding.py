@@ -16,6 +16,7 @@ from typing import IO
 
 from engine.trainers.corpus import DOCUMENT_SEPARATOR
 from webapp.web.filters import quoted
+from webapp.web.shown import human_size
 
 CHUNK_BYTES = 1 << 20
 MAX_KEYS_SHOWN = 10  # a message lists a line's first fields, not thousands
@@ -59,14 +60,6 @@ def detect_format(filename: str) -> tuple[str, bool]:
             kind="format",
         )
     return "txt", gzipped
-
-
-def human_size(n: int) -> str:
-    for unit in ("bytes", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:,} {unit}" if unit == "bytes" else f"{n:.1f} {unit}".replace(".0 ", " ")
-        n /= 1024  # type: ignore[assignment]
-    raise AssertionError("unreachable")
 
 
 class RawReader:

@@ -22,7 +22,6 @@ from webapp.corpora import budgets
 from webapp.corpora.analysis import analysis_states
 from webapp.corpora.forms import RenameForm, UploadForm
 from webapp.corpora.storage import CorpusStore, UploadError
-from webapp.corpora.upload_decoding import human_size
 from webapp.store.db import get_session
 from webapp.store.models import Corpus, Job
 from webapp.training import jobs
@@ -32,6 +31,7 @@ from webapp.web.filters import quoted
 from webapp.web.forms import ConfirmForm, name_from_filename
 from webapp.web.htmx import is_htmx, render
 from webapp.web.lists import LIST_ROWS
+from webapp.web.shown import human_size
 
 bp = Blueprint("corpora", __name__, url_prefix="/corpora")
 # Before CSRF parses (and spools) an upload's body: the quota and the upload budgets.

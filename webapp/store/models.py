@@ -10,7 +10,10 @@ Queue operations live in ``training/jobs.py``; this module only declares the tab
 
 from __future__ import annotations
 
+import json
+
 from sqlalchemy import BigInteger, CheckConstraint, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.engine.default import DefaultExecutionContext
 from sqlalchemy.orm import Mapped, mapped_column
 
 from webapp.store.job_states import FINISHED_STATUSES, JOB_KINDS, JOB_STATUSES, one_of
@@ -30,6 +33,17 @@ from webapp.store.model_base import (
 from webapp.store.models_auth import ApiKey, Invite, Membership, SharedText, ShareLink, Team, User
 
 TOKENIZER_SOURCES = ("trained", "imported", "preset")
+
+
+def stored_bytes(tokenizer_json: str, stats: object, config: object) -> int:
+    """The bytes a tokenizer row keeps: its document, its statistics and its settings (where an
+    import's original file is kept), as stored. A team's tokenizers count against its quota."""
+    return len(tokenizer_json.encode("utf-8")) + len(json.dumps(stats)) + len(json.dumps(config))
+
+
+def _stored_bytes_default(context: DefaultExecutionContext) -> int:
+    values = context.get_current_parameters()
+    return stored_bytes(values["tokenizer_json"], values.get("stats") or {}, values.get("config") or {})
 
 
 class Corpus(Base):
@@ -117,6 +131,7 @@ class Tokenizer(Base):
         ForeignKey("jobs.id", ondelete="SET NULL"), index=True
     )
     created_at: Mapped[Created]
+    size_bytes: Mapped[int] = mapped_column(BigInteger, default=_stored_bytes_default)  # stored_bytes()
     # The large columns last: SQLite reads a column stored after them by walking their overflow
     # pages (migration 0007).
     tokenizer_json: Mapped[str] = mapped_column(Text)

@@ -22,6 +22,7 @@ from engine.tokenizer import Tokenizer
 from webapp.access.auth import readable_or_404
 from webapp.store.db import get_session
 from webapp.store.models import Tokenizer as TokenizerRow
+from webapp.tokenizers import quota
 from webapp.tokenizers.loaded import load
 from webapp.training import extend_form, jobs
 from webapp.training.extend_job import EXTEND
@@ -69,6 +70,9 @@ def extend(tokenizer_id: int) -> Response:
     job, errors = extend_form.check(row, tokenizer, sent)
     if job is None:
         return again(errors, 422)
+    full = quota.full(get_session(), job["team_id"], "no tokenizer can be extended")
+    if full is not None:
+        return again({"": full}, 413)
     try:
         queued = jobs.enqueue(get_session(), team_id=job["team_id"], name=job["name"], algorithm=job["algorithm"],
                               options=job["options"], corpus_ids=job["corpus_ids"],

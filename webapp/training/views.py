@@ -18,10 +18,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import defer
 from werkzeug.wrappers import Response
 
-from webapp.access.auth import owned_or_404, readable_or_404, scoped
+from webapp.access.auth import current_team, owned_or_404, readable_or_404, scoped
 from webapp.store.db import get_session
 from webapp.store.models import Corpus, Job, Tokenizer
-from webapp.tokenizers import summary
+from webapp.tokenizers import quota, summary
 from webapp.tokenizers.loaded import load
 from webapp.tokenizers.originals import originals
 from webapp.tokenizers.presets import INSTALL_COMMAND, preset_rows
@@ -98,6 +98,9 @@ def train() -> Response:
     team_id = corpora[0].team_id  # all chosen corpora are the user's; train in the first's team
     if any(c.team_id != team_id for c in corpora):
         return page({"corpus_ids": "The chosen corpora belong to different teams; train on one team's corpora."}, 422)
+    full = quota.full(get_session(), team_id, "no tokenizer can be trained")
+    if full is not None:
+        return page({"": full}, 413)
     try:
         job = jobs.enqueue(get_session(), team_id=team_id, name=name[:MAX_NAME], algorithm=algorithm, options=options,
                            corpus_ids=[c.id for c in corpora], max_queued=current_app.config["MAX_QUEUED_JOBS"])
@@ -167,7 +170,8 @@ def index() -> Response:
         scoped(Job).where(Job.status.in_(("queued", "running")), Job.kind == "train").order_by(Job.id)
     ).all()
     return render("tokenizers/index.html", tokenizers=rows, active=active, capped=len(rows) == LIST_ROWS,
-                  presets=preset_rows(get_session()), presets_command=INSTALL_COMMAND)
+                  presets=preset_rows(get_session()), presets_command=INSTALL_COMMAND,
+                  usage=quota.usage(get_session(), current_team().id))
 
 
 @bp.get("/tokenizers/<int:tokenizer_id>")

@@ -4,8 +4,10 @@ Downloads are built and verified when first asked for (``downloads.py``); format
 another kind of model are left out of the page, one that fits the model but cannot hold this
 tokenizer says why in place of its button, and asking for either anyway is a 422 page with the
 reason. An import becomes a ``Tokenizer`` row with ``source="imported"`` and opens in the
-encode view; a bad file re-renders the form with the problem named and a 422.
-Left out: the file formats (``engine.formats``) and their checks (``imports.py``).
+encode view; a bad file re-renders the form with the problem named and a 422, and one that
+would pass the team's tokenizer quota with a 413 (nothing stored).
+Left out: the file formats (``engine.formats``) and their checks (``imports.py``); the import's
+budgets (``budgets.py``).
 """
 
 from __future__ import annotations
@@ -20,15 +22,19 @@ from webapp.access.auth import current_team
 from webapp.chat.chat import chat_settings
 from webapp.store.db import get_session
 from webapp.store.models import Tokenizer as TokenizerRow
+from webapp.store.models import stored_bytes
+from webapp.tokenizers import quota
 from webapp.tokenizers.loaded import load
 from webapp.tokenizers.originals import keep_original, originals
-from webapp.transfer import downloads, imports
+from webapp.transfer import budgets, downloads, imports
 from webapp.transfer.forms import FILE_PARTS, ImportForm, kinds_reading
+from webapp.web import requests
 from webapp.web.forms import name_from_filename
 from webapp.web.htmx import render
 from webapp.web.requests import MAX_IMPORT_BYTES
 
 bp = Blueprint("transfer", __name__)
+bp.record_once(lambda state: requests.add_gate(state.app, "transfer.import_upload", budgets.admit))
 
 
 def _slug(name: str) -> str:
@@ -121,12 +127,17 @@ def import_upload() -> Response:
     first = next((f for f in files.values() if f is not None), None)
     original = keep_original(kind, files["file"].data if files["file"] else None)
     name = form.name.data or (first.filename if first else "imported tokenizer")  # both pass the name rule
-    row = TokenizerRow(team_id=current_team().id, name=name, algorithm=tokenizer.model.kind,
-                       source="imported", tokenizer_json=tokenizer.to_json(), vocab_size=tokenizer.vocab_size,
-                       stats={}, config={"import": {"kind": kind, "files": [f.filename for f in files.values() if f],
-                                                    "pattern": form.pattern.data, **({"notes": notes} if notes else {})},
-                               **({"chat": chat} if chat else {}), **original})
+    document = tokenizer.to_json()
+    config = {"import": {"kind": kind, "files": [f.filename for f in files.values() if f],
+                         "pattern": form.pattern.data, **({"notes": notes} if notes else {})},
+              **({"chat": chat} if chat else {}), **original}
     session = get_session()
+    team_id = current_team().id
+    no_room = quota.no_room_for(session, team_id, stored_bytes(document, {}, config), f"“{name}”")
+    if no_room is not None:
+        return render("playground/import.html", status=413, **_form_context(form, kind=kind, error=no_room))
+    row = TokenizerRow(team_id=team_id, name=name, algorithm=tokenizer.model.kind, source="imported",
+                       tokenizer_json=document, vocab_size=tokenizer.vocab_size, stats={}, config=config)
     session.add(row)
     session.commit()
     return redirect(url_for("playground.play", tokenizer_id=row.id), 303)

@@ -4,7 +4,7 @@ Any stored tokenizer must give a page of bounded size, and an imported token may
 so pages show a token's bytes up to ``SHOW_BYTES`` and its vocabulary string up to
 ``SHOW_CHARS`` (:func:`shown_text`, :func:`shown_string`), with controls and invisible
 characters escaped (:func:`escape_text`). Used by the inspector, the vocabulary browser, the
-tokenizer summary and the held-out examples alike.
+tokenizer summary and the held-out examples alike. Byte counts read as sizes (:func:`human_size`).
 """
 
 from __future__ import annotations
@@ -60,3 +60,12 @@ def shown_string(text: str | None, limit: int = SHOW_CHARS) -> str:
     if text is None:
         return ""
     return text if len(text) <= limit else text[:limit] + ELLIPSIS
+
+
+def human_size(n: int) -> str:
+    """A byte count as people read it: "512 bytes", "1.5 MiB", "20 GiB"."""
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:,} {unit}" if unit == "bytes" else f"{n:.1f} {unit}".replace(".0 ", " ")
+        n /= 1024  # type: ignore[assignment]
+    raise AssertionError("unreachable")

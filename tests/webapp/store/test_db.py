@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -10,7 +11,7 @@ from flask import Flask
 from sqlalchemy import inspect, text
 
 from webapp.store import db
-from webapp.store.models import Base, Corpus
+from webapp.store.models import Base, Corpus, stored_bytes
 from webapp.training import jobs
 
 
@@ -103,7 +104,7 @@ def test_sqlite_keeps_the_large_tokenizer_columns_last(db_app: Flask) -> None:
     if engine.dialect.name != "sqlite":
         return  # PostgreSQL stores large values out of line
     columns = [column["name"] for column in inspect(engine).get_columns("tokenizers")]
-    assert columns[-2:] == ["tokenizer_json", "stats"]
+    assert columns[-3:] == ["size_bytes", "tokenizer_json", "stats"]  # 0008 adds its column before them
 
 
 def _execute(url: str, *statements: str) -> None:
@@ -115,3 +116,18 @@ def _execute(url: str, *statements: str) -> None:
                 conn.execute(text(statement))
     finally:
         engine.dispose()
+
+
+def test_upgrading_gives_each_tokenizer_its_stored_size(db_app: Flask) -> None:
+    """Migration 0008 fills ``size_bytes`` of the rows it finds with what a new row would get."""
+    url = db_app.config["DATABASE_URL"]
+    db.get_engine(db_app).dispose()
+    db.downgrade(url, "0007")
+    document, stats, config = '{"model": "é"}', {"merges": [[1, 2, 3]]}, {"import": {"kind": "tokenizer_json"}}
+    _execute(url, "INSERT INTO tokenizers (id, team_id, name, algorithm, source, tokenizer_json, config, stats, "
+                  f"vocab_size, created_at) VALUES (5, 1, 't', 'bpe', 'imported', '{document}', "
+                  f"'{json.dumps(config)}', '{json.dumps(stats)}', 300, '2026-11-01')")
+    db.upgrade(url)
+    with db.get_engine(db_app).connect() as conn:
+        assert conn.execute(text("SELECT size_bytes FROM tokenizers")).scalars().all() == [
+            stored_bytes(document, stats, config)]
