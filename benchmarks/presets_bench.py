@@ -8,7 +8,7 @@ on the document the web app stores and parses (``webapp/tokenizers/presets.py``:
 ``tokenizer.json``, built from the table or the model's file), written once into ``--work``.
 Hugging Face ``tokenizers`` reads the same documents and is the anchor.
 
-1. **Load**: the whole process ``python -c "loads(open(F).read())"`` against the whole process
+1. **Load**: the whole process ``python -c "Tokenizer.from_json(open(F).read())"`` against the whole process
    ``python -c "Tokenizer.from_file(F)"``, run in turn, median of ``--runs`` (start-up included).
 2. **First encode** and **warm encode**, in a fresh process: the seconds from reading the file to
    the ids of 2 KB of text (what the first request on a cold preset waits for), once parsing the
@@ -48,7 +48,7 @@ SAMPLE = ("The quick brown fox jumps over the lazy dog; naïve café owners paid
           "Всеобщая декларация прав человека, Universal Declaration of Human Rights (1948). ") * 8
 SAMPLE = SAMPLE.encode("utf-8")[:2048].decode("utf-8", "ignore")
 
-OURS_LOAD = "from engine.serialization import loads; loads(open({path!r}, encoding='utf-8').read())"
+OURS_LOAD = "from engine import Tokenizer; Tokenizer.from_json(open({path!r}, encoding='utf-8').read())"
 HF_LOAD = "import tokenizers; tokenizers.Tokenizer.from_file({path!r})"
 # One fresh process: the first encode (load included) and the warm encodes, printed as JSON.
 ENCODE = """
@@ -64,7 +64,7 @@ for _ in range({warm}):
 print(json.dumps({{"load": t1 - t0, "first": t2 - t0, "encode": t2 - t1, "warm": statistics.median(warm),
                   "tokens": len(ids)}}))
 """
-FROM_DOCUMENT = "from engine.serialization import loads; tok = loads(open({path!r}, encoding='utf-8').read())"
+FROM_DOCUMENT = "from engine import Tokenizer; tok = Tokenizer.from_json(open({path!r}, encoding='utf-8').read())"
 FROM_SNAPSHOT = "from engine.snapshot import load_snapshot; tok = load_snapshot(open({path!r}, 'rb'))"
 # One fresh process: the RSS a preset adds (load and one encode, the document freed).
 ONE_RSS = """
@@ -105,8 +105,8 @@ def write_documents(presets: Path, work: Path) -> dict[str, Path]:
     from engine.formats.js_tiktoken import parse_rank_table
     from engine.formats.tiktoken import build_tiktoken
     from engine.presets import TIKTOKEN_ENCODINGS
-    from engine.serialization import loads
     from engine.snapshot import snapshot_of
+    from engine.tokenizer import Tokenizer
 
     work.mkdir(parents=True, exist_ok=True)
     paths: dict[str, Path] = {}
@@ -120,11 +120,11 @@ def write_documents(presets: Path, work: Path) -> dict[str, Path]:
             tokenizer = build_tiktoken(table.entries, pattern=encoding.pattern,
                                        special_tokens=encoding.special_tokens, name=encoding.title)
         else:
-            tokenizer = loads((presets / "open" / name / "tokenizer.json").read_text(encoding="utf-8"))
+            tokenizer = Tokenizer.from_json((presets / "open" / name / "tokenizer.json").read_text(encoding="utf-8"))
         target.write_text(tokenizer.to_json(), encoding="utf-8")
     for name, target in paths.items():
         if not target.with_suffix(".npz").exists():
-            target.with_suffix(".npz").write_bytes(snapshot_of(loads(target.read_text(encoding="utf-8"))) or b"")
+            target.with_suffix(".npz").write_bytes(snapshot_of(Tokenizer.from_json(target.read_text(encoding="utf-8"))) or b"")
     return paths
 
 

@@ -1,12 +1,13 @@
 """Tokenforge's tokenizer engine: Python on ``regex``, with numpy for the hot numeric work.
 
-The public API is what ``__all__`` lists; everything else is internal and may change. The bounds
-on imported tokenizers and the encode time budget are in ``engine.limits``.
+The library's API is what ``__all__`` lists: load, train, encode and evaluate. The web app and the
+CLI, which ship with the engine, also use its modules directly (``formats``, ``trainers``,
+``extend``, ``vocab_diff``, ``limits``, ...); those may change between versions without notice to
+other users. The bounds on imported tokenizers and the encode time budget are in ``engine.limits``.
 """
 
 from __future__ import annotations
 
-from engine.ascii_split import fastest_split
 from engine.errors import (
     ConfigError,
     EncodeTimeout,
@@ -50,7 +51,6 @@ __all__ = [
     "UnknownTokenIdError",
     "byte_level_bpe",
     "evaluate",
-    "fastest_split",
     "get_normalizer",
     "get_pretokenizer",
     "option_specs",

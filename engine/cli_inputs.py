@@ -37,11 +37,10 @@ def chat_settings_beside(path: str) -> dict[str, object]:
 
 def load_tokenizer(path: str) -> Tokenizer:
     """A tokenizer.json, or a sentencepiece .model (by its suffix, or not starting with "{")."""
-    from engine.serialization import loads
-
+    
     data = read_bytes(path, source=path)
     if path.endswith(".model") or not data.lstrip()[:1] == b"{":  # tokenizer.json is an object
         from engine.formats.spm_model import load_spm_model
 
         return load_spm_model(data, source=path)
-    return loads(data)
+    return Tokenizer.from_json(data)

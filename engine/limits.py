@@ -2,7 +2,7 @@
 
 A tokenizer file comes from outside, so every number in it is checked before the engine sizes
 anything by it: an id of 2**31 once made ``BPE`` allocate a list of two billion entries. The
-loaders of every format (``serialization``, ``formats/*``, the models' ``from_hf``) call the
+loaders of every format (``Tokenizer.from_json``, ``formats/*``, the models' ``from_hf``) call the
 ``check_*`` helpers here, and the model constructors check ids again, so the CLI and library
 users get the same refusals as the web app. A refusal is a :class:`FormatError` that names the
 entry and the limit. Each limit admits every real tokenizer we know of with room to spare.

@@ -9,8 +9,8 @@ Classic (character-level) BPE is its model with ``end_of_word_suffix`` and a ``B
 
 This module knows the stages, not the :class:`engine.tokenizer.Tokenizer` that chains them: it
 reads any object with the pipeline's attributes and returns the keyword arguments of one, so
-``tokenizer.py`` can use it without an import circle. ``serialization.py`` holds the public
-``loads``/``dumps``.
+``tokenizer.py`` can use it without an import circle. The one way to load a document is
+``Tokenizer.from_json`` (``from_file`` for a path), and to write one ``Tokenizer.to_json``.
 
 Left out: HF features the playground does not use (truncation, padding, pair sequences, added
 tokens that are not special). Reading them does not fail; they are ignored.

@@ -10,7 +10,7 @@ import pytest
 
 from engine.cli import main
 from engine.errors import ConfigError
-from engine.serialization import loads
+from engine.tokenizer import Tokenizer
 from engine.trainers import train
 from engine.trainers.bpe import BpeOptions, learn_chars
 from engine.trainers.bpe_char import char_words
@@ -66,7 +66,7 @@ def test_encode_decode_and_unknown_runs(tmp_path: Path) -> None:
     assert tokenizer.decode(tokenizer.encode("newest widest")) == "newest widest"
     spans = tokenizer.encode_with_offsets("lowest ☃☃x low")
     assert [(s.char_start, s.char_end) for s in spans] == [(0, 2), (2, 6), (7, 10), (11, 14)]
-    again = loads(tokenizer.to_json())
+    again = Tokenizer.from_json(tokenizer.to_json())
     assert again.encode("lowest ☃☃x low") == ids and again.decode(ids) == tokenizer.decode(ids)
 
 
@@ -100,8 +100,8 @@ def test_an_imported_pair_listed_twice_has_its_later_rank_as_in_hugging_face(tmp
     data["model"]["vocab"] = {"<unk>": 0, "a": 1, "b": 2, "c</w>": 3, "ab": 4, "bc</w>": 5}
     data["model"]["merges"] = [["b", "c</w>"], ["a", "b"], ["b", "c</w>"]]
     text = "abc xabc"
-    assert loads(json.dumps(data)).encode(text) == hf.Tokenizer.from_str(json.dumps(data)).encode(text).ids
-    assert loads(json.dumps(data)).encode(text) == [4, 3, 0, 4, 3]
+    assert Tokenizer.from_json(json.dumps(data)).encode(text) == hf.Tokenizer.from_str(json.dumps(data)).encode(text).ids
+    assert Tokenizer.from_json(json.dumps(data)).encode(text) == [4, 3, 0, 4, 3]
 
 
 def test_hugging_face_loads_it_with_identical_ids(cs336: Path, tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from engine.errors import FormatError
 from engine.pretokenizers_hf import pretokenizer_from_hf
-from engine.serialization import loads
+from engine.tokenizer import Tokenizer
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -129,7 +129,7 @@ def test_deep_sequence_is_refused_not_a_recursion_error() -> None:
         pretokenizer_from_hf(data)
     deep = '{"type": "Sequence", "pretokenizers": [' * 10_000 + "null" + "]}" * 10_000
     with pytest.raises(FormatError, match="nested too deeply"):
-        loads('{"model": {"type": "WordLevel", "vocab": {"a": 0}, "unk_token": "a"}, "pre_tokenizer": ' + deep + "}")
+        Tokenizer.from_json('{"model": {"type": "WordLevel", "vocab": {"a": 0}, "unk_token": "a"}, "pre_tokenizer": ' + deep + "}")
 
 
 # ----------------------------------------------------------------------------- whole documents
@@ -184,7 +184,7 @@ ADDED = [
 @pytest.mark.parametrize("text", DOC_TEXTS, ids=lambda t: repr(t[:10]))
 def test_documents_give_hugging_face_ids(name: str, text: str) -> None:
     document = _byte_level_document(DOCUMENTS[name], ADDED)
-    ours = loads(document)
+    ours = Tokenizer.from_json(document)
     hf = tokenizers.Tokenizer.from_str(document)
     expected = hf.encode(text, add_special_tokens=False).ids
     assert ours.encode(text, allowed_special="all", add_special_tokens=False) == expected
@@ -195,7 +195,7 @@ def test_documents_give_hugging_face_ids(name: str, text: str) -> None:
 
 
 def test_added_tokens_need_no_allowing_special_tokens_do() -> None:
-    ours = loads(_byte_level_document(DOCUMENTS["three-splits"], ADDED))
+    ours = Tokenizer.from_json(_byte_level_document(DOCUMENTS["three-splits"], ADDED))
     assert ours.encode("a<sep>b") == [ord("a"), 301, ord("b")]
     assert ours.encode_ordinary("a <sep> b<eot>") == [ord("a"), 301, ord("b"), *ours.encode_ordinary("<eot>")]
     with pytest.raises(Exception, match="special token '<eot>'"):
@@ -209,4 +209,4 @@ def test_single_word_added_tokens_are_refused_by_name() -> None:
     document = json.loads(_byte_level_document(DOCUMENTS["three-splits"], ADDED))
     document["added_tokens"][1]["single_word"] = True
     with pytest.raises(FormatError, match=r"'<sep>' has single_word true \(added_tokens\[1\]\)"):
-        loads(json.dumps(document))
+        Tokenizer.from_json(json.dumps(document))

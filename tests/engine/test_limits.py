@@ -32,7 +32,6 @@ from engine.limits import (
 )
 from engine.models.bpe import BPE
 from engine.pretokenizers import RegexSplit
-from engine.serialization import loads
 from tests.hostile_patterns import SLOW
 
 EOT = "<|endoftext|>"
@@ -68,14 +67,14 @@ def refused_with_peak(load: Callable[[], object]) -> tuple[str, float]:
 def test_a_huge_id_in_tokenizer_json_is_refused_before_anything_is_sized_by_it(token_id: int) -> None:
     # Before: BPE built [empty] * (id + 1): 23.6 GB for 2^31, and a 500 for 10^18.
     text = tiny_json(add=lambda d: d["model"]["vocab"].__setitem__("zzqq", token_id))
-    message, peak = refused_with_peak(lambda: loads(text))
+    message, peak = refused_with_peak(lambda: Tokenizer.from_json(text))
     assert message == (f"The token 'zzqq' has the id {token_id}; ids must be below 2,000,000 "
                        "(engine.limits.MAX_VOCAB_SIZE). Renumber the vocabulary from 0.")
     assert peak < 50
 
 
 def test_the_largest_allowed_id_loads() -> None:
-    tok = loads(tiny_json(add=lambda d: d["model"]["vocab"].__setitem__("zzqq", MAX_VOCAB_SIZE - 1)))
+    tok = Tokenizer.from_json(tiny_json(add=lambda d: d["model"]["vocab"].__setitem__("zzqq", MAX_VOCAB_SIZE - 1)))
     assert tok.vocab_size == MAX_VOCAB_SIZE
     assert tok.token_to_id("zzqq") == MAX_VOCAB_SIZE - 1
 
@@ -84,7 +83,7 @@ def test_the_largest_allowed_id_loads() -> None:
 def test_string_vocabularies_refuse_huge_ids(kind: str) -> None:
     doc = {"model": {"type": kind, "unk_token": "[UNK]", "vocab": {"[UNK]": 0, "a": 10**12}}}
     with pytest.raises(FormatError, match=r"The token 'a' has the id 1000000000000; ids must be below 2,000,000"):
-        loads(json.dumps(doc))
+        Tokenizer.from_json(json.dumps(doc))
 
 
 def test_a_gpt2_vocab_json_id_of_999999999999_names_its_line() -> None:
@@ -112,7 +111,7 @@ def test_merge_lists_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bpe_module, "MAX_MERGES", 1)
     monkeypatch.setattr(gpt2_module, "MAX_MERGES", 1)
     with pytest.raises(FormatError, match=r"The tokenizer has 2 merges; at most 1 are accepted \(engine.limits.MAX_MERGES\)"):
-        loads(tiny().to_json())
+        Tokenizer.from_json(tiny().to_json())
     with pytest.raises(FormatError, match=r"merges.txt: The tokenizer has 2 merges or more; at most 1 are accepted"):
         gpt2.parse_merges_txt("t h\nth e\n", source="merges.txt")
 
@@ -131,9 +130,9 @@ def _unigram_json_with(token: str) -> str:
 
 
 LONG_TOKEN_LOADERS: dict[str, Callable[[str], object]] = {
-    "tokenizer.json BPE": lambda t: loads(_bpe_json_with(t)),
-    "tokenizer.json WordPiece": lambda t: loads(_wordpiece_json_with(t)),
-    "tokenizer.json Unigram": lambda t: loads(_unigram_json_with(t)),
+    "tokenizer.json BPE": lambda t: Tokenizer.from_json(_bpe_json_with(t)),
+    "tokenizer.json WordPiece": lambda t: Tokenizer.from_json(_wordpiece_json_with(t)),
+    "tokenizer.json Unigram": lambda t: Tokenizer.from_json(_unigram_json_with(t)),
     "vocab.json": lambda t: gpt2.parse_vocab_json(json.dumps({t: 0})),
     "merges.txt": lambda t: gpt2.parse_merges_txt(f"{t} a\n"),
     "vocab.txt": lambda t: vocab_txt.parse_vocab_txt(f"[UNK]\n{t}\n"),
@@ -176,7 +175,7 @@ def _added(content: object, token_id: object) -> Callable[[dict[str, Any]], None
 def test_bad_special_tokens_in_tokenizer_json_are_refused(content: str, token_id: int, message: str) -> None:
     # Before: the empty token put its id between every two characters, and 10^12 became the vocab size.
     with pytest.raises(FormatError) as error:
-        loads(tiny_json(add=_added(content, token_id)))
+        Tokenizer.from_json(tiny_json(add=_added(content, token_id)))
     assert message in str(error.value)
 
 
@@ -204,16 +203,16 @@ def test_special_tokens_are_checked_in_every_format_and_in_the_library() -> None
                  "scores must be finite numbers", id="unigram-score-10^400"),
 ])
 def test_malformed_documents_are_format_errors(text: str, message: str) -> None:
-    # Before: RecursionError, ValueError and OverflowError escaped loads().
+    # Before: RecursionError, ValueError and OverflowError escaped Tokenizer.from_json().
     with pytest.raises(FormatError, match=message):
-        loads(text)
+        Tokenizer.from_json(text)
 
 
 def test_a_split_with_an_unknown_behavior_is_refused_by_path() -> None:
     data = json.loads(tiny(RegexSplit(r"\w+|\s")).to_json())
     data["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Sideways"
     with pytest.raises(FormatError, match=r"pre_tokenizer.pretokenizers\[0\] has behavior 'Sideways'"):
-        loads(json.dumps(data))
+        Tokenizer.from_json(json.dumps(data))
 
 
 def test_engine_loaders_refuse_files_over_the_size_limit(tmp_path: Path) -> None:
@@ -244,7 +243,7 @@ def test_a_capturing_group_gives_whole_matches_as_hugging_face_does() -> None:
     hf = pytest.importorskip("tokenizers")
     split = hf.pre_tokenizers.Split(hf.Regex(pattern), behavior="isolated")
     assert [p for p, _ in split.pre_tokenize_str(text)] == pieces
-    tok = loads(tiny(RegexSplit(pattern)).to_json())  # before: findall gave the groups, then a crash
+    tok = Tokenizer.from_json(tiny(RegexSplit(pattern)).to_json())  # before: findall gave the groups, then a crash
     assert tok.decode(tok.encode(text)) == text
     assert [s.char_start for s in tok.encode_with_offsets("the the")] == [0, 3, 4]
 
@@ -276,7 +275,7 @@ def test_real_patterns_are_far_below_the_expansion_limit() -> None:
 
 # --------------------------------------------------------------------------- finding 5: ReDoS
 def test_a_backtracking_pattern_stops_at_the_time_budget() -> None:
-    tok = loads(tiny(RegexSplit(SLOW)).to_json())
+    tok = Tokenizer.from_json(tiny(RegexSplit(SLOW)).to_json())
     assert tok.encode("a,b") == [97, 44, 98]
     started = time.process_time()  # regex counts CPU time; wall time depends on the machine's load
     with time_budget(0.5), pytest.raises(EncodeTimeout) as error:

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from engine.cli import main as cli_main
-from engine.serialization import loads
 from engine.tokenizer import Tokenizer
 from tests.heldout import heldout_lines
 from tests.open_models import OPEN_MODEL_NAMES as OPEN_MODELS
@@ -28,7 +27,7 @@ pytestmark = pytest.mark.slow
 @lru_cache(maxsize=3)  # a few at a time: Gemma 3 alone holds about 400 MB on both sides
 def _pair(name: str) -> tuple[Tokenizer, object]:
     document = open_model_file(name, "tokenizer.json").read_text(encoding="utf-8")
-    return loads(document), tokenizers.Tokenizer.from_str(document)
+    return Tokenizer.from_json(document), tokenizers.Tokenizer.from_str(document)
 
 
 @pytest.mark.parametrize("name", OPEN_MODELS)

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from engine.errors import FormatError, TokenforgeError
 from engine.formats.gpt2 import load_gpt2
 from engine.presets import byte_level_bpe
-from engine.serialization import loads, to_hf_dict
 from engine.tokenizer import Tokenizer
+from engine.tokenizer_json import to_hf_dict
 from tests.shared_data import cs336_file, gpt2_files
 
 hf = pytest.importorskip("tokenizers")
@@ -45,7 +45,7 @@ def test_export_loads_in_hf_with_identical_ids(pretokenizer: str, text: str) -> 
     ours = tiny(pretokenizer)
     theirs = hf.Tokenizer.from_str(ours.to_json())
     assert theirs.encode(text).ids == ours.encode(text, allowed_special="all")
-    assert loads(ours.to_json()).encode(text, allowed_special="all") == ours.encode(text, allowed_special="all")
+    assert Tokenizer.from_json(ours.to_json()).encode(text, allowed_special="all") == ours.encode(text, allowed_special="all")
 
 
 def test_gpt2_export_matches_hf_on_real_text() -> None:
@@ -65,7 +65,7 @@ def test_hf_trained_byte_level_bpe_loads_with_identical_ids() -> None:
     trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=[EOT], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
                                   show_progress=False)
     tokenizer.train_from_iterator(["the cat sat on the mat", "the cathedral", "Héllò 🙃"] * 20, trainer=trainer)
-    ours = loads(tokenizer.to_str())
+    ours = Tokenizer.from_json(tokenizer.to_str())
     for text in TEXTS:
         assert ours.encode(text, allowed_special="all") == tokenizer.encode(text).ids, text
 
@@ -100,14 +100,14 @@ def broken(path: list[object], value: object) -> str:
 )
 def test_loader_format_errors(text: str, message: str) -> None:
     with pytest.raises(FormatError) as error:
-        loads(text)
+        Tokenizer.from_json(text)
     assert str(error.value).startswith(message)
 
 
 @given(st.text(max_size=200))
 def test_loader_on_arbitrary_text_raises_only_format_error(text: str) -> None:
     try:
-        loads(text)
+        Tokenizer.from_json(text)
     except FormatError:
         pass
 
@@ -122,6 +122,6 @@ PATHS = [["model"], ["model", "vocab"], ["model", "merges"], ["model", "type"], 
 @given(path=st.sampled_from(PATHS), value=JSON)
 def test_loader_on_mutated_documents_raises_only_tokenforge_errors(path: list[object], value: object) -> None:
     try:
-        loads(broken(copy.deepcopy(path), value))
+        Tokenizer.from_json(broken(copy.deepcopy(path), value))
     except TokenforgeError:
         pass

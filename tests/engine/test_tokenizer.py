@@ -17,8 +17,8 @@ import regex
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine import fastest_split, get_pretokenizer
-from engine.ascii_split import ASCII_TWINS, splitter_for
+from engine import get_pretokenizer
+from engine.ascii_split import ASCII_TWINS, fastest_split, splitter_for
 from engine.errors import SpecialTokenError, UnknownTokenIdError
 from engine.offsets import TokenSpan
 from engine.presets import byte_level_bpe

@@ -10,7 +10,6 @@ import pytest
 
 from engine.cli import main
 from engine.formats.spm_model import load_spm_model
-from engine.serialization import loads
 from engine.tokenizer import Tokenizer
 from engine.trainers import make_options, option_specs, train
 from engine.trainers.bpe_spm import SpmBpeOptions, spm_words
@@ -127,6 +126,6 @@ def test_our_tokenizer_json_reads_back(trained: tuple[Path, list[str]]) -> None:
     out, held = trained
     ours = load_spm_model((out / "tokenizer.model").read_bytes())
     saved = Tokenizer.from_file(out / "tokenizer.json")
-    again = loads((out / "tokenizer.json").read_text(encoding="utf-8"))
+    again = Tokenizer.from_json((out / "tokenizer.json").read_text(encoding="utf-8"))
     assert [line for line in held if again.encode_ordinary(line) != ours.encode_ordinary(line)] == []
     assert [line for line in held if saved.encode_ordinary(line) != ours.encode_ordinary(line)] == []

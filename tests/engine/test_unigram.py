@@ -17,7 +17,7 @@ from engine.errors import ConfigError, FormatError
 from engine.formats.spm import dumps_vocab, load_vocab, loads_vocab, save_vocab
 from engine.models.unigram import BYTE_PIECES, Unigram
 from engine.models.unigram_sampling import nbest
-from engine.serialization import loads
+from engine.tokenizer import Tokenizer
 from engine.trainers import train
 from engine.trainers.unigram import UnigramOptions, build_tokenizer, rounds_left, train_on_counts
 from engine.trainers.unigram.seed import required_chars, seed_pieces
@@ -180,7 +180,7 @@ def test_byte_fallback_exports_the_sentencepiece_decoder_chain_and_reads_it_back
     document = ours.to_json()
     chain = [d["type"] for d in json.loads(document)["decoder"]["decoders"]]
     assert chain == ["Replace", "ByteFallback", "Fuse"] + (["Strip"] if add_dummy_prefix else [])
-    assert loads(document).to_json() == document
+    assert Tokenizer.from_json(document).to_json() == document
     theirs = tokenizers.Tokenizer.from_str(document)
     for text in ["café\n日本 🙂", "  lead and trail  ", "the lazy fox"]:
         ids = ours.encode(text)
@@ -190,7 +190,7 @@ def test_byte_fallback_exports_the_sentencepiece_decoder_chain_and_reads_it_back
     # A file with the plain Metaspace decoder (ours before, or an import's) is written back with the chain.
     plain = json.loads(document) | {"decoder": {"type": "Metaspace", "replacement": "▁", "split": True,
                                                 "prepend_scheme": "always" if add_dummy_prefix else "never"}}
-    assert loads(json.dumps(plain)).to_json() == document
+    assert Tokenizer.from_json(json.dumps(plain)).to_json() == document
 
 
 def test_without_split_by_whitespace_pieces_cross_spaces_as_in_sentencepiece(corpus: Path, tmp_path: Path) -> None:

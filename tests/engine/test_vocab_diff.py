@@ -15,7 +15,6 @@ from engine.models.unigram import Unigram
 from engine.models.wordpiece import WordPiece
 from engine.presets import byte_level_bpe
 from engine.pretokenizers import Metaspace, get_pretokenizer
-from engine.serialization import loads
 from engine.tokenizer import Tokenizer
 from engine.vocab_diff import BYTE_GROUP, SPECIAL_GROUP, diff, line_diff
 from engine.vocab_diff_report import to_dict, to_text
@@ -165,8 +164,8 @@ def _vocabulary(tokenizer: Tokenizer) -> set[str]:
 
 
 def test_llama2_against_gemma3_is_set_arithmetic_on_their_vocabularies() -> None:
-    llama = loads(open_model_file("llama2").read_bytes())
-    gemma = loads(open_model_file("gemma3").read_bytes())
+    llama = Tokenizer.from_json(open_model_file("llama2").read_bytes())
+    gemma = Tokenizer.from_json(open_model_file("gemma3").read_bytes())
     result = diff(llama, gemma)
     left, right = _vocabulary(llama), _vocabulary(gemma)
     assert {p.piece for pieces in result.only_a.values() for p in pieces} == left - right

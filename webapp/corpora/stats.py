@@ -20,7 +20,8 @@ from typing import Any
 
 import regex
 
-from engine import fastest_split, get_pretokenizer
+from engine import get_pretokenizer
+from engine.ascii_split import fastest_split
 from engine.trainers.corpus import DOCUMENT_SEPARATOR  # the one definition: what trainers split documents on
 
 PREVIEW_CHARS = 2000

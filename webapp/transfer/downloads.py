@@ -14,7 +14,7 @@ and a format that failed its check shows the reason on the page from then on.
 :func:`zip_all` bundles every format that fits with a README that says how to load each file in
 ``tokenizers``, ``tiktoken`` and ``transformers``.
 
-Left out: HTTP (``views.py``) and the formats themselves (``engine.serialization``,
+Left out: HTTP (``views.py``) and the formats themselves (``engine.tokenizer_json``,
 ``engine.formats``).
 """
 
@@ -33,7 +33,7 @@ from typing import Any
 from engine import ConfigError, FormatError, TokenforgeError, Tokenizer
 from engine.formats.transformers_config import dumps_tokenizer_config
 from engine.models.bpe import BPE
-from engine.serialization import dumps, loads
+from engine.tokenizer_json import dumps
 
 VERIFY_TEXT = ("Hello, world! The quick brown fox jumps over 13 lazy dogs.\n"
                "  Indented\tline: café naïve coöperate — 日本語のテキスト, Ünïcödé 👩‍🚀🇫🇷.\n")
@@ -97,7 +97,7 @@ def _any_model(tok: Tokenizer) -> None:
 def _tokenizer_json(tok: Tokenizer, verify: bool) -> dict[str, bytes]:
     text = dumps(tok)
     if verify:
-        _same_ids(tok, loads(text), "tokenizer.json")
+        _same_ids(tok, Tokenizer.from_json(text), "tokenizer.json")
     return {"tokenizer.json": text.encode("utf-8")}
 
 

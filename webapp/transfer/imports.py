@@ -22,7 +22,6 @@ from typing import Any
 from engine import PATTERNS, TokenforgeError, Tokenizer
 from engine.errors import FormatError
 from engine.formats.transformers_config import MAX_CONFIG_BYTES, read_chat_settings
-from engine.serialization import loads
 from webapp.chat.sandbox import MAX_TEMPLATE_CHARS
 
 KINDS = {
@@ -91,7 +90,7 @@ def read(kind: str, files: dict[str, Upload | None], *, pattern: str = "gpt2", s
         raise ImportProblem(f"Choose what kind of file to import; {kind!r} is not one of them.")
     try:
         if kind == "tokenizer_json":
-            tokenizer = loads(_text(files.get("file"), "tokenizer.json"))
+            tokenizer = Tokenizer.from_json(_text(files.get("file"), "tokenizer.json"))
         elif kind == "gpt2":
             from engine.formats import gpt2
 
@@ -125,7 +124,7 @@ def read(kind: str, files: dict[str, Upload | None], *, pattern: str = "gpt2", s
     except (TokenforgeError, ValueError, KeyError, TypeError, RecursionError) as exc:
         raise ImportProblem(str(exc) or exc.__class__.__name__) from None
     try:
-        stored = loads(tokenizer.to_json())
+        stored = Tokenizer.from_json(tokenizer.to_json())
         # A .model is kept as it came and the tokenizer rebuilt from it (tokenizers/originals.py);
         # its tokenizer.json is the download for Hugging Face, checked when it is downloaded.
         same = kind == "spm_model" or (
