@@ -81,7 +81,6 @@ def _leftmost(p: np.ndarray, nxt: np.ndarray) -> np.ndarray:
     return p[(index - chain_start) % 2 == 0]
 
 
-
 Changes = Iterable[tuple[int, int, "np.ndarray | list[int]"]]
 """What one merge did to the pair counts: ``(pair, amount, positions)`` for each pair whose
 count changed; ``positions`` (where the pair now is, in text order) matters for new pairs only."""
@@ -180,7 +179,6 @@ class _Symbols:
                 amounts[pair] = amounts.get(pair, 0) + f
                 at.setdefault(pair, []).append(x)
         return ((pair, amount, at.get(pair, [])) for pair, amount in amounts.items()), removed
-
 
 
 class _PairQueue:
