@@ -28,7 +28,8 @@ json_values = st.recursive(
 
 def _app(tmp_path: Path) -> Any:
     app = make_app(tmp_path, f"sqlite:///{tmp_path / 'fuzz.sqlite3'}", API_RATE_LIMIT="1000000/60",
-                   UPLOAD_RATE_LIMIT="1000000/60")  # the fuzz uploads hundreds of files: capacity, not the limiter
+                   UPLOAD_RATE_LIMIT="1000000/60",  # the fuzz uploads hundreds of files: capacity, not the limiter
+                   IMPORT_RATE_LIMIT="1000000/60")
     return app, login_as(app.test_client(), 1)
 
 
