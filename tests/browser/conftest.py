@@ -64,9 +64,11 @@ def artifacts_dir() -> Path:
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveApp]:
     """``tokenforge serve`` on 127.0.0.1 with a fresh SQLite database and corpus store, and an admin."""
     # Every browser test logs in through the form, more than the default login limit (10 in
-    # 5 minutes) allows in one run; the limiter has tests of its own (test_auth, test_security).
+    # 5 minutes) allows in one run, and the admin imports more tokenizers than the hourly import
+    # budget; the limiters have tests of their own (test_auth, test_security, test_import_budgets).
     server = LiveApp(tmp_path_factory.mktemp("live-server"), workers=1, threads=4,
-                     env={"TOKENFORGE_HEARTBEAT_SECONDS": "0.5", "TOKENFORGE_LOGIN_RATE_LIMIT": "1000/300"})
+                     env={"TOKENFORGE_HEARTBEAT_SECONDS": "0.5", "TOKENFORGE_LOGIN_RATE_LIMIT": "1000/300",
+                          "TOKENFORGE_IMPORT_RATE_LIMIT": "100000/3600"})
     server.start()
     try:
         Client(server.url).signup()
