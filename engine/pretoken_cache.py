@@ -26,10 +26,9 @@ business, not this module's.
 
 from __future__ import annotations
 
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from itertools import chain, compress, count, islice, repeat
-from operator import is_
+from itertools import chain, count, islice
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
@@ -95,11 +94,11 @@ class PreTokenCache:
         numbers: defaultdict[str, int] = defaultdict(count().__next__)
         order = np.fromiter(map(numbers.__getitem__, pieces), np.intp, len(pieces))
         distinct = list(numbers)
-        cached = list(map(self._young.get, distinct))
+        cached = [self._young.get(piece) for piece in distinct]
         misses = self._misses
-        added = self._add(list(compress(distinct, map(is_, cached, repeat(None)))))
+        added = self._add([piece for piece, ids in zip(distinct, cached) if ids is None])
         self._hits += len(pieces) - (self._misses - misses)
-        return concatenated(list(map(added.get, distinct, cached)), order)  # added ids, else cached ones
+        return concatenated([added.get(piece, ids) for piece, ids in zip(distinct, cached)], order)
 
     def lookup(self, piece: str) -> tuple[int, ...]:
         """The ids of one pre-token (for callers that need them piece by piece)."""
@@ -130,7 +129,8 @@ class PreTokenCache:
             return
         excess = len(young) - self.maxsize
         if excess > 0:  # one call brought more than maxsize new entries: keep the last ones
-            deque(map(young.pop, list(islice(young, excess)), repeat(None)), maxlen=0)
+            for piece in list(islice(young, excess)):
+                del young[piece]
         self._old, self._young = young, {}
 
 
