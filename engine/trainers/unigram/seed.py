@@ -27,8 +27,8 @@ import sys
 from collections import Counter
 from collections.abc import Mapping
 from heapq import merge
-from itertools import chain, compress, filterfalse, islice, repeat
-from operator import add, eq, getitem, itemgetter, lt, mul
+from itertools import chain, islice, repeat
+from operator import add, itemgetter, mul
 
 from engine.trainers.base import Reporter
 from engine.trainers.unigram.parallel import run_in_processes
@@ -230,15 +230,11 @@ def _ranked_lengths(table: SegmentTable, lengths: range, want: int, no_last: str
     scores: list[int] = []
     for L in lengths:
         n_of, ext = counts[L], counts[L + 1]
-        ext_keys = list(compress(ext.keys(), map(lt, repeat(1), ext.values())))
-        prefixes = list(map(getitem, ext_keys, repeat(slice(-1))))
-        closed = set(compress(prefixes, map(eq, map(ext.__getitem__, ext_keys), map(n_of.__getitem__, prefixes))))
-        frequent = compress(n_of.keys(), map(lt, repeat(1), n_of.values()))
-        kept = list(filterfalse(closed.__contains__, frequent))
-        if no_last is not None:
-            kept = [piece for piece in kept if piece[-1] != no_last]
+        closed = {longer[:-1] for longer, n in ext.items() if n > 1 and n == n_of[longer[:-1]]}
+        kept = [piece for piece, n in n_of.items()
+                if n > 1 and piece not in closed and (no_last is None or piece[-1] != no_last)]
         pieces += kept
-        scores += map(mul, map(n_of.__getitem__, kept), repeat(-L))
+        scores += [-L * n_of[piece] for piece in kept]
         del counts[L]
     # 3. Rank by count × length (negated, so ascending); ties to the smaller string.
     ranked = sorted(zip(scores, pieces))[:want]
