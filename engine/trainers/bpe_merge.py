@@ -37,7 +37,8 @@ touching occurrences every other one is merged (:func:`_leftmost`).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -81,9 +82,13 @@ def _leftmost(p: np.ndarray, nxt: np.ndarray) -> np.ndarray:
     return p[(index - chain_start) % 2 == 0]
 
 
-Changes = Iterable[tuple[int, int, "np.ndarray | list[int]"]]
-"""What one merge did to the pair counts: ``(pair, amount, positions)`` for each pair whose
-count changed; ``positions`` (where the pair now is, in text order) matters for new pairs only."""
+class Changes(NamedTuple):
+    """What one merge did to the pair counts."""
+
+    lowered: Iterable[tuple[int, int]]  # (pair, amount < 0) for the existing pairs around the occurrences
+    new: dict[int, int]  # pair -> count of each pair the merge created (each contains the new token)
+    where: dict[int, np.ndarray | list[int]]  # pair -> the new pair's positions, in text order
+    removed: int  # the tokens the merge took out of the corpus
 
 FEW_OCCURRENCES = 48
 """Below this many candidate positions a merge runs in Python (:meth:`_Symbols.merge_few`):
@@ -104,7 +109,7 @@ class _Symbols:
         self.merged_right = np.zeros(len(sym), dtype=bool)  # scratch: this merge's right halves
         self.views = tuple(memoryview(array) for array in (sym, nxt, prv, freq))
 
-    def merge_many(self, p: np.ndarray, a: int, b: int, t: int) -> tuple[Changes, int]:
+    def merge_many(self, p: np.ndarray, a: int, b: int, t: int) -> Changes:
         """Merge ``(a, b)`` into ``t`` at the candidate positions ``p`` (stale ones included)."""
         sym, nxt, prv, freq, V, merged_right = self.sym, self.nxt, self.prv, self.freq, self.V, self.merged_right
         # The occurrences still there: p is the left symbol, q the right one.
@@ -129,15 +134,17 @@ class _Symbols:
 
         # Take the old pairs around each occurrence away, add the new ones, and index the new ones
         # at their left symbol: the four kinds side by side, missing neighbours masked out.
-        found = np.concatenate((old_left, old_right, new_left, new_right))
-        changed, amounts, order, bounds = _sum_by_pair(
-            np.concatenate((sym_left * V + a, b * V + sym_right, sym_now_left * V + t, t * V + sym_now_right))[found],
-            np.concatenate((-f, -f, f, f))[found],
-        )
-        at = np.concatenate((left, right, now_left, p))[found][order]
-        return zip(changed, amounts, (at[i:j] for i, j in zip(bounds, bounds[1:]))), int(f.sum())
+        old = np.concatenate((old_left, old_right))
+        lowered, amounts, _, _ = _sum_by_pair(np.concatenate((sym_left * V + a, b * V + sym_right))[old],
+                                              np.concatenate((-f, -f))[old])
+        new = np.concatenate((new_left, new_right))
+        created, counts, order, bounds = _sum_by_pair(
+            np.concatenate((sym_now_left * V + t, t * V + sym_now_right))[new], np.concatenate((f, f))[new])
+        at = np.concatenate((now_left, p))[new][order]
+        where = {pair: at[i:j] for pair, i, j in zip(created, bounds, bounds[1:])}
+        return Changes(zip(lowered, amounts), dict(zip(created, counts)), where, int(f.sum()))
 
-    def merge_few(self, candidates: list[int], a: int, b: int, t: int) -> tuple[Changes, int]:
+    def merge_few(self, candidates: list[int], a: int, b: int, t: int) -> Changes:
         """:meth:`merge_many`, one occurrence at a time: reads, then writes, then the new neighbours."""
         sym, nxt, prv, freq = self.views
         V = self.V
@@ -151,34 +158,35 @@ class _Symbols:
                 last = x
             occurrences = kept
         rights = {nxt[x] for x in occurrences}
-        amounts: dict[int, int] = {}
+        lowered: dict[int, int] = {}
         removed = 0
         for x in occurrences:  # the pairs around each occurrence, before any changes
             f, left, right = freq[x], prv[x], nxt[nxt[x]]
             removed += f
             if sym[left] >= 0 and left not in rights:
                 pair = sym[left] * V + a
-                amounts[pair] = amounts.get(pair, 0) - f
+                lowered[pair] = lowered.get(pair, 0) - f
             if sym[right] >= 0:
                 pair = b * V + sym[right]
-                amounts[pair] = amounts.get(pair, 0) - f
+                lowered[pair] = lowered.get(pair, 0) - f
         for x in occurrences:
             q = nxt[x]
             right = nxt[q]
             sym[x], sym[q] = t, -1
             nxt[x], prv[right] = right, x
-        at: dict[int, list[int]] = {}
+        new: dict[int, int] = {}
+        where: dict[int, np.ndarray | list[int]] = {}
         for x in occurrences:  # the pairs around each new t, once every occurrence is merged
             f, now_left, right = freq[x], prv[x], nxt[x]
             if sym[now_left] >= 0:
                 pair = sym[now_left] * V + t
-                amounts[pair] = amounts.get(pair, 0) + f
-                at.setdefault(pair, []).append(now_left)
+                new[pair] = new.get(pair, 0) + f
+                where.setdefault(pair, []).append(now_left)  # type: ignore[union-attr]
             if sym[right] >= 0 and sym[right] != t:
                 pair = t * V + sym[right]
-                amounts[pair] = amounts.get(pair, 0) + f
-                at.setdefault(pair, []).append(x)
-        return ((pair, amount, at.get(pair, [])) for pair, amount in amounts.items()), removed
+                new[pair] = new.get(pair, 0) + f
+                where.setdefault(pair, []).append(x)  # type: ignore[union-attr]
+        return Changes(lowered.items(), new, where, removed)
 
 
 class _PairQueue:
@@ -200,16 +208,18 @@ class _PairQueue:
         self.waiting: dict[int, list[int]] = {}  # bit length of the count -> pairs
         top = max(counts.values(), default=0)
         self.low = 1 << max(0, top.bit_length() - 8)  # about a 256th of the commonest pair's count
-        for pair, count in counts.items():
-            self.add(pair, count)
+        self.add(counts)
 
-    def add(self, pair: int, count: int) -> None:
-        if count < self.floor:
-            return
-        if count < self.low:
-            self.waiting.setdefault(count.bit_length(), []).append(pair)
-        elif self.admissible(pair):
-            heapq.heappush(self.heap, (-count, self.key(pair), pair))
+    def add(self, pairs: Mapping[int, int]) -> None:
+        """Queue each pair with its count (new pairs, or waiting ones whose turn may have come)."""
+        floor, low, waiting, heap = self.floor, self.low, self.waiting, self.heap
+        for pair, count in pairs.items():
+            if count < floor:
+                continue
+            if count < low:
+                waiting.setdefault(count.bit_length(), []).append(pair)
+            elif self.admissible(pair):
+                heapq.heappush(heap, (-count, self.key(pair), pair))
 
     def pop(self) -> int | None:
         """Take the best pair off the queue (its count is ``counts[pair]``), or None when none is left."""
@@ -231,8 +241,8 @@ class _PairQueue:
     def _lower(self) -> None:
         """Halve ``low`` and push the waiting pairs that now reach it."""
         self.low >>= 1
-        for pair in self.waiting.pop(self.low.bit_length(), []):
-            self.add(pair, self.counts.get(pair, 0))
+        counts = self.counts
+        self.add({pair: counts.get(pair, 0) for pair in self.waiting.pop(self.low.bit_length(), [])})
 
 def merge_words(
     words: Sequence[str],
@@ -321,18 +331,16 @@ def merge_words(
         # 4. Merge every occurrence still there and update the counts of the pairs around them.
         entries = where.pop(best)
         if len(entries) >= few:
-            changes, removed = corpus.merge_many(np.asarray(entries), a, b, t)
+            changes = corpus.merge_many(np.asarray(entries), a, b, t)
         else:
-            changes, removed = corpus.merge_few(entries if isinstance(entries, list) else entries.tolist(), a, b, t)
-        for pair, amount, at in changes:
-            if pair // V == t or pair % V == t:  # a new pair: its count is final for this step
-                counts[pair] = amount
-                where[pair] = at
-                queue.add(pair, amount)
-            elif pair != best:
-                counts[pair] += amount
-        del counts[best]
-        merges.append((a, b, count, removed))
+            changes = corpus.merge_few(entries if isinstance(entries, list) else entries.tolist(), a, b, t)
+        for pair, amount in changes.lowered:
+            counts[pair] += amount
+        del counts[best]  # lowered too where (a, a) overlapped itself; merged everywhere now
+        counts.update(changes.new)  # a new pair's count is final for this step
+        where.update(changes.where)
+        queue.add(changes.new)
+        merges.append((a, b, count, changes.removed))
         if tick is not None:
             tick(len(merges))
     return merges, token_bytes
