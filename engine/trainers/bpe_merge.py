@@ -20,8 +20,8 @@ The data, as numpy arrays over every symbol of every distinct word:
   removed; a stale one (the pair there has changed since) is filtered out when the pair is
   merged, which costs one vectorised comparison instead of keeping sets exact.
 * A pair is the int ``left * V + right``. Merging ``(a, b)`` into ``t`` only lowers the counts
-  of the pairs around each occurrence and creates pairs that contain ``t``; both are summed per
-  pair in one sort (:func:`_sum_by_pair`), and only the distinct pairs reach Python.
+  of the pairs around each occurrence and creates pairs that contain ``t``; each kind is summed
+  per pair (:func:`_sum_by_pair`, one sort each), and only the distinct pairs reach Python.
 * The pairs wait in :class:`_PairQueue`, a lazy heap of ``(-count, tiebreak_key, pair)``: a
   merge pushes each new pair once with its final count and never pushes a lowered one; a popped
   entry whose count is stale is pushed back with its current count; rare pairs wait outside the
