@@ -11,6 +11,7 @@ server (a fresh database is created and dropped per test) and is skipped otherwi
 
 from __future__ import annotations
 
+import html
 import io
 import os
 import re
@@ -121,6 +122,16 @@ class CountingBody(io.RawIOBase):
         buffer[:size] = b"x" * size
         self.read_bytes += size
         return size
+
+
+def post_unread(client: FlaskClient, path: str, declared: int) -> tuple[int, str, CountingBody]:
+    """POST to ``path`` a multipart body declaring ``declared`` bytes that counts what the app read
+    of it: (status, the answer's text unescaped, the body). A budget refused before the body is
+    read leaves ``body.read_bytes`` at 0."""
+    body = CountingBody()
+    response = client.open(path, method="POST", environ_overrides={
+        "wsgi.input": body, "CONTENT_TYPE": "multipart/form-data; boundary=zz", "CONTENT_LENGTH": str(declared)})
+    return response.status_code, html.unescape(response.get_data(as_text=True)), body
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:

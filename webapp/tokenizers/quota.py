@@ -26,27 +26,24 @@ def used_bytes(session: Session, team_id: int) -> int:
 
 
 def usage(session: Session, team_id: int) -> tuple[int, int]:
-    """``(used, quota)`` in bytes, for the tokenizer list."""
+    """``(used, quota)`` in bytes."""
     return used_bytes(session, team_id), int(current_app.config["TEAM_TOKENIZER_BYTES"])
 
 
-def _sentence(used: int, what: str) -> str:
-    total = int(current_app.config["TEAM_TOKENIZER_BYTES"])
+def _sentence(used: int, total: int, what: str) -> str:
     return (f"Your team's tokenizers take {human_size(used)} of its quota of {human_size(total)}, so {what}. "
             "Delete tokenizers you no longer need, or ask the server's admin to raise "
             "TOKENFORGE_TEAM_TOKENIZER_BYTES.")
 
 
 def full(session: Session, team_id: int, what: str) -> str | None:
-    """The sentence refusing ``what`` (e.g. "no tokenizer can be added") when the team's quota is
-    spent, else None."""
-    used = used_bytes(session, team_id)
-    return _sentence(used, what) if used >= int(current_app.config["TEAM_TOKENIZER_BYTES"]) else None
+    """The sentence refusing ``what`` (e.g. "no tokenizer can be imported") when the team's quota
+    is spent, else None."""
+    used, total = usage(session, team_id)
+    return _sentence(used, total, what) if used >= total else None
 
 
 def no_room_for(session: Session, team_id: int, size: int, name: str) -> str | None:
     """The sentence refusing a new tokenizer ``name`` of ``size`` bytes that would pass the quota, else None."""
-    used = used_bytes(session, team_id)
-    if used + size <= int(current_app.config["TEAM_TOKENIZER_BYTES"]):
-        return None
-    return _sentence(used, f"{name} ({human_size(size)}) was not stored")
+    used, total = usage(session, team_id)
+    return _sentence(used, total, f"{name} ({human_size(size)}) was not stored") if used + size > total else None

@@ -18,7 +18,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
-from tests.webapp.conftest import CountingBody, add_user, login_as, make_app
+from tests.webapp.conftest import add_user, login_as, make_app, post_unread
 from webapp.store import db
 from webapp.store.models import Corpus
 from webapp.web import slots
@@ -35,13 +35,6 @@ def upload(client: FlaskClient, *files: tuple[bytes, str]) -> tuple[int, str]:
     response = client.post("/corpora/", data=data, content_type="multipart/form-data")
     return response.status_code, html.unescape(response.get_data(as_text=True))
 
-
-def post_unread(client: FlaskClient, declared: int) -> tuple[int, str, CountingBody]:
-    """POST an upload body that counts what the app read of it."""
-    body = CountingBody()
-    response = client.open("/corpora/", method="POST", environ_overrides={
-        "wsgi.input": body, "CONTENT_TYPE": "multipart/form-data; boundary=zz", "CONTENT_LENGTH": str(declared)})
-    return response.status_code, html.unescape(response.get_data(as_text=True)), body
 
 
 def corpora(app: Flask) -> list[Corpus]:
@@ -97,7 +90,7 @@ def test_a_full_team_is_refused_before_its_body_is_read(tmp_path: Path) -> None:
         db.get_session().add(Corpus(team_id=1, name="full.txt", sha256="ab" * 32, format="txt", size_bytes=9,
                                     stats={}))
         db.get_session().commit()
-    status, text, body = post_unread(client, 2 * MIB)
+    status, text, body = post_unread(client, "/corpora/", 2 * MIB)
     assert status == 413 and body.read_bytes == 0 and partial_files(app) == []
     assert ("Your team's corpora use 9 bytes of its quota of 9 bytes, so nothing more can be uploaded. "
             "Delete corpora you no longer need, or ask the server's admin to raise TOKENFORGE_TEAM_CORPUS_BYTES.") in text
@@ -125,7 +118,7 @@ def test_each_file_counts_against_the_members_uploads_an_hour(tmp_path: Path) ->
     assert "Too many corpus uploads. Wait" in text
     assert "The server allows 3 per 3600 seconds (TOKENFORGE_UPLOAD_RATE_LIMIT raises it)." in text
     assert [c.name for c in corpora(app)] == ["1.txt", "2.txt"]  # nothing of the refused request
-    status, _, body = post_unread(client, MIB)  # the budget is spent: refused before the body
+    status, _, body = post_unread(client, "/corpora/", MIB)  # the budget is spent: refused before the body
     assert status == 429 and body.read_bytes == 0
 
 
@@ -133,7 +126,7 @@ def test_each_file_counts_against_the_members_uploads_an_hour(tmp_path: Path) ->
 
 def test_a_members_third_upload_at_once_gets_429_unread(app: Flask, client: FlaskClient) -> None:
     running = held(app, "upload-member:1", 2)
-    status, text, body = post_unread(client, 100 * MIB)
+    status, text, body = post_unread(client, "/corpora/", 100 * MIB)
     assert status == 429 and body.read_bytes == 0 and partial_files(app) == []
     assert ("You already have uploads in progress. The server runs at most 2 at once "
             "(TOKENFORGE_UPLOADS_PER_MEMBER raises it); wait for one to finish, then try again.") in text
@@ -147,7 +140,7 @@ def test_a_members_third_upload_at_once_gets_429_unread(app: Flask, client: Flas
 def test_one_address_runs_at_most_its_uploads_whoever_signs_in(app: Flask) -> None:
     bob, _ = add_user(app, "bob@example.com")
     running = held(app, "upload-ip:127.0.0.1", 4)
-    status, text, body = post_unread(login_as(app.test_client(), bob), MIB)
+    status, text, body = post_unread(login_as(app.test_client(), bob), "/corpora/", MIB)
     assert status == 429 and body.read_bytes == 0
     assert "Your address already has uploads in progress. The server runs at most 4 at once" in text
     assert "TOKENFORGE_UPLOADS_PER_IP" in text

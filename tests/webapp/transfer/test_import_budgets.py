@@ -15,7 +15,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from engine import byte_level_bpe
-from tests.webapp.conftest import CountingBody, add_corpus, add_user, login_as, make_app
+from tests.webapp.conftest import add_corpus, add_user, login_as, make_app, post_unread
 from webapp.store import db
 from webapp.store.models import Job, Tokenizer, stored_bytes
 from webapp.web import slots
@@ -33,13 +33,6 @@ def post_import(client: FlaskClient, name: str = "t.json") -> tuple[int, str]:
                                             "file": (io.BytesIO(DOCUMENT.encode()), name)})
     return response.status_code, html.unescape(response.get_data(as_text=True))
 
-
-def post_unread(client: FlaskClient, declared: int) -> tuple[int, str, CountingBody]:
-    """POST an import body that counts what the app read of it."""
-    body = CountingBody()
-    response = client.open("/import", method="POST", environ_overrides={
-        "wsgi.input": body, "CONTENT_TYPE": "multipart/form-data; boundary=zz", "CONTENT_LENGTH": str(declared)})
-    return response.status_code, html.unescape(response.get_data(as_text=True)), body
 
 
 def rows(app: Flask) -> list[Tokenizer]:
@@ -79,7 +72,7 @@ def test_a_full_team_is_refused_before_the_body_and_cannot_train_or_extend(tmp_p
     app = budget_app(tmp_path, TEAM_TOKENIZER_BYTES=one)
     client = login_as(app.test_client(), 1)
     assert post_import(client)[0] == 303
-    status, text, body = post_unread(client, 10 * MIB)
+    status, text, body = post_unread(client, "/import", 10 * MIB)
     assert status == 413 and body.read_bytes == 0
     assert "so no tokenizer can be imported." in text
     assert "it is full" in client.get("/tokenizers").get_data(as_text=True)
@@ -109,7 +102,7 @@ def test_imports_an_hour_are_counted_per_member(tmp_path: Path) -> None:
     client = login_as(app.test_client(), 1)
     assert post_import(client)[0] == 303
     assert post_import(client)[0] == 303
-    status, text, body = post_unread(client, MIB)
+    status, text, body = post_unread(client, "/import", MIB)
     assert status == 429 and body.read_bytes == 0
     assert "Too many tokenizer imports. Wait" in text
     assert "The server allows 2 per 3600 seconds (TOKENFORGE_IMPORT_RATE_LIMIT raises it)." in text
@@ -119,7 +112,7 @@ def test_imports_an_hour_are_counted_per_member(tmp_path: Path) -> None:
 def test_a_members_third_import_at_once_gets_429_unread(app: Flask, client: FlaskClient) -> None:
     running = [slots.take(Path(app.config["DATA_DIR"]) / "slots", "import-member:1", 2) for _ in range(2)]
     assert all(running)
-    status, text, body = post_unread(client, 10 * MIB)
+    status, text, body = post_unread(client, "/import", 10 * MIB)
     assert status == 429 and body.read_bytes == 0
     assert ("You already have imports in progress. The server runs at most 2 at once "
             "(TOKENFORGE_IMPORTS_PER_MEMBER raises it); wait for one to finish, then try again.") in text
