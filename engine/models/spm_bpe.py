@@ -2,7 +2,8 @@
 
 A sentencepiece BPE model has no merges: the text starts as characters (a USER_DEFINED piece is
 one frozen symbol, never merged further), and repeatedly the adjacent pair whose concatenation
-is a piece with the highest score is merged; **ties go to the leftmost pair**. A heap holds the
+is a piece with the highest score is merged; **ties go to the leftmost pair** (and a score of
+-0.0 ranks below 0.0, as sentencepiece ranks it: :func:`_priority`). A heap holds the
 candidate pairs; a popped pair whose symbols have changed since it was pushed is stale and
 skipped. UNUSED pieces take part in merging but are split back into the two symbols they were
 merged from. A symbol that is no piece is unknown: with ``byte_fallback`` it is spelled as the
@@ -16,6 +17,7 @@ encode's time budget (``engine.limits.work_meter``). Left out: BPE-dropout, trai
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -25,6 +27,14 @@ from engine.models.pieces import PieceVocabulary
 
 METERED_CHARS = 256
 BYTE_PIECES = tuple(f"<0x{b:02X}>" for b in range(256))
+
+
+def _priority(score: float) -> float:
+    """The order in which sentencepiece merges a piece: its score, except that it ranks a score of
+    -0.0 below 0.0 (measured with sentencepiece 0.2: a trained model's first merge scores -0.0,
+    and pieces appended with score 0, as Chinese-LLaMA's merge_tokenizers.py writes them, win
+    their ties against it). The nearest double below zero lies above every other float32 score."""
+    return math.nextafter(0.0, -1.0) if score == 0.0 and math.copysign(1.0, score) < 0 else score
 
 
 class SpmBPE(PieceVocabulary):
@@ -54,7 +64,7 @@ class SpmBPE(PieceVocabulary):
                 raise FormatError(f"byte_fallback needs all 256 byte pieces; {missing[0]} is missing.")
             self._byte_ids = [self._ids[b] for b in BYTE_PIECES]
         allowed = set(range(len(self._pieces))) if mergeable is None else set(mergeable)
-        self._merge = {p: (i, s) for i, (p, s) in enumerate(self._pieces) if i in allowed}
+        self._merge = {p: (i, s, _priority(s)) for i, (p, s) in enumerate(self._pieces) if i in allowed}
         self.user_defined = frozenset(user_defined)
         self.unused = frozenset(unused)
         self._user_lengths = sorted({len(p) for p in self.user_defined}, reverse=True)
@@ -85,7 +95,7 @@ class SpmBPE(PieceVocabulary):
         prev = list(range(-1, n - 1))
         nxt = list(range(1, n + 1))
         nxt[-1:] = [-1]
-        heap: list[tuple[float, int, int, int]] = []  # (-score, left, right, merged length)
+        heap: list[tuple[float, int, int, int]] = []  # (-priority, left, right, merged length)
         split: dict[str, tuple[str, str]] = {}  # UNUSED piece -> what it was merged from
         merge = self._merge
 
@@ -95,7 +105,7 @@ class SpmBPE(PieceVocabulary):
             joined = symbols[left] + symbols[right]
             found = merge.get(joined)
             if found is not None:
-                heapq.heappush(heap, (-found[1], left, right, len(joined)))
+                heapq.heappush(heap, (-found[2], left, right, len(joined)))
                 if joined in self.unused:
                     split[joined] = (symbols[left], symbols[right])
 
@@ -161,7 +171,7 @@ class SpmBPE(PieceVocabulary):
         """A merge list from the scores, as HF's Llama converter makes it: for each mergeable piece
         by descending score (then id), every split into two pieces, by the ids of the halves."""
         found: list[tuple[float, int, int, int, str, str]] = []
-        for piece, (index, score) in self._merge.items():
+        for piece, (index, score, _) in self._merge.items():
             if piece in self.user_defined:
                 continue
             for cut in range(1, len(piece)):

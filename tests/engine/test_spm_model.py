@@ -137,6 +137,21 @@ def test_user_defined_and_unused_pieces_from_scratch() -> None:
         assert piece_type_counts(tokenizer)["UNUSED"] == 1
 
 
+@pytest.mark.parametrize(("first", "pieces"), [(-0.0, ["▁", "tu"]), (0.0, ["▁t", "u"]), (-1.0, ["▁", "tu"])],
+                         ids=["minus-zero", "zero", "minus-one"])
+def test_bpe_ranks_a_score_of_minus_zero_below_zero(first: float, pieces: list[str]) -> None:
+    """A trained model's first merge scores -0.0 and merge_tokenizers.py appends pieces scoring 0:
+    sentencepiece merges the appended "tu" before "▁t", though the two scores compare equal."""
+    vocab = [Piece("<unk>", 0.0, UNKNOWN), Piece("▁t", first), Piece("▁", -2.0), Piece("t", -3.0), Piece("u", -4.0),
+             Piece("tu", 0.0)]
+    data = write_model(new_model(vocab, TrainerSpec(model_type=2, vocab_size=6), NormalizerSpec(name="identity")))
+    reference = spm.SentencePieceProcessor(model_proto=data)
+    tokenizer = load_spm_model(data)
+    for text in ["tu", "tutu", "u tu", "ttu"]:
+        assert tokenizer.encode_ordinary(text) == reference.encode(text), (first, text)
+    assert reference.encode("tu", out_type=str) == pieces
+
+
 def test_our_trained_unigram_model_loads_in_sentencepiece(corpora: tuple[Path, list[str]]) -> None:
     corpus, held_out = corpora
     tokenizer = train([corpus], UnigramOptions(vocab_size=700, seed_size=20_000), reporter=Reporter()).tokenizer
