@@ -1,9 +1,10 @@
-"""The engine's commands: ``train``, ``encode``, ``import``, ``eval`` and ``diff`` (documented in docs/cli.md).
+"""The engine's commands: ``train``, ``encode``, ``import``, ``eval``, ``diff``, ``extend`` and ``merge``
+(documented in docs/cli.md).
 
 ``register(subparsers)`` adds them to a parser; the ``tokenforge`` console script
 (``webapp/cli.py``) does that next to its web commands, and ``main(argv)`` runs them alone.
-``train`` lives in ``cli_train.py``, whose flags are generated from the trainers' options, and
-``extend`` in ``cli_extend.py``.
+``train`` lives in ``cli_train.py``, whose flags are generated from the trainers' options,
+``extend`` in ``cli_extend.py`` and ``merge`` in ``cli_merge.py``.
 
 Every failure the user can cause (a bad flag, a missing or malformed file, a disallowed special
 token) prints one line on stderr and exits non-zero; tracebacks are for our own bugs. Left out:
@@ -23,6 +24,7 @@ from typing import Any, NoReturn
 
 from engine.cli_extend import add_extend_arguments, cmd_extend
 from engine.cli_inputs import load_tokenizer, read_text
+from engine.cli_merge import add_merge_arguments, cmd_merge
 from engine.cli_train import add_train_arguments, cmd_train
 from engine.errors import SpecialTokenError, TokenforgeError
 from engine.formats import read_utf8
@@ -175,7 +177,8 @@ def _add(subparsers: Any, name: str, handler: Handler, help_text: str, **kwargs:
 
 
 def register(subparsers: Any) -> None:
-    """Add ``train``, ``encode``, ``import``, ``eval`` and ``diff`` to an argparse subparsers object."""
+    """Add ``train``, ``encode``, ``import``, ``eval``, ``diff``, ``extend`` and ``merge`` to an argparse
+    subparsers object."""
     # train brings its own -h: the options and defaults of the model named before it
     add_train_arguments(_add(subparsers, "train", cmd_train, "train a tokenizer on text files", add_help=False))
 
@@ -214,6 +217,8 @@ def register(subparsers: Any) -> None:
 
     add_extend_arguments(_add(subparsers, "extend", cmd_extend, "learn new tokens for a tokenizer from a corpus, "
                                                                 "keeping its ids"))
+    add_merge_arguments(_add(subparsers, "merge", cmd_merge, "append a donor's missing pieces to a tokenizer "
+                                                             "(merge_tokenizers.py's way), its costs first"))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -4,10 +4,11 @@
 corpus (``bpe.py``), by default only where the base falls back on bytes (``protect.py``); a
 character-level BPE (Llama 2, Mistral, Gemma style tokenizer.json) gets new characters by coverage
 and then merges (``char_bpe.py``, ``char_coverage.py``), through the same ``extend_bpe``.
-``build_report`` measures the result (``report.py``). The ``tokenforge extend`` command is
-``engine/cli_extend.py``. Left out so far: sentencepiece ``.model`` BPE (refused, pointing to the
-tokenizer.json form), Unigram and WordPiece bases, which are refused with one sentence naming
-what is supported.
+Unigram and WordPiece bases go to ``unigram.py`` and ``wordpiece.py``. ``build_report`` measures
+the result (``report.py``). ``merge.merge_vocabularies`` is the other way in: append a donor's
+pieces as Chinese-LLaMA's ``merge_tokenizers.py`` does, its costs measured by the same report.
+The commands are ``engine/cli_extend.py`` and ``engine/cli_merge.py``. Left out so far:
+extending a sentencepiece ``.model`` BPE (refused, pointing to the tokenizer.json form).
 """
 
 from __future__ import annotations

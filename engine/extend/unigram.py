@@ -122,7 +122,7 @@ def extend_unigram(base: Tokenizer, files: Sequence[str | Path], options: Extend
     chosen = [*range(first, first + len(new_chars)), *order[:budget]]
     spare = order[budget:]
     lowest, highest = _score_range(base_pieces, matched)
-    _check_rebuilds(base)
+    check_rebuilds(base)
     for round_no in range(REFILL_ROUNDS + 1):
         alive = np.zeros(len(pieces) + 1, bool)
         alive[:first] = True
@@ -133,7 +133,7 @@ def extend_unigram(base: Tokenizer, files: Sequence[str | Path], options: Extend
         scored = sorted(((float(np.clip(final[s], lowest, highest)), pieces[s]) for s in chosen),
                         key=lambda t: (-t[0], t[1]))
         new_pieces = [(p, f32(round(score, 6))) for score, p in scored]
-        grown = _rebuild(base, [*base_pieces, *new_pieces])
+        grown = rebuild_unigram(base, [*base_pieces, *new_pieces])
         unreached = [p for i, (p, _) in enumerate(new_pieces) if grown.tokenize(p) != [base.vocab_size + i]]
         if not unreached or not spare or round_no == REFILL_ROUNDS:
             break
@@ -216,7 +216,7 @@ def _score_range(pieces: list[tuple[str, float]], matched: list[int]) -> tuple[f
     return min(scores), max(scores)
 
 
-def _rebuild(base: Tokenizer, pieces: list[tuple[str, float]]) -> Unigram:
+def rebuild_unigram(base: Tokenizer, pieces: list[tuple[str, float]]) -> Unigram:
     """A Unigram of ``pieces`` with the base's unknown id, byte fallback and piece kinds."""
     model = base.model
     specials, user, unused = _unmatched(base)
@@ -224,8 +224,8 @@ def _rebuild(base: Tokenizer, pieces: list[tuple[str, float]]) -> Unigram:
                    special_tokens=dict.fromkeys(specials, 0), user_defined=user, unused=unused)
 
 
-def _check_rebuilds(base: Tokenizer) -> None:
+def check_rebuilds(base: Tokenizer) -> None:
     """Refuse a base that :func:`_rebuild` would not give back exactly (a piece kind it cannot tell)."""
-    if _rebuild(base, base.model.pieces()).to_hf() != base.model.to_hf():
+    if rebuild_unigram(base, base.model.pieces()).to_hf() != base.model.to_hf():
         raise ConfigError("This Unigram tokenizer's pieces cannot be told apart as special, unused or normal, so it "
                           "cannot be extended exactly; extend its sentencepiece .model instead.", option="tokenizer")
