@@ -26,6 +26,7 @@ from webapp.playground import views as playground
 from webapp.sharing import views as sharing
 from webapp.store import db
 from webapp.tokenizers import diff_views as vocab_diff_views
+from webapp.tokenizers import merge_views
 from webapp.training import extend_views
 from webapp.training import views as tokenizers
 from webapp.transfer import imports
@@ -71,6 +72,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     # Every blueprint, registered here and nowhere else.
     for blueprint in (accounts.bp, teams.bp, sharing.bp, corpora.bp, tokenizers.bp,
                       vocab_diff_views.bp,  # the vocabulary diff of two tokenizers
+                      merge_views.bp,  # merge two vocabularies, merge_tokenizers.py's way
                       extend_views.bp,  # extend a tokenizer with a corpus (a job)
                       leaderboard_views.bp,
                       playground.bp,  # encode, decode, the token inspector

@@ -43,7 +43,8 @@ def test_every_blueprint_in_the_package_is_registered(app: Flask) -> None:
                 defined[value.name] = _module(path)
     assert defined == {name: app.blueprints[name].import_name.removeprefix("webapp.") for name in app.blueprints}
     assert set(defined) == {"accounts", "teams", "sharing", "corpora", "tokenizers", "leaderboard", "playground",
-                            "compare", "vocab", "transfer", "api", "chat", "tokenizer_diff", "extend"}
+                            "compare", "vocab", "transfer", "api", "chat", "tokenizer_diff", "tokenizer_merge",
+                            "extend"}
 
 
 def test_no_module_imports_the_playground_views() -> None:

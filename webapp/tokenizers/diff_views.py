@@ -42,7 +42,7 @@ def _choice(source: Any, name: str) -> int | None:
     return value
 
 
-def _picker(chosen: list[int]) -> list[TokenizerRow]:
+def picker(chosen: list[int]) -> list[TokenizerRow]:
     """What this visitor can read, bounded, always with the chosen ones."""
     rows = all_rows(limit=PICKER_ROWS)
     missing = set(chosen) - {r.id for r in rows}
@@ -57,10 +57,10 @@ def _context(source: Any, text: str | None, *, vocabulary: bool = True) -> tuple
                                "error": None, "shown": SHOWN_PER_GROUP,
                                "show_piece": shown}
     if a_id is None or b_id is None:
-        context["rows"] = _picker(chosen)
+        context["rows"] = picker(chosen)
         return context, 200
     a, b = load(a_id), load(b_id)  # 404 for what this visitor may not read
-    context.update(rows=_picker(chosen), a=a.row, b=b.row,
+    context.update(rows=picker(chosen), a=a.row, b=b.row,
                    result=diff(a.tokenizer, b.tokenizer) if vocabulary else None)
     if text:
         context["lines"], context["error"], status = _lines(a, b, text)

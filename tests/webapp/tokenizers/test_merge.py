@@ -1,0 +1,99 @@
+"""The merge page: both policies' costs before anything is stored, the saved merge, scoping and refusals."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from engine.decoders import MetaspaceDecoder
+from engine.models.unigram import Unigram
+from engine.pretokenizers import Metaspace
+from engine.tokenizer import Tokenizer
+from tests.webapp.conftest import add_user
+from tests.webapp.playground_samples import byte_bpe, store, unigram
+
+
+def donor() -> Tokenizer:
+    pieces = [("<unk>", 0.0), ("▁中国", -1.0), ("▁", -2.0), ("中", -3.0), ("国", -3.0), ("▁the", -1.0), ("人", -3.0)]
+    return Tokenizer(Unigram(pieces, unk_id=0), pre_tokenizer=Metaspace(), special_tokens={"<unk>": 0},
+                     decoder=MetaspaceDecoder(), name="donor")
+
+
+@pytest.fixture
+def ids(app: Flask) -> dict[str, int]:
+    _, bobs_team = add_user(app, "bob@example.com", "Bob")
+    return {"base": store(app, unigram()), "donor": store(app, donor()), "bytes": store(app, byte_bpe("bytes")),
+            "bobs": store(app, donor(), team_id=bobs_team)}
+
+
+def rows(app: Flask) -> int:
+    from sqlalchemy import func, select
+
+    from webapp.store.db import get_session
+    from webapp.store.models import Tokenizer as Row
+
+    with app.app_context():
+        return get_session().scalar(select(func.count()).select_from(Row)) or 0
+
+
+def test_the_costs_of_both_policies_come_first_and_nothing_is_stored(app: Flask, client: FlaskClient,
+                                                                     ids: dict[str, int]) -> None:
+    assert client.get(f"/tokenizers/merge?a={ids['base']}&b={ids['donor']}").status_code == 200
+    before = rows(app)
+    form = {"a": ids["base"], "b": ids["donor"], "reference": "the cat\nthe", "held_out": "中国人\n中国", "action": "preview"}
+    response = client.post("/tokenizers/merge", data=form)
+    html = response.get_data(as_text=True)
+    assert response.status_code == 200 and rows(app) == before
+    for policy in ("zero", "after"):
+        row = re.search(rf'<tr data-testid="merge-cost-{policy}">(.*?)</tr>', html, re.S)
+        assert row is not None
+        cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row.group(1), re.S)]
+        # ▁中国, 中, 国 and 人 appended (▁ and ▁the the base has); English untouched; Chinese 4 tokens to 3
+        assert cells[:5] == [policy, "4 (ids 10 to 13)", "2", "0", "0 of 2"], cells
+        assert cells[6] == "0.8 → 0.6"  # ▁ <unk> twice; then ▁中国 人, ▁中国
+    assert 'data-testid="merge-save"' in html
+
+
+def test_saving_stores_the_chosen_merge_in_the_team(app: Flask, client: FlaskClient, ids: dict[str, int]) -> None:
+    form = {"a": ids["base"], "b": ids["donor"], "reference": "", "held_out": "", "policy": "after", "action": "save"}
+    response = client.post("/tokenizers/merge", data=form)
+    assert response.status_code == 303
+    new_id = int(re.search(r"/tokenizers/(\d+)", response.headers["Location"]).group(1))  # type: ignore[union-attr]
+    from webapp.store.db import get_session
+    from webapp.store.models import Tokenizer as Row
+
+    with app.app_context():
+        row = get_session().get(Row, new_id)
+        assert row is not None and row.team_id == 1 and row.name == "tiny-unigram + donor (after)"
+        assert row.config["algorithm"] == "merge" and row.config["report"]["pieces_added"] == 4
+        merged = Tokenizer.from_json(row.tokenizer_json)
+    assert merged.model.pieces()[:10] == unigram().model.pieces()
+    assert [p for p, _ in merged.model.pieces()[10:]] == ["▁中国", "中", "国", "人"]
+    assert {s for _, s in merged.model.pieces()[10:]} == {-3.5}  # "after": the base's lowest score
+    assert merged.encode("中国人") == [10, 13]
+    assert client.get(response.headers["Location"]).status_code == 200
+
+
+def test_refusals(app: Flask, client: FlaskClient, ids: dict[str, int]) -> None:
+    def post(**form: object) -> tuple[int, str]:
+        response = client.post("/tokenizers/merge", data={"action": "preview", **form})
+        return response.status_code, response.get_data(as_text=True)
+
+    assert post(a=ids["base"], b=ids["bobs"])[0] == 404  # another team's tokenizer
+    assert post(a=ids["base"], b="x")[0] == 404
+    status, html = post(a=ids["bytes"], b=ids["donor"])
+    assert status == 422 and "The base is a byte-level bpe tokenizer; merging vocabularies supports" in html
+    status, html = post(a=ids["base"], b=ids["base"])
+    assert status == 422 and "The donor has no piece the base lacks" in html
+    assert post(a=ids["base"])[0] == 422
+    app.config["PLAYGROUND_MAX_CHARS"] = 10
+    status, html = post(a=ids["base"], b=ids["donor"], reference="x" * 11)
+    assert status == 422 and "The reference text has 11 characters; measure at most 10." in html
+    before = rows(app)
+    app.config["PLAYGROUND_MAX_CHARS"] = 100
+    app.config["TEAM_TOKENIZER_BYTES"] = 1
+    status, html = post(a=ids["base"], b=ids["donor"], action="save")
+    assert status == 413 and rows(app) == before
