@@ -4,8 +4,8 @@ Pieces added (new single characters among them, for a character-level, Unigram o
 base; for WordPiece, how many took ``[unused…]`` slots and how many were appended), duplicates
 skipped, unreachable pieces, the new embedding rows a model needs
 (``model.resize_token_embeddings(new vocab size)``: the new size minus the base's), and on each
-text given, tokens per character before and after and how many of its lines now encode
-differently. A line is encoded on its own, a special token in it as that token (training cut them out too).
+text given, tokens per character and unknown tokens before and after and how many of its lines
+now encode differently. A line is encoded on its own, a special token in it as that token (training cut them out too).
 
 The held-out text defaults to the last tenth of the lines of the last corpus file
 (:func:`split_held_out`), which the extension then does not learn from.
@@ -42,13 +42,24 @@ def _tokens(tokenizer: Tokenizer, line: str) -> list[int]:
     return tokenizer.encode(line, allowed_special="all", add_special_tokens=False)
 
 
+def _unknown_id(tokenizer: Tokenizer) -> int | None:
+    unk = getattr(tokenizer.model, "unk_id", None)
+    return unk if isinstance(unk, int) else None
+
+
 def measure(base: Tokenizer, extended: Tokenizer, text: str) -> dict[str, Any]:
-    """Tokens per character of ``text`` under both tokenizers, and its lines that encode differently."""
+    """Tokens per character of ``text`` under both tokenizers, its unknown tokens, and its lines
+    that encode differently. Unknown tokens matter most for WordPiece: a word with one character
+    the base lacks is one ``[UNK]``, so learning that character *raises* tokens per character
+    while it makes the text readable."""
     lines = [line for line in text.splitlines() if line.strip()]
-    before = after = changed = 0
+    before = after = changed = unknown_before = unknown_after = 0
+    unk_before, unk_after = _unknown_id(base), _unknown_id(extended)
     for line in lines:
         old, new = _tokens(base, line), _tokens(extended, line)
         before, after, changed = before + len(old), after + len(new), changed + (old != new)
+        unknown_before += old.count(unk_before) if unk_before is not None else 0
+        unknown_after += new.count(unk_after) if unk_after is not None else 0
     chars = sum(map(len, lines))
     return {
         "lines": len(lines),
@@ -59,6 +70,8 @@ def measure(base: Tokenizer, extended: Tokenizer, text: str) -> dict[str, Any]:
         "tokens_per_char_after": round(after / chars, 4) if chars else None,
         "drop": round(1 - after / before, 4) if before else None,
         "lines_changed": changed,
+        "unknown_before": unknown_before,
+        "unknown_after": unknown_after,
     }
 
 
@@ -115,8 +128,11 @@ def report_lines(report: dict[str, Any]) -> list[str]:
         part = report.get(name)
         if part is None or not part["characters"]:
             continue
-        drop = f", {part['drop']:.1%} fewer tokens" if part["drop"] is not None else ""
+        drop = part["drop"]
+        fewer = "" if drop is None else f", {drop:.1%} fewer tokens" if drop >= 0 else f", {-drop:.1%} more tokens"
+        unknown = (f"; unknown tokens {part['unknown_before']:,} -> {part['unknown_after']:,}"
+                   if part.get("unknown_before") or part.get("unknown_after") else "")
         out.append(f"{name.replace('_', '-').capitalize()}: {part['tokens_per_char_before']} -> "
-                   f"{part['tokens_per_char_after']} tokens per character{drop}; "
+                   f"{part['tokens_per_char_after']} tokens per character{fewer}{unknown}; "
                    f"{part['lines_changed']:,} of {part['lines']:,} lines encode differently.")
     return out

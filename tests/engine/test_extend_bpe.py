@@ -102,7 +102,7 @@ def test_english_identical_and_report(tmp_path: Path) -> None:
     assert report["reference"]["tokens_before"] == report["reference"]["tokens_after"]
     assert report["held_out"] == {"lines": 2, "characters": 6, "tokens_before": 18, "tokens_after": 3,
                                   "tokens_per_char_before": 3.0, "tokens_per_char_after": 0.5, "drop": 0.8333,
-                                  "lines_changed": 2}
+                                  "lines_changed": 2, "unknown_before": 0, "unknown_after": 0}
     assert report["new_embedding_rows"] == 8 and report["vocab_size"] == 267 and report["unreachable"] == 0
 
 

@@ -126,7 +126,7 @@ def test_report_and_english_identical(tmp_path: Path) -> None:
     # before: ▁ 中 + 3+3 bytes, and ▁ + 3+3 bytes; after: ▁中国人, and ▁人 国
     assert report["held_out"] | {} == {"lines": 2, "characters": 5, "tokens_before": 15, "tokens_after": 3,
                                        "tokens_per_char_before": 3.0, "tokens_per_char_after": 0.6, "drop": 0.8,
-                                       "lines_changed": 2}
+                                       "lines_changed": 2, "unknown_before": 0, "unknown_after": 0}
 
 
 def test_hugging_face_loads_the_result(tmp_path: Path) -> None:

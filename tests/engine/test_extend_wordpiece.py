@@ -55,6 +55,8 @@ def test_new_tokens_fill_the_unused_slots_first(tmp_path: Path) -> None:
     assert report["slots_filled"] == 7 and report["appended"] == 0 and report["new_embedding_rows"] == 0
     assert report["reference"]["lines_changed"] == 0
     assert report["held_out"]["tokens_before"] == 2 and report["held_out"]["tokens_after"] == 2  # [UNK] [UNK]
+    assert report["held_out"]["unknown_before"] == 2 and report["held_out"]["unknown_after"] == 0  # readable now
+    assert "unknown tokens 2 -> 0;" in report_lines(report)[3]
     assert ext.tokenizer.encode("中国人民 中国", add_special_tokens=False) == [7, 5]
     assert report_lines(report)[0].startswith("Added 7 wordpiece pieces (4 new characters) to a base of 47 tokens: "
                                               "7 took [unused] slots' ids, 0 were appended;")
