@@ -49,6 +49,13 @@ def unigram() -> Tokenizer:
                      decoder=MetaspaceDecoder(), name="tiny-unigram")
 
 
+def chinese_unigram() -> Tokenizer:
+    """A donor for :func:`unigram`: ``▁中国``, ``中``, ``国`` and ``人`` are pieces it lacks."""
+    pieces = [("<unk>", 0.0), ("▁中国", -1.0), ("▁", -2.0), ("中", -3.0), ("国", -3.0), ("▁the", -1.0), ("人", -3.0)]
+    return Tokenizer(Unigram(pieces, unk_id=0), pre_tokenizer=Metaspace(), special_tokens={"<unk>": 0},
+                     decoder=MetaspaceDecoder(), name="donor")
+
+
 @functools.cache
 def _gpt2() -> Tokenizer:
     import json

@@ -8,25 +8,16 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from engine.decoders import MetaspaceDecoder
-from engine.models.unigram import Unigram
-from engine.pretokenizers import Metaspace
 from engine.tokenizer import Tokenizer
 from tests.webapp.conftest import add_user
-from tests.webapp.playground_samples import byte_bpe, store, unigram
-
-
-def donor() -> Tokenizer:
-    pieces = [("<unk>", 0.0), ("▁中国", -1.0), ("▁", -2.0), ("中", -3.0), ("国", -3.0), ("▁the", -1.0), ("人", -3.0)]
-    return Tokenizer(Unigram(pieces, unk_id=0), pre_tokenizer=Metaspace(), special_tokens={"<unk>": 0},
-                     decoder=MetaspaceDecoder(), name="donor")
+from tests.webapp.playground_samples import byte_bpe, chinese_unigram, store, unigram
 
 
 @pytest.fixture
 def ids(app: Flask) -> dict[str, int]:
     _, bobs_team = add_user(app, "bob@example.com", "Bob")
-    return {"base": store(app, unigram()), "donor": store(app, donor()), "bytes": store(app, byte_bpe("bytes")),
-            "bobs": store(app, donor(), team_id=bobs_team)}
+    return {"base": store(app, unigram()), "donor": store(app, chinese_unigram()), "bytes": store(app, byte_bpe("bytes")),
+            "bobs": store(app, chinese_unigram(), team_id=bobs_team)}
 
 
 def rows(app: Flask) -> int:
