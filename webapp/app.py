@@ -100,6 +100,7 @@ def add_template_globals(app: Flask) -> None:
     """The HTML builders and URL helpers that the playground's templates call, and the names' bound."""
     app.add_template_global(spans_html.spans_markup, "spans_markup")
     app.add_template_global(spans_html.ids_markup, "ids_markup")
+    app.add_template_global(spans_html.hover_lines, "hover_lines")
     for helper in (text_links.play_url, text_links.page_url, text_links.compare_url, text_links.visitor_token,
                    text_links.url_text, text_links.offers_compare):
         app.add_template_global(helper, helper.__name__)

@@ -1,5 +1,8 @@
 // The playground's behaviours (no inline scripts: the CSP forbids them).
 // - Hovering or focusing a token span highlights its ids, and an id highlights its span.
+// - A token span's hover text (title) comes from its group's data-lines when first reached, and
+//   the ids pane, sent as plain text, gets one element per id when first needed: the server
+//   leaves both out of the thousands of elements each keystroke lays out (spans_html.py).
 // - Clicking a span (or Enter/Space on it) loads the token inspector through htmx.
 // - The spans of one encoding are one tab stop (roving tabindex: the server gives the first
 //   token tabindex="0"); arrow keys move it between tokens, Home/End to the ends.
@@ -10,8 +13,39 @@
 
   function scopeOf(el) { return el.closest(".encode-result, .compare-col") || document; }
 
+  function splitIds(box) {  // "257 32 257" -> <span class="tid" data-t="0">257</span> …, once
+    if (box.hasAttribute("data-split")) { return; }
+    box.setAttribute("data-split", "");
+    var text = box.firstChild;
+    if (!text || text.nodeType !== Node.TEXT_NODE) { return; }
+    var part = document.createDocumentFragment();
+    text.data.trim().split(/\s+/).forEach(function (id, i) {
+      if (i) { part.appendChild(document.createTextNode(" ")); }
+      var span = document.createElement("span");
+      span.className = "tid";
+      span.setAttribute("data-t", String(i));
+      span.textContent = id;
+      part.appendChild(span);
+    });
+    box.replaceChild(part, text);
+  }
+
+  function titled(span) {  // the hover text of a token span, from its group's one line per id
+    if (span.hasAttribute("title")) { return; }
+    var group = span.closest("[data-lines]");
+    if (!group) { return; }
+    if (!group.hoverLines) {
+      try { group.hoverLines = JSON.parse(group.getAttribute("data-lines")); } catch (e) { group.hoverLines = {}; }
+    }
+    var lines = group.hoverLines;
+    span.setAttribute("title", (span.getAttribute("data-ids") || "").split(" ").filter(Boolean).map(function (id) {
+      return lines[id] || id;
+    }).join("\n"));
+  }
+
   function linked(el) {
     var scope = scopeOf(el);
+    scope.querySelectorAll(".ids:not([data-split])").forEach(splitIds);
     var indices = (el.getAttribute("data-t") || "").split(" ").filter(Boolean);
     var found = [];
     indices.forEach(function (i) {
@@ -25,9 +59,13 @@
   var lit = [];
   function clear() { lit.forEach(function (n) { n.classList.remove("lit"); }); lit = []; }
   function light(event) {
-    var el = event.target.closest && event.target.closest(".tok[data-t], .tid[data-t]");
+    if (!event.target.closest) { return; }
+    var box = event.target.closest(".ids:not([data-split])");
+    if (box) { splitIds(box); }
+    var el = event.target.closest(".tok[data-t], .tid[data-t]");
     clear();
     if (!el) { return; }
+    if (el.classList.contains("tok")) { titled(el); }
     lit = linked(el);
     lit.forEach(function (n) { n.classList.add("lit"); });
   }

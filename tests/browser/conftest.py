@@ -140,6 +140,11 @@ def anon_page(browser: Any, console_guard: ConsoleGuard) -> Iterator[Any]:
     context.close()
 
 
+def shown_ids(page: Any) -> list[int]:
+    """The ids in the page's ids pane (plain text until the first hover splits it), in order."""
+    return [int(i) for i in page.get_by_test_id("ids").first.inner_text().split() if i.isdigit()]
+
+
 def import_tokenizer_file(page: Any, server: LiveApp, path: Path, name: str) -> int:
     """Import a ``tokenizer.json`` through the import form, as a user does; the new tokenizer's id."""
     page.goto(server.url + "import")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import import_json
+from tests.browser.conftest import import_json, shown_ids
 from tests.live import LiveApp
 from tests.shared_data import gpt2_files
 from tests.webapp.playground_samples import EOT
@@ -88,7 +88,7 @@ def test_gpt2_import_matches_tiktoken_and_download_loads_in_tokenizers(
     page.get_by_test_id("text").fill(text)
     expected = enc.encode(text)
     expect(page.get_by_test_id("count-tokens")).to_have_text(str(len(expected)))
-    shown = [int(t) for t in page.locator(".ids .tid").all_inner_texts()]
+    shown = shown_ids(page)
     assert shown == expected
     page.screenshot(path=str(artifacts_dir / "playground-gpt2.png"), full_page=True)
 
@@ -99,10 +99,10 @@ def test_gpt2_import_matches_tiktoken_and_download_loads_in_tokenizers(
     page.get_by_test_id("text").fill(text + EOT)
     plain = enc.encode(text + EOT, disallowed_special=())
     expect(page.get_by_test_id("count-tokens")).to_have_text(str(len(plain)))
-    assert [int(t) for t in page.locator(".ids .tid").all_inner_texts()] == plain
+    assert shown_ids(page) == plain
     box.check()
     expect(page.get_by_test_id("count-tokens")).to_have_text(str(len(expected) + 1))
-    assert [int(t) for t in page.locator(".ids .tid").all_inner_texts()] == enc.encode(text + EOT, allowed_special="all")
+    assert shown_ids(page) == enc.encode(text + EOT, allowed_special="all")
 
     page.goto(f"{live_server.url}tokenizers/{ref}/downloads")
     page.screenshot(path=str(artifacts_dir / "playground-downloads.png"), full_page=True)

@@ -20,6 +20,7 @@ from playwright.sync_api import Page, expect
 from sqlalchemy import create_engine, text
 
 from engine.presets import OPEN_MODELS, TIKTOKEN_ENCODINGS
+from tests.browser.conftest import shown_ids
 from tests.live import LiveApp
 from tests.preset_tables import presets_dir, tiktoken_encoding
 
@@ -51,7 +52,7 @@ def test_a_presets_encode_page_gives_tiktokens_ids(page: Page, live_server: Live
     expected = tiktoken_encoding(installed, name).encode(SAMPLE)
     page.get_by_test_id("text").fill(SAMPLE)
     expect(page.get_by_test_id("count-tokens")).to_have_text(f"{len(expected):,}")
-    ids = [int(t) for t in page.locator(".tid").all_inner_texts()]
+    ids = shown_ids(page)
     assert ids == expected
     nav = page.get_by_role("navigation", name="This tokenizer")
     expect(nav.get_by_role("link", name="Delete…")).to_have_count(0)

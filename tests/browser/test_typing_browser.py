@@ -58,10 +58,10 @@ def shown_text(page: Page) -> str:
 
 
 def expect_encoding_of(page: Page, text: str) -> None:
-    tokens = len(byte_bpe().encode(text, allowed_special=set(), disallowed_special=()))
+    ids = byte_bpe().encode(text, allowed_special=set(), disallowed_special=())
     expect(page.get_by_test_id("count-chars")).to_have_text(f"{len(text):,}")
-    expect(page.get_by_test_id("count-tokens")).to_have_text(f"{tokens:,}")
-    expect(page.locator(".ids .tid")).to_have_count(tokens)
+    expect(page.get_by_test_id("count-tokens")).to_have_text(f"{len(ids):,}")
+    expect(page.get_by_test_id("ids")).to_have_text(" ".join(map(str, ids)))
     assert shown_text(page) == text
 
 
@@ -111,3 +111,6 @@ def test_hovering_a_span_still_lights_its_id_after_typing(page: Page, live_serve
     page.locator(".spans .tok").last.hover()
     expect(page.locator(".tid.lit")).to_have_text("257")
     expect(page.locator(".ids .tid")).to_have_text(["119", "260", "32", "257"])
+    expect(page.locator(".spans .tok").last).to_have_attribute("title", "257  the  [74 68 65]")
+    page.locator(".ids .tid").first.hover()  # and an id lights its span
+    expect(page.locator(".tok.lit")).to_have_text("w")

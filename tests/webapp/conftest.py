@@ -47,6 +47,11 @@ def password_hash() -> str:
     return _HASH[0]
 
 
+def shown_ids(html: str) -> list[str]:
+    """The ids an encode answer shows, in order: every ids pane's plain text (compare has several)."""
+    return [i for pane in re.findall(r'data-testid="ids">([\d ]*)', html) for i in pane.split()]
+
+
 def add_user(app: Flask, email: str, name: str | None = None, *, team_id: int | None = None,
              role: str = "owner", admin: bool = False) -> tuple[int, int]:
     """Create an account with the test password; return (user id, team id).

@@ -8,7 +8,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from tests.webapp.conftest import HX, add_user, evaluate_held_out
+from tests.webapp.conftest import HX, add_user, evaluate_held_out, shown_ids
 from tests.webapp.playground_samples import EOT, byte_bpe, store, unigram, wordpiece
 
 
@@ -40,7 +40,7 @@ def test_htmx_encode_returns_only_the_result_block(client: FlaskClient, ids: dic
     assert html.lstrip().startswith('<dl class="counts"')  # swapped into #encode-result
     assert "<html" not in html and "encode-result" not in html
     assert 'class="tok c1 special"' in html and "&lt;|endoftext|&gt;</span>" in html
-    assert re.findall(r'class="tid" data-t="\d+">(\d+)<', html) == ["257", "261"]
+    assert shown_ids(html) == ["257", "261"]
 
 
 def test_specials_not_allowed_are_plain_text(client: FlaskClient, ids: dict[str, int]) -> None:
@@ -58,7 +58,7 @@ def test_page_and_api_follow_one_special_token_rule(client: FlaskClient, ids: di
     api = client.post("/api/v1/encode", json={"tokenizer": ids["bpe"], "text": text,
                                               "allowed_special": "all" if allowed else []})
     assert (page.status_code, api.status_code) == (200, 200)
-    shown = [int(i) for i in re.findall(r'class="tid" data-t="\d+">(\d+)<', page.get_data(as_text=True))]
+    shown = [int(i) for i in shown_ids(page.get_data(as_text=True))]
     expected = [257, 261, 257] if allowed else [257, *EOT.encode(), 257]
     assert shown == api.json["ids"] == expected
     assert "encoded as the ordinary text it is" in client.get(f"/tokenizers/{ids['bpe']}/play").get_data(as_text=True)
@@ -240,7 +240,7 @@ def test_a_text_in_the_url_keeps_the_default_toggles(client: FlaskClient, ids: d
     """A reload or permalink with ``?text=`` must encode as the page did: flags change only by name."""
     def shown(query: str) -> list[str]:
         html = client.get(f"/tokenizers/{ids['bpe']}/play?{query}").get_data(as_text=True)
-        return re.findall(r'class="tid" data-t="\d+">(\d+)<', html)
+        return shown_ids(html)
 
     plain = ["257", *map(str, EOT.encode())]
     assert shown("text=the%3C%7Cendoftext%7C%3E") == plain  # specials not allowed, as on a fresh page

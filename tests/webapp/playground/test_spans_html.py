@@ -1,40 +1,50 @@
-"""The span and ids HTML built in Python: every text and attribute escaped, the same from the escape cache."""
+"""The span and ids HTML built in Python: every text and attribute escaped, the same from the escape cache,
+and the hover lines one per distinct id."""
 
 from __future__ import annotations
 
+import json
 import re
+from html import unescape
 
+from flask import Flask
+from flask.testing import FlaskClient
 from markupsafe import escape
 
-from tests.webapp.playground_samples import EOT, byte_bpe
+from tests.webapp.conftest import HX
+from tests.webapp.playground_samples import EOT, byte_bpe, store
 from webapp.playground.encode_view import encode_for_display
-from webapp.playground.spans_html import _escape_short, escaped, ids_markup, spans_markup
+from webapp.playground.spans_html import _escape_short, escaped, hover_lines, ids_markup, spans_markup
 
 
-def test_text_and_hover_titles_are_escaped() -> None:
+def test_text_is_escaped_and_the_hover_lines_are_one_per_id() -> None:
     tok = byte_bpe()
-    text = f"""<script>"'&{EOT}<img onerror=x>"""
-    html = str(spans_markup(encode_for_display(tok, text, allowed_special=True)))
-    assert "<script" not in html and "<img" not in html and "<|" not in html
-    titles = re.findall(r'title="([^"]*)"', html)
-    assert len(titles) == len(re.findall(r"<span ", html))  # no title was cut short by a quote
-    assert 'title="60  &lt;  [3c]"' in html and 'title="34  &#34;  [22]"' in html
-    special_line = escape(f"261  {EOT}  [{EOT.encode().hex(' ')}]")
-    assert f'title="{special_line}"' in html
+    text = f"""<script>"'&{EOT}<img onerror=x> <script>"""
+    result = encode_for_display(tok, text, allowed_special=True)
+    html = str(spans_markup(result))
+    assert "<script" not in html and "<img" not in html and "<|" not in html and "title=" not in html
+    lines = json.loads(hover_lines(result))
+    assert lines["60"] == "60  <  [3c]" and lines["34"] == '34  "  [22]'  # escaped where the template puts them
+    assert lines["261"] == f"261  {EOT}  [{EOT.encode().hex(' ')}]"
+    assert sorted(map(int, lines)) == sorted(set(result.ids))  # one line per distinct id
 
 
-def _token(index: int, token_id: int, title: str, text: str) -> str:
+def test_the_hover_lines_are_escaped_in_the_page(client: FlaskClient, app: Flask) -> None:
+    ref = store(app, byte_bpe())
+    html = client.post(f"/tokenizers/{ref}/encode", data={"text": '<"the">'}, headers=HX).get_data(as_text=True)
+    found = re.search(r'data-lines="([^"]*)"', html)
+    assert found is not None and "<" not in found.group(1)
+    assert json.loads(unescape(found.group(1)))["60"] == "60  <  [3c]"
+
+
+def _token(index: int, token_id: int, text: str) -> str:
     stop = ' tabindex="0"' if index == 0 else ""
-    return (f'<span class="tok c{index}"{stop} role="button" data-t="{index}" data-ids="{token_id}" '
-            f'title="{title}">{text}</span>')
+    return f'<span class="tok c{index}"{stop} role="button" data-t="{index}" data-ids="{token_id}">{text}</span>'
 
 
 EXPECTED_SPANS = "".join([
-    _token(0, 257, "257  the  [74 68 65]", "the"), _token(1, 32, "32  Ġ  [20]", "·"),
-    _token(2, 60, "60  &lt;  [3c]", "&lt;"), _token(3, 257, "257  the  [74 68 65]", "the"),
-    _token(4, 62, "62  &gt;  [3e]", "&gt;"), _token(5, 32, "32  Ġ  [20]", "·"),
-    _token(6, 38, "38  &amp;  [26]", "&amp;"), _token(7, 32, "32  Ġ  [20]", "·"),
-    _token(8, 257, "257  the  [74 68 65]", "the"), _token(9, 10, "10  Ċ  [0a]", "↵\n"),
+    _token(0, 257, "the"), _token(1, 32, "·"), _token(2, 60, "&lt;"), _token(3, 257, "the"), _token(4, 62, "&gt;"),
+    _token(5, 32, "·"), _token(6, 38, "&amp;"), _token(7, 32, "·"), _token(8, 257, "the"), _token(9, 10, "↵\n"),
 ])
 
 
@@ -44,8 +54,7 @@ def test_rendering_gives_the_same_markup_with_the_escape_cache_cold_and_warm() -
     _escape_short.cache_clear()
     assert str(spans_markup(result)) == EXPECTED_SPANS  # every string escaped for the first time
     assert str(spans_markup(result)) == EXPECTED_SPANS  # every string from the cache
-    assert str(ids_markup(result)) == " ".join(f'<span class="tid" data-t="{i}">{token_id}</span>'
-                                               for i, token_id in enumerate(result.ids))
+    assert str(ids_markup(result)) == "257 32 60 257 62 32 38 32 257 10"
 
 
 def test_escaped_matches_markupsafe_for_short_and_long_text() -> None:
