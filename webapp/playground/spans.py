@@ -88,14 +88,6 @@ class DisplaySpan:
             return str(parts[0].id)
         return " ".join(str(p.id) for p in parts)
 
-    @property
-    def title(self) -> str:
-        """The hover text: each token's id, vocabulary string and bytes in hex."""
-        parts = self.parts
-        if len(parts) == 1:
-            return parts[0].title_line
-        return "\n".join(p.title_line for p in parts)
-
 
 # id -> (vocabulary string, hex bytes, hover line), one memo per tokenizer, dropped with it
 # (``tokenizers/loaded.py`` keeps at most a few tokenizers). Real text repeats its tokens and a cached

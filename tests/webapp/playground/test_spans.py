@@ -44,7 +44,7 @@ def test_zwj_span_lists_every_byte_token_in_hex() -> None:
     (family,) = spans
     assert len(family.parts) == len("👨‍👩‍👧".encode())  # 18 bytes, no merges apply
     assert family.parts[0].hex == "f0" and family.parts[3].hex == "a8"
-    assert family.title.splitlines()[0] == "240  ð  [f0]"
+    assert family.parts[0].title_line == "240  ð  [f0]"
     assert family.indices == " ".join(str(i) for i in range(18))
 
 
@@ -135,4 +135,4 @@ def test_token_descriptions_are_memoised_per_tokenizer() -> None:
     first = group_spans("th", merged.encode_with_offsets("th"), merged)
     second = group_spans("ab", other.encode_with_offsets("ab"), other)
     assert first[0].parts[0].id == second[0].parts[0].id == 256
-    assert first[0].title == "256  th  [74 68]" and second[0].title == "256  ab  [61 62]"
+    assert first[0].parts[0].title_line == "256  th  [74 68]" and second[0].parts[0].title_line == "256  ab  [61 62]"
