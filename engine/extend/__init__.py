@@ -7,8 +7,9 @@ and then merges (``char_bpe.py``, ``char_coverage.py``), through the same ``exte
 Unigram and WordPiece bases go to ``unigram.py`` and ``wordpiece.py``. ``build_report`` measures
 the result (``report.py``). ``merge.merge_vocabularies`` is the other way in: append a donor's
 pieces as Chinese-LLaMA's ``merge_tokenizers.py`` does, its costs measured by the same report.
-The commands are ``engine/cli_extend.py`` and ``engine/cli_merge.py``. Left out so far:
-extending a sentencepiece ``.model`` BPE (refused, pointing to the tokenizer.json form).
+A sentencepiece BPE ``.model`` is extended as its tokenizer.json form and the new pieces are
+appended to its proto (``spm_bpe.py``). The commands are ``engine/cli_extend.py`` and
+``engine/cli_merge.py``.
 """
 
 from __future__ import annotations

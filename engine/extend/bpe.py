@@ -18,9 +18,9 @@ No merge may spell a token the base already has (such pairs are never merged, an
 token's id (two merges, one token, no new row). Every added token is made by its merge from two
 tokens that exist, so none is unreachable.
 
-A character-level base (Llama 2, Mistral, Gemma style tokenizer.json) goes to ``char_bpe.py``,
-Unigram to ``unigram.py``, WordPiece to ``wordpiece.py``. Left out: sentencepiece ``.model`` BPE
-(refused with one sentence), and the report (``report.py``).
+A character-level base (Llama 2, Mistral, Gemma style tokenizer.json) goes to ``char_bpe.py``, a
+sentencepiece BPE ``.model`` to ``spm_bpe.py``, Unigram to ``unigram.py``, WordPiece to
+``wordpiece.py``. Left out: the report (``report.py``).
 """
 
 from __future__ import annotations
@@ -33,12 +33,14 @@ from engine.errors import ConfigError
 from engine.extend.char_bpe import extend_char_bpe
 from engine.extend.options import ExtendOptions, Extension, check_add, check_extendable, nothing_new
 from engine.extend.protect import covered_chars, falls_back, protected_pairs, unprotected_pairs
+from engine.extend.spm_bpe import extend_spm_bpe
 from engine.extend.symbols import internal_alphabet
 from engine.extend.unigram import extend_unigram
 from engine.extend.wordpiece import extend_wordpiece
 from engine.limits import MAX_TOKEN_LENGTH
 from engine.models.bpe import BPE, MergeIds, ModelSnapshot
 from engine.models.bpe_char import CharBPE
+from engine.models.spm_bpe import SpmBPE
 from engine.models.unigram import Unigram
 from engine.models.wordpiece import WordPiece
 from engine.tokenizer import Tokenizer
@@ -55,12 +57,15 @@ def _whole(text: str) -> list[str]:
 def extend_bpe(base: Tokenizer, files: Sequence[str | Path], options: ExtendOptions, *,
                reporter: Reporter | None = None) -> Extension:
     """Learn ``options.add`` new tokens for ``base`` from ``files`` (see the module docstring); a
-    character-level base goes to :func:`engine.extend.char_bpe.extend_char_bpe`, a Unigram base to
+    character-level base goes to :func:`engine.extend.char_bpe.extend_char_bpe`, a sentencepiece BPE
+    ``.model`` to :func:`engine.extend.spm_bpe.extend_spm_bpe`, a Unigram base to
     :func:`engine.extend.unigram.extend_unigram`, a WordPiece base to
     :func:`engine.extend.wordpiece.extend_wordpiece`."""
     model = check_extendable(base)
     if isinstance(model, CharBPE):
         return extend_char_bpe(base, files, options, reporter=reporter)
+    if isinstance(model, SpmBPE):
+        return extend_spm_bpe(base, files, options, reporter=reporter)
     if isinstance(model, Unigram):
         return extend_unigram(base, files, options, reporter=reporter)
     if isinstance(model, WordPiece):

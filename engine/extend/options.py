@@ -13,14 +13,15 @@ from engine.errors import ConfigError
 from engine.limits import MAX_VOCAB_SIZE, shown
 from engine.models.bpe import BPE
 from engine.models.bpe_char import CharBPE
+from engine.models.spm_bpe import SpmBPE
 from engine.models.unigram import Unigram
 from engine.models.wordpiece import WordPiece
 from engine.tokenizer import Tokenizer
 from engine.trainers.limits import check_workers
 
-SUPPORTED = ("byte-level BPE (GPT-2, GPT-4 / cl100k, Llama 3 style), character-level BPE tokenizer.json "
-             "(Llama 2, Mistral, Gemma style), Unigram (tokenizer.json or sentencepiece .model) and WordPiece "
-             "(BERT style)")
+SUPPORTED = ("byte-level BPE (GPT-2, GPT-4 / cl100k, Llama 3 style), character-level BPE (Llama 2, Mistral, "
+             "Gemma style tokenizer.json or sentencepiece .model), Unigram (tokenizer.json or sentencepiece .model) "
+             "and WordPiece (BERT style)")
 
 
 @dataclass(frozen=True)
@@ -82,14 +83,10 @@ class Extension:
         return sum(token_id not in made for token_id, _ in self.added)
 
 
-def check_extendable(base: Tokenizer) -> BPE | CharBPE | Unigram | WordPiece:
+def check_extendable(base: Tokenizer) -> BPE | CharBPE | SpmBPE | Unigram | WordPiece:
     """The base's model when engine/extend can extend it; ConfigError naming what is supported otherwise."""
     model = base.model
-    if getattr(model, "level", "") == "spm":
-        raise ConfigError("Extending a sentencepiece .model BPE tokenizer is not supported; extend its "
-                          f"tokenizer.json form instead (the model's Hugging Face files have one); extend supports "
-                          f"{SUPPORTED} bases.", option="tokenizer")
-    if not isinstance(model, (BPE, CharBPE, Unigram, WordPiece)):
+    if not isinstance(model, (BPE, CharBPE, SpmBPE, Unigram, WordPiece)):
         level = getattr(model, "level", "")
         kind = f"{level}-level {model.kind}" if model.kind == "bpe" and level else model.kind
         raise ConfigError(f"Extending a {kind} tokenizer is not supported yet; extend supports {SUPPORTED} bases.",

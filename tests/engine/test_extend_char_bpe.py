@@ -155,8 +155,8 @@ def test_refusals_name_the_way_out(tmp_path: Path) -> None:
                                           r"\('##'\) is not supported"):
         extend(Tokenizer.from_json(json.dumps(prefixed)), tmp_path, ZH, add=5)
     spm = Tokenizer(SpmBPE([("<unk>", 0.0), ("a", -1.0)], unk_id=0))
-    with pytest.raises(ConfigError, match=r"^Extending a sentencepiece \.model BPE tokenizer is not supported; "
-                                          r"extend its tokenizer\.json form instead"):
+    with pytest.raises(ConfigError, match=r"^This sentencepiece BPE has no \.model to append to; extend its "
+                                          r"tokenizer\.json form"):
         extend(spm, tmp_path, ZH, add=5)
 
 

@@ -6,7 +6,6 @@ of each policy are measured before anything is written, and the refusals."""
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import pytest
@@ -19,40 +18,26 @@ from engine.formats.spm_model import dump_spm_model, load_spm_model
 from engine.tokenizer import Tokenizer
 from engine.trainers import train
 from engine.vocab_diff import diff
+from tests.engine.spm_samples import EN, chinese, english, lines, train_spm
 
 spm = pytest.importorskip("sentencepiece")
 hf = pytest.importorskip("tokenizers")
-
-EN = "the cat sat on a mat and the dog ran to the park while birds sang in tall green trees".split()
-ZH = ("人工智能 计算机 科学 心理学 哲学 学科 融合 交叉 越来越 中国 北京 大学 学习 语言 模型 数据 "
-      "the cat 研究 方法 问题 发展 社会 经济 文化 历史").split()
-
-
-def lines(words: list[str], count: int, seed: int, joiner: str) -> list[str]:
-    rng = random.Random(seed)
-    return [joiner.join(rng.choice(words) for _ in range(rng.randint(2, 10))) for _ in range(count)]
-
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     """sentencepiece models: English bases (BPE and Unigram) and Chinese donors."""
     folder = tmp_path_factory.mktemp("merge")
-    (folder / "en.txt").write_text("\n".join(lines(EN, 3000, 1, " ")), encoding="utf-8")
     # The donor's corpus holds some English too, as Chinese corpora do: pieces that compete with the base's.
-    (folder / "zh.txt").write_text("\n".join(lines(ZH, 3000, 2, "") + lines(EN, 300, 6, "")), encoding="utf-8")
-    plans = {"en_bpe": ("en", "bpe", 330, True), "en_uni": ("en", "unigram", 290, True),
-             "zh_bpe": ("zh", "bpe", 150, False), "zh_uni": ("zh", "unigram", 150, False)}
-    out = {}
-    for name, (corpus, kind, size, byte_fallback) in plans.items():
-        spm.SentencePieceTrainer.train(input=str(folder / f"{corpus}.txt"), model_prefix=str(folder / name),
-                                       model_type=kind, vocab_size=size, byte_fallback=byte_fallback,
-                                       character_coverage=1.0, minloglevel=2)
-        out[name] = (folder / f"{name}.model").read_bytes()
-    return out
+    zh = chinese(3000, 2) + lines(EN, 300, 6, "")
+    return {"en_bpe": train_spm(folder, "en_bpe", english(3000, 1), model_type="bpe", vocab_size=330, byte_fallback=True),
+            "en_uni": train_spm(folder, "en_uni", english(3000, 1), model_type="unigram", vocab_size=290,
+                                byte_fallback=True),
+            "zh_bpe": train_spm(folder, "zh_bpe", zh, model_type="bpe", vocab_size=150),
+            "zh_uni": train_spm(folder, "zh_uni", zh, model_type="unigram", vocab_size=150)}
 
 
 def held_out() -> list[str]:
-    return lines(EN, 200, 3, " ") + lines(ZH, 200, 4, "") + ["人工智能是计算机科学、心理学、哲学等学科融合的交叉学科。"]
+    return english(200, 3) + chinese(200, 4) + ["人工智能是计算机科学、心理学、哲学等学科融合的交叉学科。"]
 
 
 @pytest.mark.parametrize("policy", POLICIES)
@@ -89,10 +74,9 @@ def test_a_model_merge_appends_the_missing_pieces_and_sentencepiece_agrees(
 def test_the_policies_cost_what_they_say(models: dict[str, bytes]) -> None:
     """Score 0 lets the donor's pieces win over the base's merges; "after" keeps the base's first."""
     base, donor = load_spm_model(models["en_bpe"]), load_spm_model(models["zh_bpe"])
-    english = "\n".join(lines(EN, 200, 3, " "))
-    chinese = "\n".join(lines(ZH, 200, 4, ""))
-    reports = {policy: build_report(merge_vocabularies(base, donor, policy=policy), base, reference=english,
-                                    held_out=chinese) for policy in POLICIES}
+    reports = {policy: build_report(merge_vocabularies(base, donor, policy=policy), base,
+                                    reference="\n".join(english(200, 3)), held_out="\n".join(chinese(200, 4)))
+               for policy in POLICIES}
     assert reports["after"]["reference"]["lines_changed"] < reports["zero"]["reference"]["lines_changed"]
     for report in reports.values():
         assert report["held_out"]["tokens_per_char_after"] < 0.6 * report["held_out"]["tokens_per_char_before"]
@@ -128,7 +112,7 @@ def test_refusals(models: dict[str, bytes], tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="policy='first' is not one of zero, after"):
         merge_vocabularies(base, load_spm_model(models["zh_bpe"]), policy="first")
     corpus = tmp_path / "en.txt"
-    corpus.write_text("\n".join(lines(EN, 300, 5, " ")), encoding="utf-8")
+    corpus.write_text("\n".join(english(300, 5)), encoding="utf-8")
     byte_level = train("bpe", [corpus], {"vocab_size": 300}).tokenizer
     with pytest.raises(ConfigError, match="The base is a byte-level bpe tokenizer; merging vocabularies supports"):
         merge_vocabularies(byte_level, base)
@@ -141,7 +125,7 @@ def test_cli_prints_the_costs_first_and_writes_only_with_o(models: dict[str, byt
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     for name in ("en_bpe", "zh_bpe"):
         (tmp_path / f"{name}.model").write_bytes(models[name])
-    (tmp_path / "en.txt").write_text("\n".join(lines(EN, 100, 3, " ")), encoding="utf-8")
+    (tmp_path / "en.txt").write_text("\n".join(english(100, 3)), encoding="utf-8")
     args = ["merge", "-t", str(tmp_path / "en_bpe.model"), "--donor", str(tmp_path / "zh_bpe.model"),
             "--reference", str(tmp_path / "en.txt")]
     assert main(args) == 0

@@ -4,7 +4,9 @@ The worker starts it like a training (``job_child.py`` says what every child doe
 the arguments ``extend_job.child_args`` gives. The messages are ``train_child``'s:
 ``("progress", stage, current, total)`` (the engine's "count" and "merge", then "measure"), then
 one of ``("done", tokenizer_json, stats)``, ``("cancelled",)`` or ``("error", sentence)``; the
-stats hold the engine's report (``engine/extend/report.py``) under ``"report"``.
+stats hold the engine's report (``engine/extend/report.py``) under ``"report"``, and for a
+sentencepiece ``.model`` base the extended ``.model`` under ``"original"`` (``originals.py``'s
+form), which the stored row keeps so the tokenizer is rebuilt from it and downloads as a ``.model``.
 
 The base is read from the database here, within the job's team or among the presets, so the
 pipe never carries a 30 MB document and no option can point the job at another team's
@@ -120,8 +122,14 @@ def run(conn: Connection, parent_pid: int, database_url: str, team_id: int, path
         except TokenforgeError as exc:
             return ("error", web_sentence(str(exc)))
         tokenizer = extension.tokenizer
-        return ("done", tokenizer.to_json(), {"vocab_size": tokenizer.vocab_size, "report": report,
-                                              "seconds": round(time.perf_counter() - started, 3)})
+        stats = {"vocab_size": tokenizer.vocab_size, "report": report,
+                 "seconds": round(time.perf_counter() - started, 3)}
+        if getattr(tokenizer, "spm_proto", None) is not None:  # a .model base: the grown .model is the tokenizer
+            from engine.formats.spm_model import dump_spm_model
+            from webapp.tokenizers.originals import keep_original
+
+            stats["original"] = keep_original("spm_model", dump_spm_model(tokenizer))
+        return ("done", tokenizer.to_json(), stats)
 
     send_outcome(conn, work, what="The extension",
                  memory_hint=" Nothing was saved. Try a smaller corpus or fewer new tokens.")

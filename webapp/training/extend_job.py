@@ -56,8 +56,12 @@ def child_args(session: Session, store: "CorpusStore", job: Job, paths: list[str
 
 
 def row_fields(job: Job, stats: dict[str, Any]) -> dict[str, Any]:
-    """The stored tokenizer's name, algorithm and config for an extension job that succeeded."""
+    """The stored tokenizer's name, algorithm and config for an extension job that succeeded.
+
+    An extended ``.model`` the child sent (``stats["original"]``) moves from the stats into the
+    config, where ``tokenizers/originals.py`` keeps imported files: it is the tokenizer, not a statistic."""
     options = dict(job.options or {})
+    original = stats.pop("original", None)
     report = stats.get("report") if isinstance(stats.get("report"), dict) else {}
     added = report.get("pieces_added", options.get("add", 0))
     config = {"algorithm": EXTEND, "extended_from": options.get("base_id"),
@@ -68,6 +72,8 @@ def row_fields(job: Job, stats: dict[str, Any]) -> dict[str, Any]:
               "reference_corpus_id": options.get("reference_corpus_id")}
     if options.get("base_chat"):  # the base's ids are kept, so its chat template still fits
         config["chat"] = options["base_chat"]
+    if isinstance(original, dict):
+        config.update(original)
     return {
         "name": extension_name(str(options.get("base_name", "tokenizer")), int(added),
                                list(options.get("corpus_names", []))),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from html import unescape
+from pathlib import Path
 
 import pytest
 from flask import Flask
@@ -14,13 +15,16 @@ from sqlalchemy import select
 from engine import Tokenizer
 from engine.errors import ConfigError
 from engine.extend import check_extendable
+from engine.formats.spm_model import load_spm_model
 from engine.limits import MAX_VOCAB_SIZE
+from tests.engine.spm_samples import english, train_spm
 from tests.webapp.conftest import add_corpus, add_user, login_as, run_queued_jobs
 from tests.webapp.jobs_support import job_row, session_for
 from tests.webapp.playground_samples import byte_bpe, store
 from tests.webapp.training.extend_support import ENGLISH, RARE, chinese, extend_form
 from webapp.store.models import Corpus, Job
 from webapp.store.models import Tokenizer as Row
+from webapp.tokenizers.originals import keep_original
 
 BASE_VOCAB = 256 + 5 + 1  # byte_bpe: the bytes, five merges, <|endoftext|>
 ROOM = MAX_VOCAB_SIZE - BASE_VOCAB
@@ -287,3 +291,33 @@ def test_an_extension_keeps_the_bases_chat_template(app: Flask, client: FlaskCli
     own = client.post(f"/tokenizers/{row.id}/chat", headers={"HX-Request": "true"},
                       data={"template": "tokenizer", "role": ["user"], "content": ["x"]})
     assert own.status_code == 200, own.get_data(as_text=True)
+
+
+def test_a_sentencepiece_bpe_model_base_extends_into_a_model(app: Flask, client: FlaskClient, ids: dict[str, int],
+                                                             tmp_path: Path) -> None:
+    """An imported Llama 2 style .model: the job appends to its proto, and the download is that .model."""
+    spm = pytest.importorskip("sentencepiece")
+    data = train_spm(tmp_path, "en", english(3000, 1), model_type="bpe", vocab_size=330, byte_fallback=True)
+    base = load_spm_model(data)
+    with session_for(app) as session:
+        row = Row(team_id=1, name="en.model", algorithm="bpe", source="imported", tokenizer_json=base.to_json(),
+                  vocab_size=base.vocab_size, stats={}, config=keep_original("spm_model", data))
+        session.add(row)
+        session.commit()
+        base_id = row.id
+    response = client.post(f"/tokenizers/{base_id}/extend", data=extend_form(ids["zh"], add="30"))
+    assert response.status_code == 303
+    job_id = int(response.headers["Location"].rsplit("/", 1)[1])
+    run_queued_jobs(app)
+    assert job_row(app, job_id).status == "succeeded"
+    stored = stored_extension(app, job_id)
+    assert "original" not in stored.stats and stored.config["report"]["pieces_added"] == 30
+    model = client.get(f"/tokenizers/{stored.id}/download/spm_model/tokenizer.model")
+    assert model.status_code == 200
+    reference = spm.SentencePieceProcessor(model_proto=model.data)
+    assert reference.get_piece_size() == 330 + 30
+    assert [reference.id_to_piece(i) for i in range(330)] == [base.id_to_token(i) for i in range(330)]
+    zh = chinese(3, seed=99)
+    api = client.post("/api/v1/encode", json={"tokenizer": stored.id, "text": zh})
+    assert api.json["ids"] == reference.encode(zh)  # the app encodes with the grown .model
+    assert len(reference.encode(zh)) < len(base.encode(zh))
