@@ -24,6 +24,7 @@ from webapp.store.db import get_session
 from webapp.store.models import Tokenizer as TokenizerRow
 from webapp.tokenizers import quota
 from webapp.tokenizers.loaded import load
+from webapp.tokenizers.merge_views import MERGE
 from webapp.training import extend_form, jobs
 from webapp.training.extend_job import EXTEND
 from webapp.web.htmx import render
@@ -32,15 +33,19 @@ bp = Blueprint("extend", __name__)
 
 
 def show_context(row: TokenizerRow, tokenizer: Tokenizer) -> dict[str, Any]:
-    """The tokenizer page's extension parts: ``extend`` (the form) and ``extension`` (the report, or None)."""
+    """The tokenizer page's extension parts: ``extend`` (the form) and ``extension`` (the report of
+    an extension or of a merge of vocabularies, ``tokenizers/merge_views.py``; else None)."""
     config = row.config or {}
     extension = None
-    if config.get("algorithm") == EXTEND and isinstance(config.get("report"), dict):
-        base_id = config.get("extended_from")
+    made = config.get("algorithm")
+    if made in (EXTEND, MERGE) and isinstance(config.get("report"), dict):
+        base_id = config.get("extended_from" if made == EXTEND else "merged_from")
         base = get_session().get(TokenizerRow, base_id) if isinstance(base_id, int) else None
         readable = base is not None and (base.team_id is None or base.team_id == row.team_id)
         extension = {"report": config["report"], "base_id": base_id if readable else None,
-                     "base_name": config.get("base_name") or f"#{base_id}"}
+                     "base_name": config.get("base_name") or f"#{base_id}",
+                     "merged": {"donor_name": config.get("donor_name"), "policy": config["report"].get("policy")}
+                     if made == MERGE else None}
     return {"extend": extend_form.page(row, tokenizer), "extension": extension}
 
 

@@ -66,6 +66,10 @@ def test_saving_stores_the_chosen_merge_in_the_team(app: Flask, client: FlaskCli
     assert {s for _, s in merged.model.pieces()[10:]} == {-3.5}  # "after": the base's lowest score
     assert merged.encode("中国人") == [10, 13]
     assert client.get(response.headers["Location"]).status_code == 200
+    page = client.get(f"/tokenizers/{new_id}").get_data(as_text=True)  # the report, as an extension's
+    assert "Merge of donor's pieces into" in page and 'data-testid="merge-policy">after<' in page
+    assert 'data-testid="pieces-added">4<' in page
+    assert f'href="/tokenizers/diff?a={ids["base"]}&amp;b={new_id}"' in page
 
 
 def test_refusals(app: Flask, client: FlaskClient, ids: dict[str, int]) -> None:
