@@ -105,7 +105,7 @@ def test_the_frame_and_the_store_import_no_area() -> None:
 def test_the_graph_sees_the_web_app_packages() -> None:
     """Modules two levels down count, under their dotted names, with ``from package import module``."""
     graph = import_graph()
-    assert {"webapp.training.jobs", "webapp.store.models"} <= graph["webapp.training.worker"]
+    assert {"webapp.jobs.queue", "webapp.store.models"} <= graph["webapp.jobs.worker"]
     assert "webapp.playground.views" in graph["webapp.app"]
 
 

@@ -31,8 +31,8 @@ from typing import Any
 
 from engine.cli import one_line_errors, register
 from engine.processes import stop_processes
+from webapp.jobs.supervisor import WORKER_STOP_SECONDS, stop_with_parent
 from webapp.store.job_states import JOB_KINDS
-from webapp.training.supervisor import WORKER_STOP_SECONDS, stop_with_parent
 from webapp.web.config import SettingsError, finish_settings, load_settings
 
 #: The supervisor gives its workers WORKER_STOP_SECONDS to put their jobs back, then needs a moment.
@@ -62,7 +62,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     """Run the job worker until SIGTERM or Ctrl-C."""
-    from webapp.training.worker import Worker
+    from webapp.jobs.worker import Worker
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s worker %(levelname)s %(message)s")
     settings = _settings()
@@ -178,7 +178,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not args.no_worker:
         # serve is still single-threaded here, so a preexec_fn is safe; it makes Linux SIGTERM
         # the supervisor if serve is killed outright (a clean exit stops it in ``_stop``).
-        workers.append(subprocess.Popen([sys.executable, "-m", "webapp.training.supervisor"],
+        workers.append(subprocess.Popen([sys.executable, "-m", "webapp.jobs.supervisor"],
                                         preexec_fn=stop_with_parent(os.getpid())))
     from webapp.app import create_app
     from webapp.web import server

@@ -24,7 +24,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from webapp.training.job_child import CancelCheck, send_outcome, start_child
+from webapp.jobs.job_child import CancelCheck, send_outcome, start_child
 
 MEASURE_BYTES = 2_000_000  # of each text measured (held-out, reference): about a second per tokenizer
 _FLAGS = (("(--unprotected)", "(untick “Protected” in the form)"), ("--add=", "the number of tokens "),

@@ -15,7 +15,7 @@ import os
 from multiprocessing.connection import Connection
 from typing import Any
 
-from webapp.training.job_child import CancelCheck, memory_setting, send_outcome, start_child
+from webapp.jobs.job_child import CancelCheck, memory_setting, send_outcome, start_child
 
 
 def pattern_rate() -> float:

@@ -20,10 +20,10 @@ from tests.webapp.conftest import login_as, run_queued_jobs
 from tests.webapp.jobs_support import session_for
 from webapp.corpora import stats as corpus_stats
 from webapp.corpora.stats import StatsAccumulator
+from webapp.jobs import queue as jobs
+from webapp.jobs.worker import Worker, _death_reason
 from webapp.store.models import Corpus, Job, Tokenizer, utcnow
-from webapp.training import jobs
 from webapp.training.form import available_algorithms
-from webapp.training.worker import Worker, _death_reason
 
 TEXT = "the cat sat\non the mat<|endoftext|>the dog\n" * 50
 

@@ -22,12 +22,12 @@ from tests.hostile_patterns import SLOW
 from tests.live import wait_for
 from tests.webapp.conftest import add_corpus, add_user, login_as, run_queued_jobs
 from tests.webapp.playground_samples import byte_bpe, store, unigram, wordpiece
+from webapp.jobs import queue as jobs
 from webapp.leaderboards import views as leaderboard_views
 from webapp.leaderboards.child import evaluate_pairs
 from webapp.leaderboards.leaderboard import SliceError, kept, read_slice
 from webapp.store import db
 from webapp.store.models import Corpus, Job, Leaderboard, ShareLink, Tokenizer
-from webapp.training import jobs
 
 ENGLISH = "".join(f"the cat sat on the mat {i}\nhello world, unable to see {i % 5}\n" for i in range(40))
 FRENCH = "".join(f"le thé est très chaud {i}\nl'été à Paris\n" for i in range(30))
@@ -338,7 +338,7 @@ def test_cancelling_a_running_board_stops_its_child_and_keeps_the_pairs_done(
 
     from engine import byte_level_bpe
     from engine.pretokenizers import RegexSplit
-    from webapp.training.worker import Worker
+    from webapp.jobs.worker import Worker
 
     vocab = {b: bytes([b]) for b in range(256)}
     slow = store(app, byte_level_bpe(vocab, [], pretokenizer=RegexSplit(SLOW)), name="slow")

@@ -10,9 +10,9 @@ from alembic.migration import MigrationContext
 from flask import Flask
 from sqlalchemy import inspect, text
 
+from webapp.jobs import queue as jobs
 from webapp.store import db
 from webapp.store.models import Base, Corpus, stored_bytes
-from webapp.training import jobs
 
 
 def test_upgrade_head_leaves_nothing_for_autogenerate(db_app: Flask) -> None:

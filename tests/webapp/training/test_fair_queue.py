@@ -18,9 +18,9 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.webapp.conftest import add_user
+from webapp.jobs import queue as jobs
 from webapp.store import db
 from webapp.store.models import Corpus, Job, Leaderboard, utcnow
-from webapp.training import jobs
 
 
 def new_session(app: Flask) -> Session:

@@ -11,9 +11,9 @@ from sqlalchemy import select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.webapp.conftest import add_user
+from webapp.jobs import queue as jobs
 from webapp.store import db
 from webapp.store.models import Corpus, Job, Tokenizer, utcnow
-from webapp.training import jobs
 
 
 def new_session(app: Flask) -> Session:

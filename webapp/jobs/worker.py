@@ -18,7 +18,7 @@ and checks for a cancel request. Outcomes:
   sentence naming the limit and its setting;
 - the worker itself is killed: the child dies with it (the parent-death signal), ``serve``'s
   supervisor re-queues the job at once (``supervisor.py``), and failing that any worker's
-  :func:`jobs.recover_stale` does once the heartbeats are stale (or fails it after ``MAX_ATTEMPTS``);
+  :func:`queue.recover_stale` does once the heartbeats are stale (or fails it after ``MAX_ATTEMPTS``);
 - the worker is asked to stop (SIGTERM): the child is killed and the job goes back to the queue.
 
 However a job ends, the worker then kills the child's whole process group (the child leads
@@ -43,12 +43,13 @@ from sqlalchemy.orm import sessionmaker
 from engine.processes import kill_group
 from webapp.corpora import analyse_child
 from webapp.corpora.storage import CorpusStore
+from webapp.jobs import queue
+from webapp.jobs.eta import Progress
 from webapp.leaderboards import child as leaderboard_child
 from webapp.leaderboards import leaderboard
 from webapp.store.db import make_engine
 from webapp.store.models import Corpus, Job, Leaderboard
-from webapp.training import extend_child, extend_job, jobs, train_child
-from webapp.training.eta import Progress
+from webapp.training import extend_child, extend_job, train_child
 
 log = logging.getLogger("tokenforge.worker")
 RECOVER_EVERY_SECONDS = 5.0
@@ -87,7 +88,7 @@ class Worker:
                 self.recover()
                 next_recover = time.monotonic() + RECOVER_EVERY_SECONDS
             with self.sessions() as session:
-                job_id = jobs.claim(session, self.worker_id, kinds=self.kinds)
+                job_id = queue.claim(session, self.worker_id, kinds=self.kinds)
             if job_id is not None:
                 self.run_job(job_id)
             elif once:
@@ -98,7 +99,7 @@ class Worker:
     def recover(self) -> dict[str, list[int]]:
         """Re-queue or fail jobs abandoned by dead workers."""
         with self.sessions() as session:
-            result = jobs.recover_stale(
+            result = queue.recover_stale(
                 session,
                 stale_seconds=float(self.settings["STALE_SECONDS"]),
                 max_attempts=int(self.settings["MAX_ATTEMPTS"]),
@@ -119,7 +120,7 @@ class Worker:
                 board = session.scalar(select(Leaderboard).where(Leaderboard.job_id == job_id))
                 missing = None if board is not None else "The leaderboard was deleted before it ran."
             if missing:
-                jobs.finish(session, job_id, self.worker_id, "failed", error=missing)
+                queue.finish(session, job_id, self.worker_id, "failed", error=missing)
                 return "failed"
             nice = int(self.settings["WORKER_NICE"])
             if kind == "analyse":
@@ -135,7 +136,7 @@ class Worker:
                 extend_args, missing = extend_job.child_args(session, self.store, job, paths, nice,
                                                              self.settings["DATABASE_URL"])
                 if extend_args is None:
-                    jobs.finish(session, job_id, self.worker_id, "failed", error=missing)
+                    queue.finish(session, job_id, self.worker_id, "failed", error=missing)
                     return "failed"
                 args = extend_args
             else:
@@ -185,7 +186,7 @@ class Worker:
                         progress.update(*message[1:])
                     elif message[0] == "pair":  # stored at once, so the leaderboard fills in
                         with self.sessions() as session:
-                            jobs.record_pair(session, job_id, self.worker_id, message[1], message[2])
+                            queue.record_pair(session, job_id, self.worker_id, message[1], message[2])
                     else:
                         outcome = message
                         break
@@ -197,13 +198,13 @@ class Worker:
             if outcome is None and self.stopping.is_set():  # a result that came in is still stored
                 child.end()
                 with self.sessions() as session:
-                    jobs.release(session, job_id, self.worker_id)
+                    queue.release(session, job_id, self.worker_id)
                 return "queued"
             if outcome is not None or time.monotonic() < next_beat:
                 continue
             next_beat = time.monotonic() + interval
             with self.sessions() as session:
-                ours, cancel = jobs.heartbeat(session, job_id, self.worker_id, **progress.row())
+                ours, cancel = queue.heartbeat(session, job_id, self.worker_id, **progress.row())
             if not ours:  # re-queued by a recoverer, or deleted: someone else owns it now
                 child.end()
                 return "lost"
@@ -237,16 +238,16 @@ class Worker:
     def _record(self, job_id: int, kind: str, outcome: tuple[Any, ...]) -> str:
         with self.sessions() as session:
             if outcome[0] == "done" and kind == "leaderboard":
-                return "succeeded" if jobs.complete_leaderboard(session, job_id, self.worker_id) else "lost"
+                return "succeeded" if queue.complete_leaderboard(session, job_id, self.worker_id) else "lost"
             if outcome[0] == "done" and kind == "analyse":
-                ours = jobs.complete_analysis(session, job_id, self.worker_id, stats=outcome[1])
+                ours = queue.complete_analysis(session, job_id, self.worker_id, stats=outcome[1])
                 return "succeeded" if ours else "lost"
             if outcome[0] == "done":
-                stored = jobs.complete(session, job_id, self.worker_id,
+                stored = queue.complete(session, job_id, self.worker_id,
                                        tokenizer_json=outcome[1], stats=outcome[2])
                 return "succeeded" if stored is not None else "lost"
             if outcome[0] == "cancelled":
-                jobs.finish(session, job_id, self.worker_id, "cancelled")
+                queue.finish(session, job_id, self.worker_id, "cancelled")
                 return "cancelled"
             if outcome[0] == "error":
                 error = outcome[1]
@@ -254,7 +255,7 @@ class Worker:
                 error = _time_limit_reason(outcome[1], kind)
             else:
                 error = _death_reason(outcome[1], kind)
-            jobs.finish(session, job_id, self.worker_id, "failed", error=error)
+            queue.finish(session, job_id, self.worker_id, "failed", error=error)
             return "failed"
 
 
