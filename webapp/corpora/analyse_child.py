@@ -6,7 +6,7 @@ statistics. It runs in a ``spawn`` child of the worker exactly like training
 (``training/job_child.py``), so the worker's heartbeats, cancel, crash and recovery handling apply
 unchanged. Messages to the worker: ``("progress", "analysing", bytes_read, total_bytes)``, then
 exactly one of ``("done", stats)``, ``("cancelled",)`` or ``("error", message)``. It does not
-touch the database: the worker stores the result (``queue.complete_analysis``).
+touch the database: the worker stores the result (``job_kinds.complete_analysis``).
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from webapp.access.auth import current_team, owned_or_404, scoped
 from webapp.corpora import budgets
 from webapp.corpora.analysis import analysis_states
 from webapp.corpora.forms import RenameForm, UploadForm
+from webapp.corpora.job_kinds import enqueue_analysis
 from webapp.corpora.storage import CorpusStore, UploadError
 from webapp.jobs import queue
 from webapp.store.db import get_session
@@ -131,7 +132,7 @@ def upload() -> Response:
         )
         session.add(corpus)
         session.flush()
-        queue.enqueue_analysis(session, corpus)  # commits the corpus and its job together
+        enqueue_analysis(session, corpus)  # commits the corpus and its job together
         stored.append(corpus)
     if errors:  # 413 when the team's quota refused a file
         return _index_page(errors, form, offer_replace=offer_replace, status=413 if full else 422)
@@ -187,7 +188,7 @@ def analyse(corpus_id: int) -> Response:
     """Queue the corpus's analysis again (after it failed); the page then polls for it."""
     corpus = _get_or_404(corpus_id)
     if analysis_states(get_session(), [corpus])[corpus.id].status == "failed":  # not twice
-        queue.enqueue_analysis(get_session(), corpus)
+        enqueue_analysis(get_session(), corpus)
     if is_htmx():
         return _show_page(corpus, block="stats")
     return redirect(url_for("corpora.show", corpus_id=corpus.id), 303)

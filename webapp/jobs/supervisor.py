@@ -1,6 +1,6 @@
 """Keeps ``tokenforge serve``'s job workers running: starts them, restarts one that dies, stops them.
 
-``serve`` runs this as a small process of its own (``python -m webapp.jobs.supervisor``) beside
+``serve`` runs this as a small process of its own (``cli.run_supervisor``) beside
 gunicorn, rather than as a thread in gunicorn's master: that master reaps every child process it
 has (ours would vanish from under us) and forks its web workers, which is only safe while no
 other thread runs. The supervisor
@@ -196,7 +196,8 @@ class Supervisor:
 
 
 def main() -> int:
-    """Entry point of ``python -m webapp.jobs.supervisor`` (started by ``tokenforge serve``)."""
+    """Run the supervisor until SIGTERM or SIGINT: the process ``tokenforge serve`` starts
+    (``cli.run_supervisor``, which registers the job kinds first)."""
     from webapp.web.config import SettingsError, finish_settings, load_settings
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s supervisor %(levelname)s %(message)s")
@@ -211,6 +212,3 @@ def main() -> int:
     supervisor.run()
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -12,7 +12,7 @@ sentence and the others go on.
 Messages to the worker: ``("progress", "evaluating", pairs_done, pairs_total)`` and
 ``("pair", key, result)`` per pair (the worker stores each at once, so the page fills in), then
 exactly one of ``("done",)``, ``("cancelled",)`` or ``("error", message)``. It only reads the
-database; the worker stores every result (``queue.record_pair``).
+database; the worker stores every result (``job_kinds.record_pair``).
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from webapp.corpora.storage import CorpusStore
 from webapp.jobs import queue
 from webapp.leaderboards import leaderboard
 from webapp.leaderboards.forms import BoardForm, max_kib
+from webapp.leaderboards.job_kinds import enqueue_leaderboard
 from webapp.playground import charts
 from webapp.store.db import get_session
 from webapp.store.models import Corpus, Job, Leaderboard, ShareLink, Tokenizer, utcnow
@@ -80,8 +81,7 @@ def create() -> Response:
     options = {"max_bytes": board.max_bytes,
                "pair_seconds": float(current_app.config["LEADERBOARD_PAIR_SECONDS"])}
     try:
-        queue.enqueue_leaderboard(get_session(), board, options=options,
-                                 max_queued=current_app.config["MAX_QUEUED_JOBS"])
+        enqueue_leaderboard(get_session(), board, options=options, max_queued=current_app.config["MAX_QUEUED_JOBS"])
     except queue.QueueFull as full:
         get_session().rollback()
         return _index_page(form, error=str(full), status=429)

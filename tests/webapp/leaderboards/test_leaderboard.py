@@ -25,6 +25,7 @@ from tests.webapp.playground_samples import byte_bpe, store, unigram, wordpiece
 from webapp.jobs import queue as jobs
 from webapp.leaderboards import views as leaderboard_views
 from webapp.leaderboards.child import evaluate_pairs
+from webapp.leaderboards.job_kinds import enqueue_leaderboard
 from webapp.leaderboards.leaderboard import SliceError, kept, read_slice
 from webapp.store import db
 from webapp.store.models import Corpus, Job, Leaderboard, ShareLink, Tokenizer
@@ -296,7 +297,7 @@ def test_the_migration_goes_down_without_boards_and_up_again(db_app: Flask) -> N
         session.flush()
         board = Leaderboard(team_id=1, name="b", tokenizers=[{"id": tokenizer_id, "name": "x"}],
                             corpora=[{"id": corpus.id, "name": "c"}], max_bytes=1024, results={})
-        jobs.enqueue_leaderboard(session, board, options={"max_bytes": 1024, "pair_seconds": 1.0})
+        enqueue_leaderboard(session, board, options={"max_bytes": 1024, "pair_seconds": 1.0})
         session.add_all([ShareLink(leaderboard_id=board.id, token="b" * 43),
                          ShareLink(tokenizer_id=tokenizer_id, token="a" * 43)])
         session.commit()
@@ -393,7 +394,7 @@ def test_a_board_never_reads_another_teams_tokenizer_or_corpus_whatever_its_ids(
         board = Leaderboard(team_id=1, name="forged", max_bytes=1024, results={},
                             tokenizers=[{"id": bobs_tokenizer, "name": "b"}, {"id": setup["tokenizers"][0], "name": "a"}],
                             corpora=[{"id": bobs_corpus, "name": "b"}, {"id": setup["corpora"][0], "name": "a"}])
-        jobs.enqueue_leaderboard(session, board, options={"max_bytes": 1024, "pair_seconds": 5.0})
+        enqueue_leaderboard(session, board, options={"max_bytes": 1024, "pair_seconds": 5.0})
         board_id = board.id
     run_queued_jobs(app)
     results = board_row(app, board_id).results
@@ -412,7 +413,7 @@ def test_boards_share_the_fair_queue(app: Flask, setup: dict[str, list[int]]) ->
             row = Leaderboard(team_id=team_id, name="b", max_bytes=1024, results={},
                               tokenizers=[{"id": setup["tokenizers"][0], "name": "a"}],
                               corpora=[{"id": corpus_id, "name": "c"}])
-            return jobs.enqueue_leaderboard(db.get_session(), row, options={"max_bytes": 1024, "pair_seconds": 1.0}).id
+            return enqueue_leaderboard(db.get_session(), row, options={"max_bytes": 1024, "pair_seconds": 1.0}).id
 
     first, second = board(1, setup["corpora"][0]), board(1, setup["corpora"][0])
     bobs = board(bob_team, bobs_corpus)
