@@ -1,6 +1,6 @@
 """The leaderboard child process: evaluates every (corpus, tokenizer) pair of a "leaderboard" job.
 
-It runs in a ``spawn`` child of the worker exactly like training (``training/job_child.py``), so the
+It runs in a ``spawn`` child of the worker exactly like training (``jobs/job_child.py``), so the
 worker's heartbeats, cancel, time limit, crash and recovery handling apply unchanged. Each
 corpus slice (``leaderboard.read_slice``, at most ``max_bytes``) is read once; each tokenizer
 is read from the database (only it: a tokenizer document can be tens of megabytes), parsed once
