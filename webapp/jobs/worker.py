@@ -109,7 +109,7 @@ class Worker:
                 return "missing"
             name, algorithm = job.kind, job.algorithm or ""
             kind = for_job(name, algorithm)
-            if kind is None:  # a process that queues a kind this worker does not know (an older release)
+            if kind is None:  # queued by a newer release, or this process never imported webapp.job_kinds
                 queue.finish(session, job_id, self.worker_id, "failed",
                              error=f"This worker cannot run jobs of the kind {name!r}: no area registers it.")
                 return "failed"
