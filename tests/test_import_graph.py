@@ -102,10 +102,26 @@ def test_the_frame_and_the_store_import_no_area() -> None:
     assert upward == set()
 
 
+AREAS = ("access", "api", "chat", "corpora", "leaderboards", "playground", "sharing", "tokenizers", "training",
+         "transfer")
+
+
+def test_the_job_queue_imports_no_area() -> None:
+    """``webapp.jobs`` (the queue, the worker, the supervisor) sits under every area: it knows a
+    kind of job only through what the areas register (``jobs/kinds.py``), never by importing one,
+    nor the modules above the areas (``app``, ``cli``, ``job_kinds``) that import them all."""
+    graph = import_graph()
+    assert {"webapp.jobs.queue", "webapp.jobs.worker", "webapp.jobs.kinds"} <= set(graph)
+    reached = {t for m, targets in graph.items() if m.startswith("webapp.jobs.") for t in targets}
+    assert {t for t in reached if t.split(".")[1] in AREAS} == set()
+    assert {t for t in reached if t.startswith("webapp.")
+            and not t.startswith(("webapp.jobs.", "webapp.store.", "webapp.web.", "webapp.assets"))} == set()
+
+
 def test_the_graph_sees_the_web_app_packages() -> None:
     """Modules two levels down count, under their dotted names, with ``from package import module``."""
     graph = import_graph()
-    assert {"webapp.training.jobs", "webapp.store.models"} <= graph["webapp.training.worker"]
+    assert {"webapp.jobs.queue", "webapp.store.models"} <= graph["webapp.jobs.worker"]
     assert "webapp.playground.views" in graph["webapp.app"]
 
 

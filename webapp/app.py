@@ -15,6 +15,7 @@ from flask_login import current_user
 from flask_wtf.csrf import CSRFProtect
 from werkzeug.wrappers import Response
 
+import webapp.job_kinds  # noqa: F401  every area's job kinds, registered with the queue (jobs/kinds.py)
 from webapp.access import accounts, auth, teams
 from webapp.api import views as api
 from webapp.assets import asset_dir

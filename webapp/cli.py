@@ -2,7 +2,7 @@
 the engine's commands.
 
 ``serve`` applies the migrations once, deletes upload temp files left by a crash, and (unless
-``--no-worker``) starts the job-worker supervisor (``training/supervisor.py``), which runs two job
+``--no-worker``) starts the job-worker supervisor (``jobs/supervisor.py``), which runs two job
 workers, one for every kind of job and a lane that only takes corpus analyses (so they never
 wait behind a long training), and restarts either if it dies. Then it runs gunicorn in the
 foreground; SIGTERM or Ctrl-C stops gunicorn gracefully and the workers with it (a running job
@@ -31,12 +31,15 @@ from typing import Any
 
 from engine.cli import one_line_errors, register
 from engine.processes import stop_processes
+from webapp.jobs.supervisor import WORKER_STOP_SECONDS, stop_with_parent
 from webapp.store.job_states import JOB_KINDS
-from webapp.training.supervisor import WORKER_STOP_SECONDS, stop_with_parent
 from webapp.web.config import SettingsError, finish_settings, load_settings
 
 #: The supervisor gives its workers WORKER_STOP_SECONDS to put their jobs back, then needs a moment.
 SUPERVISOR_STOP_SECONDS = WORKER_STOP_SECONDS + 5
+#: The supervisor's process (:func:`run_supervisor`): started from here, not as ``python -m`` of
+#: ``jobs/supervisor.py``, because it must register the areas' job kinds, which the queue cannot import.
+SUPERVISOR_COMMAND = (sys.executable, "-c", "import sys, webapp.cli; sys.exit(webapp.cli.run_supervisor())")
 
 
 def _settings() -> dict[str, Any]:
@@ -62,7 +65,8 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     """Run the job worker until SIGTERM or Ctrl-C."""
-    from webapp.training.worker import Worker
+    import webapp.job_kinds  # noqa: F401  the kinds of job it can run
+    from webapp.jobs.worker import Worker
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s worker %(levelname)s %(message)s")
     settings = _settings()
@@ -74,6 +78,15 @@ def cmd_worker(args: argparse.Namespace) -> int:
           f"({_safe_url(settings['DATABASE_URL'])}).", flush=True)
     worker.run(once=args.once)
     return 0
+
+
+def run_supervisor() -> int:
+    """The process ``serve`` starts beside gunicorn: every area's job kinds, then the supervisor's loop
+    (its recovery of a dead worker's job writes the sentence in the words of the job's kind)."""
+    import webapp.job_kinds  # noqa: F401
+    from webapp.jobs import supervisor
+
+    return supervisor.main()
 
 
 def cmd_backup(args: argparse.Namespace) -> int:
@@ -178,8 +191,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not args.no_worker:
         # serve is still single-threaded here, so a preexec_fn is safe; it makes Linux SIGTERM
         # the supervisor if serve is killed outright (a clean exit stops it in ``_stop``).
-        workers.append(subprocess.Popen([sys.executable, "-m", "webapp.training.supervisor"],
-                                        preexec_fn=stop_with_parent(os.getpid())))
+        workers.append(subprocess.Popen(SUPERVISOR_COMMAND, preexec_fn=stop_with_parent(os.getpid())))
     from webapp.app import create_app
     from webapp.web import server
 

@@ -232,7 +232,7 @@ def run_queued_jobs(app: Flask) -> None:
 
     The worker loop runs here; each job still runs in its real ``spawn`` child process.
     """
-    from webapp.training.worker import Worker
+    from webapp.jobs.worker import Worker
 
     worker = Worker(dict(app.config), worker_id="test-worker")
     try:

@@ -27,9 +27,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from engine.trainers.limits import max_workers
 from tests.live import REPO, children, wait_for
 from webapp.corpora.storage import CorpusStore
+from webapp.jobs import queue as jobs
 from webapp.store import db
 from webapp.store.models import Corpus, Job
-from webapp.training import jobs
 
 CORPUS = "".join(f"the quick brown fox {i} jumps over the lazy dog {i % 7}\n" for i in range(300))
 

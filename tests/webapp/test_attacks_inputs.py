@@ -31,11 +31,11 @@ from engine.pretokenizers import BertPreTokenizer
 from engine.trainers import option_specs
 from tests.webapp.conftest import HX, add_user, login_as, make_app
 from tests.webapp.playground_samples import byte_bpe, store, unigram, wordpiece
+from webapp.jobs import queue as jobs
 from webapp.playground import charts, vocab_browser
 from webapp.store import db
 from webapp.store.models import Corpus, Leaderboard
 from webapp.store.models_auth import ApiKey, Invite, SharedText, ShareLink, Team
-from webapp.training import jobs
 from webapp.training.form import PREFIX, available_algorithms
 from webapp.web.errors import MESSAGES
 from webapp.web.numbers import MAX_ID

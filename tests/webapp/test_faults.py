@@ -61,8 +61,8 @@ from tests.webapp.jobs_support import (
     unigram_corpus,
 )
 from webapp.corpora.storage import CorpusStore
+from webapp.jobs import supervisor
 from webapp.store.models import Job, Tokenizer, utcnow
-from webapp.training import supervisor
 
 pytestmark = pytest.mark.slow
 FINISHED = ("succeeded", "failed", "cancelled")

@@ -3,10 +3,10 @@
 Uploads store a corpus with only its cheap facts (``corpus_stats.TextFacts``); this reads the
 stored file once through :class:`corpus_stats.StatsAccumulator` and reports the full
 statistics. It runs in a ``spawn`` child of the worker exactly like training
-(``training/job_child.py``), so the worker's heartbeats, cancel, crash and recovery handling apply
+(``jobs/job_child.py``), so the worker's heartbeats, cancel, crash and recovery handling apply
 unchanged. Messages to the worker: ``("progress", "analysing", bytes_read, total_bytes)``, then
 exactly one of ``("done", stats)``, ``("cancelled",)`` or ``("error", message)``. It does not
-touch the database: the worker stores the result (``jobs.complete_analysis``).
+touch the database: the worker stores the result (``job_kinds.complete_analysis``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-from webapp.training.job_child import CancelCheck, send_outcome, start_child
+from webapp.jobs.job_child import CancelCheck, send_outcome, start_child
 
 CHUNK_BYTES = 1 << 20
 

@@ -1,10 +1,10 @@
 """Where a corpus's statistics stand: analysed, being analysed, or the analysis failed.
 
-A new corpus has only its cheap facts until its "analyse" job (``jobs.enqueue_analysis``,
+A new corpus has only its cheap facts until its "analyse" job (``job_kinds.enqueue_analysis``,
 ``analyse_child.py``) stores the full statistics. The corpus pages show figures, "analysing…"
 (polling until it changes) or the reason the analysis failed, from the state built here. A
 corpus whose analysis failed is still a corpus: training reads the stored file, never these
-statistics. Rendering is the templates' business; the queue is ``training/jobs.py``'s.
+statistics. Rendering is the templates' business; the queue is ``jobs/``'s.
 """
 
 from __future__ import annotations

@@ -21,10 +21,11 @@ from webapp.access.auth import current_team, owned_or_404, scoped
 from webapp.corpora import budgets
 from webapp.corpora.analysis import analysis_states
 from webapp.corpora.forms import RenameForm, UploadForm
+from webapp.corpora.job_kinds import enqueue_analysis
 from webapp.corpora.storage import CorpusStore, UploadError
+from webapp.jobs import queue
 from webapp.store.db import get_session
 from webapp.store.models import Corpus, Job
-from webapp.training import jobs
 from webapp.web import requests
 from webapp.web.errors import CSRF_MESSAGE
 from webapp.web.filters import quoted
@@ -131,7 +132,7 @@ def upload() -> Response:
         )
         session.add(corpus)
         session.flush()
-        jobs.enqueue_analysis(session, corpus)  # commits the corpus and its job together
+        enqueue_analysis(session, corpus)  # commits the corpus and its job together
         stored.append(corpus)
     if errors:  # 413 when the team's quota refused a file
         return _index_page(errors, form, offer_replace=offer_replace, status=413 if full else 422)
@@ -187,7 +188,7 @@ def analyse(corpus_id: int) -> Response:
     """Queue the corpus's analysis again (after it failed); the page then polls for it."""
     corpus = _get_or_404(corpus_id)
     if analysis_states(get_session(), [corpus])[corpus.id].status == "failed":  # not twice
-        jobs.enqueue_analysis(get_session(), corpus)
+        enqueue_analysis(get_session(), corpus)
     if is_htmx():
         return _show_page(corpus, block="stats")
     return redirect(url_for("corpora.show", corpus_id=corpus.id), 303)
@@ -230,7 +231,7 @@ def delete(corpus_id: int) -> Response:
         flash(f"{quoted(corpus.name)} is used by a job that has not finished; cancel it first.")
         return redirect(url_for("corpora.show", corpus_id=corpus_id), 303)
     if corpus.analysis_job_id is not None:  # an unfinished analysis of it is pointless now
-        jobs.request_cancel(session, corpus.analysis_job_id)
+        queue.request_cancel(session, corpus.analysis_job_id)
     sha, name = corpus.sha256, corpus.name
     session.delete(corpus)
     session.commit()

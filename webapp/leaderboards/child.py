@@ -1,6 +1,6 @@
 """The leaderboard child process: evaluates every (corpus, tokenizer) pair of a "leaderboard" job.
 
-It runs in a ``spawn`` child of the worker exactly like training (``training/job_child.py``), so the
+It runs in a ``spawn`` child of the worker exactly like training (``jobs/job_child.py``), so the
 worker's heartbeats, cancel, time limit, crash and recovery handling apply unchanged. Each
 corpus slice (``leaderboard.read_slice``, at most ``max_bytes``) is read once; each tokenizer
 is read from the database (only it: a tokenizer document can be tens of megabytes), parsed once
@@ -12,7 +12,7 @@ sentence and the others go on.
 Messages to the worker: ``("progress", "evaluating", pairs_done, pairs_total)`` and
 ``("pair", key, result)`` per pair (the worker stores each at once, so the page fills in), then
 exactly one of ``("done",)``, ``("cancelled",)`` or ``("error", message)``. It only reads the
-database; the worker stores every result (``jobs.record_pair``).
+database; the worker stores every result (``job_kinds.record_pair``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
-from webapp.training.job_child import CancelCheck, memory_sentence, send_outcome, start_child
+from webapp.jobs.job_child import CancelCheck, memory_sentence, send_outcome, start_child
 
 if TYPE_CHECKING:
     from webapp.leaderboards.leaderboard import Plan

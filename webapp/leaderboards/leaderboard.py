@@ -14,7 +14,7 @@ token are cheap, bought by dropping what it cannot encode, so by default the row
 lossless pairs first and the lossy ones after them, each part sorted by the chosen column
 (``lossy="mixed"`` sorts purely by the column). The chart lists its bars in the table's order.
 
-Left out: HTTP (``views.py``) and running the job (``child.py``, ``training/worker.py``).
+Left out: HTTP (``views.py``) and running the job (``child.py``, ``jobs/worker.py``).
 """
 
 from __future__ import annotations

@@ -23,12 +23,13 @@ from webapp.access import auth
 from webapp.access.forms import ShareLinkForm
 from webapp.access.share_links import create_link, revoke_link
 from webapp.corpora.storage import CorpusStore
+from webapp.jobs import queue
 from webapp.leaderboards import leaderboard
 from webapp.leaderboards.forms import BoardForm, max_kib
+from webapp.leaderboards.job_kinds import enqueue_leaderboard
 from webapp.playground import charts
 from webapp.store.db import get_session
 from webapp.store.models import Corpus, Job, Leaderboard, ShareLink, Tokenizer, utcnow
-from webapp.training import jobs
 from webapp.web.htmx import is_htmx, render
 from webapp.web.lists import LIST_ROWS, PICKER_ROWS
 
@@ -80,9 +81,8 @@ def create() -> Response:
     options = {"max_bytes": board.max_bytes,
                "pair_seconds": float(current_app.config["LEADERBOARD_PAIR_SECONDS"])}
     try:
-        jobs.enqueue_leaderboard(get_session(), board, options=options,
-                                 max_queued=current_app.config["MAX_QUEUED_JOBS"])
-    except jobs.QueueFull as full:
+        enqueue_leaderboard(get_session(), board, options=options, max_queued=current_app.config["MAX_QUEUED_JOBS"])
+    except queue.QueueFull as full:
         get_session().rollback()
         return _index_page(form, error=str(full), status=429)
     return redirect(url_for("leaderboard.show", board_id=board.id), 303)
@@ -162,7 +162,7 @@ def cancel(board_id: int) -> Response:
     """Stop the board's job; the pairs evaluated so far stay."""
     board = auth.owned_or_404(Leaderboard, board_id)
     if board.job_id is not None:
-        jobs.request_cancel(get_session(), board.job_id)
+        queue.request_cancel(get_session(), board.job_id)
     if is_htmx():
         return _board_page(board)
     return redirect(url_for("leaderboard.show", board_id=board.id), 303)
@@ -173,7 +173,7 @@ def delete(board_id: int) -> Response:
     """Delete a leaderboard and its share links; a job still filling it in is cancelled first."""
     board = auth.owned_or_404(Leaderboard, board_id)
     if board.job_id is not None:
-        jobs.request_cancel(get_session(), board.job_id)
+        queue.request_cancel(get_session(), board.job_id)
     get_session().delete(board)  # its share links go with it (ON DELETE CASCADE)
     get_session().commit()
     return redirect(url_for("leaderboard.index"), 303)

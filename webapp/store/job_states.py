@@ -1,6 +1,6 @@
 """The kinds and statuses a job can have, defined once.
 
-The jobs table's CHECK constraints (``models.py``), the queue (``training/jobs.py``) and the command line
+The jobs table's CHECK constraints (``models.py``), the queue (``jobs/queue.py``) and the command line
 (``cli.py``) all name them; the command line must not import the database layer just to list
 them, which is why they live here and not in ``models.py``.
 """

@@ -5,7 +5,7 @@ Column shapes that repeat are ``Annotated`` aliases; every constraint has a name
 metadata's naming convention, so Alembic migrations can alter them on SQLite (batch mode) and
 PostgreSQL alike. Timestamps are stored UTC-aware. Every corpus, job and tokenizer belongs to a
 team (``team_id``), except the preset tokenizers, which belong to none; the accounts, teams and sharing tables are in ``models_auth.py``.
-Queue operations live in ``training/jobs.py``; this module only declares the tables.
+Queue operations live in ``jobs/queue.py``; this module only declares the tables.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class Corpus(Base):
 
 
 class Job(Base):
-    """A job in the queue (see ``training/jobs.py``): a training run, the analysis of a new corpus, or a leaderboard."""
+    """A job in the queue (see ``jobs/queue.py``): a training run, the analysis of a new corpus, or a leaderboard."""
 
     __tablename__ = "jobs"
     __table_args__ = (

@@ -1,6 +1,6 @@
 """The extension child process: runs ``engine.extend`` on a base tokenizer and talks to its worker by pipe.
 
-The worker starts it like a training (``job_child.py`` says what every child does first), with
+The worker starts it like a training (``jobs/job_child.py`` says what every child does first), with
 the arguments ``extend_job.child_args`` gives. The messages are ``train_child``'s:
 ``("progress", stage, current, total)`` (the engine's "count" and "merge", then "measure"), then
 one of ``("done", tokenizer_json, stats)``, ``("cancelled",)`` or ``("error", sentence)``; the
@@ -26,7 +26,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from webapp.training.job_child import CancelCheck, send_outcome, start_child
+from webapp.jobs.job_child import CancelCheck, send_outcome, start_child
 
 MEASURE_BYTES = 2_000_000  # of each text measured (held-out, reference): about a second per tokenizer
 _FLAGS = (("(--unprotected)", "(untick “Protected” in the form)"), ("--add=", "the number of tokens "),

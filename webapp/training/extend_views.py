@@ -1,7 +1,7 @@
 """Extending a tokenizer from its page: the form, the queued job, and the report of the result.
 
 ``GET /tokenizers/ID/extend`` shows the form alone (the tokenizer page embeds the same form);
-``POST`` checks it (``extend_form.check``) and queues an extension job through ``jobs.enqueue``,
+``POST`` checks it (``extend_form.check``) and queues an extension job through ``queue.enqueue``,
 so the team's cap on waiting jobs and the fair claim apply as to a training, then sends the
 browser to the job page. The base is fetched with ``auth.readable_or_404``: the team's own
 tokenizers and the presets; anything else is a 404. A base the engine cannot extend is a 422
@@ -20,12 +20,13 @@ from werkzeug.wrappers import Response
 
 from engine.tokenizer import Tokenizer
 from webapp.access.auth import readable_or_404
+from webapp.jobs import queue
 from webapp.store.db import get_session
 from webapp.store.models import Tokenizer as TokenizerRow
 from webapp.tokenizers import quota
 from webapp.tokenizers.loaded import load
 from webapp.tokenizers.merge_views import MERGE
-from webapp.training import extend_form, jobs
+from webapp.training import extend_form
 from webapp.training.extend_job import EXTEND
 from webapp.web.htmx import render
 
@@ -79,9 +80,9 @@ def extend(tokenizer_id: int) -> Response:
     if full is not None:
         return again({"": full}, 413)
     try:
-        queued = jobs.enqueue(get_session(), team_id=job["team_id"], name=job["name"], algorithm=job["algorithm"],
+        queued = queue.enqueue(get_session(), team_id=job["team_id"], name=job["name"], algorithm=job["algorithm"],
                               options=job["options"], corpus_ids=job["corpus_ids"],
                               max_queued=current_app.config["MAX_QUEUED_JOBS"])
-    except jobs.QueueFull as full:
+    except queue.QueueFull as full:
         return again({"": str(full)}, 429)
     return redirect(url_for("tokenizers.job", job_id=queued.id), 303)

@@ -1,6 +1,6 @@
 """The training child process: runs ``engine.trainers.train`` and talks to its worker by pipe.
 
-The worker (``worker.py``) starts this in a fresh ``spawn`` process (see ``job_child.py`` for
+The worker (``jobs/worker.py``) starts this in a fresh ``spawn`` process (see ``jobs/job_child.py`` for
 why, and for what every child does first). Messages sent to the worker are tuples:
 ``("progress", stage, current, total)``, then exactly one of ``("done", tokenizer_json, stats)``,
 ``("cancelled",)`` or ``("error", message)``. The worker may send ``"cancel"``. This module
@@ -15,7 +15,7 @@ import os
 from multiprocessing.connection import Connection
 from typing import Any
 
-from webapp.training.job_child import CancelCheck, memory_setting, send_outcome, start_child
+from webapp.jobs.job_child import CancelCheck, memory_setting, send_outcome, start_child
 
 
 def pattern_rate() -> float:

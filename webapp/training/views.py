@@ -1,6 +1,6 @@
 """The tokenizers blueprint: the training form, the job pages and the tokenizer pages.
 
-A valid training form becomes a queued job (``jobs.enqueue``) and the browser is sent to the
+A valid training form becomes a queued job (``queue.enqueue``) and the browser is sent to the
 job page, whose progress block polls itself through htmx until the job ends. The playground
 (encode, compare, inspector, downloads) belongs to ``playground/views.py``, ``playground/compare_views.py`` and
 ``transfer/views.py``, not here.
@@ -19,13 +19,14 @@ from sqlalchemy.orm import defer
 from werkzeug.wrappers import Response
 
 from webapp.access.auth import current_team, owned_or_404, readable_or_404, scoped
+from webapp.jobs import eta, queue
 from webapp.store.db import get_session
 from webapp.store.models import Corpus, Job, Tokenizer
 from webapp.tokenizers import quota, summary
 from webapp.tokenizers.loaded import load
 from webapp.tokenizers.originals import originals
 from webapp.tokenizers.presets import INSTALL_COMMAND, preset_rows
-from webapp.training import eta, extend_views, jobs
+from webapp.training import extend_views
 from webapp.training import form as training_form
 from webapp.training.form import MAX_CORPORA, TrainForm
 from webapp.web.filters import quoted
@@ -102,9 +103,9 @@ def train() -> Response:
     if full is not None:
         return page({"": full}, 413)
     try:
-        job = jobs.enqueue(get_session(), team_id=team_id, name=name[:MAX_NAME], algorithm=algorithm, options=options,
+        job = queue.enqueue(get_session(), team_id=team_id, name=name[:MAX_NAME], algorithm=algorithm, options=options,
                            corpus_ids=[c.id for c in corpora], max_queued=current_app.config["MAX_QUEUED_JOBS"])
-    except jobs.QueueFull as full:
+    except queue.QueueFull as full:
         return page({"": str(full)}, 429)
     return redirect(url_for("tokenizers.job", job_id=job.id), 303)
 
@@ -125,7 +126,7 @@ def _job_context(job: Job) -> dict[str, Any]:
 
 def _job_figures() -> dict[str, Any]:
     """What the job page and the jobs list both use, so that they say the same for one job."""
-    return {"run_seconds": jobs.run_seconds, "progress_of": _progress_of,
+    return {"run_seconds": queue.run_seconds, "progress_of": _progress_of,
             "shown_options": training_form.shown_options}
 
 
@@ -151,7 +152,7 @@ def job(job_id: int) -> Response:
 def cancel(job_id: int) -> Response:
     """Cancel a queued job now, or ask the worker to stop a running one."""
     job = _job_or_404(job_id)
-    jobs.request_cancel(get_session(), job.id)
+    queue.request_cancel(get_session(), job.id)
     get_session().refresh(job)
     if is_htmx():
         return render("tokenizers/job.html", "job", **_job_context(job))

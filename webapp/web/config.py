@@ -186,7 +186,7 @@ def default_job_memory() -> int:
 def job_memory_bytes(env: Mapping[str, str]) -> int:
     """``TOKENFORGE_JOB_MEMORY_BYTES`` from ``env``: the address space one job process may use.
 
-    Read again by every job process from the environment it inherits (``training/job_child.py``).
+    Read again by every job process from the environment it inherits (``jobs/job_child.py``).
     """
     raw = (env.get("TOKENFORGE_JOB_MEMORY_BYTES") or "").strip()
     if not raw:

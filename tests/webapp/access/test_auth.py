@@ -14,9 +14,9 @@ from sqlalchemy import select
 from tests.webapp.conftest import PASSWORD, add_user, login_as, make_app
 from tests.webapp.playground_samples import byte_bpe, store
 from webapp.access.auth import safe_next
+from webapp.jobs import queue as jobs
 from webapp.store import db
 from webapp.store.models import ApiKey, Corpus, Invite, Leaderboard, Membership, ShareLink, Team, User, utcnow
-from webapp.training import jobs
 
 
 def signup(client: FlaskClient, email: str, password: str = PASSWORD, **extra: str) -> Any:

@@ -19,11 +19,12 @@ from sqlalchemy import select
 from tests.webapp.conftest import login_as, run_queued_jobs
 from tests.webapp.jobs_support import session_for
 from webapp.corpora import stats as corpus_stats
+from webapp.corpora.job_kinds import complete_analysis, enqueue_analysis
 from webapp.corpora.stats import StatsAccumulator
+from webapp.jobs import queue as jobs
+from webapp.jobs.worker import Worker, _death_reason
 from webapp.store.models import Corpus, Job, Tokenizer, utcnow
-from webapp.training import jobs
 from webapp.training.form import available_algorithms
-from webapp.training.worker import Worker, _death_reason
 
 TEXT = "the cat sat\non the mat<|endoftext|>the dog\n" * 50
 
@@ -203,11 +204,11 @@ def test_stats_go_only_to_a_corpus_that_still_waits_for_that_job(db_app: Flask) 
     first = analysis_job(db_app, corpus_id).id
     with session_for(db_app) as session:
         assert jobs.claim(session, "w1") == first
-        assert not jobs.complete_analysis(session, first, "someone-else", stats={"documents": 1})
+        assert not complete_analysis(session, first, "someone-else", stats={"documents": 1})
         corpus = session.get(Corpus, corpus_id)
         assert corpus is not None
-        jobs.enqueue_analysis(session, corpus)  # queued again meanwhile
-        assert jobs.complete_analysis(session, first, "w1", stats={"documents": 1})
+        enqueue_analysis(session, corpus)  # queued again meanwhile
+        assert complete_analysis(session, first, "w1", stats={"documents": 1})
     assert "documents" not in corpus_row(db_app, corpus_id).stats  # the newer job will write them
     assert analysis_job(db_app, corpus_id).status == "queued"
 

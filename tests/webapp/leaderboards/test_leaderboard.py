@@ -22,12 +22,13 @@ from tests.hostile_patterns import SLOW
 from tests.live import wait_for
 from tests.webapp.conftest import add_corpus, add_user, login_as, run_queued_jobs
 from tests.webapp.playground_samples import byte_bpe, store, unigram, wordpiece
+from webapp.jobs import queue as jobs
 from webapp.leaderboards import views as leaderboard_views
 from webapp.leaderboards.child import evaluate_pairs
+from webapp.leaderboards.job_kinds import enqueue_leaderboard
 from webapp.leaderboards.leaderboard import SliceError, kept, read_slice
 from webapp.store import db
 from webapp.store.models import Corpus, Job, Leaderboard, ShareLink, Tokenizer
-from webapp.training import jobs
 
 ENGLISH = "".join(f"the cat sat on the mat {i}\nhello world, unable to see {i % 5}\n" for i in range(40))
 FRENCH = "".join(f"le thé est très chaud {i}\nl'été à Paris\n" for i in range(30))
@@ -296,7 +297,7 @@ def test_the_migration_goes_down_without_boards_and_up_again(db_app: Flask) -> N
         session.flush()
         board = Leaderboard(team_id=1, name="b", tokenizers=[{"id": tokenizer_id, "name": "x"}],
                             corpora=[{"id": corpus.id, "name": "c"}], max_bytes=1024, results={})
-        jobs.enqueue_leaderboard(session, board, options={"max_bytes": 1024, "pair_seconds": 1.0})
+        enqueue_leaderboard(session, board, options={"max_bytes": 1024, "pair_seconds": 1.0})
         session.add_all([ShareLink(leaderboard_id=board.id, token="b" * 43),
                          ShareLink(tokenizer_id=tokenizer_id, token="a" * 43)])
         session.commit()
@@ -338,7 +339,7 @@ def test_cancelling_a_running_board_stops_its_child_and_keeps_the_pairs_done(
 
     from engine import byte_level_bpe
     from engine.pretokenizers import RegexSplit
-    from webapp.training.worker import Worker
+    from webapp.jobs.worker import Worker
 
     vocab = {b: bytes([b]) for b in range(256)}
     slow = store(app, byte_level_bpe(vocab, [], pretokenizer=RegexSplit(SLOW)), name="slow")
@@ -393,7 +394,7 @@ def test_a_board_never_reads_another_teams_tokenizer_or_corpus_whatever_its_ids(
         board = Leaderboard(team_id=1, name="forged", max_bytes=1024, results={},
                             tokenizers=[{"id": bobs_tokenizer, "name": "b"}, {"id": setup["tokenizers"][0], "name": "a"}],
                             corpora=[{"id": bobs_corpus, "name": "b"}, {"id": setup["corpora"][0], "name": "a"}])
-        jobs.enqueue_leaderboard(session, board, options={"max_bytes": 1024, "pair_seconds": 5.0})
+        enqueue_leaderboard(session, board, options={"max_bytes": 1024, "pair_seconds": 5.0})
         board_id = board.id
     run_queued_jobs(app)
     results = board_row(app, board_id).results
@@ -412,7 +413,7 @@ def test_boards_share_the_fair_queue(app: Flask, setup: dict[str, list[int]]) ->
             row = Leaderboard(team_id=team_id, name="b", max_bytes=1024, results={},
                               tokenizers=[{"id": setup["tokenizers"][0], "name": "a"}],
                               corpora=[{"id": corpus_id, "name": "c"}])
-            return jobs.enqueue_leaderboard(db.get_session(), row, options={"max_bytes": 1024, "pair_seconds": 1.0}).id
+            return enqueue_leaderboard(db.get_session(), row, options={"max_bytes": 1024, "pair_seconds": 1.0}).id
 
     first, second = board(1, setup["corpora"][0]), board(1, setup["corpora"][0])
     bobs = board(bob_team, bobs_corpus)

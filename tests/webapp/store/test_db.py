@@ -10,9 +10,10 @@ from alembic.migration import MigrationContext
 from flask import Flask
 from sqlalchemy import inspect, text
 
+from webapp.corpora.job_kinds import enqueue_analysis
+from webapp.jobs import queue as jobs
 from webapp.store import db
 from webapp.store.models import Base, Corpus, stored_bytes
-from webapp.training import jobs
 
 
 def test_upgrade_head_leaves_nothing_for_autogenerate(db_app: Flask) -> None:
@@ -61,7 +62,7 @@ def test_downgrading_0003_drops_analysis_jobs_and_keeps_training_jobs(db_app: Fl
         corpus = Corpus(team_id=1, name="c", sha256="0" * 64, format="txt", stats={"chars": 1})
         session.add(corpus)
         session.flush()
-        jobs.enqueue_analysis(session, corpus)
+        enqueue_analysis(session, corpus)
         jobs.enqueue(session, team_id=1, name="t", algorithm="bpe", options={}, corpus_ids=[corpus.id])
     db.get_engine(db_app).dispose()
     db.downgrade(url, "0002")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from multiprocessing.connection import Connection
 from typing import Any
 
-from webapp.training.job_child import send_outcome, start_child
+from webapp.jobs.job_child import send_outcome, start_child
 
 
 def allocate(conn: Connection, parent_pid: int, nbytes: int) -> None:

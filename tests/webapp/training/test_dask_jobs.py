@@ -23,9 +23,9 @@ from engine.trainers import train
 from tests.engine.dask_cluster import local_cluster
 from tests.live import wait_for
 from tests.webapp.jobs_support import CORPUS, add_job, job_row, session_for, unigram_corpus
+from webapp.jobs import queue as jobs
+from webapp.jobs.worker import Worker
 from webapp.store.models import Tokenizer
-from webapp.training import jobs
-from webapp.training.worker import Worker
 from webapp.web.config import SettingsError, load_settings
 
 pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)

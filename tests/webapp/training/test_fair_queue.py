@@ -18,9 +18,11 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.webapp.conftest import add_user
+from webapp.corpora.job_kinds import enqueue_analysis
+from webapp.jobs import queue as jobs
+from webapp.leaderboards.job_kinds import enqueue_leaderboard
 from webapp.store import db
 from webapp.store.models import Corpus, Job, Leaderboard, utcnow
-from webapp.training import jobs
 
 
 def new_session(app: Flask) -> Session:
@@ -96,7 +98,7 @@ def test_a_teams_analysis_goes_before_its_training_but_not_before_another_teams_
         corpus = Corpus(team_id=1, name="upload", sha256="ab" * 32, format="txt", size_bytes=1, stats={})
         session.add(corpus)
         session.flush()
-        analysis = jobs.enqueue_analysis(session, corpus).id
+        analysis = enqueue_analysis(session, corpus).id
         [a2] = queue(session, 1, 1, "a")
         assert [run_next(session) for _ in range(4)] == [b1, analysis, a2, None]
 
@@ -152,7 +154,7 @@ def test_leaderboards_share_the_cap_atomically_and_a_refused_one_leaves_nothing(
     def board(session: Session, cap: int) -> None:
         new = Leaderboard(team_id=1, name="board", tokenizers=[], corpora=[{"id": 1, "name": "c"}],
                           max_bytes=1024, results={})
-        jobs.enqueue_leaderboard(session, new, options={"max_bytes": 1024, "pair_seconds": 1.0}, max_queued=cap)
+        enqueue_leaderboard(session, new, options={"max_bytes": 1024, "pair_seconds": 1.0}, max_queued=cap)
 
     outcomes = _enqueue_at_once(db_app, 12, 5, board)
     assert outcomes.count("queued") == 3

@@ -22,10 +22,10 @@ from tests.hostile_patterns import COMMAS, SLOW
 from tests.live import tagged_processes
 from tests.webapp.jobs_support import add_job, job_row, session_for
 from tests.webapp.training.memory_child import allocate
+from webapp.jobs.job_child import GIB
+from webapp.jobs.worker import Worker
 from webapp.leaderboards.child import evaluate_pairs
 from webapp.store.models import Tokenizer
-from webapp.training.job_child import GIB
-from webapp.training.worker import Worker
 from webapp.web.config import SettingsError, default_job_memory, load_settings
 
 HOSTILE = {"vocab_size": 2000, "split_by_whitespace": False, "split_by_unicode_script": False, "split_by_number": False}

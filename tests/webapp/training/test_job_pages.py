@@ -12,9 +12,9 @@ from sqlalchemy import select
 
 from tests.webapp.conftest import add_small_corpus
 from tests.webapp.training.job_samples import Clock, add_job
+from webapp.jobs.eta import MIN_JOB_SECONDS, Progress
 from webapp.store import db
 from webapp.store.models import Job
-from webapp.training.eta import MIN_JOB_SECONDS, Progress
 from webapp.web import filters
 
 

@@ -11,9 +11,9 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from tests.webapp.training.job_samples import Clock, add_job
+from webapp.jobs.eta import STAGE_SHARES, Progress, Shown, shown
 from webapp.store import db
 from webapp.store.models import Tokenizer
-from webapp.training.eta import STAGE_SHARES, Progress, Shown, shown
 
 
 @pytest.mark.parametrize(("row", "options", "expected"), [

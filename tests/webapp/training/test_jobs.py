@@ -11,9 +11,11 @@ from sqlalchemy import select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.webapp.conftest import add_user
+from webapp.corpora.job_kinds import enqueue_analysis
+from webapp.jobs import queue as jobs
 from webapp.store import db
 from webapp.store.models import Corpus, Job, Tokenizer, utcnow
-from webapp.training import jobs
+from webapp.training import job_kinds as training_jobs
 
 
 def new_session(app: Flask) -> Session:
@@ -50,7 +52,7 @@ def _analysis(session: Session, team_id: int, name: str) -> int:
                     size_bytes=1, stats={})
     session.add(corpus)
     session.flush()
-    return jobs.enqueue_analysis(session, corpus).id
+    return enqueue_analysis(session, corpus).id
 
 
 def test_no_teams_job_waits_behind_another_teams_second_job(db_app: Flask) -> None:
@@ -158,8 +160,8 @@ def test_complete_stores_the_tokenizer_with_the_job(db_app: Flask) -> None:
         jobs.claim(session, "w")
         stats = {"seconds": 1.5, "vocab_size": 300, "merges": [["a", "b", 9]],
                  "options": {"vocab_size": 300}}
-        assert jobs.complete(session, job_id, "other", tokenizer_json="{}", stats=stats) is None
-        tokenizer = jobs.complete(session, job_id, "w", tokenizer_json='{"version": "1.0"}', stats=stats)
+        assert training_jobs.complete(session, job_id, "other", tokenizer_json="{}", stats=stats) is None
+        tokenizer = training_jobs.complete(session, job_id, "w", tokenizer_json='{"version": "1.0"}', stats=stats)
         assert tokenizer is not None
         session.expire_all()
         stored = session.scalars(select(Tokenizer)).one()

@@ -37,9 +37,9 @@ from tests.webapp.jobs_support import (
     start_worker_process,
     unigram_corpus,
 )
+from webapp.jobs import queue as jobs
+from webapp.jobs.worker import Worker
 from webapp.store.models import Tokenizer, utcnow
-from webapp.training import jobs
-from webapp.training.worker import Worker
 
 
 @pytest.fixture

@@ -2,15 +2,14 @@
 
 ``tokenforge worker`` (and ``tokenforge serve``, which starts one, plus a lane that only takes
 analyses so that they never wait behind a long training) runs :meth:`Worker.run`.
-Per job the worker spawns ``train_child.run`` (a "train" job; ``extend_child.run`` for one whose
-algorithm is "extend"), ``analyse_child.run`` (an
-"analyse" job: a new corpus's statistics) or ``leaderboard_child.run`` (a "leaderboard" job:
-tokenizers × held-out corpora, whose pairs it stores as they come) at lower CPU priority, then every
-``HEARTBEAT_SECONDS`` writes a heartbeat and the latest progress (with an ETA) to the job row
-and checks for a cancel request. Outcomes:
+Per job the worker spawns the child its kind names (``kinds.py``: ``training/train_child.run``
+for a "train" job, ``corpora/analyse_child.run`` for an "analyse" one, ...) with the arguments the
+kind gives, at lower CPU priority; hands the child's other messages to the kind (a leaderboard's
+pairs, stored as they come); and every ``HEARTBEAT_SECONDS`` writes a heartbeat and the latest
+progress (with an ETA) to the job row and checks for a cancel request. Outcomes:
 
-- the child reports a result: the tokenizer (or the corpus statistics) is stored and the job
-  succeeds, in one transaction;
+- the child reports a result: its kind stores it (a tokenizer, a corpus's statistics) and the
+  job succeeds, in one transaction;
 - the child dies without a result (killed, out of memory): the job fails at once, saying so;
 - a cancel is requested: the child is told to stop, and killed if it has not within
   ``CANCEL_GRACE_SECONDS``;
@@ -18,7 +17,7 @@ and checks for a cancel request. Outcomes:
   sentence naming the limit and its setting;
 - the worker itself is killed: the child dies with it (the parent-death signal), ``serve``'s
   supervisor re-queues the job at once (``supervisor.py``), and failing that any worker's
-  :func:`jobs.recover_stale` does once the heartbeats are stale (or fails it after ``MAX_ATTEMPTS``);
+  :func:`queue.recover_stale` does once the heartbeats are stale (or fails it after ``MAX_ATTEMPTS``);
 - the worker is asked to stop (SIGTERM): the child is killed and the job goes back to the queue.
 
 However a job ends, the worker then kills the child's whole process group (the child leads
@@ -37,18 +36,14 @@ from collections.abc import Collection, Mapping
 from multiprocessing.connection import wait
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.orm import sessionmaker
 
 from engine.processes import kill_group
-from webapp.corpora import analyse_child
-from webapp.corpora.storage import CorpusStore
-from webapp.leaderboards import child as leaderboard_child
-from webapp.leaderboards import leaderboard
+from webapp.jobs import queue
+from webapp.jobs.eta import Progress
+from webapp.jobs.kinds import JobKind, for_job, words
 from webapp.store.db import make_engine
-from webapp.store.models import Corpus, Job, Leaderboard
-from webapp.training import extend_child, extend_job, jobs, train_child
-from webapp.training.eta import Progress
+from webapp.store.models import Job
 
 log = logging.getLogger("tokenforge.worker")
 RECOVER_EVERY_SECONDS = 5.0
@@ -70,7 +65,6 @@ class Worker:
         self.kinds = kinds  # None: every kind of job; ("analyse",): the short-job lane
         self.engine = make_engine(settings["DATABASE_URL"])
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
-        self.store = CorpusStore(settings["CORPUS_DIR"])
         self.worker_id = worker_id or worker_id_for(os.getpid())
         self.stopping = threading.Event()
         self.child_pid: int | None = None  # the running trainer, for tests and logs
@@ -87,7 +81,7 @@ class Worker:
                 self.recover()
                 next_recover = time.monotonic() + RECOVER_EVERY_SECONDS
             with self.sessions() as session:
-                job_id = jobs.claim(session, self.worker_id, kinds=self.kinds)
+                job_id = queue.claim(session, self.worker_id, kinds=self.kinds)
             if job_id is not None:
                 self.run_job(job_id)
             elif once:
@@ -98,7 +92,7 @@ class Worker:
     def recover(self) -> dict[str, list[int]]:
         """Re-queue or fail jobs abandoned by dead workers."""
         with self.sessions() as session:
-            result = jobs.recover_stale(
+            result = queue.recover_stale(
                 session,
                 stale_seconds=float(self.settings["STALE_SECONDS"]),
                 max_attempts=int(self.settings["MAX_ATTEMPTS"]),
@@ -113,40 +107,22 @@ class Worker:
             job = session.get(Job, job_id)
             if job is None:
                 return "missing"
-            kind, algorithm = job.kind, job.algorithm or ""
-            paths, missing = ([], None) if kind == "leaderboard" else self._corpus_paths(session, job.corpus_ids, kind)
-            if kind == "leaderboard":
-                board = session.scalar(select(Leaderboard).where(Leaderboard.job_id == job_id))
-                missing = None if board is not None else "The leaderboard was deleted before it ran."
-            if missing:
-                jobs.finish(session, job_id, self.worker_id, "failed", error=missing)
+            name, algorithm = job.kind, job.algorithm or ""
+            kind = for_job(name, algorithm)
+            if kind is None:  # queued by a newer release, or this process never imported webapp.job_kinds
+                queue.finish(session, job_id, self.worker_id, "failed",
+                             error=f"This worker cannot run jobs of the kind {name!r}: no area registers it.")
                 return "failed"
-            nice = int(self.settings["WORKER_NICE"])
-            if kind == "analyse":
-                target: Any = analyse_child.run
-                args: tuple[Any, ...] = (paths[0], nice)
-            elif kind == "leaderboard":  # pairs whose corpus or tokenizer is gone fail alone, in the child
-                plan = leaderboard.job_plan(session, self.store, board)
-                target = leaderboard_child.run
-                args = (self.settings["DATABASE_URL"], plan, int(job.options["max_bytes"]),
-                        float(job.options["pair_seconds"]), nice)
-            elif algorithm == extend_job.EXTEND:  # a training job that extends a tokenizer
-                target = extend_child.run
-                extend_args, missing = extend_job.child_args(session, self.store, job, paths, nice,
-                                                             self.settings["DATABASE_URL"])
-                if extend_args is None:
-                    jobs.finish(session, job_id, self.worker_id, "failed", error=missing)
-                    return "failed"
-                args = extend_args
-            else:
-                target, args = train_child.run, (job.algorithm, paths, dict(job.options), nice,
-                                                 self.settings.get("DASK_SCHEDULER"))
+            args = kind.child_args(session, job, self.settings)  # the sentence of a job that cannot start
+            if isinstance(args, str):
+                queue.finish(session, job_id, self.worker_id, "failed", error=args)
+                return "failed"
         ctx = multiprocessing.get_context("spawn")
         parent_conn, child_conn = ctx.Pipe()
         child = ctx.Process(
-            target=target,
+            target=kind.child,
             args=(child_conn, os.getpid(), *args),
-            name=f"tokenforge-{kind}-{job_id}",
+            name=f"tokenforge-{name}-{job_id}",
             # Not a daemon: the engine's trainers count words on a process pool, and daemonic
             # processes may not have children. The child still dies with this worker (prctl
             # PDEATHSIG in job_child), and it and its own children are killed in ``finally``.
@@ -165,7 +141,7 @@ class Worker:
             job_process.end()  # whatever is left of the job, grandchildren included, is killed
             child.close()
 
-    def _supervise(self, job_id: int, kind: str, child: _JobProcess, conn: Any, algorithm: str = "") -> str:
+    def _supervise(self, job_id: int, kind: JobKind, child: _JobProcess, conn: Any, algorithm: str = "") -> str:
         """Relay progress and heartbeats until the child ends; record the outcome."""
         interval = float(self.settings["HEARTBEAT_SECONDS"])
         grace = float(self.settings["CANCEL_GRACE_SECONDS"])
@@ -183,9 +159,9 @@ class Worker:
                     message = conn.recv()
                     if message[0] == "progress":
                         progress.update(*message[1:])
-                    elif message[0] == "pair":  # stored at once, so the leaderboard fills in
+                    elif message[0] in kind.handle:  # e.g. a leaderboard's pair, stored at once
                         with self.sessions() as session:
-                            jobs.record_pair(session, job_id, self.worker_id, message[1], message[2])
+                            kind.handle[message[0]](session, job_id, self.worker_id, message)
                     else:
                         outcome = message
                         break
@@ -197,13 +173,13 @@ class Worker:
             if outcome is None and self.stopping.is_set():  # a result that came in is still stored
                 child.end()
                 with self.sessions() as session:
-                    jobs.release(session, job_id, self.worker_id)
+                    queue.release(session, job_id, self.worker_id)
                 return "queued"
             if outcome is not None or time.monotonic() < next_beat:
                 continue
             next_beat = time.monotonic() + interval
             with self.sessions() as session:
-                ours, cancel = jobs.heartbeat(session, job_id, self.worker_id, **progress.row())
+                ours, cancel = queue.heartbeat(session, job_id, self.worker_id, **progress.row())
             if not ours:  # re-queued by a recoverer, or deleted: someone else owns it now
                 child.end()
                 return "lost"
@@ -223,38 +199,20 @@ class Worker:
             outcome = ("timeout", time_limit)
         return self._record(job_id, kind, outcome)
 
-    def _corpus_paths(self, session: Any, corpus_ids: list[int], kind: str) -> tuple[list[str], str | None]:
-        paths = []
-        for corpus_id in corpus_ids:
-            corpus = session.get(Corpus, corpus_id)
-            path = self.store.path(corpus.sha256) if corpus is not None else None
-            if path is None or not path.is_file():
-                what = "its analysis" if kind == "analyse" else "training"
-                return [], f"Corpus #{corpus_id} was deleted before {what} started."
-            paths.append(str(path))
-        return paths, None
-
-    def _record(self, job_id: int, kind: str, outcome: tuple[Any, ...]) -> str:
+    def _record(self, job_id: int, kind: JobKind, outcome: tuple[Any, ...]) -> str:
         with self.sessions() as session:
-            if outcome[0] == "done" and kind == "leaderboard":
-                return "succeeded" if jobs.complete_leaderboard(session, job_id, self.worker_id) else "lost"
-            if outcome[0] == "done" and kind == "analyse":
-                ours = jobs.complete_analysis(session, job_id, self.worker_id, stats=outcome[1])
-                return "succeeded" if ours else "lost"
-            if outcome[0] == "done":
-                stored = jobs.complete(session, job_id, self.worker_id,
-                                       tokenizer_json=outcome[1], stats=outcome[2])
-                return "succeeded" if stored is not None else "lost"
+            if outcome[0] == "done":  # the kind stores the result as it marks the job succeeded
+                return "succeeded" if kind.complete(session, job_id, self.worker_id, outcome) else "lost"
             if outcome[0] == "cancelled":
-                jobs.finish(session, job_id, self.worker_id, "cancelled")
+                queue.finish(session, job_id, self.worker_id, "cancelled")
                 return "cancelled"
             if outcome[0] == "error":
                 error = outcome[1]
             elif outcome[0] == "timeout":
-                error = _time_limit_reason(outcome[1], kind)
+                error = _time_limit_reason(outcome[1], kind.name)
             else:
-                error = _death_reason(outcome[1], kind)
-            jobs.finish(session, job_id, self.worker_id, "failed", error=error)
+                error = _death_reason(outcome[1], kind.name)
+            queue.finish(session, job_id, self.worker_id, "failed", error=error)
             return "failed"
 
 
@@ -293,29 +251,19 @@ def _duration(seconds: float) -> str:
     return f"{seconds:g} second{'s' if seconds != 1 else ''}"
 
 
-WHAT = {"analyse": "analysis", "leaderboard": "leaderboard", "train": "training"}
-ADVICE = {"train": " Train on less text or a smaller vocabulary, or",
-          "leaderboard": " Choose fewer tokenizers or corpora, or a smaller slice, or"}
-
-
 def _time_limit_reason(limit: float, kind: str) -> str:
     """A sentence for a job stopped by the time limit: the limit, and the setting that sets it."""
-    what, advice = WHAT.get(kind, kind), ADVICE.get(kind, "")
-    return (f"The {what} ran longer than the time limit of {_duration(limit)} and was stopped. "
-            f"{_saved(kind)}{advice}{' ask' if advice else ' Ask'} the administrator to raise the "
+    named = words(kind)
+    return (f"The {named.what} ran longer than the time limit of {_duration(limit)} and was stopped. "
+            f"{named.saved}{named.advice}{' ask' if named.advice else ' Ask'} the administrator to raise the "
             f"setting TOKENFORGE_JOB_TIME_LIMIT (now {limit:g} second{'s' if limit != 1 else ''}).")
 
 
 def _death_reason(exitcode: int | None, kind: str) -> str:
     """A sentence for a child that ended without reporting a result."""
-    what = WHAT.get(kind, kind)
+    named = words(kind)
     if exitcode is not None and exitcode < 0:
         signum = -exitcode
         why = " (SIGKILL: often the system running out of memory)" if signum == 9 else ""
-        return f"The {what} process was killed by signal {signum}{why}. {_saved(kind)}"
-    return f"The {what} process exited unexpectedly with code {exitcode}. {_saved(kind)}"
-
-
-def _saved(kind: str) -> str:
-    """What is left of a job that stopped early: a leaderboard keeps the pairs it stored."""
-    return "The pairs evaluated so far are kept." if kind == "leaderboard" else "Nothing was saved."
+        return f"The {named.what} process was killed by signal {signum}{why}. {named.saved}"
+    return f"The {named.what} process exited unexpectedly with code {exitcode}. {named.saved}"

@@ -1,17 +1,19 @@
 """The job queue: the ``jobs`` table and the state changes that make it safe to share.
 
-Three kinds of job share the queue: "train" (a tokenizer from corpora, or with the algorithm
-"extend" a tokenizer extended with corpora, ``extend_job.py``), "analyse" (a new
-corpus's statistics, ``corpora/analyse_child.py``) and "leaderboard" (tokenizers × held-out corpora,
-``leaderboards/child.py``). The queue is fair across teams, round-robin in the claim itself:
+Every kind of job shares the queue: "train" (a tokenizer from corpora, or one extended with
+corpora), "analyse" (a new corpus's statistics) and "leaderboard" (tokenizers × held-out corpora).
+This module knows them only through the registry the areas fill (``kinds.py``): what a job runs
+and what its result is are its kind's business. The queue is fair across teams, round-robin in the
+claim itself:
 
 1. among the teams with a queued job, those running the fewest jobs go first, so a team already
    running one gets no second one while another team waits (with one worker: one job per team
    at a time, whoever queued more);
 2. among those, the team whose latest job *started* longest ago (a team that never ran one
    first), so a team that queued 20 jobs has its turn, then every other team has theirs;
-3. within the team, analyses first: they take seconds to minutes where training takes minutes
-   to hours, and they are what a user who just uploaded is waiting for; then the oldest job.
+3. within the team, the quick kinds first (``JobKind.quick``: analyses take seconds to minutes
+   where training takes minutes to hours, and a user who just uploaded is waiting for one); then
+   the oldest job.
 
 A training job already running is never interrupted; so that an analysis need not wait for one, a
 worker can be limited to some kinds (``claim(kinds=...)``, ``tokenforge worker --only analyse``),
@@ -19,8 +21,8 @@ and ``tokenforge serve`` starts such a lane beside its general worker. More work
 worker`` on this or other machines) are more lanes: each claim takes the next team's turn.
 
 Each team may have only ``TOKENFORGE_MAX_QUEUED_JOBS`` trainings and leaderboards waiting, and
-the bound is exact however many requests arrive at once (:func:`enqueue`: insert, then count
-within the same transaction, holding the team's row on PostgreSQL and the write lock on SQLite).
+the bound is exact however many requests arrive at once (:func:`add_within_cap`: insert, then
+count within the same transaction, holding the team's row on PostgreSQL and the write lock on SQLite).
 
 Every transition is one conditional UPDATE, so several workers (on several machines) and the
 web processes can act at once without losing or double-running a job:
@@ -28,12 +30,12 @@ web processes can act at once without losing or double-running a job:
 - :func:`claim` takes the next queued job in that order atomically (``UPDATE … RETURNING``; on
   PostgreSQL the candidate row is picked with ``FOR UPDATE SKIP LOCKED`` so claimers never wait
   on each other);
-- :func:`heartbeat`, :func:`complete` and :func:`finish` only touch a job its caller still owns;
+- :func:`heartbeat`, :func:`succeed` and :func:`finish` only touch a job its caller still owns;
 - :func:`recover_stale` re-queues jobs whose worker stopped sending heartbeats, and gives up
   after ``max_attempts``; :func:`recover_worker` does the same at once for a worker known to be
   dead (``serve``'s supervisor saw it exit).
 
-Running the training itself is ``worker.py``'s job; this module never starts processes.
+Running a job is ``worker.py``'s job; this module never starts processes.
 """
 
 from __future__ import annotations
@@ -42,12 +44,11 @@ import datetime as dt
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from sqlalchemy import case, func, select, update
+from sqlalchemy import case, func, literal, select, update
 from sqlalchemy.orm import Session, aliased
 
-from webapp.store.model_base import MAX_NAME
-from webapp.store.models import Corpus, Job, Leaderboard, Team, Tokenizer, utcnow
-from webapp.training import extend_job
+from webapp.jobs import kinds as kinds_registry
+from webapp.store.models import Job, Team, utcnow
 
 #: The kinds a user queues by hand; each team may have only so many of them waiting at once.
 #: (An analysis is queued by an upload, which has bounds of its own.)
@@ -56,11 +57,6 @@ CAPPED_KINDS = ("train", "leaderboard")
 
 class QueueFull(Exception):
     """The team already has as many training and leaderboard jobs waiting as it may."""
-
-
-def queued_trainings(session: Session, team_id: int) -> int:
-    """How many of ``team_id``'s training jobs wait in the queue (not yet running)."""
-    return queued_by_kind(session, team_id).get("train", 0)
 
 
 def queued_by_kind(session: Session, team_id: int) -> dict[str, int]:
@@ -78,7 +74,7 @@ def _queue_full(session: Session, team_id: int, max_queued: int) -> QueueFull:
                      "until one starts, then try again.")
 
 
-def _add_within_cap(session: Session, job: Job, max_queued: int | None) -> None:
+def add_within_cap(session: Session, job: Job, max_queued: int | None) -> None:
     """Add and flush ``job`` (a capped kind), or roll back and raise :class:`QueueFull` if over the cap.
 
     Trainings and leaderboards share the one cap: each waiting job is a row every claim sorts,
@@ -115,63 +111,9 @@ def enqueue(
     """
     job = Job(team_id=team_id, name=name, algorithm=algorithm, options=options,
               corpus_ids=list(corpus_ids))
-    _add_within_cap(session, job, max_queued)
+    add_within_cap(session, job, max_queued)
     session.commit()
     return job
-
-
-def enqueue_analysis(session: Session, corpus: Corpus) -> Job:
-    """Queue the analysis of ``corpus`` (flushed, with an id), point the corpus at it, commit."""
-    job = Job(team_id=corpus.team_id, kind="analyse", name=f"Analyse {corpus.name}"[:MAX_NAME],
-              algorithm="", options={}, corpus_ids=[corpus.id])
-    session.add(job)
-    session.flush()
-    corpus.analysis_job_id = job.id
-    session.commit()
-    return job
-
-
-def enqueue_leaderboard(session: Session, board: Leaderboard, *, options: dict[str, Any],
-                        max_queued: int | None = None) -> Job:
-    """Queue the job that fills in ``board`` (new, not yet added), link the two, commit.
-
-    ``options`` holds the job's bounds (``leaderboard.job_options``). The team's cap on waiting
-    jobs applies as to a training (:func:`enqueue`); a refused board is not added.
-    """
-    job = Job(team_id=board.team_id, kind="leaderboard", name=board.name, algorithm="", options=options,
-              corpus_ids=[entry["id"] for entry in board.corpora])
-    _add_within_cap(session, job, max_queued)
-    board.job_id = job.id
-    session.add(board)
-    session.commit()
-    return job
-
-
-def record_pair(session: Session, job_id: int, worker_id: str, key: str, result: dict[str, Any]) -> bool:
-    """Add one finished (corpus, tokenizer) pair to the leaderboard of a job its caller still owns.
-
-    Only the job's worker writes the results, one pair at a time, so reading the column and
-    writing it back loses nothing. Return whether the job was still ours.
-    """
-    owned = session.scalar(select(Job.id).where(Job.id == job_id, Job.worker_id == worker_id,
-                                                Job.status == "running"))
-    board = session.scalar(select(Leaderboard).where(Leaderboard.job_id == job_id)) if owned else None
-    if board is None:
-        session.rollback()
-        return False
-    board.results = {**board.results, key: result}
-    session.commit()
-    return True
-
-
-def complete_leaderboard(session: Session, job_id: int, worker_id: str) -> bool:
-    """Mark a leaderboard job succeeded (its pairs are already stored); return whether it was ours."""
-    stmt = _owned(job_id, worker_id).values(
-        status="succeeded", finished_at=utcnow(), error=None, progress_stage="done", eta_seconds=0.0
-    )
-    done = session.execute(stmt).rowcount == 1
-    session.commit()
-    return done
 
 
 def run_seconds(job: Job, now: dt.datetime | None = None) -> float | None:
@@ -220,7 +162,7 @@ def claim(session: Session, worker_id: str, *, kinds: Collection[str] | None = N
         .order_by(
             team_running,
             team_last_start.asc().nulls_first(),
-            case((waiting.kind == "analyse", 0), else_=1),
+            case((waiting.kind.in_(kinds_registry.quick()), 0), else_=1),
             waiting.id,
         )
         .limit(1)
@@ -306,47 +248,11 @@ def release(session: Session, job_id: int, worker_id: str) -> bool:
     return done
 
 
-def complete(
-    session: Session, job_id: int, worker_id: str, *, tokenizer_json: str, stats: dict[str, Any]
-) -> Tokenizer | None:
-    """Store the trained tokenizer and mark the job succeeded, in one transaction."""
-    job = session.get(Job, job_id)
-    stmt = _owned(job_id, worker_id).values(
-        status="succeeded",
-        finished_at=utcnow(),
-        error=None,
-        progress_stage="done",
-        eta_seconds=0.0,
-    )
-    if job is None or session.execute(stmt).rowcount != 1:
-        session.rollback()
-        return None
-    seconds = stats.get("seconds")
-    fields: dict[str, Any] = {"name": job.name, "algorithm": job.algorithm,
-                              "config": {"algorithm": job.algorithm, "options": stats.get("options", job.options),
-                                         "corpus_ids": job.corpus_ids}}
-    if job.algorithm == extend_job.EXTEND:  # named after what was added; the base's id and the report
-        fields = extend_job.row_fields(job, stats)
-    tokenizer = Tokenizer(
-        team_id=job.team_id,  # the tokenizer belongs to the team that trained it
-        source="trained",
-        tokenizer_json=tokenizer_json,
-        **fields,
-        stats=stats,
-        vocab_size=int(stats.get("vocab_size", 0)),
-        training_seconds=float(seconds) if isinstance(seconds, (int, float)) else None,
-        job_id=job_id,
-    )
-    session.add(tokenizer)
-    session.commit()
-    return tokenizer
+def succeed(session: Session, job_id: int, worker_id: str) -> Job | None:
+    """Mark a job its caller still owns succeeded, without committing; the job, or None (rolled back).
 
-
-def complete_analysis(session: Session, job_id: int, worker_id: str, *, stats: dict[str, Any]) -> bool:
-    """Store a corpus's statistics and mark its analysis job succeeded, in one transaction.
-
-    The statistics go only to a corpus that still points at this job: a deleted corpus, or one
-    whose analysis was queued again since, is left alone. Return whether the job was still ours.
+    The job's kind stores its result in the same transaction and commits (``JobKind.complete``), so
+    a job is never succeeded without its result, nor a result stored for a job someone else owns.
     """
     job = session.get(Job, job_id)
     stmt = _owned(job_id, worker_id).values(
@@ -354,15 +260,14 @@ def complete_analysis(session: Session, job_id: int, worker_id: str, *, stats: d
     )
     if job is None or session.execute(stmt).rowcount != 1:
         session.rollback()
-        return False
-    session.execute(
-        update(Corpus)
-        .where(Corpus.id.in_(job.corpus_ids), Corpus.analysis_job_id == job_id)
-        .values(stats=stats)
-        .execution_options(synchronize_session=False)
-    )
-    session.commit()
-    return True
+        return None
+    return job
+
+
+def owns(session: Session, job_id: int, worker_id: str) -> bool:
+    """Whether ``worker_id`` still runs ``job_id`` (a partial result may be stored for it)."""
+    return session.scalar(select(Job.id).where(Job.id == job_id, Job.worker_id == worker_id,
+                                               Job.status == "running")) is not None
 
 
 def request_cancel(session: Session, job_id: int) -> str | None:
@@ -428,11 +333,7 @@ def _recover(session: Session, where: tuple[Any, ...], *, now: dt.datetime, max_
             Job.attempts >= max_attempts,
             status="failed",
             finished_at=now,
-            error=case(
-                (Job.kind == "analyse", f"The analysis failed after {max_attempts} attempts: "),
-                (Job.kind == "leaderboard", f"The leaderboard failed after {max_attempts} attempts: "),
-                else_=f"Training failed after {max_attempts} attempts: ",
-            ) + f"each time, {each_time}.",
+            error=_failed_after(max_attempts) + f"each time, {each_time}.",
         ),
         "requeued": run(
             Job.attempts < max_attempts,
@@ -444,3 +345,12 @@ def _recover(session: Session, where: tuple[Any, ...], *, now: dt.datetime, max_
     }
     session.commit()
     return result
+
+
+def _failed_after(max_attempts: int) -> Any:
+    """The SQL of a recovered job's sentence start, in its kind's words: "Training failed after 2 attempts: "."""
+    names = sorted({kind.name for kind in kinds_registry.registered()})
+    whens = [(Job.kind == name, f"{kinds_registry.words(name).subject} failed after {max_attempts} attempts: ")
+             for name in names]
+    fallback = f"The job failed after {max_attempts} attempts: "
+    return case(*whens, else_=fallback) if whens else literal(fallback)

@@ -17,8 +17,8 @@ and the jobs list show them (``shown``). Three things a raw report gets wrong, a
   smoothed rate still follows the pace), so it does not flicker; under ``MIN_SHOWN_SECONDS`` left,
   or with no known plan for the job's stages, there is none.
 
-Left out: sending the figures (``worker.py``), storing them (``jobs.heartbeat``), a job's
-duration (``jobs.run_seconds``, the one interval both pages show) and number formats
+Left out: sending the figures (``worker.py``), storing them (``queue.heartbeat``), a job's
+duration (``queue.run_seconds``, the one interval both pages show) and number formats
 (``web/filters.py``).
 """
 
@@ -101,7 +101,7 @@ class Shown:
 
 
 def shown(stage: str | None, current: int | None, total: int | None, options: Mapping[str, Any] | None = None) -> Shown:
-    """The label and bar of one progress row (as ``jobs.heartbeat`` stored it)."""
+    """The label and bar of one progress row (as ``queue.heartbeat`` stored it)."""
     current, total = max(0, current or 0), max(0, total or 0)
     fraction = min(1.0, current / total) if total else None
     if not stage:
@@ -184,5 +184,5 @@ class Progress:
         return left if self._stable and left >= MIN_SHOWN_SECONDS else None
 
     def row(self) -> dict[str, Any]:
-        """The figures ``jobs.heartbeat`` stores."""
+        """The figures ``queue.heartbeat`` stores."""
         return {"stage": self.stage, "current": self.current, "total": self.total, "eta_seconds": self.eta()}

@@ -1,6 +1,6 @@
 """Keeps ``tokenforge serve``'s job workers running: starts them, restarts one that dies, stops them.
 
-``serve`` runs this as a small process of its own (``python -m webapp.training.supervisor``) beside
+``serve`` runs this as a small process of its own (``cli.run_supervisor``) beside
 gunicorn, rather than as a thread in gunicorn's master: that master reaps every child process it
 has (ours would vanish from under us) and forks its web workers, which is only safe while no
 other thread runs. The supervisor
@@ -9,7 +9,7 @@ other thread runs. The supervisor
   analyses only, so that they never wait behind a long training), each tied to the supervisor
   by the parent-death signal (SIGTERM: a worker left behind by a SIGKILLed supervisor still
   puts its job back in the queue before it exits);
-- when a worker exits, re-queues the job it held at once (``jobs.recover_worker``: the process
+- when a worker exits, re-queues the job it held at once (``queue.recover_worker``: the process
   is gone, so nothing need wait for its heartbeats to go stale; its job's processes died with
   it), logs it, and starts a new worker after a back-off: :data:`MIN_BACKOFF_SECONDS`, doubled
   each time a worker dies within :data:`STABLE_SECONDS` of its start, up to
@@ -158,12 +158,12 @@ class Supervisor:
         """Re-queue (or fail, or finish cancelling) the jobs the dead worker ``pid`` held."""
         from sqlalchemy.exc import SQLAlchemyError
 
-        from webapp.training import jobs
-        from webapp.training.worker import worker_id_for
+        from webapp.jobs import queue
+        from webapp.jobs.worker import worker_id_for
 
         try:
             with self._session_factory()() as session:
-                result = jobs.recover_worker(session, worker_id_for(pid),
+                result = queue.recover_worker(session, worker_id_for(pid),
                                              max_attempts=int(self.settings["MAX_ATTEMPTS"]), why=why)
         except SQLAlchemyError as exc:  # the heartbeat timeout re-queues the job later instead
             log.error("could not re-queue the jobs of the dead worker %d: %s", pid, exc)
@@ -196,7 +196,8 @@ class Supervisor:
 
 
 def main() -> int:
-    """Entry point of ``python -m webapp.training.supervisor`` (started by ``tokenforge serve``)."""
+    """Run the supervisor until SIGTERM or SIGINT: the process ``tokenforge serve`` starts
+    (``cli.run_supervisor``, which registers the job kinds first)."""
     from webapp.web.config import SettingsError, finish_settings, load_settings
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s supervisor %(levelname)s %(message)s")
@@ -211,6 +212,3 @@ def main() -> int:
     supervisor.run()
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())
