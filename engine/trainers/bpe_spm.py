@@ -33,7 +33,6 @@ Left out: sentencepiece's other normalization rules (nmt_nfkc), user-defined sym
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -56,7 +55,6 @@ from engine.trainers.unigram.seed import _segment_table, required_chars  # the s
 MAX_PIECE_CHARS = 16  # sentencepiece's max_sentencepiece_length
 _DIGITS = "0123456789" + "".join(map(chr, range(0xFF10, 0xFF1A)))  # sentencepiece's IsDecimalDigit
 _NEVER_IN_A_PIECE = "\u2047\x00"  # kUNKChar (what rare characters become) and NUL
-_EMPTY_LINES = re.compile("\n{2,}")
 OPTIONS = SpmBpeOptions
 __all__ = ["LEVEL_HELP", "OPTIONS", "SpmBpeOptions", "build_tokenizer", "learn", "options_from", "spm_words", "train"]
 
@@ -68,17 +66,21 @@ def spm_words(text: str) -> list[str]:
     Each line gets the dummy ``▁`` and its spaces become ``▁``; a word is a ``▁`` and what follows
     up to the next one, so "a  b" gives "▁a", "▁", "▁b". Only "\n" ends a line (a "\r" is a
     character, as sentencepiece reads lines), and empty lines are skipped. Everything is ``str``
-    methods in C: the newlines become ``▁`` too and one ``split`` finds the words. A chunk that
-    starts with a space was cut before it inside a line (``corpus``'s safe cut): no dummy ``▁``.
-    (A file that starts with a space is read the same way: one "▁" fewer than sentencepiece counts.)
+    methods in C: the newlines become ``▁`` too, a "\n" (no longer in the text) goes before every
+    ``▁``, and one ``split`` finds the words with their ``▁`` (0.1 s less on en_5M than adding it
+    to each word). A chunk that starts with a space was cut before it inside a line
+    (``corpus``'s safe cut): no dummy ``▁``. (A file that starts with a space is read the same
+    way: one "▁" fewer than sentencepiece counts.)
     """
     mid_line = text.startswith(" ")
-    text = _EMPTY_LINES.sub("\n", text).strip("\n")
+    while "\n\n" in text:  # empty lines; a few passes of a C replace beat one regex pass
+        text = text.replace("\n\n", "\n")
+    text = text.strip("\n")
     if not text:
         return []
     joined = text.replace(" ", SPACE).replace("\n", SPACE)
-    parts = (joined if mid_line else SPACE + joined).split(SPACE)
-    return [SPACE + part for part in parts[1:]]  # parts[0] is the empty string before the first ▁
+    marked = (joined if mid_line else SPACE + joined).replace(SPACE, "\n" + SPACE)
+    return marked.split("\n")[1:]  # [0] is the empty string before the first ▁
 
 
 def segments(word_counts: Mapping[str, int], alphabet: Iterable[str], *, split_digits: bool) -> dict[str, int]:

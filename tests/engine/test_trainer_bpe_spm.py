@@ -4,9 +4,12 @@ trained on half the held-out lines that gives the same ids on the other half in 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from engine.cli import main
 from engine.formats.spm_model import load_spm_model
@@ -24,6 +27,21 @@ def test_words_are_sentencepieces() -> None:
     assert spm_words("a  b\n\n\nc d\n  \nx\u2581y\r\n") == ["▁a", "▁", "▁b", "▁c", "▁d", "▁", "▁", "▁", "▁x", "▁y\r"]
     assert spm_words(" cut before a space\nnext") == ["▁cut", "▁before", "▁a", "▁space", "▁next"]
     assert spm_words("\n\n") == []
+
+
+def reference_spm_words(text: str) -> list[str]:
+    """The words the obvious way: empty lines dropped, a dummy ``▁`` and ``▁`` for each space per line."""
+    mid_line = text.startswith(" ")
+    text = re.sub("\n{2,}", "\n", text).strip("\n")
+    if not text:
+        return []
+    joined = text.replace(" ", "\u2581").replace("\n", "\u2581")
+    return ["\u2581" + part for part in (joined if mid_line else "\u2581" + joined).split("\u2581")[1:]]
+
+
+@given(st.text(st.sampled_from(" \n\n\n\r\u2581ab東"), max_size=40) | st.text(max_size=40))
+def test_words_match_the_reference(text: str) -> None:
+    assert spm_words(text) == reference_spm_words(text)
 
 
 def test_tiny_corpus_pieces(tmp_path: Path) -> None:
