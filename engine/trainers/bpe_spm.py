@@ -34,9 +34,11 @@ Left out: sentencepiece's other normalization rules (nmt_nfkc), user-defined sym
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from engine.errors import ConfigError
 from engine.formats.spm_model import SpmDecoder
@@ -56,7 +58,7 @@ MAX_PIECE_CHARS = 16  # sentencepiece's max_sentencepiece_length
 _DIGITS = "0123456789" + "".join(map(chr, range(0xFF10, 0xFF1A)))  # sentencepiece's IsDecimalDigit
 _NEVER_IN_A_PIECE = "\u2047\x00"  # kUNKChar (what rare characters become) and NUL
 OPTIONS = SpmBpeOptions
-__all__ = ["LEVEL_HELP", "OPTIONS", "SpmBpeOptions", "build_tokenizer", "learn", "options_from", "spm_words", "train"]
+__all__ = ["LEVEL_HELP", "OPTIONS", "SpmBpeOptions", "build_tokenizer", "learn", "options_from", "spelled", "spm_words", "train"]
 
 
 # ----------------------------------------------------------------------- training
@@ -93,6 +95,26 @@ def segments(word_counts: Mapping[str, int], alphabet: Iterable[str], *, split_d
     return {seg: count for count, by_length in table.items() for segs in by_length.values() for seg in segs}
 
 
+def spelled(segs: Collection[str], alphabet: Sequence[str]) -> list[str]:
+    """Each segment with ``chr(i)`` for its character ``alphabet[i]``, as ``merge_words`` reads words.
+
+    One numpy lookup from code point to index over all segments at once, parted by a character
+    outside the alphabet, which becomes ``chr(len(alphabet))``: ``str.translate`` looks up a dict
+    per character (zh_5M: 0.15 s for 0.9M characters, 0.03 s here). Every character of a segment
+    is in the alphabet (``segments`` cuts at any other).
+    """
+    if not segs:
+        return []
+    letters = set(alphabet)
+    outside = next(c for c in map(chr, range(10, sys.maxunicode + 1)) if c not in letters)
+    points = np.frombuffer(outside.join(segs).encode("utf-32-le"), dtype=np.uint32)
+    alphabet_points = np.fromiter(map(ord, alphabet), dtype=np.uint32, count=len(alphabet))
+    index = np.full(max(int(points.max()), int(alphabet_points.max(initial=0))) + 1, len(alphabet), dtype=np.uint32)
+    index[alphabet_points] = np.arange(len(alphabet), dtype=np.uint32)
+    # surrogatepass: an index in U+D800..U+DFFF is a symbol like any other, as chr() makes it
+    return index[points].tobytes().decode("utf-32-le", "surrogatepass").split(chr(len(alphabet)))
+
+
 def learn(word_counts: Mapping[str, int], options: SpmBpeOptions, reporter: Reporter | None = None
           ) -> tuple[list[tuple[str, float]], list[tuple[int, int, int, int]], int]:
     """``(pieces, merge_stats, alphabet_size)``: every piece with its score, in id order, and
@@ -112,8 +134,7 @@ def learn(word_counts: Mapping[str, int], options: SpmBpeOptions, reporter: Repo
             option="vocab_size", value=options.vocab_size, least=len(pieces) + len(alphabet))
     # 2. Segments spelled one character per symbol (chr(i) is alphabet[i]).
     found = segments(word_counts, alphabet, split_digits=options.split_digits)
-    spell = str.maketrans({c: chr(i) for i, c in enumerate(alphabet)})
-    words = [seg.translate(spell) for seg in found]
+    words = spelled(found, alphabet)
     # 3. The merge loop; a few merges more than room, for the pieces that come twice.
     want = room + room // 50 + 8 if room else 0
 
