@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from engine.decoders import ByteLevelDecoder, ConcatDecoder, Decoder, MetaspaceDecoder, decoder_from_hf
 from engine.errors import FormatError
 from engine.gc_pause import collector_paused
+from engine.json_layout import dumps_indented
 from engine.limits import MAX_SPECIAL_TOKENS, check_count, check_special_tokens, shown
 from engine.models.base import Model
 from engine.normalizers import Normalizer, normalizer_from_hf
@@ -120,8 +121,9 @@ def to_hf_dict(tokenizer: Pipeline, *, entries: bool = True) -> dict[str, Any]:
 
 
 def dumps(tokenizer: Pipeline) -> str:
-    """Serialize deterministically: the same tokenizer always gives the same text."""
-    return json.dumps(to_hf_dict(tokenizer), ensure_ascii=False, indent=2)
+    """Serialize deterministically: the same tokenizer always gives the same text, that of
+    ``json.dumps(..., ensure_ascii=False, indent=2)`` (written faster: ``engine/json_layout.py``)."""
+    return dumps_indented(to_hf_dict(tokenizer))
 
 
 def _split_byte_level(data: Any) -> tuple[bool, PreTokenizer | None]:

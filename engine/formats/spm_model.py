@@ -153,6 +153,7 @@ def piece_types(tokenizer: Tokenizer) -> list[int]:
     model = tokenizer.model
     byte_fallback = bool(getattr(model, "byte_fallback", False))
     added = tokenizer.added_tokens  # Hugging Face's non-special added tokens: matched whole, as USER_DEFINED
+    byte_pieces = frozenset(BYTE_PIECES)  # the tuple would be scanned for every NORMAL piece
     types = []
     for token_id in range(tokenizer.vocab_size):
         token = tokenizer.id_to_token(token_id)
@@ -162,7 +163,7 @@ def piece_types(tokenizer: Tokenizer) -> list[int]:
             types.append(CONTROL)
         elif token in added:
             types.append(USER_DEFINED)
-        elif byte_fallback and token in BYTE_PIECES:
+        elif byte_fallback and token in byte_pieces:
             types.append(BYTE)
         else:
             types.append(NORMAL)

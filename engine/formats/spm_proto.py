@@ -35,6 +35,7 @@ PIECE_TYPES = {NORMAL: "NORMAL", UNKNOWN: "UNKNOWN", CONTROL: "CONTROL", USER_DE
 MODEL_TYPES = {1: "unigram", 2: "bpe", 3: "word", 4: "char"}
 BYTE_PIECES = tuple(f"<0x{b:02X}>" for b in range(256))
 _VARINT, _FIXED64, _LEN, _FIXED32 = 0, 1, 2, 5
+_ONE_BYTE = tuple(bytes((value,)) for value in range(0x80))  # the varints of 0..127
 
 # (field number, attribute, kind, default) of the decoded TrainerSpec / NormalizerSpec fields.
 # kinds: "enum" "int32" "bool" "str" "bytes"; a closed proto2 enum keeps an unknown value unread.
@@ -285,6 +286,8 @@ def check_model(proto: ModelProto) -> None:
 
 # ----------------------------------------------------------------------- wire writing
 def _put_varint(value: int) -> bytes:
+    if 0 <= value < 0x80:  # tags, piece types and most lengths: the bytes are made once
+        return _ONE_BYTE[value]
     value &= 0xFFFFFFFFFFFFFFFF  # negative int32s are written as ten-byte two's complement
     out = bytearray()
     while value >= 0x80:

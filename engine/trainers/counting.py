@@ -72,7 +72,7 @@ pattern budget in seconds per million characters (``limits.pattern_budget``)."""
 
 CHAR_PATTERN = r"[\s\S]"
 """One piece per character (the char baseline's pre-tokenizer; Oniguruma and regex agree on it)."""
-_IN_PROCESS_BYTES = 4 << 20  # smaller corpora are counted without starting workers
+_IN_PROCESS_BYTES = 4 << 20  # smaller corpora are counted without starting workers (the default)
 # str.split() also splits at U+001C..U+001F, which the pre-tokenizers' \s does not (and only there).
 _ODD_SPACE = regex.compile(r"[\x1c-\x1f]")
 _NON_SPACE = regex.compile(r"\S+")
@@ -175,6 +175,7 @@ def count_pretokens(
     reporter: Reporter | None = None,
     max_chunk_chars: int = MAX_CHUNK_CHARS,
     safe_cuts: bool | None = None,
+    in_process_bytes: int = _IN_PROCESS_BYTES,
 ) -> dict[str, int]:
     """Count the pre-tokens of ``files``: ``{pre_token: occurrences}``.
 
@@ -182,10 +183,12 @@ def count_pretokens(
     or a regex; :data:`CHAR_PATTERN` counts characters) or a picklable callable
     ``str -> list[str]``. ``normalizer`` (picklable) runs on each stretch between special
     tokens before splitting. Special tokens are never counted. ``num_workers`` defaults to the
-    CPUs available (corpora under a few MB are then counted in this process); 1 means no worker
-    processes. ``safe_cuts`` (default: whenever ``corpus.cuts_are_safe``) allows cutting
-    over-long documents, as ``corpus.py`` explains. Raises ``FormatError`` on a file that is not
-    UTF-8 and ``TrainingCancelled`` within ~0.2 s of a cancel request.
+    CPUs available, except that corpora under ``in_process_bytes`` are then counted in this
+    process (workers cost a fork and a count table sent back each, which a cheap split does not
+    win back on a small corpus); 1 means no worker processes. ``safe_cuts`` (default: whenever
+    ``corpus.cuts_are_safe``) allows cutting over-long documents, as ``corpus.py`` explains.
+    Raises ``FormatError`` on a file that is not UTF-8 and ``TrainingCancelled`` within ~0.2 s of
+    a cancel request.
     """
     specials = tuple(special_tokens)
     if isinstance(split, str):
@@ -197,7 +200,7 @@ def count_pretokens(
     total = sum(os.path.getsize(f) for f in files)
     chunks = iter_documents(files, specials, max_chunk_chars=max_chunk_chars, safe_cuts=safe_cuts)
     if num_workers is None:  # auto: all CPUs, but small corpora are not worth starting workers
-        workers = max_workers() if total >= _IN_PROCESS_BYTES else 1
+        workers = max_workers() if total >= in_process_bytes else 1
     else:
         check_workers(num_workers, per_cpu=False)  # the options checked the CPUs; a test may want 2 on 1
         workers = num_workers

@@ -15,6 +15,7 @@ from engine.normalizers import get_normalizer
 from engine.pretokenizers import get_pretokenizer
 from engine.trainers.base import Reporter
 from engine.trainers.counting import CHAR_PATTERN, count_pretokens, split_words
+from engine.trainers.limits import max_workers
 
 EOT = "<|endoftext|>"
 SPECIALS = (EOT, "[SEP]", "[SEP][SEP]")
@@ -177,3 +178,19 @@ def test_counting_leaves_no_thread_behind(tmp_path: Path) -> None:
     before = set(threading.enumerate())  # an earlier test's thread may end meanwhile: count only new ones
     count_pretokens([path], special_tokens=[EOT], split="bert", num_workers=2, max_chunk_chars=1000)
     assert set(threading.enumerate()) - before == set()
+
+
+def _counter_pid(text: str) -> list[str]:
+    return [str(os.getpid())]
+
+
+@pytest.mark.skipif(max_workers() < 2, reason="one CPU: the default never starts workers")
+def test_auto_workers_start_from_in_process_bytes(tmp_path: Path) -> None:
+    path = write(tmp_path, f"a few words here{EOT}" * 2000)
+    size = path.stat().st_size
+    here = count_pretokens([path], special_tokens=[EOT], split=_counter_pid, max_chunk_chars=1000,
+                           in_process_bytes=size + 1)
+    assert set(here) == {str(os.getpid())}
+    there = count_pretokens([path], special_tokens=[EOT], split=_counter_pid, max_chunk_chars=1000,
+                            in_process_bytes=size)
+    assert str(os.getpid()) not in there and sum(there.values()) == sum(here.values())

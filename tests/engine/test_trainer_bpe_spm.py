@@ -4,15 +4,18 @@ trained on half the held-out lines that gives the same ids on the other half in 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from engine.cli import main
 from engine.formats.spm_model import load_spm_model
 from engine.tokenizer import Tokenizer
 from engine.trainers import make_options, option_specs, train
-from engine.trainers.bpe_spm import SpmBpeOptions, spm_words
+from engine.trainers.bpe_spm import SpmBpeOptions, spelled, spm_words
 from tests.engine.cli_run import run
 from tests.heldout import heldout_lines
 
@@ -24,6 +27,33 @@ def test_words_are_sentencepieces() -> None:
     assert spm_words("a  b\n\n\nc d\n  \nx\u2581y\r\n") == ["▁a", "▁", "▁b", "▁c", "▁d", "▁", "▁", "▁", "▁x", "▁y\r"]
     assert spm_words(" cut before a space\nnext") == ["▁cut", "▁before", "▁a", "▁space", "▁next"]
     assert spm_words("\n\n") == []
+
+
+def reference_spm_words(text: str) -> list[str]:
+    """The words the obvious way: empty lines dropped, a dummy ``▁`` and ``▁`` for each space per line."""
+    mid_line = text.startswith(" ")
+    text = re.sub("\n{2,}", "\n", text).strip("\n")
+    if not text:
+        return []
+    joined = text.replace(" ", "\u2581").replace("\n", "\u2581")
+    return ["\u2581" + part for part in (joined if mid_line else "\u2581" + joined).split("\u2581")[1:]]
+
+
+@given(st.text(st.sampled_from(" \n\n\n\r\u2581ab東"), max_size=40) | st.text(max_size=40))
+def test_words_match_the_reference(text: str) -> None:
+    assert spm_words(text) == reference_spm_words(text)
+
+
+@given(st.lists(st.characters(), min_size=1, max_size=30, unique=True).flatmap(
+    lambda alphabet: st.tuples(st.just(alphabet), st.lists(st.text(st.sampled_from(alphabet), min_size=1), max_size=8))))
+def test_segments_are_spelled_by_alphabet_index(case: tuple[list[str], list[str]]) -> None:
+    alphabet, segs = case
+    assert spelled(segs, alphabet) == [seg.translate({ord(c): i for i, c in enumerate(alphabet)}) for seg in segs]
+
+
+def test_an_index_in_the_surrogate_range_is_a_symbol() -> None:
+    alphabet = [chr(i) for i in range(0x10000, 0x10000 + 0xD801)]
+    assert spelled([alphabet[0xD800] + alphabet[7], alphabet[0]], alphabet) == ["\ud800\x07", "\x00"]
 
 
 def test_tiny_corpus_pieces(tmp_path: Path) -> None:

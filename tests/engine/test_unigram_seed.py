@@ -95,3 +95,29 @@ def test_segment_regex_matches_segments(text: str, split_by_unicode_script: bool
     inside = {**classes, SPACE: INHERITED}  # how seed_pieces classes ▁ without split_by_whitespace
     pattern = seed._segment_pattern(inside, SPACE)
     assert seed._sharing_spaces(pattern, text, SPACE) == list(segments(text, classes, SPACE, split_by_whitespace=False))
+
+
+def reference_required_chars(word_counts: Mapping[str, int], coverage: float) -> dict[str, int]:
+    """Count every character, then take them by descending count (ties: code point) past ``coverage``."""
+    chars: Counter[str] = Counter()
+    for word, count in word_counts.items():
+        for char in word:
+            chars[char] += count
+    threshold = sum(chars.values()) * coverage
+    required: dict[str, int] = {}
+    covered = 0
+    for char, n in sorted(chars.items(), key=lambda kv: (-kv[1], kv[0])):
+        if covered > threshold:
+            break
+        covered += n
+        required[char] = n
+    return required
+
+
+@settings(max_examples=300, deadline=None)
+@given(word_counts=st.dictionaries(st.text(max_size=6) | st.text(ALPHABET, max_size=6),
+                                   st.integers(0, 10**12), max_size=20),
+       coverage=st.sampled_from([0.0, 0.5, 0.9995, 1.0]))
+def test_required_chars_match_reference(word_counts: dict[str, int], coverage: float) -> None:
+    assert list(seed.required_chars(word_counts, coverage).items()) == \
+        list(reference_required_chars(word_counts, coverage).items())
