@@ -135,9 +135,9 @@ def test_add_past_the_vocabulary_limit(tmp_path: Path) -> None:
 def test_other_models_are_refused_naming_what_is_supported(model: object, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"^Extending a [\w -]+ tokenizer is not supported yet; extend supports "
                                           r"byte-level BPE \(GPT-2, GPT-4 / cl100k, Llama 3 style\), "
-                                          r"character-level BPE tokenizer\.json \(Llama 2, Mistral, Gemma style\), "
-                                          r"Unigram \(tokenizer\.json or sentencepiece \.model\) and WordPiece "
-                                          r"\(BERT style\) bases\.$"):
+                                          r"character-level BPE \(Llama 2, Mistral, Gemma style tokenizer\.json or "
+                                          r"sentencepiece \.model\), Unigram \(tokenizer\.json or sentencepiece "
+                                          r"\.model\) and WordPiece \(BERT style\) bases\.$"):
         extend(Tokenizer(model), tmp_path, ZH, add=5)  # type: ignore[arg-type]
 
 
