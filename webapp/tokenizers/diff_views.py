@@ -31,7 +31,7 @@ SHOWN_PER_GROUP = 100  # pieces listed per script and side
 DEFAULT_MAX_CHARS = 100_000  # of the text, where the app sets no PLAYGROUND_MAX_CHARS
 
 
-def _choice(source: Any, name: str) -> int | None:
+def choice(source: Any, name: str) -> int | None:
     """The id chosen as ``name``; None when the field is absent or empty; 404 when it is no id."""
     raw = source.get(name, "")
     if raw == "":
@@ -51,7 +51,7 @@ def picker(chosen: list[int]) -> list[TokenizerRow]:
 
 def _context(source: Any, text: str | None, *, vocabulary: bool = True) -> tuple[dict[str, Any], int]:
     """The page's context and status; ``vocabulary=False`` leaves the piece lists out (htmx's lines block)."""
-    a_id, b_id = _choice(source, "a"), _choice(source, "b")
+    a_id, b_id = choice(source, "a"), choice(source, "b")
     chosen = [i for i in (a_id, b_id) if i is not None]
     context: dict[str, Any] = {"a_id": a_id, "b_id": b_id, "text": text or "", "result": None, "lines": None,
                                "error": None, "shown": SHOWN_PER_GROUP,

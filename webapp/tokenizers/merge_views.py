@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, abort, current_app, redirect, request, url_for
+from flask import Blueprint, current_app, redirect, request, url_for
 from werkzeug.wrappers import Response
 
 from engine import TokenforgeError
@@ -32,25 +32,14 @@ from webapp.store.model_base import MAX_NAME
 from webapp.store.models import Tokenizer as TokenizerRow
 from webapp.store.models import stored_bytes
 from webapp.tokenizers import quota
-from webapp.tokenizers.diff_views import DEFAULT_MAX_CHARS, picker
+from webapp.tokenizers.diff_views import DEFAULT_MAX_CHARS, choice, picker
 from webapp.tokenizers.loaded import Loaded, load
 from webapp.tokenizers.originals import keep_original
 from webapp.web.htmx import render
-from webapp.web.numbers import parse_id
 
 bp = Blueprint("tokenizer_merge", __name__)
 MERGE_MAX_APPENDED = 65_536  # pieces one merge may append in the app (Gemma 3's 224k into Llama 2: 5 s)
 MERGE = "merge"  # the stored row's config "algorithm"
-
-
-def _chosen(source: Any, name: str) -> int | None:
-    raw = source.get(name, "")
-    if raw == "":
-        return None
-    value = parse_id(raw)
-    if value is None:
-        abort(404)
-    return value
 
 
 def _texts(source: Any) -> tuple[dict[str, str], str | None]:
@@ -74,7 +63,7 @@ def _merge(a: Loaded, b: Loaded, policy: str) -> Any:
 
 
 def _context(source: Any) -> tuple[dict[str, Any], Loaded | None, Loaded | None]:
-    a_id, b_id = _chosen(source, "a"), _chosen(source, "b")
+    a_id, b_id = choice(source, "a"), choice(source, "b")
     texts, problem = _texts(source)
     policy = source.get("policy", "zero")
     context: dict[str, Any] = {"a_id": a_id, "b_id": b_id, "rows": picker([i for i in (a_id, b_id) if i]),
