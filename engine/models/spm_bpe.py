@@ -169,15 +169,18 @@ class SpmBPE(PieceVocabulary):
 
     def merges(self) -> list[tuple[str, str]]:
         """A merge list from the scores, as HF's Llama converter makes it: for each mergeable piece
-        by descending score (then id), every split into two pieces, by the ids of the halves."""
+        by descending score (then id), every split into two pieces, by the ids of the halves. A
+        score of -0.0 ranks below 0.0 (:func:`_priority`), where the converter would see a tie:
+        so the tokenizer.json of a model with pieces appended at score 0 (merge_tokenizers.py)
+        gives sentencepiece's ids in Hugging Face too."""
         found: list[tuple[float, int, int, int, str, str]] = []
-        for piece, (index, score, _) in self._merge.items():
+        for piece, (index, _, priority) in self._merge.items():
             if piece in self.user_defined:
                 continue
             for cut in range(1, len(piece)):
                 left, right = self._ids.get(piece[:cut]), self._ids.get(piece[cut:])
                 if left is not None and right is not None:
-                    found.append((-score, index, left, right, piece[:cut], piece[cut:]))
+                    found.append((-priority, index, left, right, piece[:cut], piece[cut:]))
         found.sort()
         return [(a, b) for *_, a, b in found]
 
