@@ -3,12 +3,12 @@
 #   bash scripts/test.sh [pytest arguments]
 # 1. Debian packages: chromium (browser tests) and postgresql (database tests), if missing.
 # 2. A virtualenv in .venv with the project and its dev extra (pytest, playwright, tokenizers,
-#    tiktoken, sentencepiece, transformers, psycopg).
+#    tiktoken, sentencepiece, transformers, psycopg, ruff).
 # 3. A throw-away PostgreSQL server on 127.0.0.1, so the database and job tests also run there.
 # 4. The presets' files in a cache folder, fetched once: the rank tables ($TOKENFORGE_TEST_PRESETS_DIR)
 #    and the open models' tokenizer.json + tokenizer_config.json ($TOKENFORGE_TEST_OPEN_MODELS_DIR),
 #    and held-out text in 30 languages ($TOKENFORGE_TEST_UDHR_DIR).
-# 5. pytest over tests/.
+# 5. `ruff check .` (unused or undefined names, sorted imports: pyproject.toml), then pytest over tests/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -80,6 +80,9 @@ fi
 if [ -z "${TOKENFORGE_BENCH_CORPORA:-}" ] && [ -d /tmp/corpora ]; then
     export TOKENFORGE_BENCH_CORPORA=/tmp/corpora
 fi
+
+echo "== ruff check ."
+.venv/bin/ruff check .
 
 echo "== running the tests"
 .venv/bin/python -m pytest "$@"

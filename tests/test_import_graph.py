@@ -118,6 +118,31 @@ def test_the_job_queue_imports_no_area() -> None:
             and not t.startswith(("webapp.jobs.", "webapp.store.", "webapp.web.", "webapp.assets"))} == set()
 
 
+#: ``webapp``'s parts from the bottom up: each may import only parts at or below it. The frame and
+#: the queue first; then the areas, each after those it uses; the share-link pages and the API,
+#: which open every area; then the modules that assemble them all.
+LAYERS = ("assets", "store", "web", "jobs", "access", "corpora", "tokenizers", "training", "playground", "chat",
+          "leaderboards", "transfer", "sharing", "api", "job_kinds", "app", "cli")
+#: The imports allowed to run back up, each with its reason (issue #26 allows three).
+UPWARD = {
+    # Deleting a team deletes its corpora's stored files; the store of files is the corpora area's.
+    ("webapp.access.teams", "webapp.corpora.storage"),
+}
+
+
+def test_each_part_of_the_web_app_imports_only_parts_below_it() -> None:
+    graph = import_graph()
+
+    def layer(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[1] if parts[0] == "webapp" and len(parts) > 1 else None
+
+    assert {layer(m) for m in graph} - {None} == set(LAYERS)  # a new part of webapp/ takes its place here
+    upward = {(m, t) for m, targets in graph.items() if layer(m) for t in targets
+              if layer(t) and LAYERS.index(layer(t)) > LAYERS.index(layer(m))}  # type: ignore[arg-type]
+    assert upward == UPWARD
+
+
 def test_the_graph_sees_the_web_app_packages() -> None:
     """Modules two levels down count, under their dotted names, with ``from package import module``."""
     graph = import_graph()

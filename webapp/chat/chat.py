@@ -45,6 +45,7 @@ from engine import Tokenizer
 from engine.offsets import TokenSpan
 from webapp.chat.chat_tokens import with_chat_tokens
 from webapp.chat.sandbox import MAX_TEMPLATE_CHARS, ChatTemplateError, render
+from webapp.tokenizers.originals import chat_settings
 
 MAX_MESSAGES = 100
 MAX_ROLE_CHARS = 64
@@ -123,12 +124,6 @@ class ChatCount:
     @property
     def overhead(self) -> int:
         return self.total - sum(self.message_counts)
-
-
-def chat_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The ``chat`` entry an import stored in a tokenizer row's ``config`` (empty when none)."""
-    chat = (config or {}).get("chat")
-    return chat if isinstance(chat, dict) else {}
 
 
 def template_choices(config: Mapping[str, Any] | None) -> dict[str, str]:

@@ -26,7 +26,6 @@ from webapp.chat.chat import (
     TOKENIZER_TEMPLATE,
     ChatError,
     Message,
-    chat_settings,
     count_chat,
     parse_messages,
     template_choices,
@@ -35,6 +34,7 @@ from webapp.chat.chat_tokens import chat_special_tokens, preset_template
 from webapp.playground.encode_page import flag, inspect_base, limits
 from webapp.playground.encode_view import display
 from webapp.tokenizers.loaded import Loaded, load
+from webapp.tokenizers.originals import chat_settings
 from webapp.web.htmx import render
 
 bp = Blueprint("chat", __name__)

@@ -26,7 +26,6 @@ from engine.extend import build_report
 from engine.extend.merge import POLICIES, donor_pieces, merge_vocabularies
 from engine.formats.spm_model import dump_spm_model
 from webapp.access.auth import current_team
-from webapp.chat.chat import chat_settings
 from webapp.store.db import get_session
 from webapp.store.model_base import MAX_NAME
 from webapp.store.models import Tokenizer as TokenizerRow
@@ -34,7 +33,7 @@ from webapp.store.models import stored_bytes
 from webapp.tokenizers import quota
 from webapp.tokenizers.diff_views import DEFAULT_MAX_CHARS, choice, picker
 from webapp.tokenizers.loaded import Loaded, load
-from webapp.tokenizers.originals import keep_original
+from webapp.tokenizers.originals import chat_settings, keep_original
 from webapp.web.htmx import render
 
 bp = Blueprint("tokenizer_merge", __name__)

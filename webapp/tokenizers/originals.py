@@ -3,7 +3,9 @@
 The database stores every tokenizer as its ``tokenizer.json``; a ``.model`` holds more than that
 document can say exactly (USER_DEFINED pieces inside sentencepiece's whitespace rules, fields
 we do not use), so an imported one is kept in the row's ``config`` (base64), the tokenizer is
-rebuilt from it (``loaded.py``), and its download is the uploaded file, byte for byte.
+rebuilt from it (``loaded.py``), and its download is the uploaded file, byte for byte. The chat
+settings of an imported ``tokenizer_config.json`` are kept in the config too (:func:`chat_settings`
+reads them, for the chat page, the downloads and the extensions and merges that keep the base's ids).
 """
 
 from __future__ import annotations
@@ -34,3 +36,10 @@ def originals(config: Mapping[str, Any]) -> dict[str, bytes]:
             except ValueError:
                 continue
     return found
+
+
+def chat_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The ``chat`` entry (template, bos/eos/pad) an import kept of its ``tokenizer_config.json``
+    in a tokenizer row's ``config``, or an extension or merge took from its base (empty when none)."""
+    chat = (config or {}).get("chat")
+    return chat if isinstance(chat, dict) else {}

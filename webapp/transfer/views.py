@@ -19,13 +19,12 @@ from werkzeug.datastructures import FileStorage
 from werkzeug.wrappers import Response
 
 from webapp.access.auth import current_team
-from webapp.chat.chat import chat_settings
 from webapp.store.db import get_session
 from webapp.store.models import Tokenizer as TokenizerRow
 from webapp.store.models import stored_bytes
 from webapp.tokenizers import quota
 from webapp.tokenizers.loaded import load
-from webapp.tokenizers.originals import keep_original, originals
+from webapp.tokenizers.originals import chat_settings, keep_original, originals
 from webapp.transfer import budgets, downloads, imports
 from webapp.transfer.forms import FILE_PARTS, ImportForm, kinds_reading
 from webapp.web import requests
