@@ -46,6 +46,7 @@ def test_the_costs_of_both_policies_come_first_and_nothing_is_stored(app: Flask,
         assert cells[:5] == [policy, "4 (ids 10 to 13)", "2", "0", "0 of 2"], cells
         assert cells[6] == "0.8 → 0.6"  # ▁ <unk> twice; then ▁中国 人, ▁中国
     assert 'data-testid="merge-save"' in html
+    assert 'data-testid="merge-zero-ties"' not in html  # a Unigram base: scores, no merge list to tie
 
 
 def test_saving_stores_the_chosen_merge_in_the_team(app: Flask, client: FlaskClient, ids: dict[str, int]) -> None:
