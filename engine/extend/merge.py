@@ -39,14 +39,13 @@ re-deriving merges of base pieces that an appended piece could now split.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from engine.errors import ConfigError
 from engine.extend.options import Extension, check_add
 from engine.extend.unigram import check_rebuilds, rebuild_unigram
 from engine.formats.spm_model import load_spm_model, piece_types
-from engine.formats.spm_proto import NORMAL, ModelProto, Piece, write_model
+from engine.formats.spm_proto import NORMAL, ModelProto, Piece, with_pieces, write_model
 from engine.models.bpe import MergeIds, ModelSnapshot
 from engine.models.bpe_char import CharBPE
 from engine.models.spm_bpe import SpmBPE
@@ -136,10 +135,7 @@ def _appended_proto(base: Tokenizer, proto: ModelProto, new: list[str], policy: 
     """Append to the ``.model``'s pieces as the script does, and load the result as sentencepiece would."""
     ordinary = [p.score for p in proto.pieces if p.type == NORMAL]
     given = scores(ordinary, len(new), policy, unigram=isinstance(base.model, Unigram))
-    grown = dataclasses.replace(
-        proto, pieces=[*proto.pieces, *(Piece(p, f32(s), NORMAL) for p, s in zip(new, given))],
-        trainer_spec=dataclasses.replace(proto.trainer_spec, vocab_size=len(proto.pieces) + len(new)))
-    return load_spm_model(write_model(grown))
+    return load_spm_model(write_model(with_pieces(proto, [Piece(p, f32(s), NORMAL) for p, s in zip(new, given)])))
 
 
 def _appended_unigram(base: Tokenizer, new: list[str], policy: str) -> Unigram:

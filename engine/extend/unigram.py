@@ -32,7 +32,6 @@ own scores in the EM (their stored score is used), bases whose added tokens sit 
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 from collections.abc import Collection, Sequence
 from pathlib import Path
@@ -42,7 +41,7 @@ import numpy as np
 from engine.errors import ConfigError
 from engine.extend.char_coverage import count_words, select_symbols
 from engine.extend.options import ExtendOptions, Extension, check_add, nothing_new
-from engine.formats.spm_proto import NORMAL, UNUSED, USER_DEFINED, ModelProto, Piece
+from engine.formats.spm_proto import NORMAL, UNUSED, USER_DEFINED, ModelProto, Piece, with_pieces
 from engine.models.unigram import BYTE_PIECES, Unigram, f32
 from engine.token_scripts import char_script
 from engine.tokenizer import Tokenizer
@@ -146,9 +145,7 @@ def extend_unigram(base: Tokenizer, files: Sequence[str | Path], options: Extend
     state["model"] = grown
     proto: ModelProto | None = getattr(base, "spm_proto", None)
     if proto is not None:
-        state["spm_proto"] = dataclasses.replace(
-            proto, pieces=[*proto.pieces, *(Piece(p, s, NORMAL) for p, s in new_pieces)],
-            trainer_spec=dataclasses.replace(proto.trainer_spec, vocab_size=grown.vocab_size))
+        state["spm_proto"] = with_pieces(proto, [Piece(p, s, NORMAL) for p, s in new_pieces])
     extended = Tokenizer.__new__(Tokenizer)
     extended.__setstate__(state)
     ids = {p: token_id for token_id, p in ((i, d.decode("utf-8")) for i, d in added)}

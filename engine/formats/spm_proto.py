@@ -17,7 +17,7 @@ applies sentencepiece's own load checks (``model_interface.cc``). Left out: prot
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from engine.errors import FormatError
@@ -360,6 +360,13 @@ def write_model(proto: ModelProto) -> bytes:
         if number not in placed and spec is not None and spec != type(spec)():
             out.append(_put(number, "bytes", _encode_spec(spec, table)))
     return b"".join(out)
+
+
+def with_pieces(proto: ModelProto, appended: list[Piece]) -> ModelProto:
+    """``proto`` with ``appended`` after its pieces and its trainer_spec's vocab_size to match;
+    every other field stays as it was read (an extension or a merge of a ``.model``)."""
+    return replace(proto, pieces=[*proto.pieces, *appended],
+                   trainer_spec=replace(proto.trainer_spec, vocab_size=len(proto.pieces) + len(appended)))
 
 
 def new_model(pieces: list[Piece], trainer_spec: TrainerSpec, normalizer_spec: NormalizerSpec) -> ModelProto:
