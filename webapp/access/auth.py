@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 from flask import Flask, abort, current_app, g, jsonify, redirect, request, session, url_for
 from flask_login import LoginManager, current_user, login_user
-from sqlalchemy import Select, func, or_, select, update
+from sqlalchemy import Select, or_, select, update
 from werkzeug.security import check_password_hash, generate_password_hash
 from werkzeug.wrappers import Response
 
@@ -164,15 +164,24 @@ def _load_user_from_key(req: Any) -> User | None:
     return user
 
 
+def _memberships() -> list[tuple[Team, str]]:
+    """The current user's teams with their role in each, by name: one query per request.
+
+    Every page asks several questions of them (the scope of each read, the header's switcher,
+    the team new work goes to), so they are read once and kept for the request (``g``); a view
+    that changes memberships redirects, and the next request reads them again.
+    """
+    if "memberships" not in g:
+        g.memberships = [] if not current_user.is_authenticated else [
+            (team, role) for team, role in get_session().execute(
+                select(Team, Membership.role).join(Membership, Membership.team_id == Team.id)
+                .where(Membership.user_id == current_user.id).order_by(Team.name, Team.id))]
+    return g.memberships
+
+
 def team_ids() -> list[int]:
     """The ids of the teams the current user belongs to (none for visitors)."""
-    if "team_ids" not in g:
-        if not current_user.is_authenticated:
-            g.team_ids = []
-        else:
-            g.team_ids = list(get_session().scalars(
-                select(Membership.team_id).where(Membership.user_id == current_user.id)))
-    return list(g.team_ids)
+    return [team.id for team, _ in _memberships()]
 
 
 def role_in(team_id: int) -> str | None:
@@ -234,30 +243,20 @@ def current_team() -> Team:
 
 def working_team() -> Team | None:
     """:func:`current_team`, or None for visitors and accounts in no team (the header shows it)."""
-    ids = team_ids()
-    if not ids:
+    teams = {team.id: (team, role) for team, role in _memberships()}
+    if not teams:
         return None
     chosen = session.get("team_id")
-    if chosen in ids:
-        team_id = chosen
-    else:  # a fresh session: a team of one's own, never one joined later that has a smaller id
-        owned = get_session().scalar(select(func.min(Membership.team_id)).where(
-            Membership.user_id == current_user.id, Membership.role == "owner"))
-        team_id = owned if owned is not None else min(ids)
-    return get_session().get(Team, team_id)
+    if type(chosen) is not int or chosen not in teams:  # a fresh session: a team of one's own, never one joined later that has a smaller id
+        owned = [team_id for team_id, (_, role) in teams.items() if role == "owner"]
+        chosen = min(owned or teams)
+    return teams[chosen][0]
 
 
 def team_names() -> dict[int, str]:
     """The current user's teams, id to name, by name: the header's switcher and the team
     column of lists that mix teams (shown only when there is more than one)."""
-    if "team_names" not in g:
-        if not current_user.is_authenticated:
-            g.team_names = {}
-        else:
-            g.team_names = dict(get_session().execute(
-                select(Team.id, Team.name).join(Membership, Membership.team_id == Team.id)
-                .where(Membership.user_id == current_user.id).order_by(Team.name, Team.id)).all())
-    return dict(g.team_names)
+    return {team.id: team.name for team, _ in _memberships()}
 
 
 def safe_next(target: str | None) -> str:

@@ -132,7 +132,7 @@ def _encode_chat(body: dict[str, Any], loaded: Loaded) -> Response:
         return _error('Give either "text" or "messages", not both.')
     template, generation = body.get("template", "chatml"), body.get("add_generation_prompt", False)
     if not isinstance(template, str):
-        return _error(f'"template" must be one of {", ".join(template_choices(loaded.row.config))}.')
+        return _error(f'"template" must be one of {", ".join(template_choices(loaded.config))}.')
     if not isinstance(generation, bool):
         return _error('"add_generation_prompt" must be true or false.')
     refused = chat_budgets.admit(loaded.row.id)  # the chat page's budgets: per key, member or link
@@ -140,7 +140,7 @@ def _encode_chat(body: dict[str, Any], loaded: Loaded) -> Response:
         return refused
     try:
         messages = parse_messages(body["messages"], max_chars=limits()[0])
-        chat = count_chat(loaded.tokenizer, messages, template, loaded.row.config,
+        chat = count_chat(loaded.tokenizer, messages, template, loaded.config,
                           add_generation_prompt=generation, max_chars=limits()[0], seconds=render_seconds())
     except ChatError as exc:
         return _error(str(exc), 422 if isinstance(exc, TemplateRefused) else 400)

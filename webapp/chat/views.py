@@ -51,9 +51,9 @@ def render_seconds() -> float:
 
 def default_template(loaded: Loaded) -> str:
     """The tokenizer's own template when it has one, else its preset's model family's, else ChatML."""
-    if TOKENIZER_TEMPLATE in template_choices(loaded.row.config):
+    if TOKENIZER_TEMPLATE in template_choices(loaded.config):
         return TOKENIZER_TEMPLATE
-    return preset_template(loaded.row.config) or "chatml"
+    return preset_template(loaded.config) or "chatml"
 
 
 def form_messages() -> list[Message]:
@@ -78,13 +78,13 @@ def chat_context(loaded: Loaded, messages: list[Message], template: str) -> tupl
     max_chars, render_tokens = limits()
     options = {"show_ws": flag("show_ws", False), "add_generation_prompt": flag("add_generation_prompt", False)}
     context: dict[str, Any] = {"loaded": loaded, "messages": messages, "template": template, "options": options,
-                               "choices": template_choices(loaded.row.config), "roles": ROLES, "chat": None,
+                               "choices": template_choices(loaded.config), "roles": ROLES, "chat": None,
                                "result": None, "error": None, "inspect_base": inspect_base(loaded),
-                               "max_messages": MAX_MESSAGES, "own": chat_settings(loaded.row.config),
-                               "chat_tokens": chat_special_tokens(loaded.row.config)}
+                               "max_messages": MAX_MESSAGES, "own": chat_settings(loaded.config),
+                               "chat_tokens": chat_special_tokens(loaded.config)}
     try:
         parsed = parse_messages([{"role": m.role, "content": m.content} for m in messages], max_chars=max_chars)
-        chat = count_chat(loaded.tokenizer, parsed, template, loaded.row.config,
+        chat = count_chat(loaded.tokenizer, parsed, template, loaded.config,
                           add_generation_prompt=options["add_generation_prompt"], max_chars=max_chars,
                           seconds=render_seconds())
         context["result"] = display(chat.tokenizer, chat.text, chat.spans, show_ws=options["show_ws"],

@@ -92,10 +92,10 @@ def special_names(loaded: Loaded, most: int = SHOWN_SPECIALS) -> tuple[list[str]
     return [token for token, _ in specials[:most]], len(specials)
 
 
-def import_notes(row: TokenizerRow) -> list[str]:
+def import_notes(config: dict[str, Any]) -> list[str]:
     """What an import decided on its own (say, which tokens it took as special, and why), as the
     import view kept it in the row's ``config["import"]["notes"]``; a row without them has none."""
-    imported = row.config.get("import") if isinstance(row.config, dict) else None
+    imported = config.get("import") if isinstance(config, dict) else None
     notes = imported.get("notes") if isinstance(imported, dict) else None
     return [n for n in notes if isinstance(n, str)][:MAX_IMPORT_NOTES] if isinstance(notes, list) else []
 
@@ -111,7 +111,7 @@ def page_context(loaded: Loaded, text_from: str, address: str | None = None) -> 
     """
     specials, special_count = special_names(loaded)
     return {"picker": picker_rows([loaded.row.id]), "text_from": text_from, "address": address,
-            "specials": specials, "special_count": special_count, "import_notes": import_notes(loaded.row)}
+            "specials": specials, "special_count": special_count, "import_notes": import_notes(loaded.config)}
 
 
 def block_or_page(loaded: Loaded, text_from: str) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from engine import Tokenizer
 from engine.offsets import TokenSpan
 from engine.special_tokens import AllowedSpecial
-from webapp.playground.spans import Counts, DisplaySpan, counts, group_spans, show_whitespace
+from webapp.playground.spans import Counts, DisplaySpan, SpanTable, counts, show_whitespace, span_table
 from webapp.web.numbers import MAX_ID, parse_int
 
 RENDER_TOKENS = 4000
@@ -41,10 +41,19 @@ class Encoded:
 
     text: str
     ids: list[int]
-    spans: list[DisplaySpan]
+    table: SpanTable  # the display spans of the first ``shown_tokens`` tokens, as columns
+    tokenizer: Tokenizer  # describes the shown tokens (their hover lines)
     counts: Counts
     shown_tokens: int
     shown: list[str] = field(default_factory=list)  # each span's text as displayed
+    _spans: list[DisplaySpan] | None = None
+
+    @property
+    def spans(self) -> list[DisplaySpan]:
+        """The display spans as objects (compare walks them), built on first use."""
+        if self._spans is None:
+            self._spans = self.table.display_spans(self.tokenizer)
+        return self._spans
 
     @property
     def truncated(self) -> bool:
@@ -76,13 +85,13 @@ def display(tokenizer: Tokenizer, text: str, token_spans: Sequence[TokenSpan], *
             colour_by_id: bool = False, limit: int = RENDER_TOKENS) -> Encoded:
     """The display of ``text`` already encoded as ``token_spans`` (the chat page encodes it in segments)."""
     ids = [s.id for s in token_spans]
-    spans = group_spans(text, token_spans, tokenizer, limit=limit, colour_by_id=colour_by_id)
+    table = span_table(text, token_spans, tokenizer, limit=limit, colour_by_id=colour_by_id)
     shown_tokens = min(limit, len(ids))
     if show_ws:
-        shown = [s.text if s.special else show_whitespace(s.text) for s in spans]
+        shown = [label if special else show_whitespace(label) for label, special in zip(table.labels, table.special)]
     else:
-        shown = [s.text for s in spans]
-    return Encoded(text, ids, spans, counts(text, ids, tokenizer.model.unk_id), shown_tokens, shown)
+        shown = table.labels
+    return Encoded(text, ids, table, tokenizer, counts(text, ids, tokenizer.model.unk_id), shown_tokens, shown)
 
 
 def check_decode_size(tokenizer: Tokenizer, ids: Sequence[int], limit: int = MAX_DECODE_BYTES) -> None:

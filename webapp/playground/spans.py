@@ -18,7 +18,6 @@ Left out: HTML (``spans_html.py`` escapes everything) and the comparison of toke
 
 from __future__ import annotations
 
-import functools
 import threading
 import weakref
 from collections.abc import Sequence
@@ -51,10 +50,6 @@ class TokenPart(NamedTuple):
     @property
     def title_line(self) -> str:
         return self.line or f"{self.id}  {self.token}  [{self.hex}]"
-
-
-# Builds a TokenPart from one tuple without the Python-level ``__new__`` (a frame per token).
-_new_part = functools.partial(tuple.__new__, TokenPart)
 
 
 @dataclass(slots=True)
@@ -121,8 +116,51 @@ def _describe(tokenizer: Tokenizer, token_id: int, memo: dict[int, _Description]
     return found
 
 
-def group_spans(text: str, token_spans: Sequence[TokenSpan], tokenizer: Tokenizer, *,
-                limit: int | None = None, colour_by_id: bool = False) -> list[DisplaySpan]:
+@dataclass(slots=True)
+class SpanTable:
+    """The display spans of one encoding as columns: what the encode view's hot path reads.
+
+    Span ``k`` covers ``text[starts[k]:ends[k]]`` and shows ``sizes[k]`` tokens from token index
+    ``firsts[k]`` on (a gap no token covers has size 0). Columns of plain ints rather than a
+    :class:`DisplaySpan` per span: the page's markup needs only these, and building two objects
+    per token cost more than the rest of the grouping. :meth:`display_spans` builds the objects
+    for the views that walk spans one by one (compare, tests).
+    """
+
+    text: str
+    starts: list[int]
+    ends: list[int]
+    firsts: list[int]
+    sizes: list[int]
+    special: list[bool]  # the span stands alone: a special token, or a token that covers no text
+    token_ids: list[int]  # the ids of the shown tokens, by token index
+    token_special: list[bool]  # each shown token's own special flag
+    colours: list[int] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)  # each span's text (a special's name where it covers none)
+
+    def display_spans(self, tokenizer: Tokenizer) -> list[DisplaySpan]:
+        """One :class:`DisplaySpan` per span, its tokens described (vocabulary string, bytes, hover line)."""
+        memo = _memo_for(tokenizer)
+        out = []
+        for start, end, first, size, special, colour, label in zip(
+                self.starts, self.ends, self.firsts, self.sizes, self.special, self.colours, self.labels):
+            parts = []
+            for index in range(first, first + size):
+                token_id = self.token_ids[index]
+                token, hex_, line = memo.get(token_id) or _describe(tokenizer, token_id, memo)
+                parts.append(TokenPart(index, token_id, token, hex_, self.token_special[index], line))
+            out.append(DisplaySpan(start, end, label, parts, special, colour))
+        return out
+
+
+def hover_line(tokenizer: Tokenizer, token_id: int) -> str:
+    """An id's hover line, ``"<id>  <vocabulary string>  [<bytes in hex>]"``, memoised per tokenizer."""
+    memo = _memo_for(tokenizer)
+    return (memo.get(token_id) or _describe(tokenizer, token_id, memo))[2]
+
+
+def span_table(text: str, token_spans: Sequence[TokenSpan], tokenizer: Tokenizer, *,
+               limit: int | None = None, colour_by_id: bool = False) -> SpanTable:
     """Group the first ``limit`` tokens into display spans ending on whole graphemes.
 
     A token joins the current span while the span's end is inside a grapheme or the token starts
@@ -134,61 +172,86 @@ def group_spans(text: str, token_spans: Sequence[TokenSpan], tokenizer: Tokenize
     # Graphemes are looked at only in the text that is shown (plus slack for the last cluster).
     stop = min(len(text), shown[-1].char_end + _TAIL) if truncated and shown else len(text)
     inside = inside_graphemes(text, stop)
-    memo = _memo_for(tokenizer)
-    out: list[DisplaySpan] = []
-    append = out.append
-    parts: list[TokenPart] | None = None  # the open span: its parts, start and (token) end
-    open_start = open_end = 0
-    position = 0  # end of what has been emitted so far
-    colour = 0  # spans with tokens so far, for the palette
+    starts: list[int] = []
+    ends: list[int] = []
+    firsts: list[int] = []
+    sizes: list[int] = []
+    alone: list[bool] = []
 
-    for index, (token_id, _, _, char_start, char_end, special) in enumerate(shown):
-        described = memo.get(token_id) or _describe(tokenizer, token_id, memo)
-        part = _new_part((index, token_id, described[0], described[1], special, described[2]))
+    def emit(start: int, end: int, first: int, size: int, special: bool) -> None:
+        starts.append(start)
+        ends.append(end)
+        firsts.append(first)
+        sizes.append(size)
+        alone.append(special)
+
+    open_first = -1  # the first token of the open span; -1 when no span is open
+    open_start = open_end = 0  # the open span's start and (token) end
+    position = 0  # end of what has been emitted so far
+    for index, (_, _, _, char_start, char_end, special) in enumerate(shown):
         if not special and char_start < char_end:
-            if parts is not None:
+            if open_first >= 0:
                 if char_start < open_end or open_end in inside:
-                    parts.append(part)
                     if char_end > open_end:
                         open_end = char_end
                     continue
                 # Close the open span (its end is a boundary: it was just checked).
-                append(DisplaySpan(open_start, open_end, text[open_start:open_end], parts,
-                                   False, (parts[0].id if colour_by_id else colour) % PALETTE_SIZE))
-                colour += 1
+                emit(open_start, open_end, open_first, index - open_first, False)
                 position = open_end
             if char_start > position:
-                append(DisplaySpan(position, char_start, text[position:char_start]))
+                emit(position, char_start, index, 0, False)  # a gap no token covers
                 position = char_start
-            parts, open_start = [part], position
+            open_first, open_start = index, position
             open_end = char_end if char_end > position else position
             continue
-        if parts is not None:
-            position = _close(text, out, parts, open_start, open_end, inside, stop,
-                              (parts[0].id if colour_by_id else colour) % PALETTE_SIZE)
-            colour += 1
-            parts = None
+        if open_first >= 0:
+            position = _boundary_after(open_end, inside, stop)
+            emit(open_start, position, open_first, index - open_first, False)
+            open_first = -1
         if char_start > position:
-            append(DisplaySpan(position, char_start, text[position:char_start]))
-        label = text[char_start:char_end] or part.token
-        append(DisplaySpan(char_start, char_end, label, [part], True,
-                           (token_id if colour_by_id else colour) % PALETTE_SIZE))
-        colour += 1
+            emit(position, char_start, index, 0, False)
+        emit(char_start, char_end, index, 1, True)
         position = max(position, char_end)
-    if parts is not None:
-        position = _close(text, out, parts, open_start, open_end, inside, stop,
-                          (parts[0].id if colour_by_id else colour) % PALETTE_SIZE)
+    if open_first >= 0:
+        position = _boundary_after(open_end, inside, stop)
+        emit(open_start, position, open_first, len(shown) - open_first, False)
     if not truncated and position < len(text):
-        append(DisplaySpan(position, len(text), text[position:]))
-    return out
+        emit(position, len(text), len(shown), 0, False)
+
+    token_ids = [span[0] for span in shown]
+    table = SpanTable(text, starts, ends, firsts, sizes, alone, token_ids, [span[5] for span in shown])
+    table.labels = [text[start:end] for start, end in zip(starts, ends)]
+    for k, (special, start, end) in enumerate(zip(alone, starts, ends)):
+        if special and start == end:  # a token that covers no text shows its own name
+            table.labels[k] = _memo_token(tokenizer, token_ids[firsts[k]])
+    # Token spans take the palette's colours in turn (or by their first id); gaps have none.
+    if colour_by_id:
+        table.colours = [token_ids[first] % PALETTE_SIZE if size else 0 for first, size in zip(firsts, sizes)]
+    else:
+        table.colours = [0] * len(sizes)
+        colour = 0
+        for k, size in enumerate(sizes):
+            if size:
+                table.colours[k] = colour % PALETTE_SIZE
+                colour += 1
+    return table
 
 
-def _close(text: str, out: list[DisplaySpan], parts: list[TokenPart], start: int, end: int,
-           inside: set[int], stop: int, colour: int) -> int:
-    """Emit the open span, extended to the next grapheme boundary; return its end."""
+def group_spans(text: str, token_spans: Sequence[TokenSpan], tokenizer: Tokenizer, *,
+                limit: int | None = None, colour_by_id: bool = False) -> list[DisplaySpan]:
+    """:func:`span_table` as one :class:`DisplaySpan` per span."""
+    return span_table(text, token_spans, tokenizer, limit=limit, colour_by_id=colour_by_id).display_spans(tokenizer)
+
+
+def _memo_token(tokenizer: Tokenizer, token_id: int) -> str:
+    memo = _memo_for(tokenizer)
+    return (memo.get(token_id) or _describe(tokenizer, token_id, memo))[0]
+
+
+def _boundary_after(end: int, inside: set[int], stop: int) -> int:
+    """``end`` moved forward to the next grapheme boundary (no further than ``stop``)."""
     while end < stop and end in inside:
         end += 1
-    out.append(DisplaySpan(start, end, text[start:end], parts, False, colour))
     return end
 
 

@@ -34,6 +34,7 @@ from collections.abc import Collection
 from markupsafe import Markup, escape
 
 from webapp.playground.encode_view import Encoded
+from webapp.playground.spans import hover_line
 
 _CACHED_LENGTH = 200  # longer strings are escaped without the cache (bounds its memory)
 
@@ -53,25 +54,27 @@ def spans_markup(result: Encoded, differs: Collection[int] = ()) -> Markup:
 
     The first token span is the group's only tab stop (the roving focus described above).
     """
+    table = result.table
+    token_ids = table.token_ids
     out = []
     append = out.append
     stop = ' tabindex="0"'  # the first token span's; empty once given out
-    for position, (span, shown) in enumerate(zip(result.spans, result.shown)):
+    for position, (shown, first, size, special, colour) in enumerate(
+            zip(result.shown, table.firsts, table.sizes, table.special, table.colours)):
         text = escaped(shown)
-        parts = span.parts
-        if not parts:
+        if not size:
             append(f'<span class="gap">{text}</span>')
             continue
-        classes = f"tok c{span.colour}"
-        if span.special:
+        classes = f"tok c{colour}"
+        if special:
             classes += " special"
         if differs and position in differs:
             classes += " differs"
-        if len(parts) == 1:  # most spans: skip building lists for one token
-            part = parts[0]
-            indices, ids = part.index, part.id
+        if size == 1:  # most spans
+            indices, ids = str(first), str(token_ids[first])
         else:
-            indices, ids = span.indices, span.ids
+            indices = " ".join(map(str, range(first, first + size)))
+            ids = " ".join(map(str, token_ids[first:first + size]))
         append(f'<span class="{classes}"{stop} role="button" data-t="{indices}" data-ids="{ids}">{text}</span>')
         stop = ""
     return Markup("".join(out))
@@ -80,11 +83,7 @@ def spans_markup(result: Encoded, differs: Collection[int] = ()) -> Markup:
 def hover_lines(result: Encoded) -> str:
     """``{id: hover line}`` of every id shown, as JSON for the spans' ``data-lines`` attribute
     (Jinja escapes it there); a span of several tokens shows their lines one under another."""
-    lines: dict[int, str] = {}
-    for span in result.spans:
-        for part in span.parts:
-            if part.id not in lines:
-                lines[part.id] = part.title_line
+    lines = {token_id: hover_line(result.tokenizer, token_id) for token_id in dict.fromkeys(result.table.token_ids)}
     return json.dumps(lines, ensure_ascii=False, separators=(",", ":"))
 
 

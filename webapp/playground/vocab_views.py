@@ -73,7 +73,7 @@ def _insights_context(loaded: Loaded) -> dict[str, Any]:
     points = charts.numeric_points(curve if isinstance(curve, list) else [])
     corpora = list(get_session().scalars(scoped(Corpus).options(defer(Corpus.stats))
                                          .order_by(Corpus.name, Corpus.id).limit(PICKER_ROWS)))
-    trained_on = set(parse_ids(loaded.row.config.get("corpus_ids"), most=MAX_CORPORA))
+    trained_on = set(parse_ids(loaded.config.get("corpus_ids"), most=MAX_CORPORA))
     if loaded.row.job_id:
         job = get_session().scalar(scoped(Job).where(Job.id == loaded.row.job_id))
         trained_on.update(job.corpus_ids if job else [])

@@ -67,6 +67,7 @@ class _Entry:
     tokenizer: Tokenizer
     token_strings: dict[int, str | None]
     size: int  # estimated_bytes of the row
+    config: dict[str, Any]  # the row's config column, immutable like the rest of the row
 
 
 _cache: OrderedDict[tuple[int, str], _Entry] = OrderedDict()
@@ -115,6 +116,7 @@ class Loaded:
     row: TokenizerRow
     tokenizer: Tokenizer
     token_strings: dict[int, str | None]  # shared by every request for this tokenizer
+    config: dict[str, Any]  # ``row.config`` as parsed on the cache miss: reading it costs no query
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -138,14 +140,22 @@ class Loaded:
         return out
 
 
-def rows_query() -> Select[tuple[TokenizerRow]]:
-    """Every tokenizer the current user may read, without the large columns (the document, the
-    training stats, and the config, which may hold an imported ``.model``; each loads when read):
-    the presets (``presets.py``) first, so a cut list still offers them, then their teams' and
-    those shared with this visitor by link, newest first."""
+# The large columns (the document, the training stats, and the config, which may hold an
+# imported ``.model``), left out of every row read here; each loads when read. Built once: the
+# options cost more to construct than the rest of the query, and every encode runs one.
+_WITHOUT_LARGE_COLUMNS = (defer(TokenizerRow.tokenizer_json), defer(TokenizerRow.stats), defer(TokenizerRow.config))
+
+
+def readable_rows() -> Select[tuple[TokenizerRow]]:
+    """Every tokenizer the current user may read, without the large columns, in no order."""
     return (scoped(TokenizerRow, shared_ids=shared_tokenizer_ids(), presets=True)
-            .options(defer(TokenizerRow.tokenizer_json), defer(TokenizerRow.stats), defer(TokenizerRow.config))
-            .order_by(TokenizerRow.team_id.is_not(None), TokenizerRow.id.desc()))
+            .options(*_WITHOUT_LARGE_COLUMNS))
+
+
+def rows_query() -> Select[tuple[TokenizerRow]]:
+    """:func:`readable_rows` as lists show them: the presets (``presets.py``) first, so a cut list
+    still offers them, then their teams' and those shared with this visitor by link, newest first."""
+    return readable_rows().order_by(TokenizerRow.team_id.is_not(None), TokenizerRow.id.desc())
 
 
 def all_rows(*, limit: int | None = None, offset: int = 0) -> list[TokenizerRow]:
@@ -168,9 +178,9 @@ def count_rows() -> int:
     return get_session().scalar(select(func.count()).select_from(rows_query().order_by(None).subquery())) or 0
 
 
-def _parse(row: TokenizerRow) -> Tokenizer:
+def _parse(row: TokenizerRow, config: dict[str, Any]) -> Tokenizer:
     """The row's tokenizer: from the ``.model`` an import kept (``originals.py``), else its JSON."""
-    model_file = originals(row.config or {}).get("spm_model")
+    model_file = originals(config).get("spm_model")
     try:
         if model_file is not None:
             from engine.formats.spm_model import load_spm_model
@@ -188,7 +198,7 @@ def load(row_id: int) -> Loaded:
     """The tokenizer with id ``row_id``, or a 404 page."""
     if parse_id(row_id) is None:
         abort(404)
-    row = get_session().scalar(rows_query().where(TokenizerRow.id == row_id))
+    row = get_session().scalar(readable_rows().where(TokenizerRow.id == row_id))
     if row is None:
         abort(404)
     return _loaded(row)
@@ -206,15 +216,16 @@ def _loaded(row: TokenizerRow) -> Loaded:
         size, budget = estimated_bytes(row.vocab_size), cache_budget()
         with _lock:
             _make_room(size, budget)  # before parsing: never the whole cache plus the newcomer
-        tokenizer = _parse(row)
+        config = row.config or {}  # the deferred column: one query, on the miss only
+        tokenizer = _parse(row, config)
         tokenizer.name = row.name
         with _lock:
             entry = _cache.get(key)  # a racing thread's parse wins; same content
             if entry is None:
                 _make_room(size, budget)
-                entry = _cache[key] = _Entry(tokenizer, {}, size)
+                entry = _cache[key] = _Entry(tokenizer, {}, size, config)
                 _cached_bytes += size
-    return Loaded(row, entry.tokenizer, entry.token_strings)
+    return Loaded(row, entry.tokenizer, entry.token_strings, entry.config)
 
 
 def find(ref: object) -> Loaded | None:
@@ -223,14 +234,14 @@ def find(ref: object) -> Loaded | None:
     One scoped query finds the row; the API calls this on every request, so it is not
     looked up twice.
     """
-    query = rows_query()
     if isinstance(ref, str):
         ref = ref.strip()
     row_id = parse_id(ref)  # bounded: databases cannot even compare ids past 64 bits
     if row_id is not None:
-        query = query.where(TokenizerRow.id == row_id)
+        query = readable_rows().where(TokenizerRow.id == row_id)
     elif isinstance(ref, str) and ref and not (ref.isascii() and ref.isdigit()):
-        query = query.where(TokenizerRow.name == ref[:MAX_NAME])  # no longer name exists
+        # Names repeat: the one a list shows first (a preset, else the newest) is found.
+        query = rows_query().where(TokenizerRow.name == ref[:MAX_NAME])  # no longer name exists
     else:
         return None
     row = get_session().scalar(query.limit(1))

@@ -110,7 +110,7 @@ def _save(a: Loaded, b: Loaded, context: dict[str, Any], texts: dict[str, str | 
     name = f"{a.row.name} + {b.row.name} ({policy})"[:MAX_NAME]
     original = keep_original("spm_model", dump_spm_model(tokenizer)) \
         if getattr(tokenizer, "spm_proto", None) is not None else {}
-    chat = chat_settings(a.row.config)  # the base's ids are kept, so its template still fits
+    chat = chat_settings(a.config)  # the base's ids are kept, so its template still fits
     config = {"algorithm": MERGE, "merged_from": a.row.id, "donor": b.row.id, "base_name": a.row.name,
               "donor_name": b.row.name, "report": report, **({"chat": chat} if chat else {}), **original}
     document = tokenizer.to_json()

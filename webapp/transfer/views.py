@@ -44,7 +44,7 @@ def _slug(name: str) -> str:
 def downloads_page(tokenizer_id: int) -> Response:
     """Each download format, or the reason this tokenizer cannot be written in it."""
     loaded = load(tokenizer_id)
-    formats = downloads.plan(loaded.tokenizer, originals(loaded.row.config))
+    formats = downloads.plan(loaded.tokenizer, originals(loaded.config))
     return render("playground/downloads.html", loaded=loaded, formats=formats)
 
 
@@ -53,8 +53,8 @@ def download(tokenizer_id: int, key: str, filename: str) -> Response:
     """One verified file of one format, as an attachment."""
     loaded = load(tokenizer_id)
     try:
-        files = downloads.build(loaded.tokenizer, key, chat=chat_settings(loaded.row.config),
-                                originals=originals(loaded.row.config))
+        files = downloads.build(loaded.tokenizer, key, chat=chat_settings(loaded.config),
+                                originals=originals(loaded.config))
     except downloads.ExportError as exc:
         return Response(render_template("errors/error.html", status=422, message=str(exc)), 422)
     if filename not in files:
@@ -71,8 +71,8 @@ def download(tokenizer_id: int, key: str, filename: str) -> Response:
 def download_zip(tokenizer_id: int) -> Response:
     """Every available format and a README, zipped."""
     loaded = load(tokenizer_id)
-    archive = downloads.zip_all(loaded.tokenizer, loaded.row.name, chat=chat_settings(loaded.row.config),
-                                originals=originals(loaded.row.config))
+    archive = downloads.zip_all(loaded.tokenizer, loaded.row.name, chat=chat_settings(loaded.config),
+                                originals=originals(loaded.config))
     response = Response(archive, mimetype="application/zip")
     response.headers["Content-Disposition"] = f'attachment; filename="{_slug(loaded.row.name)}.zip"'
     return response
