@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -153,10 +153,12 @@ class SpanTable:
         return out
 
 
-def hover_line(tokenizer: Tokenizer, token_id: int) -> str:
-    """An id's hover line, ``"<id>  <vocabulary string>  [<bytes in hex>]"``, memoised per tokenizer."""
+def hover_lines(tokenizer: Tokenizer, ids: Iterable[int]) -> dict[int, str]:
+    """Each distinct id's hover line, ``"<id>  <vocabulary string>  [<bytes in hex>]"``, in order
+    of first appearance, memoised per tokenizer."""
     memo = _memo_for(tokenizer)
-    return (memo.get(token_id) or _describe(tokenizer, token_id, memo))[2]
+    return {token_id: (memo.get(token_id) or _describe(tokenizer, token_id, memo))[2]
+            for token_id in dict.fromkeys(ids)}
 
 
 def span_table(text: str, token_spans: Sequence[TokenSpan], tokenizer: Tokenizer, *,
@@ -172,18 +174,8 @@ def span_table(text: str, token_spans: Sequence[TokenSpan], tokenizer: Tokenizer
     # Graphemes are looked at only in the text that is shown (plus slack for the last cluster).
     stop = min(len(text), shown[-1].char_end + _TAIL) if truncated and shown else len(text)
     inside = inside_graphemes(text, stop)
-    starts: list[int] = []
-    ends: list[int] = []
-    firsts: list[int] = []
-    sizes: list[int] = []
-    alone: list[bool] = []
-
-    def emit(start: int, end: int, first: int, size: int, special: bool) -> None:
-        starts.append(start)
-        ends.append(end)
-        firsts.append(first)
-        sizes.append(size)
-        alone.append(special)
+    rows: list[tuple[int, int, int, int, bool]] = []  # (start, end, first token, tokens, alone) per span
+    emit = rows.append
 
     open_first = -1  # the first token of the open span; -1 when no span is open
     open_start = open_end = 0  # the open span's start and (token) end
@@ -196,28 +188,29 @@ def span_table(text: str, token_spans: Sequence[TokenSpan], tokenizer: Tokenizer
                         open_end = char_end
                     continue
                 # Close the open span (its end is a boundary: it was just checked).
-                emit(open_start, open_end, open_first, index - open_first, False)
+                emit((open_start, open_end, open_first, index - open_first, False))
                 position = open_end
             if char_start > position:
-                emit(position, char_start, index, 0, False)  # a gap no token covers
+                emit((position, char_start, index, 0, False))  # a gap no token covers
                 position = char_start
             open_first, open_start = index, position
             open_end = char_end if char_end > position else position
             continue
         if open_first >= 0:
             position = _boundary_after(open_end, inside, stop)
-            emit(open_start, position, open_first, index - open_first, False)
+            emit((open_start, position, open_first, index - open_first, False))
             open_first = -1
         if char_start > position:
-            emit(position, char_start, index, 0, False)
-        emit(char_start, char_end, index, 1, True)
+            emit((position, char_start, index, 0, False))
+        emit((char_start, char_end, index, 1, True))
         position = max(position, char_end)
     if open_first >= 0:
         position = _boundary_after(open_end, inside, stop)
-        emit(open_start, position, open_first, len(shown) - open_first, False)
+        emit((open_start, position, open_first, len(shown) - open_first, False))
     if not truncated and position < len(text):
-        emit(position, len(text), len(shown), 0, False)
+        emit((position, len(text), len(shown), 0, False))
 
+    starts, ends, firsts, sizes, alone = (list(column) for column in zip(*rows)) if rows else ([], [], [], [], [])
     token_ids = [span[0] for span in shown]
     table = SpanTable(text, starts, ends, firsts, sizes, alone, token_ids, [span[5] for span in shown])
     table.labels = [text[start:end] for start, end in zip(starts, ends)]

@@ -34,7 +34,7 @@ from collections.abc import Collection
 from markupsafe import Markup, escape
 
 from webapp.playground.encode_view import Encoded
-from webapp.playground.spans import hover_line
+from webapp.playground.spans import hover_lines as hover_lines_of
 
 _CACHED_LENGTH = 200  # longer strings are escaped without the cache (bounds its memory)
 
@@ -83,8 +83,7 @@ def spans_markup(result: Encoded, differs: Collection[int] = ()) -> Markup:
 def hover_lines(result: Encoded) -> str:
     """``{id: hover line}`` of every id shown, as JSON for the spans' ``data-lines`` attribute
     (Jinja escapes it there); a span of several tokens shows their lines one under another."""
-    lines = {token_id: hover_line(result.tokenizer, token_id) for token_id in dict.fromkeys(result.table.token_ids)}
-    return json.dumps(lines, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(hover_lines_of(result.tokenizer, result.table.token_ids), ensure_ascii=False, separators=(",", ":"))
 
 
 def ids_markup(result: Encoded) -> Markup:
