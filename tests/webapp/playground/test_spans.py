@@ -7,7 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.webapp.playground_samples import EOT, byte_bpe, gpt2, unigram, wordpiece
-from webapp.playground.spans import PALETTE_SIZE, counts, group_spans, show_whitespace
+from engine.offsets import TokenSpan
+from webapp.playground.spans import PALETTE_SIZE, counts, group_spans, grouped, grouped_plain, show_whitespace
 
 
 def texts(spans):
@@ -136,3 +137,28 @@ def test_token_descriptions_are_memoised_per_tokenizer() -> None:
     second = group_spans("ab", other.encode_with_offsets("ab"), other)
     assert first[0].parts[0].id == second[0].parts[0].id == 256
     assert first[0].parts[0].title_line == "256  th  [74 68]" and second[0].parts[0].title_line == "256  ab  [61 62]"
+
+
+@st.composite
+def plain_tokens(draw: st.DrawFn) -> tuple[list[tuple[int, int]], set[int], int]:
+    """Ordinary tokens as an encoder gives them (starts never go back, each covers some text),
+    with gaps and overlaps, positions inside graphemes, and the text's length."""
+    tokens, start = [], draw(st.integers(0, 3))
+    for _ in range(draw(st.integers(1, 30))):
+        end = start + draw(st.integers(1, 4))
+        tokens.append((start, end))
+        start = max(0, draw(st.integers(start, end + 2)))
+    length = max(end for _, end in tokens) + draw(st.integers(0, 3))
+    inside = set(draw(st.lists(st.integers(1, length), max_size=8)))
+    return tokens, inside, length
+
+
+@given(plain_tokens(), st.booleans())
+def test_the_vectorised_grouping_equals_the_step_by_step_one(case: tuple[list[tuple[int, int]], set[int], int],
+                                                            trailing: bool) -> None:
+    tokens, inside, length = case
+    spans = [TokenSpan(7, start, end, start, end) for start, end in tokens]
+    stop = length if trailing else min(length, tokens[-1][1] + 2)
+    expected = grouped(spans, inside, stop, trailing=trailing, text_end=length)
+    assert grouped_plain([s for s, _ in tokens], [e for _, e in tokens], inside, stop,
+                         trailing=trailing, text_end=length) == expected
