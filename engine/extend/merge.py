@@ -91,8 +91,13 @@ def check_mergeable(base: Tokenizer, donor: Tokenizer) -> None:
                           "tokenizer.json form.", option="base")
 
 
-def merge_vocabularies(base: Tokenizer, donor: Tokenizer, *, policy: str = "zero") -> Extension:
-    """``base`` with every ordinary piece of ``donor`` it lacks appended (module docstring)."""
+def merge_vocabularies(base: Tokenizer, donor: Tokenizer, *, policy: str = "zero",
+                       most: int | None = None) -> Extension:
+    """``base`` with every ordinary piece of ``donor`` it lacks appended (module docstring).
+
+    ``most`` bounds how many pieces one merge may append (the web app's bound), checked before
+    any work.
+    """
     if policy not in POLICIES:
         raise ConfigError(f"policy={policy!r} is not one of {', '.join(POLICIES)}.", option="policy")
     check_mergeable(base, donor)
@@ -101,11 +106,14 @@ def merge_vocabularies(base: Tokenizer, donor: Tokenizer, *, policy: str = "zero
     new = [p for p in offered if p not in taken]
     if not new:
         raise ConfigError("The donor has no piece the base lacks; there is nothing to merge.", option="donor")
+    if most is not None and len(new) > most:
+        raise ConfigError(f"The donor has {len(new):,} pieces the base lacks; at most {most:,} may be appended "
+                          "here.", option="donor", value=len(new), most=most)
     check_add(base, len(new))
     first = base.vocab_size
     proto: ModelProto | None = getattr(base, "spm_proto", None)
     if proto is not None:
-        merged = _appended_proto(base, proto, new, policy)
+        merged = appended_proto(base, proto, new, policy)
     elif isinstance(base.model, Unigram):
         merged = _with_model(base, _appended_unigram(base, new, policy))
     else:
@@ -131,8 +139,9 @@ def _ordinary_scores(tokenizer: Tokenizer, pieces: list[tuple[str, float]]) -> l
     return [score for (_, score), kind in zip(pieces, types) if kind == NORMAL]
 
 
-def _appended_proto(base: Tokenizer, proto: ModelProto, new: list[str], policy: str) -> Tokenizer:
-    """Append to the ``.model``'s pieces as the script does, and load the result as sentencepiece would."""
+def appended_proto(base: Tokenizer, proto: ModelProto, new: list[str], policy: str) -> Tokenizer:
+    """``base`` loaded from its ``.model`` with ``new`` appended as NORMAL pieces scored under
+    ``policy``, as sentencepiece would load the file (the merge here; ``spm_bpe.py``'s extension)."""
     ordinary = [p.score for p in proto.pieces if p.type == NORMAL]
     given = scores(ordinary, len(new), policy, unigram=isinstance(base.model, Unigram))
     return load_spm_model(write_model(with_pieces(proto, [Piece(p, f32(s), NORMAL) for p, s in zip(new, given)])))

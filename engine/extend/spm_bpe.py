@@ -25,10 +25,9 @@ from pathlib import Path
 
 from engine.errors import ConfigError
 from engine.extend.char_bpe import extend_char_bpe
+from engine.extend.merge import appended_proto
 from engine.extend.options import ExtendOptions, Extension
-from engine.formats.spm_model import load_spm_model
-from engine.formats.spm_proto import NORMAL, ModelProto, Piece, with_pieces, write_model
-from engine.models.unigram import f32
+from engine.formats.spm_proto import ModelProto
 from engine.tokenizer import Tokenizer
 from engine.trainers.base import Reporter
 
@@ -41,9 +40,7 @@ def extend_spm_bpe(base: Tokenizer, files: Sequence[str | Path], options: Extend
         raise ConfigError("This sentencepiece BPE has no .model to append to; extend its tokenizer.json form.",
                           option="tokenizer")
     learned = extend_char_bpe(Tokenizer.from_json(base.to_json()), files, options, reporter=reporter)
-    lowest = min((p.score for p in proto.pieces if p.type == NORMAL), default=0.0)
-    appended = [Piece(data.decode("utf-8"), f32(lowest - 1.0 - k), NORMAL) for k, (_, data) in enumerate(learned.added)]
-    extended = load_spm_model(write_model(with_pieces(proto, appended)))
+    extended = appended_proto(base, proto, [data.decode("utf-8") for _, data in learned.added], "after")
     model = extended.model
     unreached = tuple(token_id for token_id, data in learned.added
                       if model.tokenize(data.decode("utf-8")) != [token_id])

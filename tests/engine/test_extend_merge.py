@@ -111,6 +111,9 @@ def test_refusals(models: dict[str, bytes], tmp_path: Path) -> None:
         merge_vocabularies(base, base)
     with pytest.raises(ConfigError, match="policy='first' is not one of zero, after"):
         merge_vocabularies(base, load_spm_model(models["zh_bpe"]), policy="first")
+    with pytest.raises(ConfigError, match=r"The donor has [\d,]+ pieces the base lacks; at most 10 may be") as bounded:
+        merge_vocabularies(base, load_spm_model(models["zh_bpe"]), most=10)
+    assert bounded.value.most == 10 and bounded.value.value > 10
     corpus = tmp_path / "en.txt"
     corpus.write_text("\n".join(english(300, 5)), encoding="utf-8")
     byte_level = train("bpe", [corpus], {"vocab_size": 300}).tokenizer

@@ -21,9 +21,9 @@ from typing import Any
 from flask import Blueprint, current_app, redirect, request, url_for
 from werkzeug.wrappers import Response
 
-from engine import TokenforgeError
+from engine import ConfigError, TokenforgeError
 from engine.extend import build_report
-from engine.extend.merge import POLICIES, donor_pieces, merge_vocabularies
+from engine.extend.merge import POLICIES, merge_vocabularies
 from engine.formats.spm_model import dump_spm_model
 from webapp.access.auth import current_team
 from webapp.store.db import get_session
@@ -53,12 +53,13 @@ def _texts(source: Any) -> tuple[dict[str, str], str | None]:
 
 def _merge(a: Loaded, b: Loaded, policy: str) -> Any:
     """The engine's merge, refused past :data:`MERGE_MAX_APPENDED` before any work."""
-    have = a.tokenizer
-    new = sum(1 for p in donor_pieces(b.tokenizer) if have.token_to_id(p) is None)
-    if new > MERGE_MAX_APPENDED:
-        raise TokenforgeError(f"{b.row.name} has {new:,} pieces that {a.row.name} lacks; the app appends at most "
-                              f"{MERGE_MAX_APPENDED:,} (tokenforge merge on the command line has no such bound).")
-    return merge_vocabularies(a.tokenizer, b.tokenizer, policy=policy)
+    try:
+        return merge_vocabularies(a.tokenizer, b.tokenizer, policy=policy, most=MERGE_MAX_APPENDED)
+    except ConfigError as exc:
+        if exc.most == MERGE_MAX_APPENDED:  # the app's bound, not the file's: say where there is none
+            raise ConfigError(f"{exc} tokenforge merge on the command line has no such bound.",
+                              option="donor") from exc
+        raise
 
 
 def _context(source: Any) -> tuple[dict[str, Any], Loaded | None, Loaded | None]:

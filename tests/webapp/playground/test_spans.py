@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.webapp.playground_samples import EOT, byte_bpe, gpt2, unigram, wordpiece
 from engine.offsets import TokenSpan
+from tests.webapp.playground_samples import EOT, byte_bpe, gpt2, unigram, wordpiece
 from webapp.playground.spans import PALETTE_SIZE, counts, group_spans, grouped, grouped_plain, show_whitespace
 
 

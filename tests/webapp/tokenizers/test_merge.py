@@ -11,6 +11,7 @@ from flask.testing import FlaskClient
 from engine.tokenizer import Tokenizer
 from tests.webapp.conftest import add_user
 from tests.webapp.playground_samples import byte_bpe, chinese_unigram, store, unigram
+from webapp.tokenizers import merge_views
 
 
 @pytest.fixture
@@ -73,7 +74,7 @@ def test_saving_stores_the_chosen_merge_in_the_team(app: Flask, client: FlaskCli
     assert f'href="/tokenizers/diff?a={ids["base"]}&amp;b={new_id}"' in page
 
 
-def test_refusals(app: Flask, client: FlaskClient, ids: dict[str, int]) -> None:
+def test_refusals(app: Flask, client: FlaskClient, ids: dict[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
     def post(**form: object) -> tuple[int, str]:
         response = client.post("/tokenizers/merge", data={"action": "preview", **form})
         return response.status_code, response.get_data(as_text=True)
@@ -85,6 +86,11 @@ def test_refusals(app: Flask, client: FlaskClient, ids: dict[str, int]) -> None:
     status, html = post(a=ids["base"], b=ids["base"])
     assert status == 422 and "The donor has no piece the base lacks" in html
     assert post(a=ids["base"])[0] == 422
+    monkeypatch.setattr(merge_views, "MERGE_MAX_APPENDED", 2)
+    status, html = post(a=ids["base"], b=ids["donor"])
+    assert status == 422 and re.search(r"pieces the base lacks; at most 2 may be appended here\. tokenforge merge on "
+                                       r"the command line has no such bound\.", html)
+    monkeypatch.undo()
     app.config["PLAYGROUND_MAX_CHARS"] = 10
     status, html = post(a=ids["base"], b=ids["donor"], reference="x" * 11)
     assert status == 422 and "The reference text has 11 characters; measure at most 10." in html
