@@ -18,6 +18,7 @@ Left out: Playwright (``tests/browser/conftest.py``) and the in-process Flask cl
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import html
 import http.cookiejar
@@ -45,6 +46,16 @@ EMAIL = "admin@example.com"
 PASSWORD = "correct horse battery staple"
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 TAG_VARIABLE = "TOKENFORGE_TEST_TAG"
+_PR_SET_PDEATHSIG = 1  # prctl option (linux/prctl.h): a signal for when the parent dies
+
+
+def _end_with_this_process() -> None:
+    """In the server's process, before it runs: have Linux send it SIGTERM when the test process
+    dies. The server leads a session of its own, so a test run killed outright (SIGKILL, an OOM
+    kill) would otherwise leave it serving; SIGTERM lets serve stop its workers as an operator's
+    restart does."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def wait_for(condition: Callable[[], bool], what: str, limit: float = 120) -> None:
@@ -122,7 +133,7 @@ class LiveApp:
             self.process = subprocess.Popen(
                 [*self.command, "serve", "--host", "127.0.0.1", "--port", str(self.port), *self.args],
                 cwd=self.cwd, env=self.env, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True)
+                start_new_session=True, preexec_fn=_end_with_this_process)
         deadline = time.monotonic() + limit
         while True:
             try:
