@@ -72,7 +72,9 @@ def _extend_args(session: Session, job: Job, settings: Mapping[str, Any]) -> tup
     return args if args is not None else str(missing)
 
 
-_WORDS = Words(what="training", subject="Training", advice=" Train on less text or a smaller vocabulary, or")
-TRAIN = register(JobKind("train", _WORDS, child=train_child.run, child_args=_train_args, complete=_store_tokenizer))
+_WORDS = Words(what="training", subject="Training", advice=" Train on less text or a smaller vocabulary, or",
+               many="trainings")
+TRAIN = register(JobKind("train", _WORDS, child=train_child.run, child_args=_train_args, complete=_store_tokenizer,
+                         capped=True))
 EXTEND = register(JobKind("train", _WORDS, algorithm=extend_job.EXTEND, child=extend_child.run,
-                          child_args=_extend_args, complete=_store_tokenizer))
+                          child_args=_extend_args, complete=_store_tokenizer, capped=True))
