@@ -29,6 +29,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from webapp.jobs.eta import Plan
 from webapp.store.models import Job
 
 #: ``child_args(session, job, settings)``: the child's arguments after its pipe and the worker's
@@ -67,6 +68,9 @@ class JobKind:
     #: Counts toward the team's cap on waiting jobs (``queue.add_within_cap``): a kind a user queues
     #: by hand. An analysis is queued by an upload, which has bounds of its own.
     capped: bool = False
+    #: Each algorithm's stages with their share of a job's time, from which the worker makes one
+    #: ETA for the job (``eta.Progress``); "" for a kind without algorithms. None known: no ETA.
+    stages: Mapping[str, Plan] = field(default_factory=dict)
 
 
 _KINDS: dict[tuple[str, str | None], JobKind] = {}

@@ -22,12 +22,13 @@ from werkzeug.wrappers import Response
 
 from webapp.access.auth import owned_or_404, scoped
 from webapp.corpora.forms import MAX_CORPORA
-from webapp.jobs import eta, queue
+from webapp.jobs import queue
 from webapp.store.db import get_session
 from webapp.store.models import Corpus, Job, Tokenizer
 from webapp.tokenizers import quota
 from webapp.tokenizers.levels import shown_options
 from webapp.training import form as training_form
+from webapp.training import stages
 from webapp.training.form import TrainForm
 from webapp.web.forms import MAX_NAME
 from webapp.web.htmx import is_htmx, render
@@ -128,9 +129,9 @@ def _job_figures() -> dict[str, Any]:
             "shown_options": shown_options}
 
 
-def _progress_of(job: Job) -> eta.Shown:
+def _progress_of(job: Job) -> stages.Shown:
     """A running job's progress row as a label with units and a bar."""
-    return eta.shown(job.progress_stage, job.progress_current, job.progress_total, job.options or {})
+    return stages.shown(job.progress_stage, job.progress_current, job.progress_total, job.options or {})
 
 
 @bp.get("/jobs")
