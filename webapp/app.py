@@ -27,9 +27,9 @@ from webapp.playground import views as playground
 from webapp.sharing import views as sharing
 from webapp.store import db
 from webapp.tokenizers import diff_views as vocab_diff_views
-from webapp.tokenizers import merge_views
-from webapp.training import extend_views
-from webapp.training import views as tokenizers
+from webapp.tokenizers import extend_views, merge_views
+from webapp.tokenizers import views as tokenizers
+from webapp.training import views as training
 from webapp.transfer import imports
 from webapp.transfer import views as transfer
 from webapp.web import converters, errors, filters, requests, security, slots, time_budget
@@ -71,10 +71,12 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
     add_template_globals(app)
     # Every blueprint, registered here and nowhere else.
-    for blueprint in (accounts.bp, teams.bp, sharing.bp, corpora.bp, tokenizers.bp,
+    for blueprint in (accounts.bp, teams.bp, sharing.bp, corpora.bp,
+                      tokenizers.bp,  # the tokenizer list, a tokenizer's page, deleting one
                       vocab_diff_views.bp,  # the vocabulary diff of two tokenizers
                       merge_views.bp,  # merge two vocabularies, merge_tokenizers.py's way
-                      extend_views.bp,  # extend a tokenizer with a corpus (a job)
+                      extend_views.bp,  # extend a tokenizer with a corpus (a training job)
+                      training.bp,  # the training form and the training jobs' pages
                       leaderboard_views.bp,
                       playground.bp,  # encode, decode, the token inspector
                       compare_views.bp, vocab_views.bp,  # compare; vocabulary and insights

@@ -42,9 +42,37 @@ def test_every_blueprint_in_the_package_is_registered(app: Flask) -> None:
             if isinstance(value, Blueprint) and value.import_name == module.__name__:
                 defined[value.name] = _module(path)
     assert defined == {name: app.blueprints[name].import_name.removeprefix("webapp.") for name in app.blueprints}
-    assert set(defined) == {"accounts", "teams", "sharing", "corpora", "tokenizers", "leaderboard", "playground",
-                            "compare", "vocab", "transfer", "api", "chat", "tokenizer_diff", "tokenizer_merge",
-                            "extend"}
+    assert set(defined) == {"accounts", "teams", "sharing", "corpora", "tokenizers", "training", "leaderboard",
+                            "playground", "compare", "vocab", "transfer", "api", "chat", "tokenizer_diff",
+                            "tokenizer_merge", "tokenizer_extend"}
+
+
+#: Where each URL's view lives (``docs/architecture.md``): the URL's first part names the area's
+#: folder, but for a tokenizer's pages that another area owns, which name their area here.
+URL_FOLDERS = {"account": "access", "login": "access", "logout": "access", "signup": "access", "teams": "access",
+               "join": "access", "corpora": "corpora", "tokenizers": "tokenizers", "train": "training",
+               "jobs": "training", "play": "playground", "compare": "playground", "leaderboards": "leaderboards",
+               "import": "transfer", "s": "sharing", "api": "api"}
+TOKENIZER_PAGES = {"play": "playground", "encode": "playground", "decode": "playground", "tokens": "playground",
+                   "vocab": "playground", "insights": "playground", "chat": "chat", "downloads": "transfer",
+                   "download": "transfer", "download.zip": "transfer", "share": "sharing"}
+
+
+def test_the_url_map_reads_like_the_folder_list(app: Flask) -> None:
+    """``/tokenizers/...`` is served from ``webapp/tokenizers/``, ``/train`` and ``/jobs`` from
+    ``webapp/training/``, and so on; a tokenizer's page that another area owns is that area's."""
+    misplaced = []
+    for rule in app.url_map.iter_rules():
+        parts = rule.rule.strip("/").split("/")
+        if parts[0] in ("", "static", "healthz"):
+            continue
+        folder = URL_FOLDERS[parts[0]]
+        if parts[0] == "tokenizers" and len(parts) > 2:
+            folder = TOKENIZER_PAGES.get(parts[2], folder)
+        module = app.view_functions[rule.endpoint].__module__
+        if not module.startswith(f"webapp.{folder}."):
+            misplaced.append((rule.rule, module))
+    assert misplaced == []
 
 
 def test_no_module_imports_the_playground_views() -> None:

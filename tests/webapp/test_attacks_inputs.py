@@ -532,7 +532,7 @@ def test_pages_of_a_tokenizer_with_tokens_of_every_length_are_bounded(app: Flask
 
 def test_list_pages_are_capped(app: Flask, client: FlaskClient, monkeypatch: pytest.MonkeyPatch) -> None:
     from webapp.corpora import views as corpora
-    from webapp.training import views as tokenizers
+    from webapp.tokenizers import views as tokenizers
 
     monkeypatch.setattr(tokenizers, "LIST_ROWS", 2)
     monkeypatch.setattr(corpora, "LIST_ROWS", 2)

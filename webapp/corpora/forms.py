@@ -1,5 +1,6 @@
 """The corpora's forms: the upload (files, the JSON text field, decoding with replacement) and
-the rename.
+the rename; and how many corpora a form elsewhere may choose at once (:data:`MAX_CORPORA`: a
+training's, an extension's), a bound the pages that read a stored list of corpus ids share.
 
 Left out: reading and checking the files themselves (``storage.py``, while they stream in).
 """
@@ -14,6 +15,7 @@ from wtforms.validators import ValidationError
 from webapp.web.forms import MAX_NAME, Form, name_field, strip
 
 DEFAULT_TEXT_FIELD = "text"
+MAX_CORPORA = 1000  # corpus checkboxes one form may submit; more is not a person choosing
 
 
 class UploadForm(Form):

@@ -10,7 +10,9 @@ and every process that queues, runs or recovers jobs imports it first (``create_
 - how its job starts: the child's entry point and its arguments (or why the job cannot start);
 - what to do with the child's messages beyond progress and the outcome (a leaderboard's pairs);
 - how to store a successful outcome, in the transaction that marks the job succeeded;
-- how a failure reads: the words of the sentences the worker and the queue's recovery write.
+- how a failure reads: the words of the sentences the worker and the queue's recovery write;
+- whether its jobs count toward a team's cap on waiting jobs, and how the cap's sentence names them;
+- its stages' shares of a job's time, from which the worker's ETA is made (``eta.py``).
 
 A "train" job whose algorithm needs another child (``extend``) registers a kind of its own for
 that algorithm (:func:`for_job`); the sentences are the kind's (:func:`words`).
@@ -27,6 +29,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from webapp.jobs.eta import Plan
 from webapp.store.models import Job
 
 #: ``child_args(session, job, settings)``: the child's arguments after its pipe and the worker's
@@ -47,6 +50,7 @@ class Words:
     subject: str  # the recovery's sentence: "Training failed after 2 attempts: each time, ..."
     saved: str = "Nothing was saved."  # what is left of a job that stopped early
     advice: str = ""  # after a time-limit stop: " Train on less text or a smaller vocabulary, or"
+    many: str = ""  # the cap's sentence, beside another kind: "jobs (trainings and leaderboards)"
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,12 @@ class JobKind:
     algorithm: str | None = None  # a "train" job's algorithm with its own child ("extend"); None: any other
     handle: Mapping[str, Handle] = field(default_factory=dict)  # message name -> handler ("pair")
     quick: bool = False  # claimed before the team's other queued jobs (seconds, and a user waits on it)
+    #: Counts toward the team's cap on waiting jobs (``queue.add_within_cap``): a kind a user queues
+    #: by hand. An analysis is queued by an upload, which has bounds of its own.
+    capped: bool = False
+    #: Each algorithm's stages with their share of a job's time, from which the worker makes one
+    #: ETA for the job (``eta.Progress``); "" for a kind without algorithms. None known: no ETA.
+    stages: Mapping[str, Plan] = field(default_factory=dict)
 
 
 _KINDS: dict[tuple[str, str | None], JobKind] = {}
@@ -93,3 +103,8 @@ def words(kind: str) -> Words:
 def quick() -> list[str]:
     """The kinds claimed before a team's other queued jobs."""
     return sorted({kind.name for kind in _KINDS.values() if kind.quick})
+
+
+def capped() -> list[str]:
+    """The kinds that count toward a team's cap on waiting jobs."""
+    return sorted({kind.name for kind in _KINDS.values() if kind.capped})

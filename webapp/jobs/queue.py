@@ -1,10 +1,9 @@
 """The job queue: the ``jobs`` table and the state changes that make it safe to share.
 
-Every kind of job shares the queue: "train" (a tokenizer from corpora, or one extended with
-corpora), "analyse" (a new corpus's statistics) and "leaderboard" (tokenizers × held-out corpora).
-This module knows them only through the registry the areas fill (``kinds.py``): what a job runs
-and what its result is are its kind's business. The queue is fair across teams, round-robin in the
-claim itself:
+Every kind of job shares the queue. This module knows them only through the registry the areas
+fill (``kinds.py``): what a job runs, what its result is, whether it counts toward a team's cap
+and how sentences name it are its kind's business. The queue is fair across teams, round-robin in
+the claim itself:
 
 1. among the teams with a queued job, those running the fewest jobs go first, so a team already
    running one gets no second one while another team waits (with one worker: one job per team
@@ -20,9 +19,10 @@ worker can be limited to some kinds (``claim(kinds=...)``, ``tokenforge worker -
 and ``tokenforge serve`` starts such a lane beside its general worker. More workers (``tokenforge
 worker`` on this or other machines) are more lanes: each claim takes the next team's turn.
 
-Each team may have only ``TOKENFORGE_MAX_QUEUED_JOBS`` trainings and leaderboards waiting, and
-the bound is exact however many requests arrive at once (:func:`add_within_cap`: insert, then
-count within the same transaction, holding the team's row on PostgreSQL and the write lock on SQLite).
+Each team may have only ``TOKENFORGE_MAX_QUEUED_JOBS`` jobs of the capped kinds waiting (``JobKind.capped``:
+those a user queues by hand), and the bound is exact however many requests arrive at once
+(:func:`add_within_cap`: insert, then count within the same transaction, holding the team's row on
+PostgreSQL and the write lock on SQLite).
 
 Every transition is one conditional UPDATE, so several workers (on several machines) and the
 web processes can act at once without losing or double-running a job:
@@ -50,26 +50,29 @@ from sqlalchemy.orm import Session, aliased
 from webapp.jobs import kinds as kinds_registry
 from webapp.store.models import Job, Team, utcnow
 
-#: The kinds a user queues by hand; each team may have only so many of them waiting at once.
-#: (An analysis is queued by an upload, which has bounds of its own.)
-CAPPED_KINDS = ("train", "leaderboard")
-
 
 class QueueFull(Exception):
-    """The team already has as many training and leaderboard jobs waiting as it may."""
+    """The team already has as many jobs of the capped kinds waiting as it may."""
 
 
-def queued_by_kind(session: Session, team_id: int) -> dict[str, int]:
-    """How many of ``team_id``'s capped jobs (:data:`CAPPED_KINDS`) wait in the queue, per kind."""
+def queued_by_kind(session: Session, team_id: int, kinds: Collection[str]) -> dict[str, int]:
+    """How many of ``team_id``'s jobs of ``kinds`` wait in the queue, per kind, the kind of the
+    longest-waiting job first."""
     rows = session.execute(select(Job.kind, func.count()).where(
-        Job.team_id == team_id, Job.kind.in_(CAPPED_KINDS), Job.status == "queued").group_by(Job.kind))
+        Job.team_id == team_id, Job.kind.in_(kinds), Job.status == "queued")
+        .group_by(Job.kind).order_by(func.min(Job.id)))
     return {kind: int(count) for kind, count in rows}
 
 
-def _queue_full(session: Session, team_id: int, max_queued: int) -> QueueFull:
-    """The refusal of one more job for ``team_id``, naming what it has waiting."""
-    waiting = queued_by_kind(session, team_id)
-    what = "training jobs" if not waiting.get("leaderboard") else "jobs (trainings and leaderboards)"
+def _queue_full(session: Session, team_id: int, capped: Collection[str], max_queued: int) -> QueueFull:
+    """The refusal of one more job for ``team_id``, naming what it has waiting: "training jobs"
+    when one kind waits, "jobs (trainings and leaderboards)" when several do."""
+    waiting = [kinds_registry.words(kind) for kind in queued_by_kind(session, team_id, capped)]
+    if len(waiting) == 1:
+        what = f"{waiting[0].what} jobs"
+    else:
+        names = [words.many or words.what for words in waiting]
+        what = f"jobs ({', '.join(names[:-1])} and {names[-1]})" if names else "jobs"
     return QueueFull(f"Your team already has {max_queued:,} {what} waiting; cancel one, or wait "
                      "until one starts, then try again.")
 
@@ -77,10 +80,11 @@ def _queue_full(session: Session, team_id: int, max_queued: int) -> QueueFull:
 def add_within_cap(session: Session, job: Job, max_queued: int | None) -> None:
     """Add and flush ``job`` (a capped kind), or roll back and raise :class:`QueueFull` if over the cap.
 
-    Trainings and leaderboards share the one cap: each waiting job is a row every claim sorts,
-    and a script could add millions. Counting first and inserting after would let 40 requests
-    at the same instant all see 19 waiting; so the job goes in first and the count, taken in the
-    same transaction, includes it. The count sees every other enqueue of the team that committed
+    The capped kinds (``JobKind.capped``: trainings and leaderboards) share the one cap, ``job``'s
+    own kind among them even in a process that registered none: each waiting job is a row every
+    claim sorts, and a script could add millions. Counting first and inserting after would let 40
+    requests at the same instant all see 19 waiting; so the job goes in first and the count, taken
+    in the same transaction, includes it. The count sees every other enqueue of the team that committed
     before, and none can commit meanwhile: on PostgreSQL each holds the team's row (``FOR NO KEY
     UPDATE``, which still lets other rows reference the team) until its commit; on SQLite the
     INSERT takes the database's write lock, held until the commit.
@@ -89,9 +93,12 @@ def add_within_cap(session: Session, job: Job, max_queued: int | None) -> None:
         session.execute(select(Team.id).where(Team.id == job.team_id).with_for_update(key_share=True)).all()
     session.add(job)
     session.flush()
-    if max_queued is not None and sum(queued_by_kind(session, job.team_id).values()) > max_queued:
+    if max_queued is None:
+        return
+    team_id, capped = job.team_id, {*kinds_registry.capped(), job.kind}
+    if sum(queued_by_kind(session, team_id, capped).values()) > max_queued:
         session.rollback()
-        raise _queue_full(session, job.team_id, max_queued)
+        raise _queue_full(session, team_id, capped, max_queued)
 
 
 def enqueue(
@@ -107,7 +114,7 @@ def enqueue(
     """Add a queued job of ``team_id`` and commit it.
 
     With ``max_queued``, refuse (:class:`QueueFull`, the session rolled back) when the team
-    already has that many trainings and leaderboards waiting, exactly under concurrent requests.
+    already has that many jobs of the capped kinds waiting, exactly under concurrent requests.
     """
     job = Job(team_id=team_id, name=name, algorithm=algorithm, options=options,
               corpus_ids=list(corpus_ids))

@@ -147,7 +147,7 @@ class Worker:
         grace = float(self.settings["CANCEL_GRACE_SECONDS"])
         time_limit = float(self.settings["JOB_TIME_LIMIT"])
         started = time.monotonic()
-        progress = Progress(algorithm=algorithm or None)  # its stages' shares give one ETA for the job
+        progress = Progress(plans=kind.stages, algorithm=algorithm or None)  # its kind's stage shares: one ETA
         outcome: tuple[Any, ...] | None = None
         stop_sent_at: float | None = None  # when "cancel" went to the child (a cancel or the time limit)
         timed_out = False

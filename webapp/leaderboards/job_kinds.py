@@ -82,7 +82,7 @@ def _store_pair(session: Session, job_id: int, worker_id: str, message: tuple[An
 LEADERBOARD = register(JobKind(
     "leaderboard",
     Words(what="leaderboard", subject="The leaderboard", saved="The pairs evaluated so far are kept.",
-          advice=" Choose fewer tokenizers or corpora, or a smaller slice, or"),
-    child=child.run, child_args=_child_args, handle={"pair": _store_pair},
+          advice=" Choose fewer tokenizers or corpora, or a smaller slice, or", many="leaderboards"),
+    child=child.run, child_args=_child_args, handle={"pair": _store_pair}, capped=True,
     complete=lambda session, job_id, worker_id, _message: complete_leaderboard(session, job_id, worker_id),
 ))

@@ -2,15 +2,17 @@
 
 An extension is a training job (``kind="train"``, so the team's cap on waiting jobs, the fair
 claim, cancel, the time limit and the job pages apply unchanged) whose ``algorithm`` is
-:data:`EXTEND`. Its ``options`` hold what the form chose (``extend_form.job_options``): the base
-tokenizer's id, name and algorithm, ``add``, ``protected``, and the held-out and reference
+:data:`EXTEND`; which is why its job side lives here, with the training's, while the page and the
+form that queue it are the tokenizer's (``tokenizers/extend_views.py``, ``tokenizers/extend_form.py``,
+under ``/tokenizers/ID/extend``). Its ``options`` hold what the form chose (``extend_form.check``):
+the base tokenizer's id, name and algorithm, ``add``, ``protected``, and the held-out and reference
 corpora's ids (or None). The child (``extend_child.py``) reads the base itself, within the job's
 team or among the presets, so a job can never reach another team's tokenizer whatever its
 options say. The stored row (:func:`row_fields`) is named after what was really added, has the
 base's algorithm, and keeps the base's id and the engine's report in its config, which the
-tokenizer page shows (``extend_views.report_context``).
+tokenizer page shows (``tokenizers/extend_views.show_context``).
 
-Left out: the engine's work (``engine/extend``) and the form (``extend_form.py``).
+Left out: the engine's work (``engine/extend``) and the form.
 """
 
 from __future__ import annotations
@@ -19,20 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
-from webapp.store.model_base import MAX_NAME
 from webapp.store.models import Corpus, Job
+from webapp.tokenizers.extend_form import EXTEND, extension_name
 
 if TYPE_CHECKING:
     from webapp.corpora.storage import CorpusStore
 
-EXTEND = "extend"  # the algorithm of an extension job
 MEASURED = (("held_out_corpus_id", "held-out"), ("reference_corpus_id", "reference"))
-
-
-def extension_name(base_name: str, added: int, corpus_names: list[str]) -> str:
-    """``"GPT-2 + 5,000 (zh.txt)"``, cut to the name columns' width."""
-    corpora = ", ".join(corpus_names) or "no corpus"
-    return f"{base_name} + {added:,} ({corpora})"[:MAX_NAME]
 
 
 def child_args(session: Session, store: "CorpusStore", job: Job, paths: list[str], nice: int,

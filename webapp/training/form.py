@@ -7,9 +7,9 @@ type, default, help and choices), holding what the user typed so a re-rendered f
 or into plain-sentence errors attached to the field they concern, from one validation pass of
 the engine. Rendering is the template's job and queueing the job is ``views.py``'s.
 
-Some options are read at one level only (:data:`LEVEL_OPTIONS`): the form shows a field only at
-the levels that read it (``static/js/train.js`` follows the level as it changes), and a job's
-page lists only its level's options (:func:`shown_options`).
+Some options are read at one level only (``tokenizers/levels.py``'s ``LEVEL_OPTIONS``, which the
+tokenizer and job pages also follow): the form shows a field only at the levels that read it
+(``static/js/train.js`` follows the level as it changes).
 """
 
 from __future__ import annotations
@@ -27,22 +27,14 @@ from engine.limits import shown
 from engine.trainers import TRAINERS, OptionSpec, make_options, option_specs, options_class
 from engine.trainers.base import options_to_dict
 from webapp.access.auth import scoped
+from webapp.corpora.forms import MAX_CORPORA
 from webapp.store.db import get_session
 from webapp.store.models import Corpus
+from webapp.tokenizers.levels import LEVEL_OPTIONS
 from webapp.web.forms import Form, IdListField, name_field, strip
 from webapp.web.numbers import plain_digits_problem
 
 PREFIX = "opt-"
-MAX_CORPORA = 1000  # corpus checkboxes one form may submit; more is not a person choosing
-_BYTE_CHAR = ("byte", "char")
-#: The levels that read an option, for options not read at every level of their algorithm. BPE's
-#: char level marks word ends and unknown characters, which byte level has neither of; its spm level
-#: is a trainer of its own (``engine.trainers.bpe_spm_options``) that reads only its options.
-LEVEL_OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {
-    "bpe": {"end_of_word_suffix": ("char",), "unk_token": ("char",), "special_tokens": _BYTE_CHAR,
-            "min_frequency": _BYTE_CHAR, "pretokenizer": _BYTE_CHAR, "max_token_length": _BYTE_CHAR,
-            "character_coverage": ("spm",), "byte_fallback": ("spm",), "split_digits": ("spm",)},
-}
 
 
 class TrainForm(Form):
@@ -142,20 +134,6 @@ def fields_for(algorithm: str, form: Mapping[str, str] | None = None,
         fields.append(Field(spec, value, (errors or {}).get(spec.name), levels,
                             shown=levels is None or not known or level in levels))
     return fields
-
-
-def shown_options(algorithm: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A job's ``options`` less those its level does not read (a byte-level BPE keeps, but never
-    used, the char level's end-of-word suffix and unknown token)."""
-    options = dict(options or {})
-    level = options.get("level")
-    only = LEVEL_OPTIONS.get(algorithm, {})
-    return {name: value for name, value in options.items() if name not in only or level not in _level_names(only)
-            or level in only[name]}
-
-
-def _level_names(only: Mapping[str, tuple[str, ...]]) -> set[str]:
-    return {level for levels in only.values() for level in levels}
 
 
 def form_from_options(algorithm: str, options: Mapping[str, Any]) -> dict[str, str]:

@@ -22,6 +22,7 @@ from webapp.jobs import queue
 from webapp.jobs.kinds import JobKind, Words, register
 from webapp.store.models import Job, Tokenizer
 from webapp.training import extend_child, extend_job, train_child
+from webapp.training.stages import STAGE_SHARES
 
 
 def complete(session: Session, job_id: int, worker_id: str, *, tokenizer_json: str,
@@ -72,7 +73,10 @@ def _extend_args(session: Session, job: Job, settings: Mapping[str, Any]) -> tup
     return args if args is not None else str(missing)
 
 
-_WORDS = Words(what="training", subject="Training", advice=" Train on less text or a smaller vocabulary, or")
-TRAIN = register(JobKind("train", _WORDS, child=train_child.run, child_args=_train_args, complete=_store_tokenizer))
+_WORDS = Words(what="training", subject="Training", advice=" Train on less text or a smaller vocabulary, or",
+               many="trainings")
+# Both look their job's algorithm up in the one table of stage shares ("extend" is among them).
+TRAIN = register(JobKind("train", _WORDS, child=train_child.run, child_args=_train_args, complete=_store_tokenizer,
+                         capped=True, stages=STAGE_SHARES))
 EXTEND = register(JobKind("train", _WORDS, algorithm=extend_job.EXTEND, child=extend_child.run,
-                          child_args=_extend_args, complete=_store_tokenizer))
+                          child_args=_extend_args, complete=_store_tokenizer, capped=True, stages=STAGE_SHARES))

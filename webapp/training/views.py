@@ -1,11 +1,14 @@
-"""The tokenizers blueprint: the training form, the job pages and the tokenizer pages.
+"""The training blueprint: the training form (``/train``) and the training jobs' pages (``/jobs``).
 
 A valid training form becomes a queued job (``queue.enqueue``) and the browser is sent to the
-job page, whose progress block polls itself through htmx until the job ends. The playground
-(encode, compare, inspector, downloads) belongs to ``playground/views.py``, ``playground/compare_views.py`` and
-``transfer/views.py``, not here.
-Every row is fetched through ``auth.owned_or_404``/``auth.scoped``: other teams' jobs,
-corpora and tokenizers are 404s. Deleting a tokenizer asks for confirmation first.
+job page, whose progress block polls itself through htmx until the job ends. The job pages list
+the "train" jobs only, trainings and extensions (``tokenizers/extend_views.py`` queues those): an
+analysis shows on its corpus's page and a leaderboard's job on its board. They are here, not in
+``jobs/``, because that package is the queue under every area, which knows no page, no team and
+no training option. Every row is fetched through ``auth.owned_or_404``/``auth.scoped``: other
+teams' jobs and corpora are 404s.
+
+Left out: the tokenizer pages (``tokenizers/views.py``), and the form's fields and checks (``form.py``).
 """
 
 from __future__ import annotations
@@ -13,30 +16,26 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from flask import Blueprint, abort, current_app, flash, redirect, request, url_for
+from flask import Blueprint, abort, current_app, redirect, request, url_for
 from sqlalchemy import select
-from sqlalchemy.orm import defer
 from werkzeug.wrappers import Response
 
-from webapp.access.auth import current_team, owned_or_404, readable_or_404, scoped
-from webapp.jobs import eta, queue
+from webapp.access.auth import owned_or_404, scoped
+from webapp.corpora.forms import MAX_CORPORA
+from webapp.jobs import queue
 from webapp.store.db import get_session
 from webapp.store.models import Corpus, Job, Tokenizer
-from webapp.tokenizers import quota, summary
-from webapp.tokenizers.loaded import load
-from webapp.tokenizers.originals import originals
-from webapp.tokenizers.presets import INSTALL_COMMAND, preset_rows
-from webapp.training import extend_views
+from webapp.tokenizers import quota
+from webapp.tokenizers.levels import shown_options
 from webapp.training import form as training_form
-from webapp.training.form import MAX_CORPORA, TrainForm
-from webapp.web.filters import quoted
-from webapp.web.forms import MAX_NAME, ConfirmForm
+from webapp.training import stages
+from webapp.training.form import TrainForm
+from webapp.web.forms import MAX_NAME
 from webapp.web.htmx import is_htmx, render
 from webapp.web.lists import LIST_ROWS
 from webapp.web.numbers import parse_id, parse_ids
 
-bp = Blueprint("tokenizers", __name__)
-SHOWN_MERGES = 50
+bp = Blueprint("training", __name__)
 
 
 def _corpora() -> list[Corpus]:
@@ -54,7 +53,7 @@ def _train_page(algorithm: str, *, values: Mapping[str, str] | None = None, name
     if selected is None:
         selected = set(parse_ids([request.args.get("corpus", "")], most=1))
     return render(
-        "tokenizers/train.html", "options", algorithm=algorithm, algorithms=algorithms,
+        "training/train.html", "options", algorithm=algorithm, algorithms=algorithms,
         fields=fields, corpora=_corpora(), selected=selected, errors=errors or {}, name=name, status=status,
     )
 
@@ -107,7 +106,7 @@ def train() -> Response:
                            corpus_ids=[c.id for c in corpora], max_queued=current_app.config["MAX_QUEUED_JOBS"])
     except queue.QueueFull as full:
         return page({"": str(full)}, 429)
-    return redirect(url_for("tokenizers.job", job_id=job.id), 303)
+    return redirect(url_for("training.job", job_id=job.id), 303)
 
 
 def _job_or_404(job_id: int) -> Job:
@@ -127,25 +126,25 @@ def _job_context(job: Job) -> dict[str, Any]:
 def _job_figures() -> dict[str, Any]:
     """What the job page and the jobs list both use, so that they say the same for one job."""
     return {"run_seconds": queue.run_seconds, "progress_of": _progress_of,
-            "shown_options": training_form.shown_options}
+            "shown_options": shown_options}
 
 
-def _progress_of(job: Job) -> eta.Shown:
+def _progress_of(job: Job) -> stages.Shown:
     """A running job's progress row as a label with units and a bar."""
-    return eta.shown(job.progress_stage, job.progress_current, job.progress_total, job.options or {})
+    return stages.shown(job.progress_stage, job.progress_current, job.progress_total, job.options or {})
 
 
 @bp.get("/jobs")
 def job_list() -> Response:
     """All training jobs, newest first; while some run, htmx polls the table (only it is sent)."""
     rows = get_session().scalars(scoped(Job).where(Job.kind == "train").order_by(Job.id.desc()).limit(LIST_ROWS)).all()
-    return render("tokenizers/jobs.html", "jobs_table", jobs=rows, **_job_figures())
+    return render("training/jobs.html", "jobs_table", jobs=rows, **_job_figures())
 
 
 @bp.get("/jobs/<int:job_id>")
 def job(job_id: int) -> Response:
     """A job's page; htmx polls get only the progress block, which stops polling once done."""
-    return render("tokenizers/job.html", "job", **_job_context(_job_or_404(job_id)))
+    return render("training/job.html", "job", **_job_context(_job_or_404(job_id)))
 
 
 @bp.post("/jobs/<int:job_id>/cancel")
@@ -155,64 +154,5 @@ def cancel(job_id: int) -> Response:
     queue.request_cancel(get_session(), job.id)
     get_session().refresh(job)
     if is_htmx():
-        return render("tokenizers/job.html", "job", **_job_context(job))
-    return redirect(url_for("tokenizers.job", job_id=job.id), 303)
-
-
-@bp.get("/tokenizers")
-def index() -> Response:
-    """The team's tokenizers, newest first, and the presets every team can read."""
-    # The list needs neither the JSON document, the training stats nor the config (an imported
-    # .model is kept there), which can be megabytes each.
-    rows = get_session().scalars(scoped(Tokenizer).options(defer(Tokenizer.tokenizer_json), defer(Tokenizer.stats),
-                                                           defer(Tokenizer.config))
-                                 .order_by(Tokenizer.id.desc()).limit(LIST_ROWS)).all()
-    active = get_session().scalars(
-        scoped(Job).where(Job.status.in_(("queued", "running")), Job.kind == "train").order_by(Job.id)
-    ).all()
-    return render("tokenizers/index.html", tokenizers=rows, active=active, capped=len(rows) == LIST_ROWS,
-                  presets=preset_rows(get_session()), presets_command=INSTALL_COMMAND,
-                  usage=quota.usage(get_session(), current_team().id))
-
-
-@bp.get("/tokenizers/<int:tokenizer_id>")
-def show(tokenizer_id: int) -> Response:
-    """A tokenizer's summary: how it was trained or imported, what its model holds, its first merges."""
-    tokenizer = readable_or_404(Tokenizer, tokenizer_id)  # the team's own, or a preset
-    job = get_session().scalar(scoped(Job).where(Job.id == tokenizer.job_id)) if tokenizer.job_id else None
-    corpus_ids = parse_ids(tokenizer.config.get("corpus_ids"), most=MAX_CORPORA)
-    corpora = get_session().scalars(scoped(Corpus).where(Corpus.id.in_(corpus_ids))).all() if corpus_ids else []
-    engine_tokenizer = load(tokenizer_id).tokenizer
-    stats = tokenizer.stats or {}
-    options = tokenizer.config.get("options")
-    imported = tokenizer.config.get("import")
-    return render("tokenizers/show.html", tokenizer=tokenizer, job=job, corpora=corpora,
-                  figures=summary.figures(engine_tokenizer, stats),
-                  merges=summary.first_merges(engine_tokenizer, stats, SHOWN_MERGES),
-                  piece_types=summary.piece_types(engine_tokenizer, originals(tokenizer.config).get("spm_model")),
-                  options=training_form.shown_options(tokenizer.algorithm, options) if isinstance(options, dict) else {},
-                  imported=imported if isinstance(imported, dict) else {},
-                  **extend_views.show_context(tokenizer, engine_tokenizer))
-
-
-@bp.get("/tokenizers/<int:tokenizer_id>/delete")
-def confirm_delete(tokenizer_id: int) -> Response:
-    """Ask before deleting a tokenizer."""
-    tokenizer = owned_or_404(Tokenizer, tokenizer_id)
-    return render("auth/confirm.html", what=f"the tokenizer {quoted(tokenizer.name)}",
-                  detail="Its share links and shared texts stop working.",
-                  action=url_for("tokenizers.delete", tokenizer_id=tokenizer.id),
-                  back=url_for("tokenizers.show", tokenizer_id=tokenizer.id))
-
-
-@bp.post("/tokenizers/<int:tokenizer_id>/delete")
-def delete(tokenizer_id: int) -> Response:
-    """Delete a tokenizer (its JSON lives in its row) with its share links."""
-    tokenizer = owned_or_404(Tokenizer, tokenizer_id)
-    if not ConfirmForm().confirmed_yes():
-        return redirect(url_for("tokenizers.confirm_delete", tokenizer_id=tokenizer_id), 303)
-    name = tokenizer.name
-    get_session().delete(tokenizer)
-    get_session().commit()
-    flash(f"Deleted the tokenizer {quoted(name)}.")
-    return redirect(url_for("tokenizers.index"), 303)
+        return render("training/job.html", "job", **_job_context(job))
+    return redirect(url_for("training.job", job_id=job.id), 303)

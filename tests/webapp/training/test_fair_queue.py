@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import pytest
 from flask import Flask
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.webapp.conftest import add_user
@@ -164,6 +164,35 @@ def test_leaderboards_share_the_cap_atomically_and_a_refused_one_leaves_nothing(
     with new_session(db_app) as session:
         boards = session.scalars(select(Leaderboard)).all()
         assert len(boards) == 3 and all(row.job_id is not None for row in boards)
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_the_refusal_names_the_kinds_that_wait_as_their_kinds_say(db_app: Flask) -> None:
+    """The queue names no kind itself: each capped kind says how the sentence names its jobs
+    (``JobKind.capped``, ``Words.many``), the longest-waiting kind first; an analysis never counts."""
+    from webapp.jobs import kinds
+
+    assert kinds.capped() == ["leaderboard", "train"]
+
+    def board(session: Session, name: str) -> None:
+        new = Leaderboard(team_id=1, name=name, tokenizers=[], corpora=[{"id": 1, "name": "c"}],
+                          max_bytes=1024, results={})
+        enqueue_leaderboard(session, new, options={"max_bytes": 1024, "pair_seconds": 1.0}, max_queued=2)
+
+    with new_session(db_app) as session:
+        corpus = Corpus(team_id=1, name="c", sha256="0" * 64, format="txt", upload_bytes=1, size_bytes=1, stats={})
+        session.add(corpus)
+        session.flush()
+        enqueue_analysis(session, corpus)  # not capped: the team may still queue two more
+        board(session, "first")
+        board(session, "second")
+        with pytest.raises(jobs.QueueFull, match="Your team already has 2 leaderboard jobs waiting;"):
+            board(session, "third")
+        session.execute(update(Job).where(Job.name == "second").values(kind="train", algorithm="bpe"))
+        session.commit()
+        with pytest.raises(jobs.QueueFull, match=r"has 2 jobs \(leaderboards and trainings\) waiting;"):
+            jobs.enqueue(session, team_id=1, name="a training", algorithm="bpe", options={}, corpus_ids=[1],
+                         max_queued=2)
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)

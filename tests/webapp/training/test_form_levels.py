@@ -14,7 +14,8 @@ from engine.trainers import option_specs
 from engine.trainers.bpe import BpeOptions
 from engine.trainers.bpe_spm_options import SpmBpeOptions
 from tests.webapp.conftest import add_small_corpus, default_form
-from webapp.training.form import LEVEL_OPTIONS, PREFIX, fields_for, shown_options
+from webapp.tokenizers.levels import LEVEL_OPTIONS, shown_options
+from webapp.training.form import PREFIX, fields_for
 
 CHAR_ONLY = {"end_of_word_suffix", "unk_token"}
 SPM_ONLY = {"character_coverage", "byte_fallback", "split_digits"}

@@ -15,6 +15,7 @@ from tests.webapp.training.job_samples import Clock, add_job
 from webapp.jobs.eta import MIN_JOB_SECONDS, Progress
 from webapp.store import db
 from webapp.store.models import Job
+from webapp.training.stages import STAGE_SHARES
 from webapp.web import filters
 
 
@@ -30,7 +31,7 @@ def run(progress: Progress, clock: Clock, stage: str, steps: list[tuple[float, i
 
 def test_a_steady_stage_gets_an_eta_once_stable_and_it_is_right() -> None:
     clock = Clock()
-    progress = Progress(clock, algorithm="bpe")
+    progress = Progress(clock, plans=STAGE_SHARES, algorithm="bpe")
     etas = run(progress, clock, "merge", [(0.2, 10 * i) for i in range(1, 61)], 1000)  # 50 steps/s, 12 s in
     assert all(eta is None for eta in etas[: int(MIN_JOB_SECONDS / 0.2) - 1])
     assert etas[-1] == pytest.approx((1000 - 600) / 50)  # 8 s left at 50 steps a second
@@ -39,7 +40,7 @@ def test_a_steady_stage_gets_an_eta_once_stable_and_it_is_right() -> None:
 def test_slow_first_steps_never_promise_the_wrong_end() -> None:
     """BPE's first merges wait for the pair counts: 42 merges in 3 s, then 5,000 merges a second."""
     clock = Clock()
-    progress = Progress(clock, algorithm="bpe")
+    progress = Progress(clock, plans=STAGE_SHARES, algorithm="bpe")
     total = 60_000
     steps = [(0.2, 3 * i) for i in range(1, 15)]  # 42 merges over 2.8 s
     steps += [(0.2, 42 + 1000 * i) for i in range(1, 60)]  # then 5,000 a second: the stage ends after ~12 s more
@@ -53,7 +54,7 @@ def test_slow_first_steps_never_promise_the_wrong_end() -> None:
 
 def test_no_eta_for_a_stage_that_jumps_to_its_end_or_for_under_a_second() -> None:
     clock = Clock()
-    progress = Progress(clock, algorithm="bpe")
+    progress = Progress(clock, plans=STAGE_SHARES, algorithm="bpe")
     assert run(progress, clock, "count", [(1.0, 5), (1.0, 5), (2.0, 5), (0.5, 5)], 5) == [None] * 4
     etas = run(progress, clock, "merge", [(0.5, 100 * i) for i in range(1, 20)], 1950)  # 200 a second: 0.25 s left
     assert etas[-1] is None

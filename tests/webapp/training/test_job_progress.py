@@ -11,9 +11,11 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from tests.webapp.training.job_samples import Clock, add_job
-from webapp.jobs.eta import STAGE_SHARES, Progress, Shown, shown
+from webapp.jobs import kinds
+from webapp.jobs.eta import Progress
 from webapp.store import db
 from webapp.store.models import Tokenizer
+from webapp.training.stages import STAGE_SHARES, Shown, shown
 
 
 @pytest.mark.parametrize(("row", "options", "expected"), [
@@ -55,6 +57,16 @@ def test_the_shares_of_each_algorithm_add_up() -> None:
         assert sum(share for _, share in plan) == pytest.approx(1.0), algorithm
 
 
+def test_the_train_kind_gives_the_worker_its_stage_shares(app: Flask) -> None:
+    """The queue's ETA knows no trainer: the "train" kind, and its "extend" algorithm, register the
+    shares (``JobKind.stages``) that the worker hands to ``Progress``; the other kinds have none."""
+    for algorithm in ("bpe", "unigram", "extend"):
+        kind = kinds.for_job("train", algorithm)
+        assert kind is not None and kind.stages[algorithm] == STAGE_SHARES[algorithm]
+    assert kinds.for_job("analyse", None).stages == {}  # type: ignore[union-attr]
+    assert Progress(algorithm="bpe").row()["eta_seconds"] is None  # no plans given: no ETA, no error
+
+
 def simulate(progress: Progress, clock: Clock, stages: list[tuple[str, float, int]]) -> list[tuple[float, float | None]]:
     """Run stages of (name, seconds, total) at a steady pace, a report every 0.2 s (one at the start
     of a stage without numbers); return (true seconds left, ETA) after each report."""
@@ -76,7 +88,7 @@ def test_one_eta_for_the_whole_job_once_the_pace_is_steady(algorithm: str) -> No
     clock = Clock()
     plan = STAGE_SHARES[algorithm]
     stages = [(name, 27 * share, 0 if name in ("seeding", "lattice") else 1000) for name, share in plan]
-    out = simulate(Progress(clock, algorithm=algorithm), clock, stages)
+    out = simulate(Progress(clock, plans=STAGE_SHARES, algorithm=algorithm), clock, stages)
     shown_etas = [(left, eta) for left, eta in out if eta is not None]
     assert shown_etas and shown_etas[0][0] > 27 * plan[-1][1] + 0.1  # shown before the last stage begins
     for left, eta in shown_etas:
@@ -85,7 +97,7 @@ def test_one_eta_for_the_whole_job_once_the_pace_is_steady(algorithm: str) -> No
 
 def test_an_eta_waits_for_a_steady_pace() -> None:
     clock = Clock()
-    progress = Progress(clock, algorithm="bpe")
+    progress = Progress(clock, plans=STAGE_SHARES, algorithm="bpe")
     # Counting at a pace that halves every second: the predictions never agree.
     etas = [eta for _, eta in simulate(progress, clock, [("count", 0.2, 1000)])]
     for i in range(30):
@@ -98,7 +110,7 @@ def test_an_eta_waits_for_a_steady_pace() -> None:
 def test_without_the_algorithm_the_plan_is_found_from_the_stages() -> None:
     """Every trainer counts first; only a later stage tells which plan applies."""
     clock = Clock()
-    progress = Progress(clock)
+    progress = Progress(clock, plans=STAGE_SHARES)
     out = simulate(progress, clock, [("count", 9.0, 1000), ("EM", 18.0, 1000)])  # "merge" is BPE's and extend's
     counting = out[: round(9.0 / 0.2)]
     assert all(eta is None for _, eta in counting)

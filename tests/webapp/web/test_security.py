@@ -143,7 +143,7 @@ def test_a_locked_database_is_a_503_with_a_sentence(app: Flask, client: FlaskCli
     def locked() -> None:
         raise OperationalError("UPDATE jobs", {}, Exception("database is locked"))
 
-    app.view_functions["tokenizers.job_list"] = locked
+    app.view_functions["training.job_list"] = locked
     app.view_functions["api.tokenizers"] = locked
     page = client.get("/jobs")
     assert page.status_code == 503

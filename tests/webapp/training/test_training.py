@@ -68,7 +68,7 @@ def test_unknown_pages_get_a_friendly_404(client: FlaskClient) -> None:
 
 def test_unexpected_errors_show_no_traceback(tmp_path: Path) -> None:
     app = make_app(tmp_path, f"sqlite:///{tmp_path / 'e.sqlite3'}", TESTING=False)
-    app.view_functions["tokenizers.job_list"] = lambda: 1 / 0
+    app.view_functions["training.job_list"] = lambda: 1 / 0
     response = login_as(app.test_client(), 1).get("/jobs")
     html = response.get_data(as_text=True)
     db.get_engine(app).dispose()

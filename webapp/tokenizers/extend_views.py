@@ -1,4 +1,5 @@
-"""Extending a tokenizer from its page: the form, the queued job, and the report of the result.
+"""Extending a tokenizer from its page (the "tokenizer_extend" blueprint): the form, the queued
+job, and the report of the result.
 
 ``GET /tokenizers/ID/extend`` shows the form alone (the tokenizer page embeds the same form);
 ``POST`` checks it (``extend_form.check``) and queues an extension job through ``queue.enqueue``,
@@ -8,7 +9,11 @@ tokenizers and the presets; anything else is a 404. A base the engine cannot ext
 with the engine's sentence; bad fields are a 422 with a sentence beside each; a full queue a 429.
 :func:`show_context` gives the tokenizer page the form and, for an extension, its report.
 
-Left out: the work (``extend_child.py``) and the stored row (``extend_job.py``).
+It lives with the tokenizer pages because it is one: its URL is the tokenizer's, the tokenizer
+page embeds its form, and its report shows there beside a merge's (``merge_views.py``). The job it
+queues is a training job (kind "train", algorithm ``extend``), so the job side is the training
+area's, above this one: the work (``training/extend_child.py``), the stored row
+(``training/extend_job.py``), and the job page the browser is sent to (``training/views.py``).
 """
 
 from __future__ import annotations
@@ -23,14 +28,13 @@ from webapp.access.auth import readable_or_404
 from webapp.jobs import queue
 from webapp.store.db import get_session
 from webapp.store.models import Tokenizer as TokenizerRow
-from webapp.tokenizers import quota
+from webapp.tokenizers import extend_form, quota
+from webapp.tokenizers.extend_form import EXTEND
 from webapp.tokenizers.loaded import load
 from webapp.tokenizers.merge_views import MERGE
-from webapp.training import extend_form
-from webapp.training.extend_job import EXTEND
 from webapp.web.htmx import render
 
-bp = Blueprint("extend", __name__)
+bp = Blueprint("tokenizer_extend", __name__)
 
 
 def show_context(row: TokenizerRow, tokenizer: Tokenizer) -> dict[str, Any]:
@@ -85,4 +89,4 @@ def extend(tokenizer_id: int) -> Response:
                               max_queued=current_app.config["MAX_QUEUED_JOBS"])
     except queue.QueueFull as full:
         return again({"": str(full)}, 429)
-    return redirect(url_for("tokenizers.job", job_id=queued.id), 303)
+    return redirect(url_for("training.job", job_id=queued.id), 303)

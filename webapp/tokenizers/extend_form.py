@@ -8,7 +8,12 @@ into plain sentences by field. Its bounds are the engine's: 1 to the room the ba
 The corpora must be the team's: of the base's team for a team's tokenizer (its extension must not
 carry it into another team), of one team for a preset, whose extension goes to that team.
 
-Left out: rendering (``templates/tokenizers/_extend_form.html``) and queueing (``extend_views.py``).
+The form also says what its job is: its ``algorithm`` (:data:`EXTEND`, which the stored row's config
+keeps) and its name (:func:`extension_name`), which the job's side (``training/extend_job.py``)
+reads in turn.
+
+Left out: rendering (``templates/tokenizers/_extend_form.html``), queueing (``extend_views.py``) and
+running the job (``training/extend_job.py``, ``training/extend_child.py``).
 """
 
 from __future__ import annotations
@@ -24,15 +29,22 @@ from engine.extend import check_extendable
 from engine.limits import MAX_VOCAB_SIZE
 from engine.tokenizer import Tokenizer
 from webapp.access.auth import scoped
+from webapp.corpora.forms import MAX_CORPORA
 from webapp.store.db import get_session
+from webapp.store.model_base import MAX_NAME
 from webapp.store.models import Corpus
 from webapp.store.models import Tokenizer as TokenizerRow
-from webapp.training.extend_job import EXTEND, extension_name
-from webapp.training.form import MAX_CORPORA
 from webapp.web.forms import Form, IdListField, strip
 from webapp.web.numbers import parse_id, parse_int
 
 DEFAULT_ADD = 1000
+EXTEND = "extend"  # the algorithm of an extension job, and the stored row's config "algorithm"
+
+
+def extension_name(base_name: str, added: int, corpus_names: list[str]) -> str:
+    """``"GPT-2 + 5,000 (zh.txt)"``, cut to the name columns' width."""
+    corpora = ", ".join(corpus_names) or "no corpus"
+    return f"{base_name} + {added:,} ({corpora})"[:MAX_NAME]
 
 
 class ExtendForm(Form):
