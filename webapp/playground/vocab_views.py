@@ -17,6 +17,7 @@ from werkzeug.wrappers import Response
 
 from webapp.access.auth import owned_or_404, scoped
 from webapp.corpora import heldout
+from webapp.corpora.forms import MAX_CORPORA
 from webapp.corpora.views import store
 from webapp.playground import charts, vocab_browser
 from webapp.playground.forms import HeldOutForm
@@ -24,7 +25,6 @@ from webapp.store.db import get_session
 from webapp.store.models import Corpus, Job
 from webapp.store.models import Tokenizer as TokenizerRow
 from webapp.tokenizers.loaded import Loaded, load
-from webapp.training.form import MAX_CORPORA
 from webapp.web.htmx import render
 from webapp.web.lists import PICKER_ROWS
 from webapp.web.numbers import parse_ids, parse_int
