@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 from flask import Flask, abort, current_app, g, jsonify, redirect, request, session, url_for
 from flask_login import LoginManager, current_user, login_user
-from sqlalchemy import Select, or_, select, update
+from sqlalchemy import Select, bindparam, or_, select, update
 from werkzeug.security import check_password_hash, generate_password_hash
 from werkzeug.wrappers import Response
 
@@ -164,6 +164,11 @@ def _load_user_from_key(req: Any) -> User | None:
     return user
 
 
+# Built once (every logged-in request runs it): building the statement cost more than running it.
+_MEMBERSHIPS = (select(Team, Membership.role).join(Membership, Membership.team_id == Team.id)
+                .where(Membership.user_id == bindparam("user_id")).order_by(Team.name, Team.id))
+
+
 def _memberships() -> list[tuple[Team, str]]:
     """The current user's teams with their role in each, by name: one query per request.
 
@@ -173,9 +178,7 @@ def _memberships() -> list[tuple[Team, str]]:
     """
     if "memberships" not in g:
         g.memberships = [] if not current_user.is_authenticated else [
-            (team, role) for team, role in get_session().execute(
-                select(Team, Membership.role).join(Membership, Membership.team_id == Team.id)
-                .where(Membership.user_id == current_user.id).order_by(Team.name, Team.id))]
+            (team, role) for team, role in get_session().execute(_MEMBERSHIPS, {"user_id": current_user.id})]
     return g.memberships
 
 
