@@ -21,7 +21,7 @@ arrays, because a Python dict cannot be queried for a whole array of pairs at on
 keys with ``np.searchsorted`` were measured slower: see its docstring).
 
 Left out: dropout, and pieces long enough to need many rounds (``BPE.tokenize_many`` gives
-those to ``bpe_long``, one round per merge would be quadratic).
+those to ``bpe_merge.merge`` one by one: one round per merge would be quadratic).
 """
 
 from __future__ import annotations
