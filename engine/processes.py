@@ -1,8 +1,8 @@
 """Processes that cannot outlive what started them: the parent-death signal and process groups.
 
-Training starts processes of its own (the counting pool, the Unigram trainer's forks and E-step
-shards), and the web app runs each job in a child of a worker. Two mechanisms keep any of them
-from being left behind, each covering what the other cannot:
+Training starts processes of its own (the counting pool; the Unigram seed's forks and lattice
+workers, ``trainers/unigram/parallel.py``), and the web app runs each job in a child of a worker.
+Two mechanisms keep any of them from being left behind, each covering what the other cannot:
 
 - :func:`die_with_parent` asks Linux (``prctl(PR_SET_PDEATHSIG)``) to signal a process when its
   parent dies, even by SIGKILL, when nobody is left to clean up. Every process we start calls

@@ -21,8 +21,7 @@ import functools
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
-from itertools import accumulate, repeat
-from operator import add, sub
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,7 @@ from engine.errors import UnknownTokenIdError
 from engine.limits import read_bytes
 from engine.models.base import Model
 from engine.normalizers import Normalizer, normalize_aligned
-from engine.offsets import TokenSpan, char_byte_offsets, token_char_bounds, unknown_lengths
+from engine.offsets import TokenSpan, char_byte_offsets, token_char_bounds, token_spans, unknown_lengths
 from engine.post_processors import TemplateProcessing
 from engine.pretoken_cache import PreTokenCache
 from engine.pretokenizers import Piece, PreTokenizer, RegexSplit
@@ -260,29 +259,26 @@ class Tokenizer:
         span is where its bytes lie, a running sum of their lengths, and its character span
         follows from the text's character byte offsets ``byte_at`` (a token that ends inside a
         character gets the whole character, as in ``token_char_bounds``). This replaces a
-        Python loop per pre-token with C-level passes over the tokens (the spans are built by
-        ``tuple.__new__``, which skips the named tuple's Python-level constructor), and the
-        playground runs it on every keystroke.
+        Python loop per pre-token with a few passes over the tokens (spans built by
+        ``offsets.token_spans``), and the playground runs it on every keystroke.
         """
         texts = self._pieces(segment)
         if sum(map(len, texts)) != len(segment):  # the split drops text (whitespace): nothing can tile it
             return None
         ids = self._cache.encode(texts)
-        surfaces = list(map(self._surfaces.__getitem__, ids))
+        surfaces = [self._surfaces[token_id] for token_id in ids]
         data = segment.encode("utf-8")
         if not all(surfaces) or b"".join(surfaces) != data:
             return None
-        byte_start = byte_at[start]
-        bounds = list(accumulate(map(len, surfaces), initial=byte_start))
+        bounds = list(accumulate(map(len, surfaces), initial=byte_at[start]))
         byte_starts, byte_ends = bounds[:-1], bounds[1:]
-        if len(data) == len(segment):  # ASCII: a character is a byte
-            shift = repeat(start - byte_start)
-            char_starts, char_ends = map(add, byte_starts, shift), map(add, byte_ends, shift)
+        if len(data) == len(segment):  # ASCII: a character is a byte, so the two spans differ by one shift
+            shift = start - byte_at[start]
+            char_starts, char_ends = [b + shift for b in byte_starts], [b + shift for b in byte_ends]
         else:
-            char_starts = map(sub, map(bisect_right, repeat(byte_at), byte_starts), repeat(1))
-            char_ends = map(bisect_left, repeat(byte_at), byte_ends)
-        rows = zip(ids, byte_starts, byte_ends, char_starts, char_ends, repeat(False))
-        return list(map(tuple.__new__, repeat(TokenSpan), rows))
+            char_starts = [bisect_right(byte_at, b) - 1 for b in byte_starts]
+            char_ends = [bisect_left(byte_at, b) for b in byte_ends]
+        return token_spans(ids, byte_starts, byte_ends, char_starts, char_ends)
 
     def _segment_spans(
         self, text: str, start: int, end: int, byte_at: list[int], *, later: bool = False

@@ -16,9 +16,10 @@ string is in the vocabulary is that one token, merged or not; every encode path 
 which is how subword regularization is done for BPE. Caching and special tokens belong to the
 tokenizer pipeline, not here.
 
-Three merge loops give the same ids (the tests compare them with ``encode_bytes``, the slow
-reference): ``merge_fast`` for one short piece, ``merge_long`` (``bpe_long.py``) for a long one,
-and ``tokenize_many``'s numpy batch (``bpe_batch.py``) for the many new pieces of a cold encode.
+One merge loop applies the merges (``bpe_merge.merge``, Hugging Face's heap; the tests compare
+it with the slow reference in ``tests/engine/bpe_encode_reference.py``); ``tokenize_many`` gives
+the many new pieces of a cold encode to ``bpe_batch.py``, which takes the same merges in numpy
+passes over all of them at once and finishes its last words with that loop.
 """
 
 from __future__ import annotations
@@ -35,25 +36,19 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from engine.byte_unicode import bytes_to_symbols, many_symbols_to_bytes, symbols_to_bytes
 from engine.errors import FormatError
 from engine.limits import MAX_MERGES, MAX_TOKEN_LENGTH, MAX_VOCAB_SIZE, check_count, check_id, check_token, shown
-from engine.models.bpe_long import merge_long_ids
+from engine.models.bpe_merge import merge
 
 if TYPE_CHECKING:
     from engine.models.bpe_batch import BatchMerger
 
-# The rank of an adjacent pair that has no merge: above every real rank, and still a one-digit
-# CPython int (< 2**30), so comparisons with it stay on the interpreter's fast path.
-_NO_MERGE = (1 << 30) - 1
-# An endless supply of it for ``map(dict.get, rows, rights, _NO_MERGE_FOREVER)``.
-_NO_MERGE_FOREVER = repeat(_NO_MERGE)
-# Pieces longer than this many bytes are merged by ``merge_long`` (O(n log n)) instead of
-# ``merge_fast`` (quadratic: 200,000 bytes of "a" took 90 s). Measured on GPT-2's merges, the
-# heap is as fast at 64 bytes of random bytes or spaces, and 1.2-2x faster on letters, digits,
-# CJK and repeated bytes; below 48 bytes ``merge_fast`` wins. Real pre-tokens are shorter.
+# Pieces longer than this many bytes never go into a numpy batch: a batch merges one pair per
+# word per round, so a long piece would keep it going a round per merge. Real pre-tokens are shorter.
 LONG_PIECE_BYTES = 64
 # ``tokenize_many`` merges this many new pieces or more together in numpy (``bpe_batch``); fewer
-# are merged one by one, where numpy's cost per call would outweigh what it saves (GPT-2,
-# en_5M's words: 256 took 0.9 ms batched and 0.6 ms one by one, 1,024 took 1.9 and 2.7 ms).
-BATCH_MIN_PIECES = 512
+# are merged one by one, where numpy's cost per call would outweigh what it saves (GPT-2, random
+# words of en_5M, medians of 15, load 1.6: 128 took 2.7 ms batched and 1.6 ms one by one, 256
+# took 3.2 and 3.2 ms, 512 took 5.2 and 12 ms).
+BATCH_MIN_PIECES = 256
 # At most this many bytes of pieces go into one numpy batch, which bounds its arrays (~40 bytes
 # a byte at the start); en_5M's 70k distinct pre-tokens are 0.5 MB.
 BATCH_MAX_BYTES = 1 << 21
@@ -217,13 +212,20 @@ class BPE:
         return max(self._bytes) + 1 if self._bytes else 0
 
     def tokenize(self, piece: str) -> list[int]:
-        return self._merge_one(piece.encode("utf-8"))
+        return self.encode_bytes(piece.encode("utf-8"))
 
-    def _merge_one(self, data: bytes) -> list[int]:
-        """The ids of one piece's bytes, by the merge loop that suits its length."""
-        if len(data) > LONG_PIECE_BYTES:
-            return self.merge_long(data)
-        return self.merge_fast(data)
+    def encode_bytes(self, data: bytes, *, dropout: float = 0.0, rng: random.Random | None = None) -> list[int]:
+        """The ids of one piece's bytes (``bpe_merge.merge``); with ``dropout`` > 0 and an ``rng``,
+        each candidate merge is skipped with that probability (BPE-dropout)."""
+        if self.ignore_merges and not dropout and (found := self._ids.get(data)) is not None:
+            return [found]
+        return merge(self._symbols(data), self._right_ranks, self._merged_at, dropout=dropout, rng=rng)
+
+    def _symbols(self, data: bytes) -> list[int]:
+        """One id per byte of ``data``: a single ``bytes.translate`` when every byte's id is below 256."""
+        if self._byte_table is not None:
+            return list(data.translate(self._byte_table))
+        return [self._byte_ids[b] for b in data]
 
     def tokenize_many(self, pieces: Sequence[str]) -> list[tuple[int, ...]]:
         """The ids of each piece, as ``tokenize`` gives them; a cold encode's new pieces, merged together."""
@@ -235,13 +237,15 @@ class BPE:
         return [(found,) if found is not None else next(merged_rest) for found in whole]
 
     def _tokenize_encoded(self, encoded: list[bytes]) -> list[tuple[int, ...]]:
+        """Each piece's ids: in numpy batches when enough of them are short, else one by one."""
         short = [data for data in encoded if 0 < len(data) <= LONG_PIECE_BYTES]
         if len(short) < BATCH_MIN_PIECES:
-            return [tuple(self._merge_one(data)) for data in encoded]
+            return [tuple(self.encode_bytes(data)) for data in encoded]
         if len(short) == len(encoded):
             return self._merge_batches(short)
         merged = iter(self._merge_batches(short))
-        return [next(merged) if 0 < len(data) <= LONG_PIECE_BYTES else tuple(self._merge_one(data)) for data in encoded]
+        return [next(merged) if 0 < len(data) <= LONG_PIECE_BYTES else tuple(self.encode_bytes(data))
+                for data in encoded]
 
     def _merge_batches(self, words: list[bytes]) -> list[tuple[int, ...]]:
         """``BatchMerger.merge`` over ``words`` in batches of at most ``BATCH_MAX_BYTES``."""
@@ -251,7 +255,7 @@ class BPE:
 
         if self._batch is None:
             self._batch = BatchMerger(self._byte_ids, self._ranks)
-        finish = partial(merge_short, rows=self._right_ranks, merged_at=self._merged_at)
+        finish = partial(merge, rows=self._right_ranks, merged_at=self._merged_at)
         out: list[tuple[int, ...]] = []
         ends = list(accumulate(map(len, words)))  # no word is longer than a batch may be
         start = 0
@@ -260,54 +264,6 @@ class BPE:
             out += self._batch.merge(words[start:stop], finish)
             start = stop
         return out
-
-    def merge_long(self, data: bytes) -> list[int]:
-        """The ids of ``data``; equal to :meth:`merge_fast`, in O(n log n) for long pieces (``bpe_long``)."""
-        if self.ignore_merges and (found := self._ids.get(data)) is not None:
-            return [found]
-        return merge_long_ids([self._byte_ids[b] for b in data], self._right_ranks, self._merged_at)
-
-    def merge_fast(self, data: bytes) -> list[int]:
-        """``encode_bytes(data)`` without dropout, a few times faster (tests compare the two).
-
-        Quadratic in ``len(data)`` (see :func:`merge_short`), the fastest for short pieces;
-        ``tokenize`` gives pieces over ``LONG_PIECE_BYTES`` to :meth:`merge_long` instead.
-        """
-        if self.ignore_merges and (found := self._ids.get(data)) is not None:
-            return [found]
-        table = self._byte_table
-        ids = list(data.translate(table)) if table is not None else list(map(self._byte_ids.__getitem__, data))
-        return merge_short(ids, self._right_ranks, self._merged_at)
-
-    def encode_bytes(self, data: bytes, *, dropout: float = 0.0, rng: random.Random | None = None) -> list[int]:
-        """Merge ``data`` into ids; with ``dropout`` > 0 each merge candidate may be skipped.
-
-        This is the slow, obviously-correct reference; ``tokenize`` uses :meth:`merge_fast`.
-        Like Hugging Face, it merges one pair at a time, the lowest (rank, position) first, then
-        looks again: merging every occurrence of the lowest rank at once differs when a merge
-        uses a token that a later merge creates (imported vocabularies may have such merges).
-        With dropout, candidates are tried in that order and each is skipped with probability
-        ``dropout``; the first one kept is merged, and if all are skipped the word is done.
-        """
-        if self.ignore_merges and not dropout and (found := self._ids.get(data)) is not None:
-            return [found]
-        byte_ids = self._byte_ids
-        ids = [byte_ids[b] for b in data]
-        rows, merged_at = self._right_ranks, self._merged_at
-        while len(ids) > 1:
-            candidates = sorted(
-                (rank, i, merged_at[rank])
-                for i, (left, right) in enumerate(zip(ids, ids[1:]))
-                if (rank := rows[left].get(right)) is not None
-            )
-            for _, i, merged_id in candidates:
-                if dropout and rng is not None and rng.random() < dropout:
-                    continue
-                ids[i : i + 2] = [merged_id]
-                break
-            else:
-                break
-        return ids
 
     def sample(self, piece: str, *, rng: random.Random, dropout: float = 0.1) -> list[int]:
         """BPE-dropout: a random segmentation of ``piece`` for subword regularization."""
@@ -523,34 +479,3 @@ def rank_rows(lefts: Sequence[int], rights: Sequence[int], merged: Sequence[int]
         rows[left] = dict(islice(pairs, count))
     return rows, int_array(merged)
 
-
-def merge_short(ids: list[int], rows: Sequence[Mapping[int, int]], merged_at: Sequence[int]) -> list[int]:
-    """Merge ``ids`` (a short piece's symbols) in place: lowest rank first, leftmost first.
-
-    It keeps one rank per adjacent pair (``_NO_MERGE`` where there is none) and applies the
-    lowest rank, its leftmost occurrence, one occurrence at a time (Hugging Face's order). Each
-    step finds that rank by sorting a copy of the ranks (``list.sort`` compares ints without
-    generic dispatch, faster than ``min`` on these short lists), then looks up only the new
-    token's two neighbours. Quadratic in the length, so only for short pieces.
-    """
-    if len(ids) < 2:
-        return ids
-    no_merge = _NO_MERGE
-    ranks = list(map(dict.get, map(rows.__getitem__, ids), ids[1:], _NO_MERGE_FOREVER))
-    last = len(ranks) - 1
-    while last:
-        order = ranks.copy()
-        order.sort()
-        if (best := order[0]) == no_merge:
-            return ids
-        i = ranks.index(best)
-        ids[i] = new = merged_at[best]
-        del ids[i + 1], ranks[i]
-        if i:
-            ranks[i - 1] = rows[ids[i - 1]].get(new, no_merge)
-        if i < last:
-            ranks[i] = rows[new].get(ids[i + 1], no_merge)
-        last -= 1
-    if (best := ranks[0]) != no_merge:
-        return [merged_at[best]]
-    return ids

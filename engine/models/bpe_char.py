@@ -12,10 +12,9 @@ pieces ``<0x00>``…``<0xFF>``. Both are HF's ``BPE`` model on a non-byte-level 
    them exist; otherwise the unknown token, a run of them fused into one with ``fuse_unk``.
    Without an ``unk_token`` it is dropped, as HF drops it. (HF adds a pending unknown token
    only when a known character or the end comes, so byte pieces can precede it; so do we.)
-3. Merges apply by rank, lowest first, leftmost first, one at a time (``bpe.merge_short``, or
-   ``bpe_long.merge_long_ids`` for pieces over ``LONG_PIECE_BYTES`` symbols: Gemma 3's
-   pre-tokenizer leaves a whole text in one piece). A merge ``a b`` makes ``a`` + ``b`` without
-   ``b``'s continuing prefix.
+3. Merges apply by rank, lowest first, leftmost first, one at a time (``bpe_merge.merge``, the
+   byte-level model's loop, O(n log n): Gemma 3's pre-tokenizer leaves a whole text in one
+   piece). A merge ``a b`` makes ``a`` + ``b`` without ``b``'s continuing prefix.
 
 With ``ignore_merges`` a pre-token that is itself in the vocabulary is that one token. A byte
 piece's ``token_bytes`` is its byte, as a :class:`engine.decoders.FallbackByte` so that the
@@ -36,16 +35,8 @@ from engine.decoders import FallbackByte, byte_piece_value
 from engine.errors import FormatError
 from engine.limits import MAX_MERGES, check_count, check_token, shown
 from engine.models.base import StringVocabulary, read_string_vocab
-from engine.models.bpe import (
-    LONG_PIECE_BYTES,
-    MergeIds,
-    ModelSnapshot,
-    check_dropout,
-    int_array,
-    merge_short,
-    rank_rows,
-)
-from engine.models.bpe_long import merge_long_ids
+from engine.models.bpe import MergeIds, ModelSnapshot, check_dropout, int_array, rank_rows
+from engine.models.bpe_merge import merge
 
 END_OF_WORD = "</w>"
 BYTE_PIECES = tuple(f"<0x{b:02X}>" for b in range(256))
@@ -169,10 +160,7 @@ class CharBPE(StringVocabulary):
     def tokenize(self, piece: str) -> list[int]:
         if self.ignore_merges and piece and (found := self._ids.get(piece)) is not None:
             return [found]
-        ids = self.symbols(piece)
-        if len(ids) > LONG_PIECE_BYTES:
-            return merge_long_ids(ids, self._rows, self._merged_at)
-        return merge_short(ids, self._rows, self._merged_at)
+        return merge(self.symbols(piece), self._rows, self._merged_at)
 
     def token_bytes(self, token_id: int) -> bytes:
         """The token as decoders see it: a byte piece ``<0xNN>`` is its byte, marked as a byte piece."""

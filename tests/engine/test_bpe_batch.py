@@ -1,6 +1,6 @@
 """The numpy batch merge (``bpe_batch``) and the cache path that feeds it, against the slow reference.
 
-``BatchMerger.merge`` must give, for every word, exactly ``BPE.encode_bytes``'s ids: on random words
+``BatchMerger.merge`` must give, for every word, exactly the slow reference's ids (``bpe_encode_reference``): on random words
 over a merge list where a merge uses a token a later merge creates (the case where "merge every
 occurrence of the lowest rank" differs from Hugging Face), on GPT-2's real files with the
 distinct pre-tokens of a real text, and through ``Tokenizer.encode`` under threads. ``PairRanks``
@@ -26,6 +26,7 @@ from engine.models.bpe_batch import NO_MERGE, PairRanks
 from engine.presets import byte_level_bpe
 from engine.pretoken_cache import PreTokenCache, concatenated
 from engine.tokenizer import Tokenizer
+from tests.engine.bpe_encode_reference import reference_encode
 from tests.shared_data import cs336_file, gpt2_files
 
 # "ab" is made by rank 2 and rank 0 uses it; "aa" and "aaa" make runs of one byte interesting.
@@ -80,7 +81,7 @@ WORDS = st.lists(st.binary(min_size=1, max_size=LONG_PIECE_BYTES).map(lambda b: 
 def test_batch_merge_equals_reference_when_merges_use_later_tokens(words: list[bytes]) -> None:
     model = small_model()
     words = words + [b"abab", b"aaaa", b"abbcab", b"a", b"ccc" * 20]
-    expected = [tuple(model.encode_bytes(word)) for word in words]
+    expected = [tuple(reference_encode(model, word)) for word in words]
     for tail in (0, 3, bpe_batch.TAIL_WORDS):  # numpy rounds to the end, or a Python tail
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(bpe_batch, "TAIL_WORDS", tail)
@@ -90,7 +91,7 @@ def test_batch_merge_equals_reference_when_merges_use_later_tokens(words: list[b
 def test_batches_are_cut_by_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     model = small_model()
     words = [b"abab", b"aaaa" * 16, b"abbcab", b"a", b"cc"] * 30
-    expected = [tuple(model.encode_bytes(word)) for word in words]
+    expected = [tuple(reference_encode(model, word)) for word in words]
     monkeypatch.setattr(bpe_module, "BATCH_MAX_BYTES", LONG_PIECE_BYTES)  # many one-word batches
     assert model._merge_batches(words) == expected
 
@@ -98,7 +99,7 @@ def test_batches_are_cut_by_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_tokenize_many_mixes_batch_long_and_empty_pieces() -> None:
     model = small_model()
     pieces = ["", "ab" * 40, "é", "abab"] + [f"a{'b' * (i % 7)}c{i}" for i in range(bpe_module.BATCH_MIN_PIECES)]
-    assert model.tokenize_many(pieces) == [tuple(model.encode_bytes(p.encode("utf-8"))) for p in pieces]
+    assert model.tokenize_many(pieces) == [tuple(reference_encode(model, p.encode("utf-8"))) for p in pieces]
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +113,7 @@ def test_batch_merge_equals_reference_on_gpt2_and_a_real_text(gpt2: Tokenizer) -
     pieces = list(dict.fromkeys(fastest_split(gpt2.pre_tokenizer)(text)))
     model = model_of(gpt2)
     assert len(pieces) == 4_763  # corpus.en's distinct pre-tokens under the gpt2 pattern
-    assert model.tokenize_many(pieces) == [tuple(model.encode_bytes(p.encode("utf-8"))) for p in pieces]
+    assert model.tokenize_many(pieces) == [tuple(reference_encode(model, p.encode("utf-8"))) for p in pieces]
 
 
 # ----------------------------------------------------------------------------- the cache's batch path
@@ -158,14 +159,14 @@ def test_batch_path_is_exact_under_threads(gpt2: Tokenizer, monkeypatch: pytest.
         assert list(pool.map(tokenizer.encode, texts * 3)) == expected * 3
 
 
-def test_a_merge_listed_twice_keeps_its_first_rank() -> None:
+def test_a_merge_listed_twice_loads_and_merges() -> None:
     # The second "a b" leaves rank 1 unused; the tables must still load and merge (an
     # IndexError once came from sizing rank -> id tables by the number of distinct pairs).
     vocab = {b: bytes([b]) for b in range(256)} | {256: b"ab", 257: b"abc"}
     model = BPE(vocab, [(b"a", b"b"), (b"a", b"b"), (b"ab", b"c")])
     words = [b"abc", b"abab", b"cab"] * bpe_module.BATCH_MIN_PIECES
     assert model.tokenize("abc") == [257]
-    assert model._merge_batches(words) == [tuple(model.encode_bytes(word)) for word in words]
+    assert model._merge_batches(words) == [tuple(reference_encode(model, word)) for word in words]
     assert model._merge_batches(words)[:3] == [(257,), (256, 256), (99, 256)]
 
 

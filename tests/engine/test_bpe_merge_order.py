@@ -4,12 +4,14 @@ A trained merge list is in creation order: a merge that uses a token comes after
 that made it. Imported files need not be: a merge may use a token that a *later* (higher
 rank) merge creates. Then "merge every occurrence of the lowest-ranked pair" and "merge the
 lowest-ranked pair once, leftmost, then look again" differ, and Hugging Face does the second
-(a priority queue of (rank, position)). All our merge loops must agree with it: the reference
-``encode_bytes``, ``merge_fast`` (short pieces) and ``BPE.merge_long`` (the heap for long pieces),
-on shuffled merge lists, runs of one character and long random texts.
+(a priority queue of (rank, position)). Our merge loop (``bpe_merge.merge``, through
+``BPE.encode_bytes``) and the slow reference (``bpe_encode_reference``) must agree with it, on
+shuffled merge lists, runs of one character and long random texts.
 """
 
 from __future__ import annotations
+
+import random
 
 import pytest
 from hypothesis import given, settings
@@ -18,6 +20,7 @@ from hypothesis import strategies as st
 from engine.models.bpe import BPE, LONG_PIECE_BYTES
 from engine.presets import byte_level_bpe
 from engine.tokenizer import Tokenizer
+from tests.engine.bpe_encode_reference import reference_encode
 
 tokenizers = pytest.importorskip("tokenizers")  # Hugging Face's library, the reference these tests compare with
 
@@ -40,14 +43,12 @@ LATER_MERGES = [(b"ab", b"a"), (b"a", b"b")]
 
 
 @pytest.mark.parametrize("text", ["abab", "ababab", "aabab", "abba"])
-def test_both_merge_loops_follow_hugging_face_when_a_merge_uses_a_later_token(text: str) -> None:
+def test_the_merge_loop_follows_hugging_face_when_a_merge_uses_a_later_token(text: str) -> None:
     tokenizer = tokenizer_with(LATER_MERGES)
     expected = hf_ids(tokenizer, text)
     data = text.encode("utf-8")
-    assert tokenizer.model.merge_fast(data) == expected  # type: ignore[attr-defined]
-    assert tokenizer.model.encode_bytes(data) == expected  # type: ignore[attr-defined]
-    assert model_of(tokenizer).merge_long(data) == expected
-    assert model_of(tokenizer).merge_long(data) == expected
+    assert model_of(tokenizer).encode_bytes(data) == expected
+    assert reference_encode(model_of(tokenizer), data) == expected
 
 
 def model_of(tokenizer: Tokenizer) -> BPE:
@@ -59,7 +60,7 @@ def model_of(tokenizer: Tokenizer) -> BPE:
 
 def test_later_token_example_ids() -> None:
     tokenizer = tokenizer_with(LATER_MERGES)
-    assert tokenizer.model.encode_bytes(b"abab") == [256, ord("b")]  # type: ignore[attr-defined]
+    assert model_of(tokenizer).encode_bytes(b"abab") == [256, ord("b")] == reference_encode(model_of(tokenizer), b"abab")
 
 
 # Imported files may list a pair twice. Hugging Face keeps its later rank (the merge map is built
@@ -73,9 +74,8 @@ def test_a_pair_listed_twice_has_its_later_rank_as_in_hugging_face(text: str) ->
     tokenizer = byte_level_bpe(vocab, TWICE_LISTED, pretokenizer="gpt2")
     expected = hf_ids(tokenizer, text)
     data = text.encode("utf-8")
-    assert model_of(tokenizer).merge_fast(data) == expected
     assert model_of(tokenizer).encode_bytes(data) == expected
-    assert model_of(tokenizer).merge_long(data) == expected
+    assert reference_encode(model_of(tokenizer), data) == expected
     assert tokenizer.encode(text) == expected
 
 
@@ -102,22 +102,22 @@ def shuffled_merges_and_text(draw: st.DrawFn) -> tuple[list[tuple[bytes, bytes]]
 
 @settings(max_examples=200, deadline=None)
 @given(case=shuffled_merges_and_text())
-def test_both_merge_loops_equal_hugging_face_on_shuffled_merges(case: tuple[list[tuple[bytes, bytes]], str]) -> None:
+def test_the_merge_loop_and_the_reference_equal_hugging_face_on_shuffled_merges(
+        case: tuple[list[tuple[bytes, bytes]], str]) -> None:
     merges, text = case
     tokenizer = tokenizer_with(merges)
     expected = hf_ids(tokenizer, text)
     data = text.encode("utf-8")
-    assert tokenizer.model.merge_fast(data) == expected  # type: ignore[attr-defined]
-    assert tokenizer.model.encode_bytes(data) == expected  # type: ignore[attr-defined]
-    assert model_of(tokenizer).merge_long(data) == expected
+    assert model_of(tokenizer).encode_bytes(data) == expected
+    assert reference_encode(model_of(tokenizer), data) == expected
 
 
 # ----------------------------------------------------------------------------- long pieces
-def test_merge_long_handles_empty_and_one_byte() -> None:
+def test_the_merge_loop_handles_empty_and_one_byte() -> None:
     model = model_of(tokenizer_with(LATER_MERGES))
-    assert model.merge_long(b"") == []
-    assert model.merge_long(b"a") == [ord("a")]
-    assert model.merge_long(b"xyz") == [ord("x"), ord("y"), ord("z")]  # no pair merges
+    assert model.encode_bytes(b"") == []
+    assert model.encode_bytes(b"a") == [ord("a")]
+    assert model.encode_bytes(b"xyz") == [ord("x"), ord("y"), ord("z")]  # no pair merges
 
 
 # Merges of "a" runs in an order where later ranks build tokens earlier ranks use, so how a run
@@ -130,8 +130,8 @@ def test_runs_of_one_character_merge_as_hugging_face(n: int) -> None:
     tokenizer = tokenizer_with(RUN_MERGES)
     data = b"a" * n
     expected = hf_ids(tokenizer, data.decode("ascii"))
-    assert model_of(tokenizer).merge_long(data) == expected
-    assert model_of(tokenizer).merge_fast(data) == expected
+    assert model_of(tokenizer).encode_bytes(data) == expected
+    assert reference_encode(model_of(tokenizer), data) == expected
 
 
 def test_run_of_aaaa_example_ids() -> None:
@@ -140,7 +140,7 @@ def test_run_of_aaaa_example_ids() -> None:
     # the same again on the rest: [aaa, aaa]. Merging every (a, a) at once would give
     # [aa, aa, aa], then (aa, aa): [aaaa, aa].
     model = model_of(tokenizer_with(RUN_MERGES))
-    assert model.merge_long(b"aaaaaa") == [256, 256] == model.encode_bytes(b"aaaaaa")
+    assert model.encode_bytes(b"aaaaaa") == [256, 256] == reference_encode(model, b"aaaaaa")
 
 
 @st.composite
@@ -160,25 +160,25 @@ def merges_and_long_text(draw: st.DrawFn) -> tuple[list[tuple[bytes, bytes]], by
 
 @settings(max_examples=150, deadline=None)
 @given(case=merges_and_long_text())
-def test_merge_long_equals_merge_fast_on_long_random_texts(case: tuple[list[tuple[bytes, bytes]], bytes]) -> None:
+def test_the_merge_loop_equals_the_reference_on_long_random_texts(case: tuple[list[tuple[bytes, bytes]], bytes]) -> None:
     merges, data = case
     model = model_of(tokenizer_with(merges))
-    assert model.merge_long(data) == model.merge_fast(data)
+    assert model.encode_bytes(data) == reference_encode(model, data)
 
 
 @settings(max_examples=40, deadline=None)
 @given(case=merges_and_long_text())
-def test_merge_long_equals_reference_and_hugging_face(case: tuple[list[tuple[bytes, bytes]], bytes]) -> None:
+def test_the_merge_loop_equals_the_reference_and_hugging_face(case: tuple[list[tuple[bytes, bytes]], bytes]) -> None:
     merges, data = case
-    data = data[:300]  # the reference re-sorts every pair at each merge
+    data = data[:300]  # the reference scans every pair at each merge
     tokenizer = tokenizer_with(merges)
-    expected = model_of(tokenizer).encode_bytes(data)
-    assert model_of(tokenizer).merge_long(data) == expected
+    expected = reference_encode(model_of(tokenizer), data)
+    assert model_of(tokenizer).encode_bytes(data) == expected
     if data.isalpha():  # then the gpt2 pattern keeps it one piece, as the model sees it
         assert hf_ids(tokenizer, data.decode("ascii")) == expected
 
 
-def test_tokenize_gives_long_pieces_to_the_heap_with_the_same_ids_as_hugging_face() -> None:
+def test_long_pieces_get_the_same_ids_as_hugging_face() -> None:
     merges = [(b"a", b"b"), (b"ab", b"c"), (b" ", b"abc"), (b"c", b"c"), (b"cc", b"a")]
     vocab = {b: bytes([b]) for b in range(256)} | {256 + i: left + right for i, (left, right) in enumerate(merges)}
     tokenizer = byte_level_bpe(vocab, merges, pretokenizer=r"[\s\S]+")  # the whole text is one piece
@@ -186,6 +186,22 @@ def test_tokenize_gives_long_pieces_to_the_heap_with_the_same_ids_as_hugging_fac
     assert len(text.encode("utf-8")) > LONG_PIECE_BYTES
     ids = tokenizer.encode(text)
     assert ids == hf_ids(tokenizer, text)
-    assert ids == model_of(tokenizer).merge_fast(text.encode("utf-8"))
+    assert ids == reference_encode(model_of(tokenizer), text.encode("utf-8"))
     # abc, " ", cc, abc, " abc", c, then the next copy's " abc": (ab, c) beats (c, c) in "abcc".
     assert ids[:7] == [257, 32, 259, 257, 258, ord("c"), 258]
+
+
+# ----------------------------------------------------------------------------- dropout
+@pytest.mark.parametrize("text", ["abab", "aaaaaa", "abc ccabc abcc " * 8], ids=repr)
+def test_dropout_samples_spell_the_piece_and_its_extremes_are_the_merges_and_the_bytes(text: str) -> None:
+    model = model_of(tokenizer_with(RUN_MERGES + LATER_MERGES + [(b"b", b"c"), (b" ", b"a")]))
+    data = text.encode("utf-8")
+    assert model.sample(text, rng=random.Random(0), dropout=0.0) == model.encode_bytes(data)
+    assert model.sample(text, rng=random.Random(0), dropout=1.0) == list(data)  # every merge skipped
+    seen = set()
+    for seed in range(40):
+        ids = model.sample(text, rng=random.Random(seed), dropout=0.3)
+        assert b"".join(map(model.token_bytes, ids)) == data
+        assert ids == model.sample(text, rng=random.Random(seed), dropout=0.3)  # a seed gives one sample
+        seen.add(tuple(ids))
+    assert len(seen) > 1

@@ -7,10 +7,11 @@ of distinct words with counts, so the same set is counted directly: every substr
 ``max_piece_length`` characters of every word, weighted by the word's count. A substring is
 right-branching when its count exceeds that of its most frequent one-character extension.
 
-Valid pieces follow sentencepiece's rules (``unigram_scripts``): ``▁`` only at the start (without
+Valid pieces follow sentencepiece's rules (``scripts.py``): ``▁`` only at the start (without
 ``split_by_whitespace``: anywhere but at the end of a longer piece, and transparent to the script
-rule, as a combining mark is, so "▁of▁the" is a piece), no character outside the required set, and (with ``split_by_unicode_script``) no neighbouring
-characters of different scripts; decimal digits are Common, so "1." is a piece and "F1" is not.
+rule, as a combining mark is, so "▁of▁the" is a piece), no character outside the required set,
+and (with ``split_by_unicode_script``) no neighbouring characters of different scripts; decimal
+digits are Common, so "1." is a piece and "F1" is not.
 Ties in the ranking go to the smaller string (code point order), so the seed is deterministic.
 
 Speed: valid pieces lie inside a word's *segments*, so the words are first reduced (by one regex
