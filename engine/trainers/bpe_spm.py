@@ -112,7 +112,7 @@ def spelled(segs: Collection[str], alphabet: Sequence[str]) -> list[str]:
         return []
     letters = set(alphabet)
     outside = next(c for c in map(chr, range(10, sys.maxunicode + 1)) if c not in letters)
-    points = np.frombuffer(outside.join(segs).encode("utf-32-le"), dtype=np.uint32)
+    points = np.frombuffer(outside.join(segs).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     alphabet_points = np.fromiter(map(ord, alphabet), dtype=np.uint32, count=len(alphabet))
     index = np.full(max(int(points.max()), int(alphabet_points.max(initial=0))) + 1, len(alphabet), dtype=np.uint32)
     index[alphabet_points] = np.arange(len(alphabet), dtype=np.uint32)
