@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 Positions = list[int] | np.ndarray
-"""Positions of a pair's left symbol: a plain loop's list or a vectorised step's array."""
+"""Positions of a pair's left symbol, in text order."""
 
 
 class PairTable:
@@ -114,6 +114,13 @@ class PairQueue:
         for i in ids:
             if self.admissible(pair[i]):
                 heapq.heappush(heap, (-count[i], self.key(pair[i]), pair[i], i))
+
+    def give_back(self, ids: list[int]) -> None:
+        """Put popped pairs back with their current counts (a merge since may have lowered them)."""
+        count, pair = self.table.count_view, self.table.pair
+        for i in ids:
+            if count[i] >= self.floor:
+                heapq.heappush(self.heap, (-count[i], self.key(pair[i]), pair[i], i))
 
     def pop(self) -> int | None:
         """Take the best pair's id off the queue (its count is ``table.count[id]``), or None when none is left."""
