@@ -224,6 +224,24 @@ def test_touching_occurrences_merge_left_to_right(words: dict[str, int], merge_s
     assert [(token_bytes[a], token_bytes[b], n) for a, b, n, _ in merges] == train_reference(words, 12)
 
 
+@pytest.mark.parametrize(
+    "words",
+    [
+        # "ab" merges alone first; the next step tries two pairs, which here cannot merge together:
+        {"ab": 10, "cdef": 8, "cd": 1, "ef": 1},  # "ef" and "cd" (9 each) touch in "cdef"
+        {"ab": 10, "cde": 7, "cd": 1},  # "cd" and "de" overlap: merging "cd" lowers "de"
+        {"ab": 10, "cde": 6, "cd": 1, "yz": 6},  # merging "cd" makes ("cd", "e") 6, before "yz" (6)
+    ],
+    ids=["touching", "overlapping", "new-pair-first"],
+)
+def test_pairs_that_interact_merge_as_one_at_a_time(words: dict[str, int], merge_step: int) -> None:
+    # A batched step (bpe_step) must stop before a pair whose occurrences touch an earlier one's,
+    # or that a new pair would precede; the reference merges one pair at a time.
+    fast_words, freqs = words_from_counts(words.items())
+    merges, token_bytes = merge_words(fast_words, freqs, 10)
+    assert [(token_bytes[a], token_bytes[b], n) for a, b, n, _ in merges] == train_reference(words, 10)
+
+
 def test_removed_counts_each_merge_of_a_run_once(merge_step: int) -> None:
     # (a, a) occurs 8 times in "aaaaaaaaa" (x3), once in "aa" and twice in "baaab" (x2): 29.
     # Merged left to right, a run of 9 loses 4 tokens, of 2 one, of 3 one: 4*3 + 1 + 1*2 = 15.
