@@ -116,8 +116,8 @@ class Symbols:
         keys = keys.astype(np.int64)
 
         # 3. How many members merge as one, then only theirs from here on.
-        n = min(self._independent(p, q, left, right, member, len(batch)),
-                _still_best(keys // (2 * V), counts, [m.count for m in batch]))
+        n = 1 if len(batch) == 1 else min(self._independent(p, q, left, right, member, len(batch)),
+                                          _still_best(keys // (2 * V), counts, [m.count for m in batch]))
         if n < len(batch):
             mask = member < n
             p, q, left, right, f, member = p[mask], q[mask], left[mask], right[mask], f[mask], member[mask]
