@@ -33,10 +33,10 @@ def merges_of(tmp_path: Path, text: str, **options: object) -> list[tuple[bytes,
     return [(vocab.token_bytes(a), vocab.token_bytes(b), n) for a, b, n in result.stats["merges"]]
 
 
-@pytest.fixture(params=[0, 1 << 40], ids=["vectorised", "loop"])
+@pytest.fixture(params=[1, bpe_merge.MAX_BATCH], ids=["one-pair-steps", "batched-steps"])
 def merge_step(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
-    """Every merge through one of the merge loop's two equal steps (``bpe_merge.FEW_OCCURRENCES``)."""
-    monkeypatch.setattr(bpe_merge, "FEW_OCCURRENCES", request.param)
+    """Every merge alone in its step, or as many as may merge together (``bpe_merge.MAX_BATCH``)."""
+    monkeypatch.setattr(bpe_merge, "MAX_BATCH", request.param)
     return request.param
 
 
@@ -196,19 +196,19 @@ def test_learn_returns_final_ids() -> None:
 _WORDS = st.dictionaries(
     st.text(alphabet="abcé ", min_size=1, max_size=8), st.integers(min_value=1, max_value=5), max_size=12
 )
-_COMMON_WORDS = st.dictionaries(  # counts in the thousands: rare pairs wait outside the heap (_PairQueue)
+_COMMON_WORDS = st.dictionaries(  # counts in the thousands: rare pairs wait outside the heap (bpe_pairs.PairQueue)
     st.text(alphabet="abcé ", min_size=1, max_size=8), st.integers(min_value=1, max_value=3000), max_size=12
 )
 
 
 @settings(max_examples=150)
 @given(words=_WORDS | _COMMON_WORDS, min_frequency=st.integers(0, 3), max_len=st.sampled_from([None, 2, 3]),
-       vectorise_from=st.sampled_from([0, 3, 1 << 40]))
+       max_batch=st.sampled_from([1, 3, 256]))
 def test_fast_merges_equal_the_reference(words: dict[str, int], min_frequency: int, max_len: int | None,
-                                         vectorise_from: int) -> None:
+                                         max_batch: int) -> None:
     fast_words, freqs = words_from_counts(words.items())
     merges, token_bytes = merge_words(fast_words, freqs, 40, min_frequency=min_frequency, max_token_length=max_len,
-                                      vectorise_from=vectorise_from)
+                                      max_batch=max_batch)
     fast = [(token_bytes[a], token_bytes[b], n) for a, b, n, _ in merges]
     assert fast == train_reference(words, 40, min_frequency=min_frequency, max_token_length=max_len)
 
@@ -222,6 +222,24 @@ def test_touching_occurrences_merge_left_to_right(words: dict[str, int], merge_s
     fast_words, freqs = words_from_counts(words.items())
     merges, token_bytes = merge_words(fast_words, freqs, 12)
     assert [(token_bytes[a], token_bytes[b], n) for a, b, n, _ in merges] == train_reference(words, 12)
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        # "ab" merges alone first; the next step tries two pairs, which here cannot merge together:
+        {"ab": 10, "cdef": 8, "cd": 1, "ef": 1},  # "ef" and "cd" (9 each) touch in "cdef"
+        {"ab": 10, "cde": 7, "cd": 1},  # "cd" and "de" overlap: merging "cd" lowers "de"
+        {"ab": 10, "cde": 6, "cd": 1, "yz": 6},  # merging "cd" makes ("cd", "e") 6, before "yz" (6)
+    ],
+    ids=["touching", "overlapping", "new-pair-first"],
+)
+def test_pairs_that_interact_merge_as_one_at_a_time(words: dict[str, int], merge_step: int) -> None:
+    # A batched step (bpe_step) must stop before a pair whose occurrences touch an earlier one's,
+    # or that a new pair would precede; the reference merges one pair at a time.
+    fast_words, freqs = words_from_counts(words.items())
+    merges, token_bytes = merge_words(fast_words, freqs, 10)
+    assert [(token_bytes[a], token_bytes[b], n) for a, b, n, _ in merges] == train_reference(words, 10)
 
 
 def test_removed_counts_each_merge_of_a_run_once(merge_step: int) -> None:
