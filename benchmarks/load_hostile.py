@@ -114,9 +114,13 @@ async def burn_chat(hostile: Hostile, stop: float) -> None:
     while time.monotonic() < stop:
         try:
             if token is None:  # a visitor of the link: its page sets the session that may post
-                _, page = await asyncio.wait_for(conn.request("GET", f"/s/{hostile.link}/chat", {}), 60)
+                status, page = await asyncio.wait_for(conn.request("GET", f"/s/{hostile.link}/chat", {}), 60)
                 found = re.search(rb'name="csrf_token" value="([^"]+)"', page)
-                token = found.group(1).decode() if found else ""
+                if found is None:  # the page itself was refused (a render budget): ask again, as a
+                    hostile.outcomes[f"chat page {status}"] += 1  # visitor would; posting without
+                    await asyncio.sleep(0.5)  # its token would only earn CSRF 400s, which cost nothing
+                    continue
+                token = found.group(1).decode()
                 continue
             body = f"csrf_token={token}&template=tokenizer&role=user&content=hello".encode()
             status, _ = await asyncio.wait_for(conn.request(
