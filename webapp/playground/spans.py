@@ -1,16 +1,18 @@
 """Turn a tokenizer's token spans into what the encode view displays.
 
-Pure functions, no Flask. :func:`group_spans` groups tokens into display spans that each end
+Pure functions, no Flask. :func:`span_table` groups tokens into display spans that each end
 on a whole grapheme (``regex`` ``\\X``): a byte-level token that splits a multi-byte character
 (or a character into its combining marks, or an emoji ZWJ sequence) is shown together with its
 neighbours, as Tiktokenizer does, so the page never shows ``\uFFFD``. Text no token covers
 (whitespace a WordPiece pre-tokenizer drops) becomes a gap. :func:`show_whitespace` adds the
 ``·`` ``→`` ``↵`` markers, :func:`counts` computes the numbers above the spans.
 
-This is the encode view's hot path (a few thousand tokens per keystroke), so it is written for
-the common case: a token that starts where the last one ended, on a grapheme boundary, and
-whose description (vocabulary string, hex bytes, hover line) is already memoised for its
-tokenizer. Only the rare positions inside a grapheme are computed (``graphemes.py``).
+This is the encode view's hot path (a few thousand tokens per keystroke), so the spans are
+columns of numbers (:class:`SpanTable`), grouped in numpy when no token is special
+(:func:`grouped_plain`, checked against the step-by-step :func:`grouped`), and a token's
+description (vocabulary string, hex bytes, hover line) is memoised per tokenizer. Only the rare
+positions inside a grapheme are computed (``graphemes.py``). :func:`group_spans` gives the same
+spans as objects, for the views that walk them one by one.
 
 Left out: HTML (``spans_html.py`` escapes everything) and the comparison of tokenizations
 (``compare.py``).
@@ -105,8 +107,11 @@ def _memo_for(tokenizer: Tokenizer) -> dict[int, _Description]:
     return memo
 
 
-def _describe(tokenizer: Tokenizer, token_id: int, memo: dict[int, _Description]) -> _Description:
-    """(vocabulary string, bytes in hex, hover line) of an id, stored in ``memo``."""
+def _described(tokenizer: Tokenizer, token_id: int, memo: dict[int, _Description]) -> _Description:
+    """(vocabulary string, bytes in hex, hover line) of an id, from ``memo`` or made and kept there."""
+    found = memo.get(token_id)
+    if found is not None:
+        return found
     try:
         data = tokenizer.token_bytes(token_id)
     except ValueError:
@@ -149,18 +154,17 @@ class SpanTable:
             parts = []
             for index in range(first, first + size):
                 token_id = self.token_ids[index]
-                token, hex_, line = memo.get(token_id) or _describe(tokenizer, token_id, memo)
+                token, hex_, line = _described(tokenizer, token_id, memo)
                 parts.append(TokenPart(index, token_id, token, hex_, self.token_special[index], line))
             out.append(DisplaySpan(start, end, label, parts, special, colour))
         return out
 
 
-def hover_lines(tokenizer: Tokenizer, ids: Iterable[int]) -> dict[int, str]:
+def hover_lines_of(tokenizer: Tokenizer, ids: Iterable[int]) -> dict[int, str]:
     """Each distinct id's hover line, ``"<id>  <vocabulary string>  [<bytes in hex>]"``, in order
     of first appearance, memoised per tokenizer."""
     memo = _memo_for(tokenizer)
-    return {token_id: (memo.get(token_id) or _describe(tokenizer, token_id, memo))[2]
-            for token_id in dict.fromkeys(ids)}
+    return {token_id: _described(tokenizer, token_id, memo)[2] for token_id in dict.fromkeys(ids)}
 
 
 _Columns = tuple[list[int], list[int], list[int], list[int], list[bool]]  # starts, ends, firsts, sizes, alone
@@ -181,7 +185,7 @@ def span_table(text: str, token_spans: Sequence[TokenSpan], tokenizer: Tokenizer
     inside = inside_graphemes(text, stop)
     end = stop if truncated else len(text)  # where a trailing gap would end (none when truncated)
     token_ids, _, _, char_starts, char_ends, specials = (list(column) for column in zip(*shown)) if shown else ([],) * 6
-    if shown and not any(specials) and all(map(int.__lt__, char_starts, char_ends)):
+    if shown and not any(specials) and all(start < end for start, end in zip(char_starts, char_ends)):
         columns = grouped_plain(char_starts, char_ends, inside, stop, trailing=not truncated, text_end=end)
     else:
         columns = grouped(shown, inside, stop, trailing=not truncated, text_end=end)
@@ -191,7 +195,7 @@ def span_table(text: str, token_spans: Sequence[TokenSpan], tokenizer: Tokenizer
     if any(alone):
         for k, (special, start, end) in enumerate(zip(alone, starts, ends)):
             if special and start == end:  # a token that covers no text shows its own name
-                table.labels[k] = _memo_token(tokenizer, token_ids[firsts[k]])
+                table.labels[k] = _described(tokenizer, token_ids[firsts[k]], _memo_for(tokenizer))[0]
     # Token spans take the palette's colours in turn (or by their first id); gaps have none.
     has_tokens = np.array(sizes, dtype=np.int64) > 0
     if colour_by_id:
@@ -283,11 +287,6 @@ def group_spans(text: str, token_spans: Sequence[TokenSpan], tokenizer: Tokenize
                 limit: int | None = None, colour_by_id: bool = False) -> list[DisplaySpan]:
     """:func:`span_table` as one :class:`DisplaySpan` per span."""
     return span_table(text, token_spans, tokenizer, limit=limit, colour_by_id=colour_by_id).display_spans(tokenizer)
-
-
-def _memo_token(tokenizer: Tokenizer, token_id: int) -> str:
-    memo = _memo_for(tokenizer)
-    return (memo.get(token_id) or _describe(tokenizer, token_id, memo))[0]
 
 
 def _boundary_after(end: int, inside: set[int], stop: int) -> int:

@@ -34,8 +34,7 @@ from collections.abc import Collection
 from markupsafe import Markup, escape
 
 from webapp.playground.encode_view import Encoded
-from webapp.playground.spans import PALETTE_SIZE
-from webapp.playground.spans import hover_lines as hover_lines_of
+from webapp.playground.spans import PALETTE_SIZE, hover_lines_of
 
 _CACHED_LENGTH = 200  # longer strings are escaped without the cache (bounds its memory)
 _TOKEN_CLASSES = [f"tok c{colour}" for colour in range(PALETTE_SIZE)]
