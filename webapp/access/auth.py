@@ -250,7 +250,8 @@ def working_team() -> Team | None:
     if not teams:
         return None
     chosen = session.get("team_id")
-    if type(chosen) is not int or chosen not in teams:  # a fresh session: a team of one's own, never one joined later that has a smaller id
+    if type(chosen) is not int or chosen not in teams:
+        # A fresh session: a team of one's own, never one joined later that has a smaller id.
         owned = [team_id for team_id, (_, role) in teams.items() if role == "owner"]
         chosen = min(owned or teams)
     return teams[chosen][0]
