@@ -28,8 +28,8 @@ import sys
 from collections import Counter
 from collections.abc import Mapping
 from heapq import merge
-from itertools import chain, islice, repeat
-from operator import add, itemgetter, mul
+from itertools import islice
+from operator import itemgetter
 
 import numpy as np
 
@@ -231,8 +231,8 @@ def _ranked_lengths(table: SegmentTable, lengths: range, want: int, no_last: str
         into = counts if count == 1 else {L: Counter() for L in counted}
         for m, segs in by_length.items():
             for L in range(counted.start, min(m, counted.stop - 1) + 1):
-                getters = map(itemgetter, map(slice, range(m - L + 1), range(L, m + 1)))
-                into[L].update(chain.from_iterable(map(map, getters, repeat(segs))))
+                for start in range(m - L + 1):  # every segment's substring at [start:start + L]
+                    into[L].update(map(itemgetter(slice(start, start + L)), segs))
         if count != 1:
             for L in counted:
                 _add_scaled(counts[L], into[L], count)
@@ -255,6 +255,7 @@ def _ranked_lengths(table: SegmentTable, lengths: range, want: int, no_last: str
 
 
 def _add_scaled(total: Counter[str], part: Counter[str], scale: int) -> None:
-    """``total[s] += scale * part[s]`` for every ``s`` in ``part``, in one C-level pass."""
-    keys = part.keys()
-    dict.update(total, zip(keys, map(add, map(total.get, keys, repeat(0)), map(mul, part.values(), repeat(scale)))))
+    """``total[s] += scale * part[s]`` for every ``s`` in ``part``."""
+    get = total.get
+    for piece, n in part.items():
+        total[piece] = get(piece, 0) + n * scale
