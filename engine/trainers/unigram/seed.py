@@ -113,7 +113,7 @@ def seed_pieces(
     top, negated = _top_substrings(table, max_piece_length, want, no_last=None if split_by_whitespace else space,
                                    workers=workers, reporter=reporter)
     pieces = [(c, float(n)) for c, n in sorted(required.items(), key=lambda kv: (-kv[1], kv[0]))]
-    pieces.extend(zip(top, map(float, map(int.__neg__, negated))))
+    pieces.extend((piece, float(-score)) for piece, score in zip(top, negated))
     return pieces
 
 
@@ -213,7 +213,7 @@ def _top_substrings(table: SegmentTable, max_piece_length: int, want: int, *, no
         parts.append(range(first, max_piece_length + 1))
     ranked = run_in_processes(_ranked_lengths, [(table, part, want, no_last) for part in parts], reporter or Reporter())
     best = list(islice(merge(*(zip(scores, pieces) for pieces, scores in ranked)), want))
-    return list(map(itemgetter(1), best)), list(map(itemgetter(0), best))
+    return [piece for _, piece in best], [score for score, _ in best]
 
 
 def _ranked_lengths(table: SegmentTable, lengths: range, want: int, no_last: str | None) -> Ranked:
@@ -251,7 +251,7 @@ def _ranked_lengths(table: SegmentTable, lengths: range, want: int, no_last: str
         del counts[L]
     # 3. Rank by count × length (negated, so ascending); ties to the smaller string.
     ranked = sorted(zip(scores, pieces))[:want]
-    return list(map(itemgetter(1), ranked)), list(map(itemgetter(0), ranked))
+    return [piece for _, piece in ranked], [score for score, _ in ranked]
 
 
 def _add_scaled(total: Counter[str], part: Counter[str], scale: int) -> None:
