@@ -2,10 +2,10 @@
 
 ``read_vocab_txt``/``parse_vocab_txt`` and ``write_vocab_txt``/``dumps_vocab_txt`` convert between
 the file and a ``{token: id}`` mapping; ``load_bert_tokenizer`` (or ``bert_tokenizer`` for a parsed
-vocabulary) wraps a vocab.txt in the BERT pipeline (BERT's text cleanup,
-optional lowercasing and accent stripping, BERT's pre-tokenizer, the ``##`` decoder and the
-``[CLS] $A [SEP]`` template when those tokens exist), as Hugging Face's ``BertWordPieceTokenizer``
-does. As in Google's reader, only the line end is removed, so a token may contain inner spaces.
+vocabulary) wraps a vocab.txt in the BERT pipeline (BERT's text cleanup, optional lowercasing and
+accent stripping, BERT's pre-tokenizer, the ``##`` decoder and the ``[CLS] $A [SEP]`` template when
+those tokens exist), as Hugging Face's ``BertWordPieceTokenizer`` does. As in Google's reader, only
+the line end is removed, so a token may contain inner spaces.
 
 Left out: the ``bert_config.json`` options (the caller passes ``lowercase``) and other
 sentencepiece-style vocabularies (``formats/spm.py``).
