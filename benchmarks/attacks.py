@@ -207,7 +207,8 @@ def attacks(attacker: Attacker, port: int, base: str) -> list[tuple[object, ...]
     # Set up before the clock starts: the slow pattern passes the import's sample check, and
     # the train form's fields are read once.
     attacker.form("import", {"kind": "tokenizer_json", "name": "redos"}, {"file": ("tokenizer.json", variant(pattern))})
-    redos_ids = [t["id"] for t in json.loads(attacker.get("api/v1/tokenizers")[1])["tokenizers"] if t["name"] == "redos"]
+    redos_ids = [t["id"] for t in json.loads(attacker.get("api/v1/tokenizers")[1])["tokenizers"]
+                 if t["name"] == "redos"]
     train_fields = train_form_fields(attacker.browser, {"num_workers": "48", "vocab_size": "300"})
 
     def redos() -> Answer:

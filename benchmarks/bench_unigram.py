@@ -52,7 +52,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         train_path, held = split_corpus(args.corpus, out, args.holdout_every)
-        sp_seconds, sp_tokens = sentencepiece_run(train_path, out, held, args.vocab_size) if not args.skip_sentencepiece else (0.0, 0)
+        sp_seconds, sp_tokens = (sentencepiece_run(train_path, out, held, args.vocab_size)
+                                 if not args.skip_sentencepiece else (0.0, 0))
         if args.skip_ours:
             return
         load = os.getloadavg()[0]
@@ -117,7 +118,8 @@ def sentencepiece_run(train_path: Path, out: Path, held: list[str], vocab_size: 
     sp_seconds = time.perf_counter() - started
     sp = spm.SentencePieceProcessor(model_file=str(out / "sp.model"))
     sp_tokens = sum(len(sp.encode(line)) for line in held)
-    print(f"sentencepiece: {sp_seconds:.1f} s, held-out tokens {sp_tokens}; load average {load:.1f} -> {os.getloadavg()[0]:.1f}")
+    print(f"sentencepiece: {sp_seconds:.1f} s, held-out tokens {sp_tokens}; "
+          f"load average {load:.1f} -> {os.getloadavg()[0]:.1f}")
     return sp_seconds, sp_tokens
 
 

@@ -56,7 +56,8 @@ def run_hf(corpus: Path, vocab_size: int, out: Path) -> dict[str, object]:
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
     tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tokenizer.normalizer = normalizers.Sequence([normalizers.NFD(), normalizers.StripAccents(), normalizers.Lowercase()])
+    tokenizer.normalizer = normalizers.Sequence([normalizers.NFD(), normalizers.StripAccents(),
+                                                 normalizers.Lowercase()])
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tokenizer.decoder = decoders.WordPiece()
     trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIALS, show_progress=False)
@@ -125,18 +126,22 @@ def main() -> None:
                 report = json.loads(done.stdout.strip().splitlines()[-1])
                 times[kind].append(report["seconds"])
                 rss[kind].append(report["peak_rss_mib"])
-                print(f"run {run + 1} {kind:>10}: {report['seconds']:.1f} s, peak RSS {report['peak_rss_mib']} MiB", flush=True)
+                print(f"run {run + 1} {kind:>10}: {report['seconds']:.1f} s, peak RSS {report['peak_rss_mib']} MiB",
+                      flush=True)
         held = Path(args.held_out or args.corpus)
-        offset = args.held_out_offset if args.held_out_offset is not None else max(0, held.stat().st_size - args.held_out_bytes)
+        offset = (args.held_out_offset if args.held_out_offset is not None
+                  else max(0, held.stat().st_size - args.held_out_bytes))
         text = held_out_text(held, offset, args.held_out_bytes)
-        print(f"\nheld-out: {len(text.encode()):,} bytes of {held.name} from byte {offset:,}; {len(text.split()):,} words")
+        print(f"\nheld-out: {len(text.encode()):,} bytes of {held.name} from byte {offset:,}; "
+              f"{len(text.split()):,} words")
         print(f"{'':>10} | median s | vs HF | peak RSS MiB | UNK rate | tokens/word")
         hf_median = statistics.median(times["hf"]) if "hf" in times else None
         for kind in kinds:
             median = statistics.median(times[kind])
             q = quality(outputs[kind], text, ours=kind != "hf")
             ratio = f"{median / hf_median:.2f}x" if hf_median else "-"
-            print(f"{kind:>10} | {median:8.1f} | {ratio:>5} | {max(rss[kind]):12.0f} | {q['unk_rate']:8.4f} | {q['tokens_per_word']:.4f}")
+            print(f"{kind:>10} | {median:8.1f} | {ratio:>5} | {max(rss[kind]):12.0f} | {q['unk_rate']:8.4f} | "
+                  f"{q['tokens_per_word']:.4f}")
 
 
 if __name__ == "__main__":

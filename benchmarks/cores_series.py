@@ -65,8 +65,9 @@ def commands(big: Path, small: Path, workdir: Path, counts: list[int],
         for side, root in ours_at.items():
             for task, corpus in (("bpe", big), ("unigram", small)):
                 out = workdir / f"{task}-{side}-{n}"
-                table[(task, side, n)] = ([sys.executable, "-P", "-c", OURS, "train", "--model", task, "--vocab-size", "32000",
-                                           "--num-workers", str(n), "-o", str(out), str(corpus)],
+                table[(task, side, n)] = ([sys.executable, "-P", "-c", OURS, "train", "--model", task,
+                                           "--vocab-size", "32000", "--num-workers", str(n), "-o", str(out),
+                                           str(corpus)],
                                           {"PYTHONPATH": str(root)}, out)
         out = workdir / f"bpe-hf-{n}"
         table[("bpe", "anchor", n)] = ([sys.executable, "-c", HF, str(big), "32000", "byte", str(out)],
@@ -115,7 +116,8 @@ def main() -> None:
     key = [c for c in table if c[2] == max(counts) or (c[0], c[2]) == ("unigram", 2)]
     rest = [c for c in table if c not in key]
     results: dict[tuple[str, str, int], list[dict[str, object]]] = {c: [] for c in table}
-    plan = list(table) + [c for _ in range(args.rounds - 1) for c in key] + [c for _ in range(args.rounds - 1) for c in rest]
+    plan = (list(table) + [c for _ in range(args.rounds - 1) for c in key]
+            + [c for _ in range(args.rounds - 1) for c in rest])
     for case in plan:
         spent = time.perf_counter() - began
         if spent > args.budget:

@@ -59,7 +59,8 @@ def prepare_hostile(base: str, port: int, tokenizer_json: bytes) -> Hostile:
     if found is None:
         raise SetupError(f"importing the burner tokenizer did not open its page but {url}")
     tokenizer_id = int(found.group(1))
-    _, page = browser.post(f"tokenizers/{tokenizer_id}/share", {"days": ""}, form_page=f"tokenizers/{tokenizer_id}/share")
+    _, page = browser.post(f"tokenizers/{tokenizer_id}/share", {"days": ""},
+                           form_page=f"tokenizers/{tokenizer_id}/share")
     link = re.search(r"/s/([A-Za-z0-9_-]{16,})", page)
     if link is None:
         raise SetupError("sharing the burner tokenizer showed no link")

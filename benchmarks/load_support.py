@@ -188,7 +188,8 @@ class Connection:
         if self.streams is None:
             self.streams = await asyncio.open_connection("127.0.0.1", self.port)
         reader, writer = self.streams
-        lines = [f"{method} {path} HTTP/1.1", f"Host: 127.0.0.1:{self.port}", *(f"{k}: {v}" for k, v in headers.items())]
+        lines = [f"{method} {path} HTTP/1.1", f"Host: 127.0.0.1:{self.port}",
+                 *(f"{k}: {v}" for k, v in headers.items())]
         if self.cookies:
             lines.append("Cookie: " + "; ".join(f"{k}={v}" for k, v in self.cookies.items()))
         if body or method == "POST":
@@ -271,7 +272,8 @@ def train_form_fields(browser: Browser, options: dict[str, str]) -> dict[str, st
     fields.update(re.findall(rf'<textarea name="({PREFIX}[^"]+)" id="[^"]+" rows="3">([^<]*)</textarea>', form))
     fields.update((name, "on") for name in re.findall(rf'name="({PREFIX}[^"]+)" id="[^"]+" checked', form))
     for name, choices in re.findall(rf'<select name="({PREFIX}[^"]+)" id="[^"]+">(.*?)</select>', form, re.S):
-        chosen = re.search(r'<option value="([^"]*)"[^>]*selected', choices) or re.search(r'<option value="([^"]*)"', choices)
+        chosen = (re.search(r'<option value="([^"]*)"[^>]*selected', choices)
+                  or re.search(r'<option value="([^"]*)"', choices))
         fields[name] = chosen.group(1) if chosen else ""
     fields.update((PREFIX + key, value) for key, value in options.items())
     return fields
@@ -295,7 +297,8 @@ def job_state(browser: Browser, job_id: int) -> dict[str, Any]:
     done = re.search(r'class="done">.*?href="/tokenizers/(\d+)/play".*?\(([\d,]+) tokens\)', page, re.S)
     progress = re.search(r'data-status="running".*?</p>\s*<p>(.*?)</p>', page, re.S)
     return {"id": job_id, "status": status.group(1) if status else "unknown",
-            "progress": " ".join(html.unescape(re.sub(r"<[^>]+>", " ", progress.group(1))).split()) if progress else None,
+            "progress": (" ".join(html.unescape(re.sub(r"<[^>]+>", " ", progress.group(1))).split())
+                         if progress else None),
             "error": error.group(1).strip() if error else None,
             "tokenizer_id": int(done.group(1)) if done else None,
             "vocab_size": int(done.group(2).replace(",", "")) if done else None}
@@ -390,12 +393,15 @@ def prepare(base: str, port: int, args: argparse.Namespace, users: int, data_dir
     state = wait_for_job(admin, job, (), timeout=args.train_timeout)
     if state["status"] != "succeeded" or state["tokenizer_id"] is None:
         raise SetupError(f"training the playground's tokenizer (job {job}) ended {state['status']}: {state['error']}")
-    tokenizer = {"id": state["tokenizer_id"], "requested_vocab_size": args.vocab_size, "vocab_size": state["vocab_size"],
+    tokenizer = {"id": state["tokenizer_id"], "requested_vocab_size": args.vocab_size,
+                 "vocab_size": state["vocab_size"],
                  "training_wall_seconds": round(time.monotonic() - started, 1), "corpus": str(args.corpus),
-                 "corpus_bytes": args.corpus.stat().st_size, "stats_bytes": stats_bytes(data_dir, state["tokenizer_id"])}
+                 "corpus_bytes": args.corpus.stat().st_size,
+                 "stats_bytes": stats_bytes(data_dir, state["tokenizer_id"])}
     if state["vocab_size"] < args.vocab_size:
         tokenizer["note"] = (f"{args.corpus.name} is too small for {args.vocab_size:,} tokens: BPE ran out of pairs "
-                             f"seen twice at {state['vocab_size']:,}. Pass a larger --corpus for a {args.vocab_size:,} vocabulary.")
+                             f"seen twice at {state['vocab_size']:,}. Pass a larger --corpus for a "
+                             f"{args.vocab_size:,} vocabulary.")
         print("load_test: " + tokenizer["note"], file=sys.stderr)
     data = job_corpus(args.corpus, args.job_corpus_mb)
     job_corpus_id = upload_corpus(admin, "background.txt", data)

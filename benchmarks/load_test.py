@@ -111,7 +111,8 @@ async def step(conn: Connection, kind: str, setup: Setup, text: str, csrf: tuple
         # What htmx 2 sends for the encode form (templates/playground/play.html): the form's
         # fields (the hidden CSRF token, the text, the checked "allow special tokens" box), its
         # request headers, and the X-CSRFToken header from hx-headers on <body>.
-        body_out = f"csrf_token={urllib.parse.quote_plus(csrf[1])}&text={urllib.parse.quote_plus(text)}&allowed_special=on"
+        body_out = (f"csrf_token={urllib.parse.quote_plus(csrf[1])}&text={urllib.parse.quote_plus(text)}"
+                    f"&allowed_special=on")
         status, body = await conn.request("POST", f"/tokenizers/{setup.tokenizer_id}/encode", {
             "HX-Request": "true", "HX-Trigger": "encode-form", "HX-Target": "encode-result",
             "HX-Current-URL": f"http://127.0.0.1:{setup.port}{play}", "X-CSRFToken": csrf[0],
@@ -123,7 +124,8 @@ async def step(conn: Connection, kind: str, setup: Setup, text: str, csrf: tuple
         status, body = await conn.request("POST", "/api/v1/encode", {
             "Authorization": f"Bearer {setup.key}", "Content-Type": "application/json"}, payload)
         answer = json.loads(body) if status == 200 else None
-        if isinstance(answer, dict) and isinstance(answer.get("ids"), list) and answer.get("count") == len(answer["ids"]) > 0:
+        if (isinstance(answer, dict) and isinstance(answer.get("ids"), list)
+                and answer.get("count") == len(answer["ids"]) > 0):
             return None, csrf
     else:
         return "htmx_encode: skipped, the page before it failed", csrf
@@ -240,7 +242,8 @@ def markdown(rounds: list[dict[str, Any]]) -> str:
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rounds:
         lat = r["latency_ms"]
-        lines.append(f"| {r['users']} | {r['rps']} | {lat['all']['p50_ms']} | {lat['all']['p95_ms']} | {lat['all']['p99_ms']} "
+        lines.append(f"| {r['users']} | {r['rps']} | {lat['all']['p50_ms']} | {lat['all']['p95_ms']} "
+                     f"| {lat['all']['p99_ms']} "
                      f"| {lat['all']['max_ms']} | {' / '.join(str(lat[k]['p99_ms']) for k in KINDS)} "
                      f"| {r['errors'] + r['warmup_errors']} | {r['web_cpu_ms_per_request']} "
                      f"| {r['load_average']['before'][0]} → {r['load_average']['after'][0]} "
@@ -315,12 +318,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 hostile = prepare_hostile(f"http://127.0.0.1:{port}/", port, tiny)
             for users in args.user_counts:
                 rounds.append(measure(setup, texts, users, args, server.pid, hostile))
-                print(f"load_test: {users} users: {rounds[-1]['rps']} req/s, p99 {rounds[-1]['latency_ms']['all']['p99_ms']} ms, "
+                print(f"load_test: {users} users: {rounds[-1]['rps']} req/s, "
+                      f"p99 {rounds[-1]['latency_ms']['all']['p99_ms']} ms, "
                       f"{rounds[-1]['errors']} errors", file=sys.stderr)
         finally:
             if server is not None:
                 stop_server(server)
-            if len(rounds) < len(args.user_counts) or any(r["errors"] or r["warmup_errors"] for r in rounds):  # keep the tracebacks
+            # keep the tracebacks
+            if len(rounds) < len(args.user_counts) or any(r["errors"] or r["warmup_errors"] for r in rounds):
                 kept = Path(tempfile.gettempdir()) / f"tokenforge-load-serve-{os.getpid()}.log"
                 shutil.copyfile(Path(tmp) / "serve.log", kept)
                 print(f"load_test: the server's log is in {kept}", file=sys.stderr)

@@ -124,7 +124,8 @@ def write_documents(presets: Path, work: Path) -> dict[str, Path]:
         target.write_text(tokenizer.to_json(), encoding="utf-8")
     for name, target in paths.items():
         if not target.with_suffix(".npz").exists():
-            target.with_suffix(".npz").write_bytes(snapshot_of(Tokenizer.from_json(target.read_text(encoding="utf-8"))) or b"")
+            target.with_suffix(".npz").write_bytes(
+                snapshot_of(Tokenizer.from_json(target.read_text(encoding="utf-8"))) or b"")
     return paths
 
 
@@ -173,7 +174,8 @@ def main() -> None:
         warm = statistics.median(t["warm"] for t in snapshot)
         held = json.loads(run_python(ONE_RSS.format(path=str(path.with_suffix(".npz")), text=SAMPLE))[1])
         sizes[name] = held["vocab_size"]
-        print(f"| {name} | {load[0]:.2f} s | {load[1]:.2f} s | {load[2]:.2f}× | {first:.2f} s | {first_snapshot:.2f} s | "
+        print(f"| {name} | {load[0]:.2f} s | {load[1]:.2f} s | {load[2]:.2f}× | {first:.2f} s | "
+              f"{first_snapshot:.2f} s | "
               f"{warm * 1000:.1f} ms | {held['held'] / 2**20:.0f} MiB | {held['estimate'] / 2**20:.0f} MiB |",
               flush=True)
     if set(names) == set(paths):

@@ -51,7 +51,8 @@ def main() -> int:
     while proc.poll() is None:
         peak = max(peak, tree_rss(proc.pid))
         time.sleep(0.05)
-    print(f"peak RSS of the process tree {peak / 2**30:.2f} GiB; {time.perf_counter() - started:.1f} s; exit {proc.returncode}")
+    print(f"peak RSS of the process tree {peak / 2**30:.2f} GiB; {time.perf_counter() - started:.1f} s; "
+          f"exit {proc.returncode}")
     return proc.returncode
 
 

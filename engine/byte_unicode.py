@@ -39,7 +39,9 @@ _ENCODE_TABLE = [BYTE_TO_UNICODE[b] for b in range(256)]
 # ``.translate(_DECODE_TABLE).encode("latin-1")`` decodes a whole string in C. The characters
 # below 256 that are not symbols (space, controls) become U+0100, which Latin-1 cannot encode;
 # characters above U+0143 are left as they are and cannot be encoded either.
-_DECODE_TABLE = {code: "\u0100" for code in range(256)} | {ord(char): chr(byte) for char, byte in UNICODE_TO_BYTE.items()}
+_DECODE_TABLE = {code: "\u0100" for code in range(256)} | {
+    ord(char): chr(byte) for char, byte in UNICODE_TO_BYTE.items()
+}
 
 
 def bytes_to_symbols(data: bytes) -> str:

@@ -74,7 +74,8 @@ def cmd_extend(args: argparse.Namespace) -> int:
                                 character_coverage=args.character_coverage)
         check_add(base, args.add)
     except ConfigError as exc:  # name the flag, not the field
-        raise ConfigError(re.sub(r"\b(add|min_frequency|character_coverage)=", lambda m: f"--{m[1].replace('_', '-')}=", str(exc)),
+        raise ConfigError(re.sub(r"\b(add|min_frequency|character_coverage)=",
+                                 lambda m: f"--{m[1].replace('_', '-')}=", str(exc)),
                           option=exc.option) from None
     for path in args.files:
         if not Path(path).is_file():

@@ -9,7 +9,8 @@ WordPiece's options with WordPiece's defaults, and ``train --help`` which flags 
 all rendered from the same specs, so an option added to a dataclass appears by itself. The command
 writes ``OUTDIR/tokenizer.json`` plus the model's own files and draws a progress bar when stderr
 is a terminal. ``--dask-scheduler tcp://HOST:8786`` counts the corpus on a Dask cluster
-(``engine.trainers.cluster``), with the same files as a result. Error reporting is ``cli.py``'s: everything here raises TokenforgeError.
+(``engine.trainers.cluster``), with the same files as a result. Error reporting is ``cli.py``'s:
+everything here raises TokenforgeError.
 """
 
 from __future__ import annotations

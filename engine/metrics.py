@@ -34,7 +34,8 @@ def _first_difference(expected: str, got: str) -> dict[str, Any] | None:
 
 def evaluate(tokenizer: Tokenizer, text: str, *, longest: int = 10) -> dict[str, Any]:
     """Measure ``tokenizer`` on ``text``; see the module docstring for what each figure means."""
-    spans = tokenizer.encode_with_offsets(text, allowed_special=frozenset(), disallowed_special=(), add_special_tokens=False)
+    spans = tokenizer.encode_with_offsets(text, allowed_special=frozenset(), disallowed_special=(),
+                                          add_special_tokens=False)
     ids = [span.id for span in spans]
     n_tokens = len(ids)
     n_bytes = len(text.encode("utf-8"))
@@ -71,7 +72,8 @@ def evaluate(tokenizer: Tokenizer, text: str, *, longest: int = 10) -> dict[str,
         "vocab_used": len(used),
         "vocab_utilisation": ratio(len(used), vocab_size),
         "longest_tokens": [
-            {"id": token_id, "token": tokenizer.id_to_token(token_id), "text": covered, "chars": len(covered), "count": used[token_id]}
+            {"id": token_id, "token": tokenizer.id_to_token(token_id), "text": covered, "chars": len(covered),
+             "count": used[token_id]}
             for token_id, covered in ranked
         ],
     }

@@ -33,7 +33,8 @@ from engine.errors import ConfigError
 from engine.limits import check_pattern, run_budgeted, shown
 
 # Rust's char::is_whitespace (the White_Space property): what Strip strips and Bert maps to " ".
-RUST_WHITESPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+RUST_WHITESPACE = ("\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B)))
+                   + "\u2028\u2029\u202f\u205f\u3000")
 
 # Where tokenizers 0.23 and Python 3.11's unicodedata 14.0 disagree. Ranges are inclusive.
 _MARK_DRIFT_NOT = (  # Python's category M*, but not a mark to HF (newer than HF's tables)
@@ -240,7 +241,8 @@ class Replace:
             try:
                 self._regex = regex.compile(pattern, regex.MULTILINE)
             except (regex.error, OverflowError, RecursionError) as exc:
-                raise ConfigError(f"The Replace pattern {shown(pattern)} is not a regex we can compile: {exc}.") from None
+                raise ConfigError(f"The Replace pattern {shown(pattern)} is not a regex we can compile: "
+                                  f"{exc}.") from None
 
     def _matches(self, text: str) -> list[tuple[int, int]]:
         if not text:
@@ -307,7 +309,8 @@ def _onig_find_iter(compiled: regex.Pattern[str], text: str, timeout: float | No
 
 
 _NMT_DROP = regex.compile(r"[\x01-\x08\x0b\x0e-\x1f\x7f\x8f\x9f]+")
-_NMT_SPACE = str.maketrans(dict.fromkeys(map(ord, "\t\n\x0c\r\u1680\u200b\u200c\u200d\u200e\u200f\u2028\u2029\u2581\ufeff\ufffd"), " "))
+_NMT_SPACE = str.maketrans(dict.fromkeys(
+    map(ord, "\t\n\x0c\r\u1680\u200b\u200c\u200d\u200e\u200f\u2028\u2029\u2581\ufeff\ufffd"), " "))
 
 
 class Nmt:

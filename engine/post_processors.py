@@ -50,7 +50,8 @@ class TemplateProcessing:
             "single": single,
             "pair": pair,
             "special_tokens": {
-                name: {"id": name, "ids": [token_id], "tokens": [name]} for token_id, name in sorted(self._names.items())
+                name: {"id": name, "ids": [token_id], "tokens": [name]}
+                for token_id, name in sorted(self._names.items())
             },
         }
 

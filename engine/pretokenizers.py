@@ -143,7 +143,8 @@ class RegexSplit:
     def split(self, text: str) -> list[Piece]:
         if not self.keep_gaps:
             return run_budgeted(
-                lambda timeout: [Piece(m.group(), m.start(), m.end()) for m in self._regex.finditer(text, timeout=timeout)],
+                lambda timeout: [Piece(m.group(), m.start(), m.end())
+                                 for m in self._regex.finditer(text, timeout=timeout)],
                 *_SLOW_PATTERN,
             )
         return run_budgeted(lambda timeout: self._with_gaps(text, timeout), *_SLOW_PATTERN)

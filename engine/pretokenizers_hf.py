@@ -195,7 +195,8 @@ def _split_from_hf(data: dict[str, Any], where: str) -> PreTokenizer:
     behavior, invert = data.get("behavior", "Isolated"), data.get("invert", False)
     if not isinstance(pattern, dict) or len(pattern) != 1 or not isinstance(next(iter(pattern.values())), str) \
             or next(iter(pattern)) not in ("String", "Regex"):
-        raise FormatError(f"{where}.pattern must be {{\"String\": text}} or {{\"Regex\": pattern}}, not {shown(pattern)}.")
+        raise FormatError(f"{where}.pattern must be {{\"String\": text}} or {{\"Regex\": pattern}}, "
+                          f"not {shown(pattern)}.")
     if behavior not in BEHAVIORS or not isinstance(invert, bool):
         raise FormatError(f"{where} has behavior {shown(behavior)} with invert {shown(invert)}; the behavior must be "
                           f"one of {', '.join(BEHAVIORS)} and invert true or false.")

@@ -126,7 +126,8 @@ class SpecialTokens:
                 return candidate
         raise KeyError(matched)  # pragma: no cover - every alternative is a known token
 
-    def resolve(self, allowed_special: AllowedSpecial, disallowed_special: AllowedSpecial) -> tuple[frozenset[str], frozenset[str]]:
+    def resolve(self, allowed_special: AllowedSpecial,
+                disallowed_special: AllowedSpecial) -> tuple[frozenset[str], frozenset[str]]:
         """Turn tiktoken-style arguments into (allowed, disallowed) sets of known tokens."""
         allowed = frozenset(self.ids) if allowed_special == "all" else frozenset(allowed_special)
         unknown = sorted(allowed - set(self.ids))

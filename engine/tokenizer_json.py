@@ -193,7 +193,8 @@ def _read_added_tokens(
     strip: dict[str, tuple[bool, bool]] = {}
     normalized: list[str] = []
     for index, entry in enumerate(entries):
-        if not isinstance(entry, dict) or not isinstance(entry.get("content"), str) or not isinstance(entry.get("id"), int):
+        if (not isinstance(entry, dict) or not isinstance(entry.get("content"), str)
+                or not isinstance(entry.get("id"), int)):
             raise FormatError(f"An added token must have a string content and an integer id: {shown(entry)} "
                               f"(added_tokens[{index}]).")
         content = entry["content"]

@@ -9,9 +9,9 @@ segmentation, its alphabet the tokens that occur in it, each UTF-8 string orderi
 characters count towards ``add`` and take at most half of it; the merges fill the rest. (A new
 character saves two or three tokens where it occurs, a merge one, but the characters past the
 first few hundred are rare: on Llama 2 and 16 MB of Chinese, 5,000 tokens all but spent on 4,944
-characters cut Chinese tokens by 15%, and 2,620 characters with 2,380 merges by 41%.) Ids of merged tokens follow the new
-characters', ranks follow the base's last rank, and every base id, merge and option stays as it
-was, so a model's embedding rows stay valid.
+characters cut Chinese tokens by 15%, and 2,620 characters with 2,380 merges by 41%.) Ids of
+merged tokens follow the new characters', ranks follow the base's last rank, and every base id,
+merge and option stays as it was, so a model's embedding rows stay valid.
 
 **Tie-break rule** (the trainer's): the most frequent pair first; among equal counts the greatest
 pair compared as UTF-8 bytes ``(left, right)``. Learning stops after ``add`` tokens, when the best
@@ -183,5 +183,6 @@ def _grown(model: CharBPE, tokens: list[tuple[int, str]], merges: list[tuple[int
     grown = MergeIds([*map(int, old.lefts), *(a for a, _, _, _ in merges)],
                      [*map(int, old.rights), *(b for _, b, _, _ in merges)],
                      [*map(int, old.merged), *(m for _, _, m, _ in merges)])
-    return CharBPE.from_snapshot(ModelSnapshot(state.level, state.options, [*map(int, state.ids), *(i for i, _ in tokens)],
+    return CharBPE.from_snapshot(ModelSnapshot(state.level, state.options,
+                                               [*map(int, state.ids), *(i for i, _ in tokens)],
                                                [*state.spellings, *(t.encode("utf-8") for _, t in tokens)], grown))

@@ -35,7 +35,9 @@ class ExtendOptions:
                           "keeps its exact ids."},
     )
     min_frequency: int = field(default=2, metadata={"help": "Stop when the best pair occurs fewer times than this."})
-    num_workers: int | None = field(default=None, metadata={"help": "Processes that count the corpus (empty: one per CPU)."})
+    num_workers: int | None = field(
+        default=None, metadata={"help": "Processes that count the corpus (empty: one per CPU)."}
+    )
     character_coverage: float = field(
         default=0.9995,
         metadata={"help": "Character-level bases: add the characters the base lacks, most frequent first, until "

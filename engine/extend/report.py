@@ -115,7 +115,8 @@ def report_lines(report: dict[str, Any]) -> list[str]:
         slots = report.get("slots_filled", 0)
         where = (f"{slots:,} took [unused] slots' ids, {report['appended']:,} were appended" if "appended" in report
                  else "appended after the base's ids")
-        head = (f"Added {report['pieces_added']:,} {report['model']} pieces ({made.removesuffix(', ') or 'no new characters'}"
+        head = (f"Added {report['pieces_added']:,} {report['model']} pieces "
+                f"({made.removesuffix(', ') or 'no new characters'}"
                 f") to a base of {report['base_vocab_size']:,} tokens: {where}; the base's other ids are unchanged "
                 f"({how}).")
     out = [

@@ -31,7 +31,8 @@ def dumps_vocab(model: Unigram) -> str:
     lines = []
     for piece, score in model.pieces():
         if "\n" in piece:
-            raise FormatError(f"The piece {piece!r} contains a newline, which a .vocab file cannot hold; export tokenizer.json instead.")
+            raise FormatError(f"The piece {piece!r} contains a newline, which a .vocab file cannot hold; "
+                              f"export tokenizer.json instead.")
         lines.append(f"{piece}\t{score!r}")
     return "\n".join(lines) + "\n"
 
@@ -60,7 +61,8 @@ def loads_vocab(text: str, *, source: str | None = None) -> Unigram:
         if not math.isfinite(score):
             raise FormatError(f"The score {shown(raw)} is not a finite number.", line=number, source=source)
         if piece in seen:
-            raise FormatError(f"The piece {piece!r} already appeared on line {seen[piece]}.", line=number, source=source)
+            raise FormatError(f"The piece {piece!r} already appeared on line {seen[piece]}.",
+                              line=number, source=source)
         seen[piece] = number
         pieces.append((piece, score))
     if not pieces:
@@ -68,7 +70,8 @@ def loads_vocab(text: str, *, source: str | None = None) -> Unigram:
     byte_fallback = all(b in seen for b in BYTE_PIECES)
     unk_id = seen["<unk>"] - 1 if "<unk>" in seen else None
     if unk_id is None and not byte_fallback:
-        raise FormatError("The vocabulary has no <unk> piece and no byte pieces, so some text could not be encoded.", source=source)
+        raise FormatError("The vocabulary has no <unk> piece and no byte pieces, so some text could not be encoded.",
+                          source=source)
     specials = {p: seen[p] - 1 for p in CONTROL_PIECES if p in seen}
     return Unigram(pieces, unk_id=unk_id, byte_fallback=byte_fallback, special_tokens=specials)
 

@@ -66,7 +66,8 @@ def _build(proto: ModelProto) -> Tokenizer:
     trainer, spec = proto.trainer_spec, proto.normalizer_spec
     kind = MODEL_TYPES.get(trainer.model_type, "unigram")
     if kind not in ("unigram", "bpe"):
-        raise FormatError(f"The trainer_spec's model_type is {kind.upper()}; only UNIGRAM and BPE models are supported.")
+        raise FormatError(f"The trainer_spec's model_type is {kind.upper()}; "
+                          f"only UNIGRAM and BPE models are supported.")
     if trainer.treat_whitespace_as_suffix:
         raise FormatError("The trainer_spec sets treat_whitespace_as_suffix, which our decoder does not support.")
     if proto.denormalizer_spec is not None and proto.denormalizer_spec.precompiled_charsmap:

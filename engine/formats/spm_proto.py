@@ -155,7 +155,8 @@ def read_fields(data: bytes, start: int, end: int, message: str) -> list[RawFiel
         elif wire == _LEN:
             length, pos = _varint(data, pos, end, what)
             if length > end - pos:
-                raise FormatError(f"The {what} at byte {at} claims {length:,} bytes but its message ends at byte {end}.")
+                raise FormatError(f"The {what} at byte {at} claims {length:,} bytes "
+                                  f"but its message ends at byte {end}.")
             value = data[pos:pos + length]
             pos += length
         else:
@@ -216,7 +217,8 @@ def _piece(data: bytes, f: RawField, index: int) -> Piece:
                                   f"{MAX_TOKEN_LENGTH:,} characters (engine.limits.MAX_TOKEN_LENGTH).")
         elif g.number == 2:
             if g.wire != _FIXED32:
-                raise FormatError(f"The score of piece {index} at byte {g.offset} has wire type {g.wire}, not 5 (float).")
+                raise FormatError(f"The score of piece {index} at byte {g.offset} has wire type {g.wire}, "
+                                  f"not 5 (float).")
             score = struct.unpack("<f", int(g.value).to_bytes(4, "little"))[0]
         elif g.number == 3:
             value = _scalar(g, "enum", f"piece {index}")

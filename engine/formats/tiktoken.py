@@ -84,7 +84,8 @@ def checked_ranks(fields: Iterable[tuple[str, str, int]], *, source: str) -> lis
         except (binascii.Error, ValueError):
             raise FormatError(f"{shown(encoded)} is not valid base64.", line=number, source=source) from None
         if not rank_text.isascii() or not rank_text.isdigit() or len(rank_text) > 18:
-            raise FormatError(f"The rank must be a non-negative integer, not {shown(rank_text)}.", line=number, source=source)
+            raise FormatError(f"The rank must be a non-negative integer, not {shown(rank_text)}.",
+                              line=number, source=source)
         rank = int(rank_text)
         if not token:
             raise FormatError("A token cannot be empty.", line=number, source=source)
@@ -97,7 +98,8 @@ def checked_ranks(fields: Iterable[tuple[str, str, int]], *, source: str) -> lis
                 source=source,
             )
         if rank in seen_ranks:
-            raise FormatError(f"The rank {rank} is used twice (first on line {seen_ranks[rank]}).", line=number, source=source)
+            raise FormatError(f"The rank {rank} is used twice (first on line {seen_ranks[rank]}).",
+                              line=number, source=source)
         seen_tokens[token] = number
         seen_ranks[rank] = number
         entries.append((token, rank, number))

@@ -1,10 +1,11 @@
 """BERT's ``vocab.txt``: one WordPiece token per line, the line number (from 0) is its id.
 
-``read_vocab_txt``/``parse_vocab_txt`` and ``write_vocab_txt``/``dumps_vocab_txt`` convert between the file and a ``{token: id}``
-mapping; ``load_bert_tokenizer`` (or ``bert_tokenizer`` for a parsed vocabulary) wraps a vocab.txt in the BERT pipeline (BERT's text cleanup,
-optional lowercasing and accent stripping, BERT's pre-tokenizer, the ``##`` decoder and the
-``[CLS] $A [SEP]`` template when those tokens exist), as Hugging Face's ``BertWordPieceTokenizer``
-does. As in Google's reader, only the line end is removed, so a token may contain inner spaces.
+``read_vocab_txt``/``parse_vocab_txt`` and ``write_vocab_txt``/``dumps_vocab_txt`` convert between
+the file and a ``{token: id}`` mapping; ``load_bert_tokenizer`` (or ``bert_tokenizer`` for a parsed
+vocabulary) wraps a vocab.txt in the BERT pipeline (BERT's text cleanup, optional lowercasing and
+accent stripping, BERT's pre-tokenizer, the ``##`` decoder and the ``[CLS] $A [SEP]`` template when
+those tokens exist), as Hugging Face's ``BertWordPieceTokenizer`` does. As in Google's reader, only
+the line end is removed, so a token may contain inner spaces.
 
 Left out: the ``bert_config.json`` options (the caller passes ``lowercase``) and other
 sentencepiece-style vocabularies (``formats/spm.py``).
@@ -106,7 +107,8 @@ def bert_tokenizer(
     from engine.tokenizer import Tokenizer
 
     if unk_token not in vocab:
-        raise FormatError(f"The vocabulary has no {unk_token} token, which WordPiece needs for words it cannot spell.", source=source)
+        raise FormatError(f"The vocabulary has no {unk_token} token, which WordPiece needs for words it cannot spell.",
+                          source=source)
     steps: list[Normalizer] = [BertCleanup()]
     if strip_accents if strip_accents is not None else lowercase:
         steps.append(StripAccents())

@@ -367,7 +367,8 @@ def _read_fast(raw_vocab: dict[Any, Any], raw_merges: list[Any],
         return None
     kinds = set(map(type, raw_merges))
     pairs = (raw_merges if kinds == {list} else list(map(str.split, raw_merges, repeat(" "))) if kinds == {str}
-             else [entry.split(" ") if type(entry) is str else entry if type(entry) is list else () for entry in raw_merges])
+             else [entry.split(" ") if type(entry) is str else entry if type(entry) is list else ()
+                   for entry in raw_merges])
     if "" in strings or (pairs and set(map(len, pairs)) != {2}):  # an empty part is then never in the vocabulary
         return None
     firsts, seconds = list(map(itemgetter(0), pairs)), list(map(itemgetter(1), pairs))
@@ -447,7 +448,8 @@ def parse_merge(entry: object, line: int) -> tuple[bytes, bytes]:
     try:
         return symbols_to_bytes(parts[0]), symbols_to_bytes(parts[1])
     except KeyError:
-        raise FormatError(f"The merge {shown(entry)} has characters outside the byte-level alphabet.", line=line) from None
+        raise FormatError(f"The merge {shown(entry)} has characters outside the byte-level alphabet.",
+                          line=line) from None
 
 
 def rank_rows(lefts: Sequence[int], rights: Sequence[int], merged: Sequence[int],

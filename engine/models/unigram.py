@@ -86,12 +86,16 @@ class Unigram(PieceVocabulary):
         self._pieces: list[tuple[str, float]] = []
         self._ids: dict[str, int] = {}
         for index, (piece, score) in enumerate(pieces):
-            if not isinstance(piece, str) or not piece or not isinstance(score, (int, float)) or isinstance(score, bool):
-                raise FormatError(f"Unigram piece {index} must be a non-empty string and a number, not {shown(piece)}, {shown(score)}.")
+            if (not isinstance(piece, str) or not piece or not isinstance(score, (int, float))
+                    or isinstance(score, bool)):
+                raise FormatError(f"Unigram piece {index} must be a non-empty string and a number, "
+                                  f"not {shown(piece)}, {shown(score)}.")
             if isinstance(score, int) and not -(2**1000) < score < 2**1000 or not math.isfinite(score):
-                raise FormatError(f"Unigram piece {shown(piece)} has the score {shown(score)}; scores must be finite numbers.")
+                raise FormatError(f"Unigram piece {shown(piece)} has the score {shown(score)}; "
+                                  f"scores must be finite numbers.")
             if piece in self._ids:
-                raise FormatError(f"The Unigram piece {shown(piece)} appears twice (ids {self._ids[piece]} and {index}).")
+                raise FormatError(f"The Unigram piece {shown(piece)} appears twice "
+                                  f"(ids {self._ids[piece]} and {index}).")
             self._ids[piece] = index
             self._pieces.append((piece, float(score)))
         if unk_id is not None and not 0 <= unk_id < len(self._pieces):
@@ -126,7 +130,8 @@ class Unigram(PieceVocabulary):
         self.max_piece_length = max((len(p) for p in self._match), default=1)
         self._lengths = sorted({len(p) for p in self._match})
         self._advice = (f"split the text into shorter pieces with a pre-tokenizer (metaspace or whitespace), or "
-                        f"encode less at once; this model's pieces are up to {self.max_piece_length:,} characters long.")
+                        f"encode less at once; this model's pieces are up to {self.max_piece_length:,} "
+                        f"characters long.")
         scores = normal or [0.0]
         self.unk_score = f32(f32(min(scores)) - UNK_PENALTY)  # float32, as sentencepiece computes it
 

@@ -77,7 +77,8 @@ class WordPiece(StringVocabulary):
         cached = self._surface.get(token_id)
         if cached is None:
             token = self._tokens[token_id]
-            if self.prefix and token.startswith(self.prefix) and self._continuing.get(token[len(self.prefix):]) == token_id:
+            if (self.prefix and token.startswith(self.prefix)
+                    and self._continuing.get(token[len(self.prefix):]) == token_id):
                 token = token[len(self.prefix):]
             cached = self._surface[token_id] = token.encode("utf-8")
         return cached

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from engine.tokenizer import Tokenizer
 
 
-def _check_common(vocab_size: int | None, min_frequency: int, specials: tuple[str, ...], unk: str, normalizer: str) -> None:
+def _check_common(vocab_size: int | None, min_frequency: int, specials: tuple[str, ...], unk: str,
+                  normalizer: str) -> None:
     problems = ConfigProblems()  # every bad option at once, each naming its field
     if normalizer not in NORMALIZER_CHOICES:
         problems.add(ConfigError(f"Unknown normalizer {normalizer!r}; choose one of: {', '.join(NORMALIZER_CHOICES)}.",
@@ -62,7 +63,9 @@ class WordLevelOptions:
 
     vocab_size: int = field(default=30000, metadata={"help": "Vocabulary size, special tokens included."})
     min_frequency: int = field(default=1, metadata={"help": "Words seen fewer times are left out (they become [UNK])."})
-    special_tokens: tuple[str, ...] = field(default=BERT_SPECIALS, metadata={"help": "Special tokens, given the first ids."})
+    special_tokens: tuple[str, ...] = field(
+        default=BERT_SPECIALS, metadata={"help": "Special tokens, given the first ids."}
+    )
     unk_token: str = field(default="[UNK]", metadata={"help": "Token for unknown words; must be a special token."})
     lowercase: bool = field(default=False, metadata={"help": "Lowercase text before training and encoding."})
     normalizer: str = field(default="none", metadata={"help": "Unicode normal form.", "choices": NORMALIZER_CHOICES})
@@ -77,7 +80,9 @@ class CharOptions:
 
     vocab_size: int | None = field(default=None, metadata={"help": "Keep the most frequent characters (empty: all)."})
     min_frequency: int = field(default=1, metadata={"help": "Characters seen fewer times become [UNK]."})
-    special_tokens: tuple[str, ...] = field(default=("[UNK]",), metadata={"help": "Special tokens, given the first ids."})
+    special_tokens: tuple[str, ...] = field(
+        default=("[UNK]",), metadata={"help": "Special tokens, given the first ids."}
+    )
     unk_token: str = field(default="[UNK]", metadata={"help": "Token for unknown characters; must be a special token."})
     lowercase: bool = field(default=False, metadata={"help": "Lowercase text before training and encoding."})
     normalizer: str = field(default="none", metadata={"help": "Unicode normal form.", "choices": NORMALIZER_CHOICES})
@@ -103,7 +108,8 @@ def _normalizer_names(options: WordLevelOptions | CharOptions) -> list[str]:
     return ([] if options.normalizer == "none" else [options.normalizer]) + (["lowercase"] if options.lowercase else [])
 
 
-def _vocabulary(counts: Mapping[str, int], specials: Sequence[str], size: int | None, min_frequency: int) -> dict[str, int]:
+def _vocabulary(counts: Mapping[str, int], specials: Sequence[str], size: int | None,
+                min_frequency: int) -> dict[str, int]:
     vocab = {token: index for index, token in enumerate(specials)}
     ranked = sorted((item for item in counts.items() if item[1] >= min_frequency), key=lambda kv: (-kv[1], kv[0]))
     for token, _ in ranked:
@@ -113,7 +119,8 @@ def _vocabulary(counts: Mapping[str, int], specials: Sequence[str], size: int | 
     return vocab
 
 
-def train(files: Sequence[Path], options: WordLevelOptions | CharOptions | ByteOptions, *, reporter: Reporter) -> TrainResult:
+def train(files: Sequence[Path], options: WordLevelOptions | CharOptions | ByteOptions, *,
+          reporter: Reporter) -> TrainResult:
     """Build the baseline that ``options`` belongs to (word, char or byte) from ``files``."""
     from engine.decoders import ByteLevelDecoder, ConcatDecoder, WordPieceDecoder
     from engine.models.baselines import ByteLevel, CharLevel, WordLevel
@@ -163,7 +170,8 @@ def maxmatch_tokenizer(
         if word:
             vocab.setdefault(word, len(vocab))
     model = MaxMatch(vocab, direction=direction, unk_token=unk_token)
-    return Tokenizer(model, special_tokens={unk_token: 0}, decoder=ConcatDecoder(), name=name or f"maxmatch-{direction}")
+    return Tokenizer(model, special_tokens={unk_token: 0}, decoder=ConcatDecoder(),
+                     name=name or f"maxmatch-{direction}")
 
 
 def vocabulary_words(tokenizer: Tokenizer) -> list[str]:

@@ -120,8 +120,9 @@ class BpeOptions:
                 why=f"the {len(self.special_tokens)} special tokens + {what}",
             ))
         if len(set(self.special_tokens)) != len(self.special_tokens) or "" in self.special_tokens:
-            problems.add(ConfigError(f"The special tokens {list(self.special_tokens)!r} must be distinct and non-empty.",
-                                     option="special_tokens"))
+            problems.add(ConfigError(
+                f"The special tokens {list(self.special_tokens)!r} must be distinct and non-empty.",
+                option="special_tokens"))
         for name in ("end_of_word_suffix", "unk_token"):
             value = getattr(self, name)
             if not value or len(value) > MAX_TOKEN_LENGTH:
@@ -274,7 +275,8 @@ def train(files: list[Path], options: BpeOptions, *, reporter: Reporter) -> Trai
         base_vocab, start_tokens = len(specials) + 256, None
     else:
         strings, char_merges, merge_stats = learn_chars(counts, options, reporter=reporter)
-        model = CharBPE(strings, char_merges, unk_token=options.unk_token, end_of_word_suffix=options.end_of_word_suffix)
+        model = CharBPE(strings, char_merges, unk_token=options.unk_token,
+                        end_of_word_suffix=options.end_of_word_suffix)
         tokenizer = Tokenizer(model, pre_tokenizer=get_pretokenizer(options.split), special_tokens=specials,
                               decoder=BPESuffixDecoder(options.end_of_word_suffix))
         base_vocab, start_tokens = len(strings) - len(model.origins), symbol_count(counts.items())

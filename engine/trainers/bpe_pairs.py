@@ -72,14 +72,14 @@ class PairTable:
 class PairQueue:
     """The pairs in merge order: the highest count first, among equal counts the greatest pair.
 
-    A lazy heap of ``(-count, key, pair, id)`` (the pair's value breaks ties between equal
-    keys: two tokens can spell the same bytes, "a"+"bc" and "ab"+"c"): a pair is pushed with its count when it appears and
-    never when its count drops; a popped entry whose count is stale goes back with the current
-    one. Since counts only drop, a pair rarer than ``low`` (a power of two) can wait outside the
-    heap until the best count in the heap falls below ``low``; then ``low`` halves and one
-    comparison over the count array finds the pairs that now reach it. Most pairs never get that
-    far and are never pushed. Pairs below ``floor`` (``min_frequency``) or not ``admissible``
-    never enter the heap; ``queued`` marks the ids already pushed or refused.
+    A lazy heap of ``(-count, key, pair, id)`` (the pair's value breaks ties between equal keys: two
+    tokens can spell the same bytes, "a"+"bc" and "ab"+"c"): a pair is pushed with its count when it
+    appears and never when its count drops; a popped entry whose count is stale goes back with the
+    current one. Since counts only drop, a pair rarer than ``low`` (a power of two) can wait outside
+    the heap until the best count in the heap falls below ``low``; then ``low`` halves and one
+    comparison over the count array finds the pairs that now reach it. Most pairs never get that far
+    and are never pushed. Pairs below ``floor`` (``min_frequency``) or not ``admissible`` never
+    enter the heap; ``queued`` marks the ids already pushed or refused.
     """
 
     def __init__(self, table: PairTable, key: Callable[[int], str], admissible: Callable[[int], bool],

@@ -63,7 +63,8 @@ IN_PROCESS_BYTES = 12 << 20
 _DIGITS = "0123456789" + "".join(map(chr, range(0xFF10, 0xFF1A)))  # sentencepiece's IsDecimalDigit
 _NEVER_IN_A_PIECE = "\u2047\x00"  # kUNKChar (what rare characters become) and NUL
 OPTIONS = SpmBpeOptions
-__all__ = ["LEVEL_HELP", "OPTIONS", "SpmBpeOptions", "build_tokenizer", "learn", "options_from", "spelled", "spm_words", "train"]
+__all__ = ["LEVEL_HELP", "OPTIONS", "SpmBpeOptions", "build_tokenizer", "learn", "options_from", "spelled", "spm_words",
+           "train"]
 
 
 # ----------------------------------------------------------------------- training

@@ -110,7 +110,8 @@ class Symbols:
         has_right = (sym_right >= 0) & ~mine_right
         left_key = 2 * V * member + np.where(mine_left, t + member, sym_left)
         keys, counts, at, bounds, groups = group(
-            narrow(np.concatenate((left_key[has_left], (2 * V * member + V + sym_right)[has_right])), 2 * V * len(batch)),
+            narrow(np.concatenate((left_key[has_left], (2 * V * member + V + sym_right)[has_right])),
+                   2 * V * len(batch)),
             np.concatenate((f[has_left], f[has_right])),
             np.concatenate((np.where(mine_left, prv[left], left)[has_left], p[has_right])))
         keys = keys.astype(np.int64)

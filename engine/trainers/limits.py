@@ -74,7 +74,8 @@ _RATE: ContextVar[float | None] = ContextVar("tokenforge_pattern_rate", default=
 def pattern_budget(seconds_per_mb: float) -> Iterator[None]:
     """Give the trainings inside the block ``seconds_per_mb`` per million characters of each chunk
     instead of :data:`PATTERN_SECONDS_PER_MB` (the web app's setting; the CLI keeps the default)."""
-    if isinstance(seconds_per_mb, bool) or not isinstance(seconds_per_mb, int | float) or not 0 < seconds_per_mb < float("inf"):
+    if (isinstance(seconds_per_mb, bool) or not isinstance(seconds_per_mb, int | float)
+            or not 0 < seconds_per_mb < float("inf")):
         raise ConfigError(f"A pattern budget must be a positive number of seconds per million characters, "
                           f"not {shown(seconds_per_mb)}.")
     token = _RATE.set(float(seconds_per_mb))
@@ -139,7 +140,8 @@ def check_workers(num_workers: int | None, *, name: str = "num_workers", per_cpu
     limit = max_workers() if per_cpu else MAX_WORKERS
     if not 1 <= num_workers <= limit:
         cpus = cpu_count()
-        why = f"this machine has {cpus} CPU{'s' if cpus != 1 else ''}" if limit == cpus else f"the limit is {MAX_WORKERS} processes"
+        why = (f"this machine has {cpus} CPU{'s' if cpus != 1 else ''}" if limit == cpus
+               else f"the limit is {MAX_WORKERS} processes")
         raise ConfigError(
             f"{name}={shown(num_workers)} must be between 1 and {limit} ({why}); "
             f"pass a smaller {name}, or leave it empty for one per CPU.", option=name,
@@ -150,7 +152,8 @@ def check_at_most(name: str, value: int | float, limit: int | float, *, fix: str
     """Refuse ``value`` above ``limit``, naming the option, the value and the limit."""
     if value > limit:
         most = f"{limit:,}" if isinstance(limit, int) else f"{limit:g}"
-        raise ConfigError(f"{name}={shown(value)} is above the limit of {most}; {fix or f'pass {name} of at most {most}'}.",
+        raise ConfigError(f"{name}={shown(value)} is above the limit of {most}; "
+                          f"{fix or f'pass {name} of at most {most}'}.",
                           option=name, value=value, most=limit)
 
 

@@ -37,8 +37,12 @@ class WordPieceOptions:
     special_tokens: tuple[str, ...] = field(
         default=BERT_SPECIALS, metadata={"help": "Special tokens, given the first ids in this order."}
     )
-    unk_token: str = field(default="[UNK]", metadata={"help": "Token for words that cannot be matched; must be a special token."})
-    continuing_subword_prefix: str = field(default="##", metadata={"help": "Prefix marking pieces that continue a word."})
+    unk_token: str = field(
+        default="[UNK]", metadata={"help": "Token for words that cannot be matched; must be a special token."}
+    )
+    continuing_subword_prefix: str = field(
+        default="##", metadata={"help": "Prefix marking pieces that continue a word."}
+    )
     max_input_chars_per_word: int = field(default=100, metadata={"help": "Longer words encode as the unknown token."})
     lowercase: bool = field(default=True, metadata={"help": "Lowercase text before training and encoding."})
     strip_accents: bool = field(default=True, metadata={"help": "Decompose (NFD) and drop combining accents."})
@@ -46,25 +50,31 @@ class WordPieceOptions:
         default="none",
         metadata={"help": "Unicode normal form applied first.", "choices": NORMALIZER_CHOICES},
     )
-    template: str = field(default="", metadata={"help": "Post-processing template, e.g. '[CLS] $A [SEP]' (empty: none)."})
+    template: str = field(
+        default="", metadata={"help": "Post-processing template, e.g. '[CLS] $A [SEP]' (empty: none)."}
+    )
 
     def __post_init__(self) -> None:
         problems = ConfigProblems()  # every bad option at once, each naming its field
         if self.score not in ("likelihood", "frequency"):
-            problems.add(ConfigError(f"Unknown WordPiece score {self.score!r}; use score='frequency' or score='likelihood'.",
-                                     option="score"))
+            problems.add(ConfigError(
+                f"Unknown WordPiece score {self.score!r}; use score='frequency' or score='likelihood'.",
+                option="score"))
         if self.normalizer not in NORMALIZER_CHOICES:
             problems.add(ConfigError(
                 f"Unknown normalizer {self.normalizer!r}; choose one of: {', '.join(NORMALIZER_CHOICES)}.",
                 option="normalizer"))
         if self.min_frequency < 0:
-            problems.add(ConfigError(f"min_frequency must be 0 or more, not {self.min_frequency}.", option="min_frequency"))
+            problems.add(ConfigError(f"min_frequency must be 0 or more, not {self.min_frequency}.",
+                                     option="min_frequency"))
         if self.limit_alphabet is not None and self.limit_alphabet < 1:
-            problems.add(ConfigError(f"limit_alphabet must be at least 1 (or empty for no limit), not {self.limit_alphabet}.",
-                                     option="limit_alphabet"))
+            problems.add(ConfigError(
+                f"limit_alphabet must be at least 1 (or empty for no limit), not {self.limit_alphabet}.",
+                option="limit_alphabet"))
         if self.max_input_chars_per_word < 1:
-            problems.add(ConfigError(f"max_input_chars_per_word must be at least 1, not {self.max_input_chars_per_word}.",
-                                     option="max_input_chars_per_word"))
+            problems.add(ConfigError(
+                f"max_input_chars_per_word must be at least 1, not {self.max_input_chars_per_word}.",
+                option="max_input_chars_per_word"))
         if not self.continuing_subword_prefix:
             problems.add(ConfigError("continuing_subword_prefix must not be empty; WordPiece needs it (e.g. '##').",
                                      option="continuing_subword_prefix"))
@@ -75,7 +85,8 @@ class WordPieceOptions:
         problems.run(check_at_most, "vocab_size", self.vocab_size, MAX_VOCAB)
         if self.unk_token not in self.special_tokens:
             problems.add(ConfigError(
-                f"The unknown token {self.unk_token!r} is not among special_tokens {list(self.special_tokens)}; add it.",
+                f"The unknown token {self.unk_token!r} is not among special_tokens {list(self.special_tokens)}; "
+                f"add it.",
                 option="unk_token"))
         floor = len(self.special_tokens) + (self.limit_alphabet or 1)
         if self.vocab_size < floor:  # a rule across fields; the vocabulary is the one to change
@@ -84,12 +95,14 @@ class WordPieceOptions:
                 f"alphabet; use vocab_size of at least {floor}.", option="vocab_size"))
         for part in self.template.split():
             if part != "$A" and part not in self.special_tokens:
-                problems.add(ConfigError(f"The template token {part!r} is not a special token; add it to special_tokens.",
-                                         option="template"))
+                problems.add(ConfigError(
+                    f"The template token {part!r} is not a special token; add it to special_tokens.",
+                    option="template"))
                 break
         if self.template and self.template.split().count("$A") != 1:
-            problems.add(ConfigError(f"The template {self.template!r} must contain $A exactly once, e.g. '[CLS] $A [SEP]'.",
-                                     option="template"))
+            problems.add(ConfigError(
+                f"The template {self.template!r} must contain $A exactly once, e.g. '[CLS] $A [SEP]'.",
+                option="template"))
         problems.raise_if_any()
 
     def normalizer_names(self) -> list[str]:

@@ -53,7 +53,8 @@ def upgrade() -> None:
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.Column('started_at', sa.DateTime(timezone=True), nullable=True),
     sa.Column('finished_at', sa.DateTime(timezone=True), nullable=True),
-    sa.CheckConstraint("status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')", name=op.f('ck_jobs_status')),
+    sa.CheckConstraint("status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')",
+                       name=op.f('ck_jobs_status')),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_jobs'))
     )
     with op.batch_alter_table('jobs', schema=None) as batch_op:

@@ -67,7 +67,8 @@ def upgrade() -> None:
     sa.Column('expires_at', sa.DateTime(timezone=True), nullable=False),
     sa.Column('uses', sa.Integer(), nullable=False),
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
-    sa.ForeignKeyConstraint(['created_by'], ['users.id'], name=op.f('fk_invites_created_by_users'), ondelete='SET NULL'),
+    sa.ForeignKeyConstraint(['created_by'], ['users.id'], name=op.f('fk_invites_created_by_users'),
+                            ondelete='SET NULL'),
     sa.ForeignKeyConstraint(['team_id'], ['teams.id'], name=op.f('fk_invites_team_id_teams'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_invites')),
     sa.UniqueConstraint('token', name=op.f('uq_invites_token'))
@@ -99,8 +100,10 @@ def upgrade() -> None:
     sa.Column('expires_at', sa.DateTime(timezone=True), nullable=True),
     sa.Column('revoked_at', sa.DateTime(timezone=True), nullable=True),
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
-    sa.ForeignKeyConstraint(['created_by'], ['users.id'], name=op.f('fk_share_links_created_by_users'), ondelete='SET NULL'),
-    sa.ForeignKeyConstraint(['tokenizer_id'], ['tokenizers.id'], name=op.f('fk_share_links_tokenizer_id_tokenizers'), ondelete='CASCADE'),
+    sa.ForeignKeyConstraint(['created_by'], ['users.id'], name=op.f('fk_share_links_created_by_users'),
+                            ondelete='SET NULL'),
+    sa.ForeignKeyConstraint(['tokenizer_id'], ['tokenizers.id'], name=op.f('fk_share_links_tokenizer_id_tokenizers'),
+                            ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_share_links')),
     sa.UniqueConstraint('token', name=op.f('uq_share_links_token'))
     )
@@ -113,7 +116,8 @@ def upgrade() -> None:
     sa.Column('token', sa.String(length=64), nullable=False),
     sa.Column('text', sa.Text(), nullable=False),
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
-    sa.ForeignKeyConstraint(['share_link_id'], ['share_links.id'], name=op.f('fk_shared_texts_share_link_id_share_links'), ondelete='CASCADE'),
+    sa.ForeignKeyConstraint(['share_link_id'], ['share_links.id'],
+                            name=op.f('fk_shared_texts_share_link_id_share_links'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_shared_texts')),
     sa.UniqueConstraint('token', name=op.f('uq_shared_texts_token'))
     )

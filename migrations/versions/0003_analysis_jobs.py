@@ -33,7 +33,8 @@ def upgrade() -> None:
     with op.batch_alter_table('corpora', schema=None) as batch_op:
         batch_op.add_column(sa.Column('analysis_job_id', sa.Integer(), nullable=True))
         batch_op.create_index(batch_op.f('ix_corpora_analysis_job_id'), ['analysis_job_id'], unique=False)
-        batch_op.create_foreign_key(batch_op.f('fk_corpora_analysis_job_id_jobs'), 'jobs', ['analysis_job_id'], ['id'], ondelete='SET NULL')
+        batch_op.create_foreign_key(batch_op.f('fk_corpora_analysis_job_id_jobs'), 'jobs', ['analysis_job_id'], ['id'],
+                                    ondelete='SET NULL')
 
 
 def downgrade() -> None:

@@ -7,11 +7,12 @@ template's ``overhead``; ``POST /api/v1/decode`` takes ``{tokenizer, ids}`` and
 returns ``{text, count}``; ``GET /api/v1/tokenizers`` lists what can be used, a page at a time. ``tokenizer`` is
 an id or an exact name. Special tokens follow the playground's rule
 (``encode_view.encode_spans``): text spelling one is that special token only when
-``allowed_special`` allows it (``"all"`` or a list), and plain text otherwise. Every error is JSON ``{"error": sentence}``
-with a 4xx status, and so are malformed bodies: wrong JSON types, deep nesting, bodies over
-``requests.BODY_BYTES`` (``web/errors.py`` answers the 404, 405 and 413 of every ``/api/`` path in
-JSON too). The API is exempt from CSRF because it only accepts ``application/json``,
-which a cross-site form cannot send. ``GET /api`` is the documentation page with curl examples.
+``allowed_special`` allows it (``"all"`` or a list), and plain text otherwise. Every error is JSON
+``{"error": sentence}`` with a 4xx status, and so are malformed bodies: wrong JSON types, deep
+nesting, bodies over ``requests.BODY_BYTES`` (``web/errors.py`` answers the 404, 405 and 413 of
+every ``/api/`` path in JSON too). The API is exempt from CSRF because it only accepts
+``application/json``, which a cross-site form cannot send. ``GET /api`` is the documentation page
+with curl examples.
 
 Left out: authentication (API keys, ``access/auth.py``) and rate limits (``web/security.py``, ``web/ratelimit.py``),
 which run before these views.

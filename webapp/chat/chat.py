@@ -142,7 +142,8 @@ def parse_messages(raw: object, *, max_chars: int) -> list[Message]:
         raise ChatError(f"A chat can have at most {MAX_MESSAGES} messages; this one has {len(raw):,}.")
     messages, total = [], 0
     for number, item in enumerate(raw, start=1):
-        if not isinstance(item, dict) or not isinstance(item.get("role"), str) or not isinstance(item.get("content"), str):
+        if (not isinstance(item, dict) or not isinstance(item.get("role"), str)
+                or not isinstance(item.get("content"), str)):
             raise ChatError(f'Message {number} must be an object with "role" and "content" strings.')
         role = item["role"].strip()
         if not role or len(role) > MAX_ROLE_CHARS:

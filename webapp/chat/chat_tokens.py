@@ -27,7 +27,8 @@ from engine import Tokenizer
 from engine.presets import IM_SEP, TIKTOKEN_ENCODINGS
 from engine.special_tokens import SpecialTokens
 
-_copies: weakref.WeakKeyDictionary[Tokenizer, tuple[frozenset[tuple[str, int]], Tokenizer]] = weakref.WeakKeyDictionary()
+_copies: weakref.WeakKeyDictionary[Tokenizer, tuple[frozenset[tuple[str, int]], Tokenizer]] = (
+    weakref.WeakKeyDictionary())
 _lock = threading.Lock()
 
 

@@ -114,7 +114,8 @@ def render_in_process(source: str, variants: list[dict[str, Any]], max_chars: in
     try:
         template = env.from_string(source)
     except TemplateSyntaxError as exc:
-        raise ChatTemplateError(f"The chat template does not parse: line {exc.lineno}: {str(exc.message)[:200]}") from None
+        raise ChatTemplateError(f"The chat template does not parse: line {exc.lineno}: "
+                                f"{str(exc.message)[:200]}") from None
     outputs = []
     for variables in variants:
         chunks, size = [], 0
@@ -128,7 +129,8 @@ def render_in_process(source: str, variants: list[dict[str, Any]], max_chars: in
         except ChatTemplateError:
             raise
         except SecurityError as exc:
-            raise ChatTemplateError(f"The chat template was refused by the sandbox: {str(exc)[:200].rstrip('.')}.") from None
+            raise ChatTemplateError(f"The chat template was refused by the sandbox: "
+                                    f"{str(exc)[:200].rstrip('.')}.") from None
         except OverflowError as exc:  # the sandbox's range() refusal, and number overflows
             raise ChatTemplateError(f"The chat template was refused: {str(exc)[:200]}") from None
         except TemplateError as exc:

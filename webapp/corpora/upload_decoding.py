@@ -186,7 +186,8 @@ def jsonl_documents(text: Iterator[str], filename: str, field_name: str) -> Iter
             ) from None
         value = record.get(field_name) if isinstance(record, dict) else None
         if not isinstance(value, str):
-            keys = ", ".join(repr(k)[:40] for k in list(record)[:MAX_KEYS_SHOWN]) if isinstance(record, dict) else "none"
+            keys = (", ".join(repr(k)[:40] for k in list(record)[:MAX_KEYS_SHOWN]) if isinstance(record, dict)
+                    else "none")
             more = ", …" if isinstance(record, dict) and len(record) > MAX_KEYS_SHOWN else ""
             raise UploadError(
                 f"{quoted(filename)}, line {line_no:,} has no text field {quoted(field_name[:40])} (its fields: "

@@ -41,7 +41,8 @@ def _choices() -> tuple[list[Tokenizer], list[Corpus]]:
     session = get_session()
     tokenizers = session.scalars(auth.scoped(Tokenizer, presets=True)
                                  .options(defer(Tokenizer.tokenizer_json), defer(Tokenizer.stats))
-                                 .order_by(Tokenizer.team_id.is_not(None), Tokenizer.id.desc()).limit(PICKER_ROWS)).all()
+                                 .order_by(Tokenizer.team_id.is_not(None), Tokenizer.id.desc())
+                                 .limit(PICKER_ROWS)).all()
     corpora = session.scalars(auth.scoped(Corpus).order_by(Corpus.id.desc()).limit(PICKER_ROWS)).all()
     return list(tokenizers), list(corpora)
 

@@ -62,11 +62,13 @@ def _frame(label_x: str, label_y: str, x_ticks: Sequence[tuple[float, str]],
         f'<line class="chart-axis" x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{HEIGHT - BOTTOM}"/>',
     ]
     for x, text in x_ticks:
-        parts.append(f'<text class="chart-tick" x="{x:.1f}" y="{HEIGHT - BOTTOM + 14}" text-anchor="middle">{escape(text)}</text>')
+        parts.append(f'<text class="chart-tick" x="{x:.1f}" y="{HEIGHT - BOTTOM + 14}" text-anchor="middle">'
+                     f'{escape(text)}</text>')
     for y, text in y_ticks:
         parts.append(f'<text class="chart-tick" x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{escape(text)}</text>')
         parts.append(f'<line class="chart-grid" x1="{LEFT}" y1="{y:.1f}" x2="{WIDTH - RIGHT}" y2="{y:.1f}"/>')
-    parts.append(f'<text class="chart-label" x="{(LEFT + WIDTH - RIGHT) / 2:.0f}" y="{HEIGHT - 6}" text-anchor="middle">{escape(label_x)}</text>')
+    parts.append(f'<text class="chart-label" x="{(LEFT + WIDTH - RIGHT) / 2:.0f}" y="{HEIGHT - 6}" '
+                 f'text-anchor="middle">{escape(label_x)}</text>')
     parts.append(f'<text class="chart-label" x="14" y="{(TOP + HEIGHT - BOTTOM) / 2:.0f}" text-anchor="middle" '
                  f'transform="rotate(-90 14 {(TOP + HEIGHT - BOTTOM) / 2:.0f})">{escape(label_y)}</text>')
     parts.append(body)
@@ -236,12 +238,14 @@ def hbar_chart(bars: Sequence[tuple[str, float, bool]], *, label_value: str, tit
     plot_w = WIDTH - LABEL_WIDTH - VALUE_ROOM
     plot_bottom = TOP + len(clean) * ROW_HEIGHT
     height = plot_bottom + BOTTOM
-    parts = [f'<svg class="chart" data-chart="hbar" viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{escape(title)}" '
+    parts = [f'<svg class="chart" data-chart="hbar" viewBox="0 0 {WIDTH} {height}" role="img" '
+             f'aria-label="{escape(title)}" '
              f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>']
     for value, text in _labelled(value_ticks):
         x = LABEL_WIDTH + value / top * plot_w
         parts.append(f'<line class="chart-grid" x1="{x:.1f}" y1="{TOP}" x2="{x:.1f}" y2="{plot_bottom}"/>')
-        parts.append(f'<text class="chart-tick" x="{x:.1f}" y="{plot_bottom + 14}" text-anchor="middle">{escape(text)}</text>')
+        parts.append(f'<text class="chart-tick" x="{x:.1f}" y="{plot_bottom + 14}" text-anchor="middle">'
+                     f'{escape(text)}</text>')
     for i, (name, value, flagged) in enumerate(clean):
         y = TOP + i * ROW_HEIGHT
         width = value / top * plot_w
@@ -249,11 +253,13 @@ def hbar_chart(bars: Sequence[tuple[str, float, bool]], *, label_value: str, tit
         parts.append(f'<text class="chart-tick chart-row-label" x="{LABEL_WIDTH - 6}" y="{y + ROW_HEIGHT / 2 + 4:.1f}" '
                      f'text-anchor="end"><title>{escape(name)}</title>{escape(_short(name))}</text>')
         parts.append(f'<rect class="chart-bar{" chart-bar-flagged" if flagged else ""}" x="{LABEL_WIDTH}" y="{y + 4}" '
-                     f'width="{width:.1f}" height="{ROW_HEIGHT - 8}"><title>{escape(name)}: {escape(shown)}</title></rect>')
+                     f'width="{width:.1f}" height="{ROW_HEIGHT - 8}">'
+                     f'<title>{escape(name)}: {escape(shown)}</title></rect>')
         parts.append(f'<text class="chart-tick chart-value{" chart-value-flagged" if flagged else ""}" '
                      f'x="{LABEL_WIDTH + width + 4:.1f}" y="{y + ROW_HEIGHT / 2 + 4:.1f}">{escape(shown)}</text>')
     parts.append(f'<line class="chart-axis" x1="{LABEL_WIDTH}" y1="{TOP}" x2="{LABEL_WIDTH}" y2="{plot_bottom}"/>')
-    parts.append(f'<line class="chart-axis" x1="{LABEL_WIDTH}" y1="{plot_bottom}" x2="{LABEL_WIDTH + plot_w}" y2="{plot_bottom}"/>')
+    parts.append(f'<line class="chart-axis" x1="{LABEL_WIDTH}" y1="{plot_bottom}" x2="{LABEL_WIDTH + plot_w}" '
+                 f'y2="{plot_bottom}"/>')
     parts.append(f'<text class="chart-label" x="{LABEL_WIDTH + plot_w / 2:.0f}" y="{height - 6}" '
                  f'text-anchor="middle">{escape(label_value)}</text>')
     parts.append("</svg>")

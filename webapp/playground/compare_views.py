@@ -52,7 +52,8 @@ def _context(ids: list[int], text: str, text_from: str = "given", mark: str = "a
                                "mark": mark, "marks": compare.MARKS}
     max_chars, render_tokens = limits()
     if not compare.MIN_TOKENIZERS <= len(ids) <= compare.MAX_TOKENIZERS:
-        context["error"] = (f"Choose between {compare.MIN_TOKENIZERS} and {compare.MAX_TOKENIZERS} tokenizers to compare; "
+        context["error"] = (f"Choose between {compare.MIN_TOKENIZERS} and {compare.MAX_TOKENIZERS} "
+                            f"tokenizers to compare; "
                             f"{len(ids)} {'is' if len(ids) == 1 else 'are'} chosen.")
         return context, 422
     if len(text) > max_chars:

@@ -50,7 +50,8 @@ def flag(name: str, default: bool) -> bool:
 def limits() -> tuple[int, int]:
     """(largest text in characters, tokens rendered as spans) from the app config."""
     config = current_app.config
-    return int(config.get("PLAYGROUND_MAX_CHARS", MAX_CHARS)), int(config.get("PLAYGROUND_RENDER_TOKENS", RENDER_TOKENS))
+    return (int(config.get("PLAYGROUND_MAX_CHARS", MAX_CHARS)),
+            int(config.get("PLAYGROUND_RENDER_TOKENS", RENDER_TOKENS)))
 
 
 def inspect_base(loaded: Loaded) -> str:

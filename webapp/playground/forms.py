@@ -28,5 +28,6 @@ class HeldOutForm(Form):
     corpus_id = WholeNumberField(low=1, high=MAX_ID, required=True, strip=False,
                                  message="Choose a corpus to take the held-out split from.")
     percent = WholeNumberField(low=1, high=MAX_HELD_OUT_PERCENT, required=True,
-                               message="The held-out share must be a whole percentage from {low} to {high}, not {text}.")
+                               message="The held-out share must be a whole percentage from {low} to {high}, "
+                                       "not {text}.")
     part = StringField(default="last", filters=[_first(20)])  # heldout.read_split names a bad one

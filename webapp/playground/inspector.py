@@ -78,7 +78,8 @@ def _step(tokenizer: Tokenizer, rank: int, left: int, right: int, merged: int, c
     return MergeStep(rank, left, right, merged, show(left), show(right), show(merged), count)
 
 
-def merge_chain(tokenizer: Tokenizer, token_id: int, stats: dict[str, Any] | None = None) -> tuple[list[MergeStep], bool]:
+def merge_chain(tokenizer: Tokenizer, token_id: int,
+                stats: dict[str, Any] | None = None) -> tuple[list[MergeStep], bool]:
     """Every merge in the tree that builds ``token_id``, in the order training learned them."""
     origins: dict[int, tuple[int, int, int]] = getattr(tokenizer.model, "origins", {})
     counts = _merge_counts(stats)

@@ -72,7 +72,8 @@ def spans_markup(result: Encoded, differs: Collection[int] = ()) -> Markup:
         if differs and position in differs:
             classes += " differs"
         if size == 1:  # most spans
-            append(f'<span class="{classes}"{stop} role="button" data-t="{first}" data-ids="{token_ids[first]}">{text}</span>')
+            append(f'<span class="{classes}"{stop} role="button" data-t="{first}" data-ids="{token_ids[first]}">'
+                   f'{text}</span>')
         else:
             indices = " ".join(map(str, range(first, first + size)))
             ids = " ".join(map(str, token_ids[first:first + size]))
@@ -84,7 +85,8 @@ def spans_markup(result: Encoded, differs: Collection[int] = ()) -> Markup:
 def hover_lines(result: Encoded) -> str:
     """``{id: hover line}`` of every id shown, as JSON for the spans' ``data-lines`` attribute
     (Jinja escapes it there); a span of several tokens shows their lines one under another."""
-    return json.dumps(hover_lines_of(result.tokenizer, result.table.token_ids), ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(hover_lines_of(result.tokenizer, result.table.token_ids), ensure_ascii=False,
+                      separators=(",", ":"))
 
 
 def ids_markup(result: Encoded) -> Markup:

@@ -25,11 +25,11 @@ spaces: there a word-initial token counts as starting with one (as it does in de
 ``##ing``), and a query that is a number matches that id.
 
 Every result is bounded whatever the tokenizer holds: sort orders are computed once per loaded
-tokenizer (as the rows are), unknown sort or filter names fall back to the defaults, a row keeps at most ``SHOW_BYTES`` of a
-token's text and ``SHOW_CHARS`` of its vocabulary string (a search looks at those too, so a
-10 MB token is neither escaped nor scanned whole), pages hold ``PAGE_SIZE`` rows, queries are
-cut to ``MAX_QUERY`` characters, and the length histogram has at most ``charts.MAX_BARS`` bars
-(ranges of lengths when the longest token is longer than that).
+tokenizer (as the rows are), unknown sort or filter names fall back to the defaults, a row keeps at
+most ``SHOW_BYTES`` of a token's text and ``SHOW_CHARS`` of its vocabulary string (a search looks at
+those too, so a 10 MB token is neither escaped nor scanned whole), pages hold ``PAGE_SIZE`` rows,
+queries are cut to ``MAX_QUERY`` characters, and the length histogram has at most
+``charts.MAX_BARS`` bars (ranges of lengths when the longest token is longer than that).
 
 Left out: HTML (``templates/playground/vocab.html``) and the SVG histogram (``charts.py``).
 """

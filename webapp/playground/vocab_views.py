@@ -58,9 +58,10 @@ def browse(tokenizer_id: int) -> Response:
     chosen = {key: value for key, value in (("q", query), ("sort", sort if sort != "id" else ""),
                                             ("kind", kind), ("script", script)) if value}
     return render("playground/vocab.html", "table", loaded=loaded, q=query, page=page, chosen=chosen,
-                  shown_q=vocab_browser.shown_query(query), sort=sort, kind=kind, script=script, sorts=sorts, kinds=kinds,
-                  sort_names=vocab_browser.SORTS, scripts=scripts,
-                  longest=vocab_browser.longest(tokenizer), histogram=_histogram(vocab_browser.length_histogram(tokenizer)))
+                  shown_q=vocab_browser.shown_query(query), sort=sort, kind=kind, script=script, sorts=sorts,
+                  kinds=kinds, sort_names=vocab_browser.SORTS, scripts=scripts,
+                  longest=vocab_browser.longest(tokenizer),
+                  histogram=_histogram(vocab_browser.length_histogram(tokenizer)))
 
 
 def _histogram(lengths: list[tuple[int | str, int]]) -> Any:

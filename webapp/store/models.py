@@ -4,8 +4,9 @@ tokenizers and leaderboards.
 Column shapes that repeat are ``Annotated`` aliases; every constraint has a name from the
 metadata's naming convention, so Alembic migrations can alter them on SQLite (batch mode) and
 PostgreSQL alike. Timestamps are stored UTC-aware. Every corpus, job and tokenizer belongs to a
-team (``team_id``), except the preset tokenizers, which belong to none; the accounts, teams and sharing tables are in ``models_auth.py``.
-Queue operations live in ``jobs/queue.py``; this module only declares the tables.
+team (``team_id``), except the preset tokenizers, which belong to none; the accounts, teams and
+sharing tables are in ``models_auth.py``. Queue operations live in ``jobs/queue.py``; this
+module only declares the tables.
 """
 
 from __future__ import annotations

@@ -123,7 +123,8 @@ def tables_from_tarball(data: bytes, hashes: dict[str, str] | None = None) -> di
                 except KeyError:
                     raise PresetInstallError(f"The package has no {member_name}.") from None
                 if not member.isfile() or member.size > MAX_TABLE_BYTES:
-                    raise PresetInstallError(f"{member_name} is not a regular file of at most {MAX_TABLE_BYTES:,} bytes.")
+                    raise PresetInstallError(f"{member_name} is not a regular file of at most "
+                                             f"{MAX_TABLE_BYTES:,} bytes.")
                 handle = archive.extractfile(member)
                 table = handle.read(MAX_TABLE_BYTES + 1) if handle is not None else b""
                 check_hash(table, expected, member_name)

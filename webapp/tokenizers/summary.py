@@ -136,5 +136,6 @@ def piece_types(tokenizer: Tokenizer, model_file: bytes | None = None) -> PieceT
                 "remove_extra_whitespaces": normalizer.remove_extra_whitespaces,
                 "escape_whitespaces": normalizer.escape_whitespaces, "byte_fallback": trainer.byte_fallback,
                 "split_digits": trainer.split_digits, "treat_whitespace_as_suffix": trainer.treat_whitespace_as_suffix,
-                "unk / bos / eos / pad ids": f"{trainer.unk_id} / {trainer.bos_id} / {trainer.eos_id} / {trainer.pad_id}"}
+                "unk / bos / eos / pad ids":
+                    f"{trainer.unk_id} / {trainer.bos_id} / {trainer.eos_id} / {trainer.pad_id}"}
     return PieceTypes(piece_type_counts(tokenizer), spec)

@@ -1,8 +1,9 @@
 """The training form: its fixed fields (a Flask-WTF form), and its options, generated from the
 engine's option dataclasses.
 
-:class:`TrainForm` reads the name, the algorithm and the chosen corpora. ``fields_for`` lists one field per ``engine.trainers.option_specs(algorithm)`` entry (its
-type, default, help and choices), holding what the user typed so a re-rendered form keeps it;
+:class:`TrainForm` reads the name, the algorithm and the chosen corpora. ``fields_for`` lists one
+field per ``engine.trainers.option_specs(algorithm)`` entry (its type, default, help and
+choices), holding what the user typed so a re-rendered form keeps it;
 ``parse`` turns the submitted form into an options dict that the engine has already validated,
 or into plain-sentence errors attached to the field they concern, from one validation pass of
 the engine. Rendering is the template's job and queueing the job is ``views.py``'s.

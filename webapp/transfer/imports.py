@@ -2,8 +2,9 @@
 
 Five kinds: a ``tokenizer.json``; GPT-2's ``vocab.json`` + ``merges.txt`` with the split pattern
 chosen from a list (and the special tokens guessed when none are named: ``<|endoftext|>``); a
-WordPiece ``vocab.txt``; a tiktoken rank file with its pattern (from the list or its sidecar); sentencepiece's binary ``.model`` (Unigram or BPE), whose bytes the row
-keeps so the download gives the same file back. Every failure is an :class:`ImportProblem` whose message names the file
+WordPiece ``vocab.txt``; a tiktoken rank file with its pattern (from the list or its sidecar);
+sentencepiece's binary ``.model`` (Unigram or BPE), whose bytes the row keeps so the download
+gives the same file back. Every failure is an :class:`ImportProblem` whose message names the file
 as uploaded and the problem (the engine's ``FormatError`` names the line). The engine's loaders
 enforce the bounds of ``engine.limits`` (ids, vocabulary, token length, special tokens). An imported tokenizer must also
 survive the round trip through ``tokenizer.json``, since that is how the database stores it.
@@ -53,7 +54,8 @@ def _text(upload: Upload | None, what: str) -> str:
     try:
         return upload.data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise ImportProblem(f"{upload.filename or what} is not UTF-8 text: byte {exc.start} is 0x{upload.data[exc.start]:02X}.") from None
+        raise ImportProblem(f"{upload.filename or what} is not UTF-8 text: "
+                            f"byte {exc.start} is 0x{upload.data[exc.start]:02X}.") from None
 
 
 def _pattern(choice: str) -> str:
@@ -132,7 +134,8 @@ def read(kind: str, files: dict[str, Upload | None], *, pattern: str = "gpt2", s
     except (TokenforgeError, ValueError) as exc:
         raise ImportProblem(f"The tokenizer was read but cannot be stored: {exc}") from None
     if not same:
-        raise ImportProblem("The tokenizer was read but does not survive conversion to tokenizer.json; it was not imported.")
+        raise ImportProblem("The tokenizer was read but does not survive conversion to tokenizer.json; "
+                            "it was not imported.")
     return tokenizer
 
 
@@ -142,7 +145,8 @@ def read_config(upload: Upload | None) -> dict[str, Any]:
         return {}
     source = (upload.filename or "tokenizer_config.json")[:100]
     if len(upload.data) > MAX_CONFIG_BYTES:
-        raise ImportProblem(f"{source} is larger than {MAX_CONFIG_BYTES >> 20} MiB, the most a tokenizer_config.json may be.")
+        raise ImportProblem(f"{source} is larger than {MAX_CONFIG_BYTES >> 20} MiB, "
+                            f"the most a tokenizer_config.json may be.")
     try:
         return read_chat_settings(_text(upload, "tokenizer_config.json"), source=source,
                                   max_template_chars=MAX_TEMPLATE_CHARS)

@@ -86,7 +86,8 @@ def _form_context(form: ImportForm, **extra: object) -> dict[str, object]:
 @bp.get("/import")
 def import_form() -> Response:
     """The import form: upload a tokenizer.json, GPT-2 files, a vocab.txt or a tiktoken rank file."""
-    return render("playground/import.html", **_form_context(ImportForm(), kind=request.args.get("kind", "tokenizer_json")))
+    return render("playground/import.html",
+                  **_form_context(ImportForm(), kind=request.args.get("kind", "tokenizer_json")))
 
 
 def _upload(storage: FileStorage | None) -> imports.Upload | None:

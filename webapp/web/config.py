@@ -26,11 +26,14 @@ ENV_DEFAULTS: dict[str, tuple[str, str]] = {
     "TOKENFORGE_UPLOAD_RATE_LIMIT": ("100/3600", "Corpus files one member may upload: N/SECONDS."),
     "TOKENFORGE_UPLOADS_PER_MEMBER": ("2", "Uploads one member may have in progress at once."),
     "TOKENFORGE_UPLOADS_PER_IP": ("4", "Uploads one IP address may have in progress at once."),
-    "TOKENFORGE_TEAM_TOKENIZER_BYTES": (str(5 * GIB), "Bytes of stored tokenizers (documents, statistics, kept originals) one team may keep."),
+    "TOKENFORGE_TEAM_TOKENIZER_BYTES": (str(5 * GIB), "Bytes of stored tokenizers (documents, statistics, kept "
+                                                      "originals) one team may keep."),
     "TOKENFORGE_IMPORT_RATE_LIMIT": ("60/3600", "Tokenizer imports one member may make: N/SECONDS."),
     "TOKENFORGE_IMPORTS_PER_MEMBER": ("2", "Tokenizer imports one member may have in progress at once."),
-    "TOKENFORGE_UPLOAD_MIN_RATE": ("8192", "Bytes/second an upload must keep up in each window after the first, or it is cut off."),
-    "TOKENFORGE_UPLOAD_RATE_WINDOW": ("30", "Seconds over which the upload rate is measured (the first window is free)."),
+    "TOKENFORGE_UPLOAD_MIN_RATE": ("8192", "Bytes/second an upload must keep up in each window after the first, "
+                                           "or it is cut off."),
+    "TOKENFORGE_UPLOAD_RATE_WINDOW": ("30", "Seconds over which the upload rate is measured "
+                                            "(the first window is free)."),
     "TOKENFORGE_UPLOAD_MAX_SECONDS": ("3600", "Seconds a large request body may take in all, however fast it arrives."),
     "SECRET_KEY": ("", "Signs sessions and CSRF tokens; generated into <data dir>/secret_key if unset."),
     "TOKENFORGE_HEARTBEAT_SECONDS": ("1", "How often a worker writes a running job's heartbeat and progress."),
@@ -47,20 +50,27 @@ ENV_DEFAULTS: dict[str, tuple[str, str]] = {
     "TOKENFORGE_SIGNUP_RATE_LIMIT": ("5/3600", "Sign-ups allowed per IP address: N/SECONDS."),
     "TOKENFORGE_SESSION_DAYS": ("14", "How many days a login session lasts before signing in again."),
     "TOKENFORGE_JOB_TIME_LIMIT": ("21600", "Seconds a job may run before it is stopped and failed."),
-    "TOKENFORGE_JOB_MEMORY_BYTES": ("", "Address space (RLIMIT_AS) each job process may use; empty: half the machine's memory, at least 2 GiB."),
-    "TOKENFORGE_TRAIN_PATTERN_SECONDS_PER_MB": ("10", "CPU seconds per million characters a custom pre-tokenizer pattern may take on a chunk of a training corpus (a shorter chunk gets a million's)."),
+    "TOKENFORGE_JOB_MEMORY_BYTES": ("", "Address space (RLIMIT_AS) each job process may use; empty: half the "
+                                        "machine's memory, at least 2 GiB."),
+    "TOKENFORGE_TRAIN_PATTERN_SECONDS_PER_MB": ("10", "CPU seconds per million characters a custom pre-tokenizer "
+                                                      "pattern may take on a chunk of a training corpus (a shorter "
+                                                      "chunk gets a million's)."),
     "TOKENFORGE_MAX_QUEUED_JOBS": ("20", "Training jobs one team may have waiting in the queue at once."),
     "TOKENFORGE_MAX_TEAMS_PER_MEMBER": ("10", "Teams one member may create (counted as the teams they own)."),
-    "TOKENFORGE_ENCODE_TIMEOUT": ("0.5", "CPU seconds of pattern matching (and model work on very long pieces) one request may use."),
+    "TOKENFORGE_ENCODE_TIMEOUT": ("0.5", "CPU seconds of pattern matching (and model work on very long pieces) "
+                                         "one request may use."),
     "TOKENFORGE_DASK_SCHEDULER": ("", "Dask scheduler (tcp://HOST:8786) counting each training's corpus; empty: here."),
     "TOKENFORGE_LEADERBOARD_MAX_BYTES": ("1048576", "Bytes of each held-out corpus a leaderboard evaluates, at most."),
-    "TOKENFORGE_LEADERBOARD_PAIR_SECONDS": ("60", "CPU seconds of encoding one tokenizer × corpus pair of a leaderboard may use."),
+    "TOKENFORGE_LEADERBOARD_PAIR_SECONDS": ("60", "CPU seconds of encoding one tokenizer × corpus pair of a "
+                                                  "leaderboard may use."),
     "TOKENFORGE_CHAT_RENDER_SECONDS": ("3", "Wall seconds one chat template render may take."),
     "TOKENFORGE_CHAT_RATE_LIMIT": ("120/60", "Chat renders allowed per member, API key or share link: N/SECONDS."),
     "TOKENFORGE_CHAT_CONCURRENCY": ("2", "Chat renders one member, API key or share link may run at once."),
     "TOKENFORGE_CHAT_RENDERS_AT_ONCE": ("3", "Chat renders the whole server runs at once, for everyone together."),
-    "TOKENFORGE_TOKENIZER_CACHE_BYTES": (str(384 << 20), "Approximate bytes of parsed tokenizers one web process keeps."),
-    "TOKENFORGE_SNAPSHOT_BYTES": (str(GIB), "Disk for snapshots of large parsed tokenizers in <data dir>/snapshots (fast cold loads); 0 turns them off."),
+    "TOKENFORGE_TOKENIZER_CACHE_BYTES": (str(384 << 20), "Approximate bytes of parsed tokenizers one web process "
+                                                         "keeps."),
+    "TOKENFORGE_SNAPSHOT_BYTES": (str(GIB), "Disk for snapshots of large parsed tokenizers in <data dir>/snapshots "
+                                            "(fast cold loads); 0 turns them off."),
 }
 
 

@@ -12,14 +12,14 @@ changes only that step, the way nginx shields an app server:
 - a larger body (uploads) is read by a thread of the process's *upload lane*
   (:data:`UPLOAD_THREADS`), never by one of the ``--threads`` request threads, so uploads in
   progress, slow or not, leave every page and API call its threads; it is read under
-  :class:`BodyRules` (the ``UPLOAD_*`` settings): after a first window that is free, each window of ``UPLOAD_RATE_WINDOW`` seconds
-  must bring ``UPLOAD_MIN_RATE`` bytes a second (Apache's ``mod_reqtimeout`` rule, but per
-  window, so a sender cannot bank speed and then stall), and the whole body must arrive within
-  the time its declared size takes at that rate, and never more than ``UPLOAD_MAX_SECONDS``. A
-  sender that falls behind sees its body end there, which the app answers as an interrupted
-  upload, with nothing stored (the app sees :data:`CUT_OFF_KEY` in its environ, and says why);
-  so a slow upload holds a thread for a bounded time, and ``corpora/budgets.py`` bounds how
-  many one member runs at once;
+  :class:`BodyRules` (the ``UPLOAD_*`` settings): after a first window that is free, each window of
+  ``UPLOAD_RATE_WINDOW`` seconds must bring ``UPLOAD_MIN_RATE`` bytes a second (Apache's
+  ``mod_reqtimeout`` rule, but per window, so a sender cannot bank speed and then stall), and the
+  whole body must arrive within the time its declared size takes at that rate, and never more than
+  ``UPLOAD_MAX_SECONDS``. A sender that falls behind sees its body end there, which the app answers
+  as an interrupted upload, with nothing stored (the app sees :data:`CUT_OFF_KEY` in its environ,
+  and says why); so a slow upload holds a thread for a bounded time, and ``corpora/budgets.py``
+  bounds how many one member runs at once;
 - a connection whose body the app did not read (a 413, a redirect) is closed after the
   answer instead of being drained, so a 5 GiB body declared to a limit of 64 KiB is not read.
 

@@ -49,7 +49,8 @@ SCORE_STEP = 2.0**-8  # see on_score_grid
 __all__ = ["OPTIONS", "MetaspaceSplit", "UnigramOptions", "build_tokenizer", "count_words", "train", "train_on_counts"]
 
 
-def train_on_counts(word_counts: Mapping[str, int], options: UnigramOptions, reporter: Reporter | None = None) -> tuple[Unigram, dict[str, object]]:
+def train_on_counts(word_counts: Mapping[str, int], options: UnigramOptions,
+                    reporter: Reporter | None = None) -> tuple[Unigram, dict[str, object]]:
     """Train on a word-count table; returns the model and statistics."""
     reporter = reporter or Reporter()
     if not word_counts:
@@ -67,7 +68,8 @@ def train_on_counts(word_counts: Mapping[str, int], options: UnigramOptions, rep
     if options.vocab_size < reserved + len(required):
         raise ConfigError(
             f"vocab_size {options.vocab_size} is smaller than the {len(required)} required characters plus "
-            f"{reserved} special/byte pieces; raise vocab_size to at least {reserved + len(required)} or lower character_coverage.",
+            f"{reserved} special/byte pieces; raise vocab_size to at least {reserved + len(required)} "
+            f"or lower character_coverage.",
             option="vocab_size",
         )
     # 2. Seed vocabulary; piece id ``unk`` (one past the seed) is "unknown character".
@@ -144,7 +146,8 @@ def _em_rounds(shards: Shards, pieces: list[str], logp: np.ndarray, alive: np.nd
     desired = int(options.vocab_size * 1.1)
     required = np.flatnonzero(is_required)
     for round_no in range(1000):
-        total = (round_no + 1 + rounds_left(int(alive.sum()) - 1, desired, options.shrinking_factor)) * options.n_sub_iterations
+        total = ((round_no + 1 + rounds_left(int(alive.sum()) - 1, desired, options.shrinking_factor))
+                 * options.n_sub_iterations)
         for sub in range(options.n_sub_iterations):
             reporter.update("EM", round_no * options.n_sub_iterations + sub, total, force=True)
             logp[unk] = logp[:unk][alive[:unk]].min() - UNK_PENALTY
@@ -182,7 +185,8 @@ def build_tokenizer(model: Unigram, options: UnigramOptions) -> Tokenizer:
     return Tokenizer(
         model,
         normalizer=get_normalizer(options.normalization),
-        pre_tokenizer=Metaspace(SPACE, add_dummy_prefix=options.add_dummy_prefix, split_by_whitespace=options.split_by_whitespace),
+        pre_tokenizer=Metaspace(SPACE, add_dummy_prefix=options.add_dummy_prefix,
+                                split_by_whitespace=options.split_by_whitespace),
         special_tokens={t: i for i, t in enumerate(options.special_tokens)},
         decoder=MetaspaceDecoder(SPACE, add_dummy_prefix=options.add_dummy_prefix),
         name="unigram",
@@ -191,5 +195,6 @@ def build_tokenizer(model: Unigram, options: UnigramOptions) -> Tokenizer:
 
 def train(files: Sequence[Path], options: UnigramOptions, *, reporter: Reporter) -> TrainResult:
     """Train a Unigram tokenizer on ``files``: count the distinct words, then :func:`train_on_counts`."""
-    model, stats = train_on_counts(count_words(files, get_normalizer(options.normalization), options, reporter), options, reporter)
+    model, stats = train_on_counts(count_words(files, get_normalizer(options.normalization), options, reporter),
+                                   options, reporter)
     return TrainResult(build_tokenizer(model, options), stats)

@@ -113,7 +113,8 @@ class Lattice(ByDepth):
             return
         keep_out = alive[self.out_sid]
         self.in_src, self.in_dst, self.in_sid = self.in_src[keep_in], self.in_dst[keep_in], self.in_sid[keep_in]
-        self.out_src, self.out_dst, self.out_sid = self.out_src[keep_out], self.out_dst[keep_out], self.out_sid[keep_out]
+        self.out_src, self.out_dst, self.out_sid = (self.out_src[keep_out], self.out_dst[keep_out],
+                                                    self.out_sid[keep_out])
         self._offsets()
 
     def depth_in(self, j: int) -> tuple[int, int, np.ndarray]:

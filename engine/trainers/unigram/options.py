@@ -25,19 +25,51 @@ from engine.trainers.limits import (
 @dataclass(frozen=True)
 class UnigramOptions:
     vocab_size: int = field(default=8000, metadata={"help": "Final vocabulary size, special and byte pieces included."})
-    character_coverage: float = field(default=0.9995, metadata={"help": "Share of characters the vocabulary must cover; rarer ones are spelled as bytes (<unk> without byte_fallback)."})
-    seed_size: int = field(default=1_000_000, metadata={"help": "Number of seed pieces (most frequent substrings) EM starts from."})
+    character_coverage: float = field(
+        default=0.9995,
+        metadata={"help": "Share of characters the vocabulary must cover; rarer ones are spelled as bytes "
+                          "(<unk> without byte_fallback)."},
+    )
+    seed_size: int = field(
+        default=1_000_000, metadata={"help": "Number of seed pieces (most frequent substrings) EM starts from."}
+    )
     max_piece_length: int = field(default=16, metadata={"help": "Longest piece, in characters."})
     shrinking_factor: float = field(default=0.75, metadata={"help": "Share of pieces kept by each pruning round."})
     n_sub_iterations: int = field(default=2, metadata={"help": "EM iterations between two pruning rounds."})
-    normalization: str = field(default="identity", metadata={"help": "Text normalization before training and encoding.", "choices": ("identity", "nfkc", "nfc")})
-    add_dummy_prefix: bool = field(default=True, metadata={"help": "Put a ▁ in front of each line, so the first word looks like the others."})
-    split_by_whitespace: bool = field(default=True, metadata={"help": "Pieces never cross a space (each word is trained on its own). Off: pieces may span words (\"▁of▁the\"), as with sentencepiece's split_by_whitespace=false."})
-    split_by_unicode_script: bool = field(default=True, metadata={"help": "Pieces never mix Unicode scripts (Latin with Han, letters with punctuation)."})
-    split_by_number: bool = field(default=True, metadata={"help": "Decimal digits keep their script (Common): \"1.\" is a piece, \"F1\" is not. Off: digits join any script."})
-    byte_fallback: bool = field(default=True, metadata={"help": "Add <0x00>…<0xFF> and spell unknown characters (newlines too) as their UTF-8 bytes, so every text encodes without <unk>."})
-    special_tokens: tuple[str, ...] = field(default=("<unk>", "<s>", "</s>"), metadata={"help": "Special tokens, one per line; the first is the unknown token."})
-    num_workers: int | None = field(default=None, metadata={"help": "Processes that count the corpus and run EM, at most one per CPU (empty: one per CPU); the result is the same for any number."})
+    normalization: str = field(
+        default="identity",
+        metadata={"help": "Text normalization before training and encoding.", "choices": ("identity", "nfkc", "nfc")},
+    )
+    add_dummy_prefix: bool = field(
+        default=True, metadata={"help": "Put a ▁ in front of each line, so the first word looks like the others."}
+    )
+    split_by_whitespace: bool = field(
+        default=True,
+        metadata={"help": "Pieces never cross a space (each word is trained on its own). Off: pieces may span words "
+                          "(\"▁of▁the\"), as with sentencepiece's split_by_whitespace=false."},
+    )
+    split_by_unicode_script: bool = field(
+        default=True, metadata={"help": "Pieces never mix Unicode scripts (Latin with Han, letters with punctuation)."}
+    )
+    split_by_number: bool = field(
+        default=True,
+        metadata={"help": "Decimal digits keep their script (Common): \"1.\" is a piece, \"F1\" is not. "
+                          "Off: digits join any script."},
+    )
+    byte_fallback: bool = field(
+        default=True,
+        metadata={"help": "Add <0x00>…<0xFF> and spell unknown characters (newlines too) as their UTF-8 bytes, "
+                          "so every text encodes without <unk>."},
+    )
+    special_tokens: tuple[str, ...] = field(
+        default=("<unk>", "<s>", "</s>"),
+        metadata={"help": "Special tokens, one per line; the first is the unknown token."},
+    )
+    num_workers: int | None = field(
+        default=None,
+        metadata={"help": "Processes that count the corpus and run EM, at most one per CPU (empty: one per CPU); "
+                          "the result is the same for any number."},
+    )
 
     def __post_init__(self) -> None:
         problems = ConfigProblems()  # every bad option at once, each naming its field

@@ -117,7 +117,8 @@ def seed_pieces(
     return pieces
 
 
-def _segment_table(word_counts: Mapping[str, int], classes: Mapping[str, str], space: str, separator: str) -> SegmentTable:
+def _segment_table(word_counts: Mapping[str, int], classes: Mapping[str, str], space: str,
+                   separator: str) -> SegmentTable:
     """The distinct segments of two characters or more, grouped by summed count and by length."""
     # Words with the same count are joined by ``separator``, a character outside the required
     # set (which ends a segment and starts none, as a word's end does), so one C-level regex

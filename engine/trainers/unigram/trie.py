@@ -75,8 +75,8 @@ def build_trie(strings: Sequence[str]) -> Trie:
         terminal[rows[ending]] = node[ending]
     in_input_order = np.empty_like(terminal)
     in_input_order[order] = terminal
-    return Trie(np.concatenate(parents).astype(np.int32), np.concatenate(chars).astype(np.int32), np.array(base, np.int64),
-                in_input_order)
+    return Trie(np.concatenate(parents).astype(np.int32), np.concatenate(chars).astype(np.int32),
+                np.array(base, np.int64), in_input_order)
 
 
 def join_tries(tries: Sequence[Trie]) -> tuple[Trie, np.ndarray]:

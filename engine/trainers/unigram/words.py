@@ -46,7 +46,8 @@ class MetaspaceSplit:
         return [line for line in text.split("\n") if line]
 
 
-def count_words(files: Sequence[Path], normalizer: Normalizer | None, options: UnigramOptions, reporter: Reporter) -> dict[str, int]:
+def count_words(files: Sequence[Path], normalizer: Normalizer | None, options: UnigramOptions,
+                reporter: Reporter) -> dict[str, int]:
     """Distinct Metaspace pre-tokens of every line, with counts, on every core (``count_pretokens``).
 
     No special tokens are cut out: sentencepiece reads them as text too. Over-long documents may
