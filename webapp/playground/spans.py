@@ -142,8 +142,8 @@ class SpanTable:
     special: list[bool]  # the span stands alone: a special token, or a token that covers no text
     token_ids: list[int]  # the ids of the shown tokens, by token index
     token_special: list[bool]  # each shown token's own special flag
-    colours: list[int] = field(default_factory=list)
-    labels: list[str] = field(default_factory=list)  # each span's text (a special's name where it covers none)
+    colours: list[int]  # the palette's colour of each span (0 for a gap)
+    labels: list[str]  # each span's text (a special's name where it covers none)
 
     def display_spans(self, tokenizer: Tokenizer) -> list[DisplaySpan]:
         """One :class:`DisplaySpan` per span, its tokens described (vocabulary string, bytes, hover line)."""
@@ -183,27 +183,27 @@ def span_table(text: str, token_spans: Sequence[TokenSpan], tokenizer: Tokenizer
     # Graphemes are looked at only in the text that is shown (plus slack for the last cluster).
     stop = min(len(text), shown[-1].char_end + _TAIL) if truncated and shown else len(text)
     inside = inside_graphemes(text, stop)
-    end = stop if truncated else len(text)  # where a trailing gap would end (none when truncated)
+    text_end = stop if truncated else len(text)  # where a trailing gap would end (none when truncated)
     token_ids, _, _, char_starts, char_ends, specials = (list(column) for column in zip(*shown)) if shown else ([],) * 6
     if shown and not any(specials) and all(start < end for start, end in zip(char_starts, char_ends)):
-        columns = grouped_plain(char_starts, char_ends, inside, stop, trailing=not truncated, text_end=end)
+        columns = grouped_plain(char_starts, char_ends, inside, stop, trailing=not truncated, text_end=text_end)
     else:
-        columns = grouped(shown, inside, stop, trailing=not truncated, text_end=end)
+        columns = grouped(shown, inside, stop, trailing=not truncated, text_end=text_end)
     starts, ends, firsts, sizes, alone = columns
-    table = SpanTable(text, starts, ends, firsts, sizes, alone, token_ids, specials)
-    table.labels = [text[start:end] for start, end in zip(starts, ends)]
+    labels = [text[start:end] for start, end in zip(starts, ends)]
     if any(alone):
+        memo = _memo_for(tokenizer)
         for k, (special, start, end) in enumerate(zip(alone, starts, ends)):
             if special and start == end:  # a token that covers no text shows its own name
-                table.labels[k] = _described(tokenizer, token_ids[firsts[k]], _memo_for(tokenizer))[0]
+                labels[k] = _described(tokenizer, token_ids[firsts[k]], memo)[0]
     # Token spans take the palette's colours in turn (or by their first id); gaps have none.
     has_tokens = np.array(sizes, dtype=np.int64) > 0
     if colour_by_id:
         palette = np.array(token_ids + [0], dtype=np.int64)[firsts] if firsts else np.zeros(0, dtype=np.int64)
     else:
         palette = np.cumsum(has_tokens) - 1
-    table.colours = np.where(has_tokens, palette % PALETTE_SIZE, 0).tolist()
-    return table
+    colours = np.where(has_tokens, palette % PALETTE_SIZE, 0).tolist()
+    return SpanTable(text, starts, ends, firsts, sizes, alone, token_ids, specials, colours, labels)
 
 
 def grouped(shown: Sequence[TokenSpan], inside: set[int], stop: int, *, trailing: bool, text_end: int) -> _Columns:

@@ -34,10 +34,9 @@ from collections.abc import Collection
 from markupsafe import Markup, escape
 
 from webapp.playground.encode_view import Encoded
-from webapp.playground.spans import PALETTE_SIZE, hover_lines_of
+from webapp.playground.spans import hover_lines_of
 
 _CACHED_LENGTH = 200  # longer strings are escaped without the cache (bounds its memory)
-_TOKEN_CLASSES = [f"tok c{colour}" for colour in range(PALETTE_SIZE)]
 
 
 @functools.lru_cache(maxsize=1 << 15)
@@ -66,18 +65,17 @@ def spans_markup(result: Encoded, differs: Collection[int] = ()) -> Markup:
         if not size:
             append(f'<span class="gap">{text}</span>')
             continue
-        classes = _TOKEN_CLASSES[colour]
+        classes = f"tok c{colour}"
         if special:
             classes += " special"
         if differs and position in differs:
             classes += " differs"
         if size == 1:  # most spans
-            append(f'<span class="{classes}"{stop} role="button" data-t="{first}" data-ids="{token_ids[first]}">'
-                   f'{text}</span>')
+            indices, ids = str(first), str(token_ids[first])
         else:
             indices = " ".join(map(str, range(first, first + size)))
             ids = " ".join(map(str, token_ids[first:first + size]))
-            append(f'<span class="{classes}"{stop} role="button" data-t="{indices}" data-ids="{ids}">{text}</span>')
+        append(f'<span class="{classes}"{stop} role="button" data-t="{indices}" data-ids="{ids}">{text}</span>')
         stop = ""
     return Markup("".join(out))
 
