@@ -26,13 +26,21 @@ Positions = list[int] | np.ndarray
 """Positions of a pair's left symbol, in text order."""
 
 
+def _grown(array: np.ndarray, size: int) -> np.ndarray:
+    """``array`` in a zeroed one of at least ``size`` items, doubling (amortised O(1) growth)."""
+    grown = np.zeros(max(2 * len(array), size, 1024), dtype=array.dtype)
+    grown[:len(array)] = array
+    return grown
+
+
 class PairTable:
     """Every pair formed so far, by id: its value ``left * V + right``, its count, where it was formed.
 
     ``count`` is a numpy array (longer than ``n``: it grows by doubling) so that vectorised
     steps can lower counts with ``np.subtract.at``; ``count_view`` is a memoryview of it for the
-    plain loop, whose item writes cost a tenth of numpy's. Where a pair was formed is one slice
-    of the array or list of positions its merge recorded (``chunks``): no object per pair.
+    queue's reads of one count at a time, which cost a tenth of numpy's item access. Where a pair
+    was formed is one slice of the array or list of positions its merge recorded (``chunks``): no
+    object per pair.
     Positions go stale as later merges change the symbols; the merge step filters them.
     """
 
@@ -51,9 +59,8 @@ class PairTable:
         ``positions[bounds[i]:bounds[i + 1]]``. Returns the id of the first."""
         first, k = self.n, len(pairs)
         if first + k > len(self.count):
-            grown = np.zeros(max(2 * len(self.count), first + k, 1024), dtype=np.int64)
-            grown[:first] = self.count[:first]
-            self.count, self.count_view = grown, memoryview(grown)
+            self.count = _grown(self.count, first + k)
+            self.count_view = memoryview(self.count)
         self.count[first:first + k] = counts
         self.n = first + k
         self.pair += pairs
@@ -106,9 +113,7 @@ class PairQueue:
         if not ids:
             return
         if len(self.queued) < self.table.n:
-            grown = np.zeros(max(2 * len(self.queued), self.table.n), dtype=bool)
-            grown[:len(self.queued)] = self.queued
-            self.queued = grown
+            self.queued = _grown(self.queued, self.table.n)
         self.queued[ids] = True
         count, pair, heap = self.table.count_view, self.table.pair, self.heap
         for i in ids:
