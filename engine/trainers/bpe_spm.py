@@ -13,7 +13,7 @@ What sentencepiece's BPE trainer (``bpe_model_trainer.cc``) does, on our shared 
    first, no two Unicode scripts (letters and punctuation differ: "a." is no piece), no digit
    beside anything (``split_digits``), no rare character, at most 16 characters. Each of these
    forbids a pair of neighbours, so words are cut there into *segments* first
-   (``unigram.seed``'s segment table) and the merge loop never sees a forbidden pair.
+   (``segments.py``) and the merge loop never sees a forbidden pair.
 4. Merges are learned by frequency over the distinct segments (``bpe_merge.merge_words``).
 5. The pieces: ``<unk>``, ``<s>``, ``</s>`` (ids 0, 1, 2), the 256 ``<0xNN>`` pieces, the merged
    pieces scored ``-rank`` (0, -1, -2, ...), then the alphabet by descending frequency, its
@@ -52,7 +52,8 @@ from engine.trainers.bpe_merge import merge_words
 from engine.trainers.bpe_spm_options import LEVEL_HELP, SPECIAL_TOKENS, SpmBpeOptions, options_from
 from engine.trainers.counting import count_pretokens
 from engine.trainers.unigram.scripts import char_class
-from engine.trainers.unigram.seed import _segment_table, required_chars  # the same validity rule as Unigram
+from engine.trainers.unigram.seed import required_chars
+from engine.trainers.unigram.segments import segment_counts  # the same validity rule as Unigram
 
 MAX_PIECE_CHARS = 16  # sentencepiece's max_sentencepiece_length
 # The split is a few str methods (en_5M: ~0.45 s to split and count in one process), so by
@@ -96,9 +97,7 @@ def segments(word_counts: Mapping[str, int], alphabet: Iterable[str], *, split_d
     their summed counts: words cut wherever sentencepiece would refuse the pair of neighbours."""
     classes = {c: char_class(c, split_by_unicode_script=True, split_by_number=True) for c in alphabet
                if c not in _NEVER_IN_A_PIECE and not (split_digits and c in _DIGITS)}
-    separator = next(c for c in map(chr, range(10, sys.maxunicode + 1)) if c not in classes)
-    table = _segment_table(word_counts, classes, SPACE, separator)
-    return {seg: count for count, by_length in table.items() for segs in by_length.values() for seg in segs}
+    return segment_counts(word_counts, classes, SPACE)
 
 
 def spelled(segs: Collection[str], alphabet: Sequence[str]) -> list[str]:
