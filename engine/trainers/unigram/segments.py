@@ -85,7 +85,7 @@ def _plain_segments(word_counts: Mapping[str, int], classes: Mapping[str, str], 
     lookup[np.fromiter(map(ord, kinds), np.int64, len(kinds))] = list(kinds.values())
     kind = lookup[codes]
     lengths = np.fromiter(map(len, words), np.int64, len(words))
-    word_of = np.repeat(np.arange(len(words)), lengths)  # the word each character is in
+    word_of = np.repeat(np.arange(len(words), dtype=np.int32), lengths)  # the word each character is in
     plain = np.ones(len(words), bool)
     plain[word_of[kind == _NOT_PLAIN]] = False
     # 2. Where segments start, and which characters are in a kept one (two characters or more,
@@ -99,14 +99,15 @@ def _plain_segments(word_counts: Mapping[str, int], classes: Mapping[str, str], 
         return Counter(), rest
     size = np.add.reduceat(continues, first) + 1  # a segment's characters after its first all continue it
     kept = (size >= 2) & plain[word_of[first]]
-    segment = np.cumsum(starts) - 1  # each character's segment (before the first one: -1, an outside character)
+    found_counts = counts[word_of[first[kept]]]
+    segment = np.cumsum(starts, dtype=np.int32) - 1  # each character's (outside ones before the first: -1)
     inside = (kind != _OUTSIDE) & kept[segment]
+    del kind, word_of, continues, segment  # the per-character arrays, before the strings are made
     # 3. Cut them out: the kept characters, a separator before each segment, one split.
     separator = next(c for c in map(chr, range(10, sys.maxunicode + 1)) if c not in classes)
     marked = np.insert(codes[inside], np.flatnonzero(starts[inside]), ord(separator))
     found = marked.tobytes().decode("utf-32-le", "surrogatepass").split(separator)[1:]
     summed: Counter[str] = Counter()
-    found_counts = counts[word_of[first[kept]]]
     edges = np.flatnonzero(np.diff(found_counts, prepend=0, append=0)).tolist()  # where the count changes
     for lo, hi in zip(edges, edges[1:]):
         _add(summed, found[lo:hi], int(found_counts[lo]))
