@@ -26,8 +26,8 @@ CSP is not involved) nor parses as HTML (raw text up to ``</script>``, which esc
 contain: its every ``<`` is ``&lt;``). The script draws them when typing pauses, when a box is
 scrolled near its end, or when something needs them all (an id hovered, the arrow keys past the
 last drawn token). With 20 KB of text (4,000 spans) the browser's parse, layout and paint of an
-answer went from ~120 to ~40 ms; a ``<template>`` for the rest saved the layout but still cost
-~20 ms of parsing. A full page draws everything, since it may be read without script.
+answer went from 110-155 to ~25 ms; a ``<template>`` for the rest saved the layout but still
+cost ~20 ms of parsing. A full page draws everything, since it may be read without script.
 
 Keyboard: the spans are one tab stop, not thousands. Only the first token span has
 ``tabindex="0"``; ``static/js/playground.js`` moves that roving tab stop with the arrow keys
