@@ -15,6 +15,10 @@ came in. The next key is pressed once the last one is painted. It
 then types a burst of the same number of keys ``--burst-ms`` apart (a fast typist) and times the
 last key to the spans of the final text, which is what a typist waits for.
 
+The page opens at Playwright's 1280x720, where the spans box starts below the fold (the
+figures in docs/benchmarks.md); ``--viewport 1280x1500`` shows the text box and the spans box
+together, as a user watching the tokens would have them.
+
 Prints p50/p95/max per size and a Markdown row for ``docs/benchmarks.md``; any console error
 on the page is reported (a replaced request must not log one). Timings depend on the machine:
 run it on a quiet one and say the load average.
@@ -142,6 +146,7 @@ def main() -> None:
     parser.add_argument("--kb", type=int, nargs="+", default=[2, 20])
     parser.add_argument("--keys", type=int, default=20)
     parser.add_argument("--burst-ms", type=int, default=40, help="between the keys of the burst")
+    parser.add_argument("--viewport", default="1280x720", help="the page's width x height in CSS pixels")
     args = parser.parse_args()
     if not (CS336 / "gpt2_vocab.json").is_file() or not Path(CHROMIUM).exists():
         sys.exit(f"Needs GPT-2's files in {CS336} and {CHROMIUM}.")
@@ -156,7 +161,8 @@ def main() -> None:
             Client(server.url).signup()
             with sync_playwright() as play:
                 browser = play.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-                page = browser.new_page()
+                width, height = map(int, args.viewport.split("x"))
+                page = browser.new_page(viewport={"width": width, "height": height})
                 page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
                 page.on("pageerror", lambda e: errors.append(str(e)))
                 page.goto(server.url + "login")
@@ -171,7 +177,8 @@ def main() -> None:
         finally:
             server.stop()
     loadavg = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(f"GPT-2 (50,257 ids), {args.keys} keys per size, load average {loadavg} (at the end)")
+    print(f"GPT-2 (50,257 ids), {args.keys} keys per size, viewport {args.viewport},"
+          f" load average {loadavg} (at the end)")
     print(f"  {'text':>6s} {'p50':>7s} {'p95':>7s} {'max':>7s} {'burst, last key':>16s}   (ms)"
           "   p50 of: sent, answer in")
     for kb, row in rows.items():

@@ -6,6 +6,10 @@
 // - Clicking a span (or Enter/Space on it) loads the token inspector through htmx.
 // - The spans of one encoding are one tab stop (roving tabindex: the server gives the first
 //   token tabindex="0"); arrow keys move it between tokens, Home/End to the ends.
+// - An answer to a keystroke draws only the spans and ids that fill their boxes; the rest wait in
+//   data blocks, <script type="text/html" data-rest> (never run; spans_html.py), and are drawn
+//   here: when typing pauses, when a box is scrolled near its end, or at once when something
+//   needs them all.
 // - Buttons with data-copy="#selector" copy that element's link, value or text.
 // - The encode form's answers replace the result block's contents directly (see below).
 (function () {
@@ -13,9 +17,58 @@
 
   function scopeOf(el) { return el.closest(".encode-result, .compare-col") || document; }
 
+  // The rest of the spans and ids (see the top). Laying out thousands of spans was most of a 20 KB
+  // keystroke, so a keystroke draws a screenful; the rest follow a data block at a time (~10-20 ms
+  // each, so a key pressed meanwhile barely waits), and stop while a newer text is on its way.
+  // Until a box has all its children it is aria-busy, so screen readers wait for the whole.
+  var PAUSE_MS = 400, pending = null, REST = ":scope > script[data-rest]";
+  function draw(block) {  // one block of the rest, drawn in its place
+    var box = block.parentNode;
+    block.insertAdjacentHTML("beforebegin", block.textContent);
+    box.removeChild(block);
+    if (!box.querySelector(REST)) { box.removeAttribute("aria-busy"); }
+  }
+  function drawAll(scope) { scope.querySelectorAll("script[data-rest]").forEach(draw); }
+  function nearEnd(box, screens) {  // within `screens` box heights of the end (a box not laid out is not)
+    return box.clientHeight > 0 && box.scrollTop + (1 + screens) * box.clientHeight >= box.scrollHeight;
+  }
+  function restOf(box) { return box.querySelector ? box.querySelector(REST) : null; }
+  function drawLater(delay) {  // after a new answer: top up short boxes now, draw the rest when typing pauses
+    clearTimeout(pending);
+    var boxes = [];
+    document.querySelectorAll("script[data-rest]").forEach(function (block) {
+      if (boxes.indexOf(block.parentNode) < 0) { boxes.push(block.parentNode); }
+    });
+    boxes.forEach(function (box) { box.setAttribute("aria-busy", "true"); });
+    requestAnimationFrame(function () {
+      setTimeout(function () {
+        boxes.forEach(function (box) {
+          while (restOf(box) && nearEnd(box, 0)) { draw(restOf(box)); }
+        });
+      }, 0);
+    });
+    pending = setTimeout(function step() {
+      var block = document.querySelector("script[data-rest]");
+      if (!block) { return; }
+      draw(block);
+      pending = setTimeout(step, 0);
+    }, delay);
+  }
+  document.addEventListener("scroll", function (event) {  // element scrolls do not bubble: capture
+    var block = restOf(event.target);
+    if (block && nearEnd(event.target, 1)) { draw(block); }
+  }, true);
+  document.addEventListener("htmx:beforeRequest", function () { clearTimeout(pending); });
+  ["htmx:afterSettle", "htmx:historyRestore"].forEach(function (name) {
+    document.addEventListener(name, function () { drawLater(PAUSE_MS); });
+  });
+  drawLater(PAUSE_MS);
+
   function splitIds(box) {  // "257 32 257" -> <span class="tid" data-t="0">257</span> …, once
     if (box.hasAttribute("data-split")) { return; }
     box.setAttribute("data-split", "");
+    drawAll(box);
+    box.normalize();  // the drawn ids and their rest in one text node
     var text = box.firstChild;
     if (!text || text.nodeType !== Node.TEXT_NODE) { return; }
     var part = document.createDocumentFragment();
@@ -47,12 +100,20 @@
     var scope = scopeOf(el);
     scope.querySelectorAll(".ids:not([data-split])").forEach(splitIds);
     var indices = (el.getAttribute("data-t") || "").split(" ").filter(Boolean);
-    var found = [];
-    indices.forEach(function (i) {
-      scope.querySelectorAll('.tid[data-t="' + i + '"], .tok[data-t~="' + i + '"]').forEach(function (n) {
-        found.push(n);
+    var find = function () {
+      var found = [];
+      indices.forEach(function (i) {
+        scope.querySelectorAll('.tid[data-t="' + i + '"], .tok[data-t~="' + i + '"]').forEach(function (n) {
+          found.push(n);
+        });
       });
-    });
+      return found;
+    };
+    var found = find();
+    if (!found.some(function (n) { return n.classList.contains("tok"); }) && scope.querySelector("script[data-rest]")) {
+      drawAll(scope);  // an id whose span is not drawn yet
+      found = find();
+    }
     return found;
   }
 
@@ -78,6 +139,7 @@
     event.detail.shouldSwap = false;
     lit = [];
     target.innerHTML = event.detail.serverResponse;
+    drawLater(PAUSE_MS);
   });
   document.addEventListener("mouseover", light);
   document.addEventListener("focusin", light);
@@ -127,6 +189,10 @@
   function rove(span, key) {
     var tokens = span.parentNode.querySelectorAll(".tok[data-ids]");
     var at = Array.prototype.indexOf.call(tokens, span);
+    if ((key === "End" || at === tokens.length - 1) && restOf(span.parentNode)) {
+      drawAll(span.parentNode);
+      tokens = span.parentNode.querySelectorAll(".tok[data-ids]");
+    }
     var next = key === "Home" ? 0 : key === "End" ? tokens.length - 1 : at + MOVES[key];
     if (next < 0 || next >= tokens.length || next === at) { return; }
     makeStop(tokens[next]);

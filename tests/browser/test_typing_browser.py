@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import import_json
+from tests.browser.conftest import import_json, shown_ids
 from tests.live import LiveApp
 from tests.webapp.playground_samples import byte_bpe
 
@@ -114,3 +114,53 @@ def test_hovering_a_span_still_lights_its_id_after_typing(page: Page, live_serve
     expect(page.locator(".spans .tok").last).to_have_attribute("title", "257  the  [74 68 65]")
     page.locator(".ids .tid").first.hover()  # and an id lights its span
     expect(page.locator(".tok.lit")).to_have_text("w")
+
+
+def drawn_spans(page: Page) -> int:
+    return page.locator(".spans .tok").count()
+
+
+def test_a_long_answer_draws_a_screenful_then_the_rest(page: Page, live_server: LiveApp, tmp_path: Path) -> None:
+    """A keystroke's answer draws the spans of the first 2,000 characters and the first 500 ids;
+    the rest (data blocks of 400) are drawn when the box is scrolled near its end, when an id or
+    the End key needs them, and when typing pauses. The page's clock is stopped so that only
+    what the test does draws anything."""
+    ref = import_json(page, live_server, tmp_path, "lazy-bpe")
+    page.clock.install()
+    page.goto(f"{live_server.url}tokenizers/{ref}/play")
+    page.wait_for_load_state("load")
+    page.clock.pause_at(time.time() * 1000 + 60_000)
+    box, spans = page.get_by_test_id("text"), page.get_by_test_id("spans")
+    text = "the wé " * 600
+    tokens = len(byte_bpe().encode(text, allowed_special=set(), disallowed_special=()))
+    box.fill(text)
+    expect(page.get_by_test_id("count-tokens")).to_have_text(f"{tokens:,}")
+    drawn = drawn_spans(page)
+    assert 2000 <= len(shown_text(page)) < 2010 and drawn < tokens - 1200  # the text's first 2,000 characters
+    expect(spans.locator("script[data-rest]")).to_have_count(-(-(tokens - drawn) // 400))
+    expect(spans).to_have_attribute("aria-busy", "true")
+    assert len(shown_ids(page)) == 500
+
+    spans.evaluate("box => { box.scrollTop = box.scrollHeight; }")  # near the end: one more block
+    expect(page.locator(".spans .tok")).to_have_count(drawn + 400)
+    page.locator(".ids").hover()  # the ids become elements, all of them
+    page.locator(".ids .tid").last.hover()  # and the last one's span is drawn to light it
+    expect(page.locator(".tok.lit")).to_have_attribute("data-t", str(tokens - 1))
+    expect(page.locator(".spans .tok")).to_have_count(tokens)
+    expect(spans).not_to_have_attribute("aria-busy", "true")
+    assert shown_text(page) == text
+
+    box.fill(text + "the")  # a new answer: a screenful drawn again
+    expect(page.get_by_test_id("count-tokens")).to_have_text(f"{tokens + 1:,}")
+    assert drawn_spans(page) == drawn
+    page.locator(".spans .tok").first.focus()
+    page.keyboard.press("End")  # the roving focus goes to the last token, drawn for it
+    expect(page.locator(".tok:focus")).to_have_attribute("data-t", str(tokens))
+
+    box.fill(text + "wé")
+    expect(page.get_by_test_id("count-chars")).to_have_text(f"{len(text) + 2:,}")
+    assert drawn_spans(page) == drawn
+    page.clock.run_for(1000)  # typing paused: the rest is drawn without anything asking
+    expect(spans.locator("script[data-rest]")).to_have_count(0)
+    expect(spans).not_to_have_attribute("aria-busy", "true")
+    expect_encoding_of(page, text + "wé")

@@ -48,8 +48,10 @@ def password_hash() -> str:
 
 
 def shown_ids(html: str) -> list[str]:
-    """The ids an encode answer shows, in order: every ids pane's plain text (compare has several)."""
-    return [i for pane in re.findall(r'data-testid="ids">([\d ]*)', html) for i in pane.split()]
+    """The ids an encode answer shows, in order: every ids pane's plain text (compare has several),
+    with the ids an htmx answer leaves for the script to draw (spans_html.py)."""
+    panes = re.findall(r'data-testid="ids">([\d ]*(?:<script type="text/html" data-rest>[\d ]*</script>)*)', html)
+    return [i for pane in panes for i in re.sub(r"<[^>]*>", " ", pane).split()]
 
 
 def add_user(app: Flask, email: str, name: str | None = None, *, team_id: int | None = None,

@@ -18,6 +18,17 @@ the script splits into one element per id the first time an id or a span is hove
 in Chromium with 20 KB of text (4,000 tokens): the answer went from 654 to 349 KB and its
 parse, layout and paint from 220 to 108 ms (docs/benchmarks.md, "Typing").
 
+An answer to the page's script (htmx: a keystroke) draws only what fills the two scrolling
+boxes: the spans of the first :data:`FIRST_CHARS` characters and the first :data:`FIRST_IDS` ids.
+The rest come in the same answer as data blocks, ``<script type="text/html" data-rest>`` of
+:data:`REST_CHUNK` spans or ids each, which the browser neither runs (not a script type, so the
+CSP is not involved) nor parses as HTML (raw text up to ``</script>``, which escaped text cannot
+contain: its every ``<`` is ``&lt;``). The script draws them when typing pauses, when a box is
+scrolled near its end, or when something needs them all (an id hovered, the arrow keys past the
+last drawn token). With 20 KB of text (4,000 spans) the browser's parse, layout and paint of an
+answer went from 110-155 to ~25 ms; a ``<template>`` for the rest saved the layout but still
+cost ~20 ms of parsing. A full page draws everything, since it may be read without script.
+
 Keyboard: the spans are one tab stop, not thousands. Only the first token span has
 ``tabindex="0"``; ``static/js/playground.js`` moves that roving tab stop with the arrow keys
 (Home/End for the ends) and inspects the focused token on Enter or Space. Leaving the other
@@ -29,14 +40,26 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
 from collections.abc import Collection
 
+from flask import has_request_context
 from markupsafe import Markup, escape
 
 from webapp.playground.encode_view import Encoded
 from webapp.playground.spans import hover_lines_of
+from webapp.web.htmx import is_htmx
 
 _CACHED_LENGTH = 200  # longer strings are escaped without the cache (bounds its memory)
+# What an htmx answer draws at once. The spans box shows about 18 lines of up to 95 characters,
+# so the spans holding the first FIRST_CHARS characters fill it, whatever the tokens' lengths (a
+# newline ends a line, so it counts as LINE characters); the ids box shows ~150 ids. A box left
+# short (a wider one) is topped up by the script after the paint.
+FIRST_CHARS = 2000
+LINE = 95
+FIRST_IDS = 500
+REST_CHUNK = 400  # spans (or ids) per data block: each takes the browser ~10-20 ms to draw
+ALL = sys.maxsize  # drawn: every span and id
 
 
 @functools.lru_cache(maxsize=1 << 15)
@@ -49,11 +72,40 @@ def escaped(text: str) -> str:
     return _escape_short(text) if len(text) <= _CACHED_LENGTH else str(escape(text))
 
 
-def spans_markup(result: Encoded, differs: Collection[int] = ()) -> Markup:
+def lazy() -> bool:
+    """Whether to leave the rest for the script: only when answering it (htmx). A full page
+    draws everything, since it may be read without script."""
+    return has_request_context() and is_htmx()
+
+
+def first_spans(shown: list[str], chars: int = FIRST_CHARS) -> int:
+    """How many of the spans (their ``shown`` texts) hold the first ``chars`` characters."""
+    used = 0
+    for count, text in enumerate(shown):
+        if used >= chars:
+            return count
+        used += len(text) + LINE * text.count("\n")
+    return len(shown)
+
+
+def _drawn_then_rest(parts: list[str], drawn: int, sep: str = "") -> str:
+    """``parts`` joined with ``sep``, those after the first ``drawn`` in data blocks of
+    :data:`REST_CHUNK` (each block starts with ``sep``)."""
+    out = [sep.join(parts[:drawn])]
+    for start in range(drawn, len(parts), REST_CHUNK):
+        out.append(f'<script type="text/html" data-rest>{sep}{sep.join(parts[start:start + REST_CHUNK])}</script>')
+    return "".join(out)
+
+
+def spans_markup(result: Encoded, differs: Collection[int] = (), *, drawn: int | None = None) -> Markup:
     """One ``<span>`` per display span; token spans carry their ids, indices and hover text.
 
-    The first token span is the group's only tab stop (the roving focus described above).
+    The first token span is the group's only tab stop (the roving focus described above). Spans
+    after the first ``drawn`` go in the rest's data blocks; by default all are drawn except in an
+    answer to htmx, which draws :func:`first_spans`.
     """
+    if drawn is None:
+        drawn = first_spans(result.shown) if lazy() else ALL
     table = result.table
     token_ids = table.token_ids
     out = []
@@ -77,7 +129,7 @@ def spans_markup(result: Encoded, differs: Collection[int] = ()) -> Markup:
             ids = " ".join(map(str, token_ids[first:first + size]))
         append(f'<span class="{classes}"{stop} role="button" data-t="{indices}" data-ids="{ids}">{text}</span>')
         stop = ""
-    return Markup("".join(out))
+    return Markup(_drawn_then_rest(out, drawn))
 
 
 def hover_lines(result: Encoded) -> str:
@@ -87,8 +139,12 @@ def hover_lines(result: Encoded) -> str:
                       separators=(",", ":"))
 
 
-def ids_markup(result: Encoded) -> Markup:
+def ids_markup(result: Encoded, *, drawn: int | None = None) -> Markup:
     """The ids of the rendered tokens as plain text separated by spaces (the browser wraps them
     at the spaces, and a selection copies ``1 2 3``). The script gives each its own element,
-    linked to its span by its index, the first time one is hovered."""
-    return Markup(" ".join(map(str, result.ids[: result.shown_tokens])))
+    linked to its span by its index, the first time one is hovered. ``drawn`` as for the spans,
+    :data:`FIRST_IDS` in an answer to htmx."""
+    if drawn is None:
+        drawn = FIRST_IDS if lazy() else ALL
+    ids = list(map(str, result.ids[: result.shown_tokens]))
+    return Markup(_drawn_then_rest(ids, drawn, " "))

@@ -11,10 +11,10 @@ from flask import Flask
 from flask.testing import FlaskClient
 from markupsafe import escape
 
-from tests.webapp.conftest import HX
+from tests.webapp.conftest import HX, shown_ids
 from tests.webapp.playground_samples import EOT, byte_bpe, store
 from webapp.playground.encode_view import encode_for_display
-from webapp.playground.spans_html import _escape_short, escaped, hover_lines, ids_markup, spans_markup
+from webapp.playground.spans_html import _escape_short, escaped, first_spans, hover_lines, ids_markup, spans_markup
 
 
 def test_text_is_escaped_and_the_hover_lines_are_one_per_id() -> None:
@@ -75,3 +75,44 @@ def test_the_spans_are_one_tab_stop() -> None:
     assert html.count("tabindex") == 1 and ' tabindex="0"' in tokens[0]
     assert all("tabindex" not in tag for tag in tokens[1:])
     assert str(spans_markup(encode_for_display(byte_bpe(), ""))) == ""  # nothing to focus, no stop
+
+
+def test_an_htmx_answer_draws_a_screenful_and_sends_the_rest_as_data_blocks(client: FlaskClient, app: Flask) -> None:
+    """The spans of the first 2,000 characters and the first 500 ids are drawn; the rest are in
+    data blocks of 400 that the script draws later. A full page draws everything."""
+    ref = store(app, byte_bpe())
+    text = "the wé " * 600
+    ids = byte_bpe().encode(text, allowed_special=set(), disallowed_special=())
+    answer = client.post(f"/tokenizers/{ref}/encode", data={"text": text}, headers=HX).get_data(as_text=True)
+    spans = answer[answer.index('data-testid="spans"'):answer.index('class="ids-pane"')]
+    drawn = spans[:spans.index("<script")]
+    blocks = re.findall(r'<script type="text/html" data-rest>(.*?)</script>', spans)
+    texts = [unescape(t) for t in re.findall(r">([^<]*)</span>", drawn)]
+    assert sum(map(len, texts)) >= 2000 > sum(map(len, texts[:-1]))  # whole spans, up to the 2,000th character
+    drawn_tokens = drawn.count('class="tok')
+    *full, last = [b.count('class="tok') for b in blocks]
+    assert full == [400] * len(full) and drawn_tokens + 400 * len(full) + last == len(ids) and 0 < last <= 400
+    assert shown_ids(answer) == [str(i) for i in ids]
+    pane = answer[answer.index('data-testid="ids">'):]
+    assert len(pane[len('data-testid="ids">'):pane.index("<script")].split()) == 500
+    page = client.post(f"/tokenizers/{ref}/encode", data={"text": text}).get_data(as_text=True)
+    assert "data-rest" not in page and page.count('class="tok') == len(ids) and shown_ids(page) == shown_ids(answer)
+
+
+def test_no_text_can_end_a_data_block_early() -> None:
+    """A data block is raw text up to ``</script``, and ``<!--`` in it changes how the parser reads
+    on: escaped text has neither, so every block holds exactly its spans."""
+    text = "</script><script>alert(1)</script><!-- <script> </SCRIPT " * 30
+    result = encode_for_display(byte_bpe(), text)
+    html = str(spans_markup(result, drawn=10))
+    blocks = re.findall(r'<script type="text/html" data-rest>(.*?)</script>', html, flags=re.S)
+    assert len(blocks) == html.count("<script") == -(-(len(result.shown) - 10) // 400)
+    for block in blocks:
+        assert "<!--" not in block and re.sub(r'</?span[^>]*>', "", block).count("<") == 0
+    assert unescape(re.sub(r"<[^>]*>", "", html)) == text
+
+
+def test_first_spans_counts_characters_and_a_newline_as_a_line() -> None:
+    assert first_spans(["ab"] * 10, chars=6) == 3
+    assert first_spans(["a\n", "b", "c"], chars=50) == 1  # the newline fills a line's worth
+    assert first_spans(["ab"] * 2, chars=100) == 2
