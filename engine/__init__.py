@@ -1,7 +1,7 @@
 """Tokenforge's tokenizer engine: Python on ``regex``, with numpy for the hot numeric work.
 
 **The public API** is what the modules of :data:`PUBLIC_MODULES` list in their ``__all__``, and it
-is all the web app and the CLI use (``tests/test_engine_api.py`` checks ``webapp/``):
+is all the web app uses (``tests/test_engine_api.py`` checks):
 
 - ``engine`` (this file): load, build, encode and decode tokenizers (:class:`Tokenizer`, the models,
   the pipeline's parts, the presets' catalogues), train (``train``), evaluate (``evaluate``), the
@@ -17,15 +17,16 @@ is all the web app and the CLI use (``tests/test_engine_api.py`` checks ``webapp
 - ``engine.cli``: the engine's commands, for a program that adds them to its own parser;
 - ``engine.processes``: child processes that die with their parent, shared with the web app's jobs.
 
-**The rule:** a public module defines ``__all__``, and the test checks that exactly the modules of
-:data:`PUBLIC_MODULES` do. Every other module is internal, and its docstring ends by saying so:
-it may change in any commit, and code outside the engine imports its names from a public module
-(tests may import internals). ``docs/architecture.md`` lists every module with its side.
+**The rule:** each module of :data:`PUBLIC_MODULES` defines ``__all__``, its API. Every other
+module is internal, and its docstring ends by saying so ("Internal: not part of the engine's
+API"; those under ``engine/trainers/`` get the line once the branch reworking them has merged):
+it may change in any commit, and code outside the engine imports its names from a public
+module (tests may import internals). ``tests/test_engine_api.py`` checks both, and that
+``webapp/`` imports nothing else; ``docs/architecture.md`` has the same list.
 
-Import cost: ``import engine`` loads only what loading and encoding need. The three tools above
-load their modules on first use (``lazy_names.py``), as do the Dask and training-bound names of
-``engine.trainers``, so ``tokenforge --help``
-does not pay for them.
+Import cost: ``import engine`` loads only what loading and encoding need. The three tools above,
+and the Dask and training-bound names of ``engine.trainers``, load their modules on first use
+(``lazy_names.py``), so ``tokenforge --help`` does not pay for them.
 """
 
 from __future__ import annotations
