@@ -1,10 +1,13 @@
-"""Pause Python's cyclic garbage collector while a large tokenizer is built.
+"""Pause Python's cyclic garbage collector while a large tokenizer is built or trained.
 
 Reading a big ``tokenizer.json`` creates millions of objects (the parsed document, then the
 vocabulary's strings and bytes, the merge rows) and frees almost none of them, yet each few
 hundred allocations trigger a collection, and the older generations' collections walk
 everything built so far. On gpt-oss's 446k merges that was a quarter of the load time (2.5 s
-against 1.9 s paused). Nothing built there forms cycles, so pausing loses nothing.
+against 1.9 s paused). Training is the same: tables of words, pieces and counts that live to the
+end (en_5M, one process: BPE 0.09 of 1.75 s of CPU, Unigram 0.60 of 10.4 s went to 114 and 798
+collections). Nothing built there forms cycles, so pausing loses nothing; the peak memory of a
+training was the same either way.
 
 Threads of one web process may load at once: the collector is paused while any of them is
 inside, and re-enabled by the last one out, only if it was enabled before the first came in.

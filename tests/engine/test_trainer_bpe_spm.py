@@ -15,7 +15,7 @@ from engine.cli import main
 from engine.formats.spm_model import load_spm_model
 from engine.tokenizer import Tokenizer
 from engine.trainers import make_options, option_specs, train
-from engine.trainers.bpe_spm import SpmBpeOptions, spelled, spm_words
+from engine.trainers.bpe_spm import SpmBpeOptions, marked, spelled, unmarked_words
 from tests.engine.cli_run import run
 from tests.heldout import heldout_lines
 
@@ -24,9 +24,10 @@ SPECIAL_LITERALS = ("<s>", "</s>", "<unk>")  # matched as added tokens by HF, re
 
 
 def test_words_are_sentencepieces() -> None:
-    assert spm_words("a  b\n\n\nc d\n  \nx\u2581y\r\n") == ["▁a", "▁", "▁b", "▁c", "▁d", "▁", "▁", "▁", "▁x", "▁y\r"]
-    assert spm_words(" cut before a space\nnext") == ["▁cut", "▁before", "▁a", "▁space", "▁next"]
-    assert spm_words("\n\n") == []
+    assert unmarked_words("a  b\n\n\nc d\n  \nx\u2581y\r\n") == ["a", "", "b", "c", "d", "", "", "", "x", "y\r"]
+    assert unmarked_words(" cut before a space\nnext") == ["cut", "before", "a", "space", "next"]
+    assert unmarked_words("\n\n") == []
+    assert marked({"a": 2, "": 3}) == {"▁a": 2, "▁": 3}
 
 
 def reference_spm_words(text: str) -> list[str]:
@@ -41,7 +42,7 @@ def reference_spm_words(text: str) -> list[str]:
 
 @given(st.text(st.sampled_from(" \n\n\n\r\u2581ab東"), max_size=40) | st.text(max_size=40))
 def test_words_match_the_reference(text: str) -> None:
-    assert spm_words(text) == reference_spm_words(text)
+    assert ["\u2581" + word for word in unmarked_words(text)] == reference_spm_words(text)
 
 
 @given(st.lists(st.characters(), min_size=1, max_size=30, unique=True).flatmap(

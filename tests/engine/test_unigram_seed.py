@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.trainers.unigram import seed
+from engine.trainers.unigram import segments as segments_module
 from engine.trainers.unigram.scripts import INHERITED, char_class
 from engine.trainers.unigram.seed import seed_pieces
 from tests.engine.unigram_reference import segments
@@ -90,11 +91,31 @@ def test_ties_go_to_the_smaller_string() -> None:
 @given(text=st.text(alphabet=ALPHABET + "\n", max_size=40))
 def test_segment_regex_matches_segments(text: str, split_by_unicode_script: bool, split_by_number: bool) -> None:
     classes = {c: char_class(c, split_by_unicode_script=split_by_unicode_script, split_by_number=split_by_number) for c in ALPHABET[:-1]}
-    pattern = seed._segment_pattern(classes, SPACE)
+    pattern = segments_module.segment_pattern(classes, SPACE)
     assert [s for s in pattern.findall(text) if s] == list(segments(text, classes, SPACE))
     inside = {**classes, SPACE: INHERITED}  # how seed_pieces classes ▁ without split_by_whitespace
-    pattern = seed._segment_pattern(inside, SPACE)
-    assert seed._sharing_spaces(pattern, text, SPACE) == list(segments(text, classes, SPACE, split_by_whitespace=False))
+    pattern = segments_module.segment_pattern(inside, SPACE)
+    assert segments_module.sharing_spaces(pattern, text, SPACE) == list(segments(text, classes, SPACE, split_by_whitespace=False))
+
+
+@pytest.mark.parametrize(("split_by_unicode_script", "split_by_number"), OPTIONS, ids=OPTION_IDS)
+@pytest.mark.parametrize("split_by_whitespace", [True, False], ids=["space-first", "space-inside"])
+@settings(max_examples=200, deadline=None)
+@given(word_counts=st.dictionaries(st.text(alphabet=ALPHABET, max_size=8), st.integers(1, 5), max_size=12))
+def test_segment_counts_sum_each_words_segments(word_counts: dict[str, int], split_by_unicode_script: bool,
+                                                split_by_number: bool, split_by_whitespace: bool) -> None:
+    """The numpy shortcut for words of one script and the regex for the rest give, together, every
+    word's reference segments of two characters or more, weighted by the word's count."""
+    classes = {c: char_class(c, split_by_unicode_script=split_by_unicode_script, split_by_number=split_by_number)
+               for c in ALPHABET[:-1]}
+    expected: Counter[str] = Counter()
+    for word, count in word_counts.items():
+        for seg in segments(word, classes, SPACE, split_by_whitespace):
+            if len(seg) >= 2:
+                expected[seg] += count
+    if not split_by_whitespace:
+        classes[SPACE] = INHERITED
+    assert segments_module.segment_counts(word_counts, classes, SPACE) == expected
 
 
 def reference_required_chars(word_counts: Mapping[str, int], coverage: float) -> dict[str, int]:

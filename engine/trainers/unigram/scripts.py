@@ -22,7 +22,7 @@ matter for the vocabulary, all mirrored here:
 ``▁`` may only start a piece (``split_by_whitespace``), and characters outside the required set
 never appear in a piece. Scripts outside ``_SCRIPTS`` share one class; sentencepiece tells them
 apart, which matters only where two rare scripts touch. The seed finds the segments with one
-regex (``seed._segment_pattern``); the slow, obviously-correct rules it is tested against
+regex (``segments.segment_pattern``); the slow, obviously-correct rules it is tested against
 (``segments``, ``is_valid_piece``) are in ``tests/engine/unigram_reference.py``.
 """
 

@@ -14,17 +14,15 @@ and (with ``split_by_unicode_script``) no neighbouring characters of different s
 digits are Common, so "1." is a piece and "F1" is not.
 Ties in the ranking go to the smaller string (code point order), so the seed is deterministic.
 
-Speed: valid pieces lie inside a word's *segments*, so the words are first reduced (by one regex
-pass per word count) to a table of distinct segments with summed counts ("▁the", "▁the," and
-"▁the." share "▁the"), and the substrings are counted by ``Counter.update`` over slices, one
+Speed: valid pieces lie inside a word's *segments*, so the words are first reduced to a table
+of distinct segments with summed counts (``segments.py``: "▁the", "▁the," and "▁the."
+share "▁the"), and the substrings are counted by ``Counter.update`` over slices, one
 call per (count, segment length, piece length). The slow, obviously-correct version is
 ``reference_seed`` in ``tests/engine/test_unigram_seed.py``.
 """
 
 from __future__ import annotations
 
-import re
-import sys
 from collections import Counter
 from collections.abc import Mapping
 from heapq import merge
@@ -35,7 +33,8 @@ import numpy as np
 
 from engine.trainers.base import Reporter
 from engine.trainers.unigram.parallel import run_in_processes
-from engine.trainers.unigram.scripts import ANY, INHERITED, char_class
+from engine.trainers.unigram.scripts import INHERITED, char_class
+from engine.trainers.unigram.segments import segment_counts
 
 __all__ = ["required_chars", "seed_pieces"]
 
@@ -44,14 +43,6 @@ SegmentTable = dict[int, dict[int, list[str]]]
 # Ranked pieces: the pieces and their negated scores (-count × length), by ascending negated
 # score then ascending piece.
 Ranked = tuple[list[str], list[int]]
-
-
-def _by_count(word_counts: Mapping[str, int]) -> dict[int, list[str]]:
-    """The words grouped by their count, so that each group can be handled by C-level calls."""
-    groups: dict[int, list[str]] = {}
-    for word, count in word_counts.items():
-        groups.setdefault(count, []).append(word)
-    return groups
 
 
 def required_chars(word_counts: Mapping[str, int], coverage: float) -> dict[str, int]:
@@ -108,8 +99,7 @@ def seed_pieces(
     if not split_by_whitespace and space in classes:
         classes[space] = INHERITED  # inside a piece, and it keeps the script of what came before
     want = max(0, seed_size - len(required))
-    separator = next(c for c in map(chr, range(10, sys.maxunicode + 1)) if c not in classes)
-    table = _segment_table(word_counts, classes, space, separator)
+    table = _segment_table(word_counts, classes, space)
     top, negated = _top_substrings(table, max_piece_length, want, no_last=None if split_by_whitespace else space,
                                    workers=workers, reporter=reporter)
     pieces = [(c, float(n)) for c, n in sorted(required.items(), key=lambda kv: (-kv[1], kv[0]))]
@@ -117,77 +107,12 @@ def seed_pieces(
     return pieces
 
 
-def _segment_table(word_counts: Mapping[str, int], classes: Mapping[str, str], space: str,
-                   separator: str) -> SegmentTable:
+def _segment_table(word_counts: Mapping[str, int], classes: Mapping[str, str], space: str) -> SegmentTable:
     """The distinct segments of two characters or more, grouped by summed count and by length."""
-    # Words with the same count are joined by ``separator``, a character outside the required
-    # set (which ends a segment and starts none, as a word's end does), so one C-level regex
-    # pass finds all their segments.
-    run = _segment_pattern(classes, space)
-    inside = classes.get(space) == INHERITED
-    summed: Counter[str] = Counter()
-    for count, words in _by_count(word_counts).items():
-        joined = separator.join(words)
-        found = _sharing_spaces(run, joined, space) if inside else run.findall(joined)
-        if count == 1:
-            summed.update(found)
-        else:
-            _add_scaled(summed, Counter(found), count)
     table: SegmentTable = {}
-    for seg, count in summed.items():
-        if len(seg) >= 2:
-            table.setdefault(count, {}).setdefault(len(seg), []).append(seg)
+    for seg, count in segment_counts(word_counts, classes, space).items():
+        table.setdefault(count, {}).setdefault(len(seg), []).append(seg)
     return table
-
-
-def _sharing_spaces(run: re.Pattern[str], text: str, space: str) -> list[str]:
-    """The segments of ``text`` when ``space`` sits inside them: where one ends with spaces and the
-    next follows at once (the script changed after the spaces), the next starts with those spaces
-    too, since "▁a" is a valid piece after ".▁" (sentencepiece skips ``▁`` in its script rule)."""
-    found: list[str] = []
-    end = -1
-    for match in run.finditer(text):
-        seg = match.group()
-        if not seg:
-            continue
-        if match.start() == end and found[-1][-1] == space:
-            last = found[-1]
-            seg = last[len(last.rstrip(space)):] + seg
-        found.append(seg)
-        end = match.end()
-    return found
-
-
-def _segment_pattern(classes: Mapping[str, str], space: str) -> re.Pattern[str]:
-    """A regex whose matches are exactly the segments of a text (and empty strings): the maximal
-    runs a valid piece may lie in (``tests/engine/unigram_reference.segments``).
-
-    A segment is an optional ``space`` (unless ``space`` is classed ``INHERITED``: then it is a mark
-    like any other, ``split_by_whitespace=False``), then wildcards (``ANY``, and marks, which copy the wildcard before
-    them), then *blocks* of one script's characters and marks, every two blocks parted by a
-    wildcard. Possessive quantifiers and atomic groups keep the regex from backtracking into a
-    shorter block: in "a\u0301β", "a" then the mark as a wildcard then "β" is not a segment.
-    """
-    chars_of: dict[str, list[str]] = {}
-    for char, cls in classes.items():
-        if len(char) == 1 and (char != space or cls == INHERITED):
-            chars_of.setdefault(cls, []).append(char)
-    wild = chars_of.pop(ANY, [])
-    marks = chars_of.pop(INHERITED, [])
-    prefix = len(space) == 1 and classes.get(space) not in (None, INHERITED)
-    parts = [re.escape(space) + "?" if prefix else ""]
-    if wild or marks:
-        parts.append(_charset(wild + marks) + "*+")
-    if chars_of:
-        block = "(?>" + "|".join(_charset(c) + _charset(c + marks) + "*+" for _, c in sorted(chars_of.items())) + ")"
-        if wild:
-            parts.append(f"(?:{block}{_charset(wild)}{_charset(wild + marks)}*+)*+")
-        parts.append(block + "?")
-    return re.compile("".join(parts))
-
-
-def _charset(chars: list[str]) -> str:
-    return "[" + "".join(map(re.escape, sorted(chars))) + "]"
 
 
 def _top_substrings(table: SegmentTable, max_piece_length: int, want: int, *, no_last: str | None = None,

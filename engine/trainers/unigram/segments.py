@@ -1,0 +1,173 @@
+"""Segments: the stretches of a word that a sentencepiece piece may lie in, with summed counts.
+
+sentencepiece refuses a piece whose neighbouring characters break its rules (``scripts.py``:
+two scripts, a ``▁`` after the first character, a character outside the required set). Each
+rule forbids a *pair* of neighbours, so a word cuts at every forbidden pair into segments, and
+a substring is a valid piece exactly when it lies inside one segment. Both trainers that follow
+those rules start from the table of distinct segments: the Unigram seed counts substrings of
+them (``seed.py``), and sentencepiece-style BPE merges inside them (``trainers/bpe_spm.py``).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import Counter
+from collections.abc import Mapping
+from itertools import compress
+
+import numpy as np
+
+from engine.trainers.unigram.scripts import ANY, INHERITED
+
+__all__ = ["segment_counts", "segment_pattern", "sharing_spaces"]
+
+
+def segment_counts(word_counts: Mapping[str, int], classes: Mapping[str, str], space: str) -> Counter[str]:
+    """The distinct segments of two characters or more, each with the summed count of its words
+    ("▁the", "▁the," and "▁the." all add to "▁the").
+
+    ``classes`` maps each allowed character to its script class (``scripts.char_class``); a
+    ``space`` classed ``INHERITED`` may sit inside a piece (``split_by_whitespace=False``).
+    Words without wildcards or marks are cut in numpy, all at once (:func:`_plain_segments`);
+    the regex (:func:`segment_pattern`) reads only the rest, grouped by count and joined so that
+    one C-level pass finds each group's segments (en_5M: 0.07 s against 0.28 s for the regex over
+    every word).
+    """
+    summed, rest = _plain_segments(word_counts, classes, space)
+    run = segment_pattern(classes, space)
+    inside = classes.get(space) == INHERITED
+    # The separator is a character outside the allowed set: it ends a segment and starts none,
+    # as a word's end does.
+    separator = next(c for c in map(chr, range(10, sys.maxunicode + 1)) if c not in classes)
+    by_count: dict[int, list[str]] = {}
+    for word in rest:
+        by_count.setdefault(word_counts[word], []).append(word)
+    for count, words in by_count.items():
+        joined = separator.join(words)
+        _add(summed, sharing_spaces(run, joined, space) if inside else run.findall(joined), count)
+    for segment in [s for s in summed if len(s) < 2]:  # single characters and the regex's empty matches
+        del summed[segment]
+    return summed
+
+
+# Character kinds in a plain word, beside the script classes (numbered from 0).
+_OUTSIDE, _SPACE, _NOT_PLAIN = -1, -2, -3
+
+
+def _plain_segments(word_counts: Mapping[str, int], classes: Mapping[str, str], space: str
+                    ) -> tuple[Counter[str], list[str]]:
+    """The segments of the *plain* words (no wildcard, no mark) with summed counts, and the
+    other words, which only the regex can cut.
+
+    In a plain word a segment is a run of characters of one script class, or ``space`` and the
+    run right after it (``space`` starts a segment, and nothing else may follow it); characters
+    outside ``classes`` are in none. So every character of every word gets its kind in one
+    lookup, and a character continues the segment of the one before it when both are in one
+    word and that one is ``space`` or of the same class. The segments are then cut out of the
+    text by one ``split``, the words taken in order of count so that each count's segments are
+    added up by one C-level Counter call. With ``space`` inside pieces (``INHERITED``) no word
+    is plain.
+    """
+    if classes.get(space) == INHERITED or not word_counts:
+        return Counter(), list(word_counts)
+    counts = np.fromiter(word_counts.values(), np.int64, len(word_counts))
+    order = np.argsort(counts, kind="stable")
+    words, counts = [*map(list(word_counts).__getitem__, order.tolist())], counts[order]
+    # 1. Every character's kind, and which words are plain.
+    scripts = sorted({cls for cls in classes.values() if cls not in (ANY, INHERITED)})
+    kinds = {c: (_NOT_PLAIN if cls in (ANY, INHERITED) else scripts.index(cls)) for c, cls in classes.items()
+             if len(c) == 1}
+    if len(space) == 1 and space in kinds:
+        kinds[space] = _SPACE
+    codes = np.frombuffer("".join(words).encode("utf-32-le", "surrogatepass"), np.uint32)
+    lookup = np.full(max(int(codes.max(initial=0)), *map(ord, kinds)) + 1, _OUTSIDE, np.int32)
+    lookup[np.fromiter(map(ord, kinds), np.int64, len(kinds))] = list(kinds.values())
+    kind = lookup[codes]
+    lengths = np.fromiter(map(len, words), np.int64, len(words))
+    word_of = np.repeat(np.arange(len(words), dtype=np.int32), lengths)  # the word each character is in
+    plain = np.ones(len(words), bool)
+    plain[word_of[kind == _NOT_PLAIN]] = False
+    # 2. Where segments start, and which characters are in a kept one (two characters or more,
+    #    in a plain word).
+    continues = np.zeros(len(kind), bool)
+    continues[1:] = (kind[1:] >= 0) & ((kind[:-1] == _SPACE) | (kind[1:] == kind[:-1])) & (word_of[1:] == word_of[:-1])
+    starts = (kind != _OUTSIDE) & ~continues
+    first = np.flatnonzero(starts)
+    rest = list(compress(words, (~plain).tolist()))
+    if not len(first):
+        return Counter(), rest
+    size = np.add.reduceat(continues, first) + 1  # a segment's characters after its first all continue it
+    kept = (size >= 2) & plain[word_of[first]]
+    found_counts = counts[word_of[first[kept]]]
+    segment = np.cumsum(starts, dtype=np.int32) - 1  # each character's (outside ones before the first: -1)
+    inside = (kind != _OUTSIDE) & kept[segment]
+    del kind, word_of, continues, segment  # the per-character arrays, before the strings are made
+    # 3. Cut them out: the kept characters, a separator before each segment, one split.
+    separator = next(c for c in map(chr, range(10, sys.maxunicode + 1)) if c not in classes)
+    marked = np.insert(codes[inside], np.flatnonzero(starts[inside]), ord(separator))
+    found = marked.tobytes().decode("utf-32-le", "surrogatepass").split(separator)[1:]
+    summed: Counter[str] = Counter()
+    edges = np.flatnonzero(np.diff(found_counts, prepend=0, append=0)).tolist()  # where the count changes
+    for lo, hi in zip(edges, edges[1:]):
+        _add(summed, found[lo:hi], int(found_counts[lo]))
+    return summed, rest
+
+
+def _add(summed: Counter[str], found: list[str], count: int) -> None:
+    """Add ``count`` to ``summed`` for each of ``found`` (segments of words with that count)."""
+    if count == 1:
+        summed.update(found)
+    else:
+        for segment, n in Counter(found).items():
+            summed[segment] += n * count
+
+
+def sharing_spaces(run: re.Pattern[str], text: str, space: str) -> list[str]:
+    """The segments of ``text`` when ``space`` sits inside them: where one ends with spaces and the
+    next follows at once (the script changed after the spaces), the next starts with those spaces
+    too, since "▁a" is a valid piece after ".▁" (sentencepiece skips ``▁`` in its script rule)."""
+    found: list[str] = []
+    end = -1
+    for match in run.finditer(text):
+        seg = match.group()
+        if not seg:
+            continue
+        if match.start() == end and found[-1][-1] == space:
+            last = found[-1]
+            seg = last[len(last.rstrip(space)):] + seg
+        found.append(seg)
+        end = match.end()
+    return found
+
+
+def segment_pattern(classes: Mapping[str, str], space: str) -> re.Pattern[str]:
+    """A regex whose matches are exactly the segments of a text (and empty strings): the maximal
+    runs a valid piece may lie in (``tests/engine/unigram_reference.segments``).
+
+    A segment is an optional ``space`` (unless ``space`` is classed ``INHERITED``: then it is a mark
+    like any other, ``split_by_whitespace=False``), then wildcards (``ANY``, and marks, which copy the wildcard before
+    them), then *blocks* of one script's characters and marks, every two blocks parted by a
+    wildcard. Possessive quantifiers and atomic groups keep the regex from backtracking into a
+    shorter block: in "a\u0301β", "a" then the mark as a wildcard then "β" is not a segment.
+    """
+    chars_of: dict[str, list[str]] = {}
+    for char, cls in classes.items():
+        if len(char) == 1 and (char != space or cls == INHERITED):
+            chars_of.setdefault(cls, []).append(char)
+    wild = chars_of.pop(ANY, [])
+    marks = chars_of.pop(INHERITED, [])
+    prefix = len(space) == 1 and classes.get(space) not in (None, INHERITED)
+    parts = [re.escape(space) + "?" if prefix else ""]
+    if wild or marks:
+        parts.append(_charset(wild + marks) + "*+")
+    if chars_of:
+        block = "(?>" + "|".join(_charset(c) + _charset(c + marks) + "*+" for _, c in sorted(chars_of.items())) + ")"
+        if wild:
+            parts.append(f"(?:{block}{_charset(wild)}{_charset(wild + marks)}*+)*+")
+        parts.append(block + "?")
+    return re.compile("".join(parts))
+
+
+def _charset(chars: list[str]) -> str:
+    return "[" + "".join(map(re.escape, sorted(chars))) + "]"
