@@ -12,6 +12,8 @@ newline between two non-space characters, the second not ``/`` (as ``Tokenizer.e
 also relies on), and a space after a printable ASCII character. The stretches around non-ASCII
 characters go to ``regex``, the rest to ``re``. Custom patterns
 are left to ``regex``; this module only speeds up, it never changes a split.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Callable
 
 import regex
 
-from engine.pretokenizers import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, PreTokenizer, RegexSplit
+from engine.pretokenizers import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, PreTokenizer, RegexSplit, get_pretokenizer
 
 _S = r"[\t-\r ]"  # regex's \s on ASCII
 _NS = r"[^\t-\r ]"  # regex's \S on ASCII
@@ -111,9 +113,16 @@ def splitter_for(pattern: object) -> Callable[[str], list[str]] | None:
 def fastest_split(pre_tokenizer: PreTokenizer) -> Callable[[str], list[str]]:
     """``pre_tokenizer.pieces``, or its ASCII twin where it has one: the same pieces, faster.
 
-    The one public way to split text as the engine does; the tokenizer and the web app's corpus
-    statistics both use it, so their counts always agree.
+    The engine's one way to split text into pre-tokens: the tokenizer, the trainers' counting and
+    :func:`pretoken_split` all use it, so their pieces always agree.
     """
     if type(pre_tokenizer) is RegexSplit and (fast := splitter_for(pre_tokenizer.pattern)):
         return fast
     return pre_tokenizer.pieces
+
+
+def pretoken_split(name: str) -> Callable[[str], list[str]]:
+    """The split of the pre-tokenizer ``get_pretokenizer(name)`` (``"gpt2"``, ``"gpt4"``, ...), as
+    the engine runs it when it trains and encodes: its pieces, by the fastest route there is. Public
+    (``engine.pretoken_split``), so that a caller's pre-token counts always match the trainers'."""
+    return fastest_split(get_pretokenizer(name))

@@ -4,6 +4,8 @@ Byte-level vocabularies (GPT-2's ``vocab.json``/``merges.txt``, Hugging Face's B
 store tokens as strings in which each byte is one printable character: printable Latin-1 bytes
 stand for themselves and the other 68 bytes are shifted to U+0100 and up (so a space is ``Ġ``).
 This module only converts; it knows nothing of tokens.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -30,6 +30,8 @@ from engine.errors import SpecialTokenError, TokenforgeError
 from engine.formats import read_utf8
 from engine.limits import time_budget
 
+__all__ = ["build_parser", "main", "one_line_errors", "register"]
+
 Handler = Callable[[argparse.Namespace], int]
 
 

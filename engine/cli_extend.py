@@ -7,6 +7,8 @@ a ``tokenizer_config.json`` found beside the base) and ``OUTDIR/report.json``, a
 report (``engine/extend/report.py``). Without ``--held-out FILE`` the last tenth of the last
 corpus file's lines is held out and not learned from. Error reporting is ``cli.py``'s:
 everything here raises TokenforgeError.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 Shared by every command that takes ``-t TOKENIZER`` or a text (``cli.py``'s encode, eval and
 diff, ``cli_extend.py``), so that they accept the same files and fail with the same sentences
 (the readers' size bounds are ``engine.limits``').
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ changed. Nothing is written. With ``-o OUTDIR`` it writes the merge under ``--po
 ``tokenizer.json``, ``tokenizer.model`` where the base is a sentencepiece model (or a Unigram
 one can hold), ``tokenizer_config.json`` with the base's chat settings, and ``report.json``.
 Error reporting is ``cli.py``'s: everything here raises TokenforgeError.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

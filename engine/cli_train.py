@@ -11,6 +11,8 @@ writes ``OUTDIR/tokenizer.json`` plus the model's own files and draws a progress
 is a terminal. ``--dask-scheduler tcp://HOST:8786`` counts the corpus on a Dask cluster
 (``engine.trainers.cluster``), with the same files as a result. Error reporting is ``cli.py``'s:
 everything here raises TokenforgeError.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -20,6 +20,8 @@ Left out: ``CTC``, and a ``ByteLevel`` step after other steps (it would have to 
 alphabet, ``Ġ``, where our byte-level model gives raw bytes): both are refused with a FormatError.
 ``ByteLevelDecoder`` assumes its tokens are raw bytes, so it belongs over a byte-level model; which
 decoder goes with which model is ``tokenizer_json.py``'s choice.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Every error is one of ours, so callers (the CLI, the web app) can turn it into a
 instead of a traceback. Messages are plain sentences that name the bad value and, where there is
 one, the argument that fixes it. Programming errors (a wrong type passed by our own code) are left
 to Python's built-in exceptions.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

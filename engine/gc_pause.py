@@ -11,6 +11,8 @@ training was the same either way.
 
 Threads of one web process may load at once: the collector is paused while any of them is
 inside, and re-enabled by the last one out, only if it was enabled before the first came in.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -18,6 +18,8 @@ handed to ``json.dumps`` itself and re-indented by putting the nesting after eve
 
 Left out: every other option of ``json.dumps``, and its check for circular references (a
 document that contains itself recurses until ``RecursionError``).
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ budget nothing is limited, which is what training and the CLI want. The named pa
 fast path (``ascii_split``) runs in linear time and is not charged.
 
 Left out: request sizes (the web app's), training options (``engine.trainers``).
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ differs if not), how much of the vocabulary the text uses, and the longest token
 (measured on the text they cover). Everything returned is JSON-able.
 
 Left out: comparing two tokenizers (the caller evaluates each) and timing.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ clusters (Replace) has its own exact ``aligned(text)``, which ``normalize_aligne
 
 Deliberately left out: sentencepiece's precompiled charsmap, read through
 ``engine.spm_normalizer`` when that module is there, refused with a FormatError otherwise.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -18,6 +18,8 @@ grapheme clusters (``Replace``) offer ``aligned(text) -> (out, offsets)``, which
 
 Left out: reading a file (``engine.normalizers.normalizer_from_hf``), sentencepiece's
 ``Precompiled`` charsmap (``engine.spm_normalizer``), and the Unicode drift of the NF* forms.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ characters → normalized text → original text) and leaves encoding itself to 
 A byte-level token may end in the middle of a multi-byte character; its character span then
 includes that whole character, so neighbouring tokens can share a character. Grouping such
 tokens into whole graphemes for display is the web view's job.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

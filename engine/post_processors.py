@@ -2,6 +2,8 @@
 
 Only the single-sequence template is supported (the playground encodes one text at a time);
 pair templates (``$B``) are read from files but the second sequence is never filled.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

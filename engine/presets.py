@@ -6,6 +6,8 @@ special tokens written as tiktoken defines them, and the catalogue of open model
 web app's ``tokenforge presets install`` fetches them (``webapp/tokenizers/preset_install.py`` and
 ``open_install.py``); ``engine.formats.tiktoken.build_tiktoken`` turns ranks plus an entry of the
 catalogue into a tokenizer, and an open model's file loads like any ``tokenizer.json``.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -22,6 +22,8 @@ are inserted only once computed, a call keeps the ids it added in its own table,
 mutation is one atomic dict operation, so a race can at worst compute a pre-token twice or drop
 an entry early; the ids returned are always the model's. What the ids are is the model's
 business, not this module's.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ Covered: the GPT-2 (r50k), GPT-4 (cl100k) and o200k patterns, any custom regex, 
 splitting, BERT's split (whitespace, then each punctuation character alone) and sentencepiece's
 Metaspace. Each can be written as and read from its Hugging Face ``tokenizer.json`` form.
 Normalization (lowercasing etc.) is ``normalizers.py``'s job, not this module's.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

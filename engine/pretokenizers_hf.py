@@ -16,6 +16,8 @@ this module reads everything else a real file may name and reproduces Hugging Fa
 The ByteLevel step itself is the model's business (a byte-level BPE sees bytes), so
 ``tokenizer_json.py`` takes it out of the chain before calling :func:`pretokenizer_from_hf`.
 Every error names the part and where it sits in the file (``pre_tokenizer.pretokenizers[2]``).
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

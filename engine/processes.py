@@ -25,6 +25,8 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 
+__all__ = ["die_with_parent", "kill_group", "lead_group", "stop_processes"]
+
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 

@@ -13,6 +13,8 @@ The file is numpy's ``.npz`` (read with ``allow_pickle=False``: arrays only, no 
 cache, not a format: callers key it by the document it came from, and any problem reading it
 (:class:`SnapshotError`) means "parse the document instead". Only the two BPE models have one,
 the ones whose documents are large; :func:`snapshot_of` says None for the others.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from engine.models.bpe_char import CharBPE
 from engine.tokenizer import Tokenizer
 from engine.tokenizer_json import pipeline_from_hf_dict, to_hf_dict
 
-VERSION = 1  # bumped whenever the arrays or their meaning change: an older snapshot is unread
+SNAPSHOT_VERSION = 1  # bumped whenever the arrays or their meaning change: an older snapshot is unread
 _LEVELS = {"byte": BPE, "char": CharBPE}
 
 
@@ -46,7 +48,7 @@ def snapshot_of(tokenizer: Tokenizer) -> bytes | None:
     if state is None:
         return None
     document = to_hf_dict(tokenizer, entries=False)
-    header = {"version": VERSION, "level": state.level, "options": state.options, "document": document}
+    header = {"version": SNAPSHOT_VERSION, "level": state.level, "options": state.options, "document": document}
     ends = np.cumsum([len(spelling) for spelling in state.spellings], dtype=np.int64)
     out = io.BytesIO()
     np.savez(
@@ -78,7 +80,7 @@ def _load(file: IO[bytes]) -> Tokenizer:
             merges = MergeIds(arrays["lefts"], arrays["rights"], arrays["merged"])  # stay numpy: no int objects
     except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError, zipfile.BadZipFile) as exc:
         raise SnapshotError(f"The snapshot cannot be read: {exc}.") from None
-    if not isinstance(header, dict) or header.get("version") != VERSION or header.get("level") not in _LEVELS:
+    if not isinstance(header, dict) or header.get("version") != SNAPSHOT_VERSION or header.get("level") not in _LEVELS:
         raise SnapshotError("The snapshot was written by another version.")
     if len(ids) != len(ends) or (ends and ends[-1] != len(data)) or not len(merges.lefts) == len(merges.rights) \
             == len(merges.merged):

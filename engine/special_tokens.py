@@ -8,6 +8,8 @@ alternation is built longest first.
 The tokens are checked on construction (``engine.limits.check_special_tokens``): an empty one
 would match between every two characters. Matching respects ``engine.limits.time_budget``,
 and only a few alternations are kept (the API lets each request name its own allowed set).
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ boundary, the input character it came from (``norm_to_orig``, in characters).
 :class:`Precompiled` is the charsmap alone: Hugging Face's ``Precompiled`` normalizer type.
 HF's own implementation differs on some strings (it maps grapheme by grapheme: ``Ⓩ\\u0307`` is
 ``Ż`` in sentencepiece, ``Z`` in HF); we follow sentencepiece. Left out: the denormalizer.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ characters". Characters are classified once each and memoised, so a 200,000-toke
 costs one dictionary look-up per character.
 
 Left out: the listings themselves (``webapp/playground/vocab_browser.py``, ``engine/vocab_diff.py``).
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ def token_script(data: bytes) -> str:
     return found or NO_LETTERS
 
 
-def order(names: set[str]) -> list[str]:
+def script_order(names: set[str]) -> list[str]:
     """Script names in the filter's order: the named scripts first, then the catch-alls."""
     rank = {name: i for i, name in enumerate((*NAMED, OTHER, MIXED, NO_LETTERS, PARTIAL))}
     return sorted(names, key=lambda name: (rank.get(name, len(rank)), name))

@@ -13,6 +13,8 @@ Offsets for highlighting are computed in ``encode_with_offsets`` with the helper
 ``offsets.py``; file formats and training live elsewhere. Inside an
 ``engine.limits.time_budget`` the pre-tokenizer's and the special tokens' patterns are charged
 to the budget and stop when it is spent; the model's merging is not charged.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from engine.post_processors import TemplateProcessing
 from engine.pretoken_cache import PreTokenCache
 from engine.pretokenizers import Piece, PreTokenizer, RegexSplit
 from engine.special_tokens import AllowedSpecial, SpecialTokens
-from engine.tokenizer_json import dumps, pipeline_from_hf_dict, pipeline_from_json
+from engine.tokenizer_json import dumps, pipeline_from_json
 
 # Pre-token → ids cache size. en_5M has ~70k distinct pre-tokens: at 1 << 16 an LRU thrashed (a second
 # pass still missed 48k times, 0.8 s instead of 0.3 s). Worst case ~250 bytes an entry, ~32 MB.
@@ -387,11 +389,6 @@ class Tokenizer:
     def from_json(cls, data: str | bytes) -> Tokenizer:
         """Load ``tokenizer.json`` text; malformed input raises FormatError."""
         return cls(**pipeline_from_json(data))
-
-    @classmethod
-    def from_hf_dict(cls, data: Any) -> Tokenizer:
-        """Build a tokenizer from a parsed ``tokenizer.json`` object, validating as it goes."""
-        return cls(**pipeline_from_hf_dict(data))
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(self.to_json(), encoding="utf-8")

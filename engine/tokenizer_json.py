@@ -14,6 +14,8 @@ reads any object with the pipeline's attributes and returns the keyword argument
 
 Left out: HF features the playground does not use (truncation, padding, pair sequences, added
 tokens that are not special). Reading them does not fail; they are ignored.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -30,6 +30,8 @@ text) and compares the spellings of their tokens, so unrelated tokenizers compar
 base and its extension. Bounded: at most ``max_lines`` lines are compared, at most ``shown``
 differing lines kept, each cut to ``MAX_LINE_CHARS`` characters and ``MAX_LINE_TOKENS`` tokens a
 side. Left out: rendering (``vocab_diff_report.py``, the web page) and loading files.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from dataclasses import dataclass, field
 from engine.decoders import MetaspaceDecoder, Replace
 from engine.formats.spm_model import piece_types
 from engine.formats.spm_proto import BYTE, CONTROL, NORMAL, UNKNOWN, UNUSED, USER_DEFINED
-from engine.token_scripts import order, token_script
+from engine.token_scripts import script_order, token_script
 from engine.tokenizer import Tokenizer
 
 MAX_LINES = 10_000  # lines of a text compared at most
@@ -91,7 +93,7 @@ class VocabDiff:
     shared: int
     shared_same_id: int  # shared pieces with the same id on both sides (a base and its extension: all)
     shared_by_script: dict[str, int]
-    only_a: dict[str, list[Piece]]  # by script, in the order of ``token_scripts.order``, each in id order
+    only_a: dict[str, list[Piece]]  # by script, in the order of ``token_scripts.script_order``, each in id order
     only_b: dict[str, list[Piece]]
 
     @property
@@ -195,7 +197,7 @@ def _pieces(tokenizer: Tokenizer, found: Spellings, keys: list[Key]) -> dict[str
         piece = Piece(token_id, (tokenizer.id_to_token(token_id) or "")[:SHOW_CHARS], found.of_id[token_id][1],
                       _type_name(tokenizer, kind), rank, score)
         groups.setdefault(group_of(piece), []).append(piece)
-    return {name: groups[name] for name in order(set(groups))}
+    return {name: groups[name] for name in script_order(set(groups))}
 
 
 def diff(a: Tokenizer, b: Tokenizer) -> VocabDiff:
@@ -211,7 +213,7 @@ def diff(a: Tokenizer, b: Tokenizer) -> VocabDiff:
     return VocabDiff(
         pieces_a=len(keys_a), pieces_b=len(keys_b), duplicates_a=found_a.duplicates, duplicates_b=found_b.duplicates,
         shared=len(shared), shared_same_id=sum(keys_a[key] == keys_b[key] for key in shared),
-        shared_by_script={name: by_script[name] for name in order(set(by_script))},
+        shared_by_script={name: by_script[name] for name in script_order(set(by_script))},
         only_a=_pieces(a, found_a, [key for key in keys_a if key not in keys_b]),
         only_b=_pieces(b, found_b, [key for key in keys_b if key not in keys_a]),
     )

@@ -6,6 +6,8 @@ differently. The JSON carries the same lists under the same bound, a group's ``m
 many it left out; ``limit`` 0 lists everything. A piece is written as its vocabulary string,
 with ``repr``-style escapes for control characters, so a newline piece stays on its line.
 Left out: the web page (``webapp/tokenizers/diff_views.py`` renders its own).
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from engine.vocab_diff import LineDiff, Piece, VocabDiff
 DEFAULT_LIMIT = 20
 
 
-def shown(token: str) -> str:
+def shown_piece(token: str) -> str:
     """A piece on one line: control characters and spaces at the ends escaped, the rest as is."""
     out = "".join(char if char.isprintable() or char == " " else repr(char)[1:-1] for char in token)
     return out if out == out.strip() else repr(out)
@@ -60,12 +62,12 @@ def to_dict(result: VocabDiff, lines: LineDiff | None, *, names: tuple[str, str]
 def _piece_line(piece: Piece) -> str:
     extra = f"  rank {piece.rank:,}" if piece.rank is not None else ""
     extra += f"  score {piece.score:.4g}" if piece.score is not None else ""
-    return f"    {piece.id:>8}  {shown(piece.piece)}  {piece.type}{extra}"
+    return f"    {piece.id:>8}  {shown_piece(piece.piece)}  {piece.type}{extra}"
 
 
 def _tokens(tokens: list[str], count: int) -> str:
     more = f" … and {count - len(tokens):,} more" if count > len(tokens) else ""
-    return " ".join(shown(t) for t in tokens) + more
+    return " ".join(shown_piece(t) for t in tokens) + more
 
 
 def to_text(result: VocabDiff, lines: LineDiff | None, *, names: tuple[str, str], limit: int = DEFAULT_LIMIT) -> str:
@@ -86,7 +88,7 @@ def to_text(result: VocabDiff, lines: LineDiff | None, *, names: tuple[str, str]
         out += ["", f"Lines encoded differently: {lines.differing:,} of {lines.compared:,}"
                     + (f" ({lines.not_compared:,} lines past the limit not compared)" if lines.not_compared else "")]
         for change in lines.changes:
-            out += [f"  line {change.number}: {shown(change.text)}",
+            out += [f"  line {change.number}: {shown_piece(change.text)}",
                     f"    A ({change.count_a:,}): {_tokens(change.tokens_a, change.count_a)}",
                     f"    B ({change.count_b:,}): {_tokens(change.tokens_b, change.count_b)}"]
         if lines.differing > len(lines.changes):

@@ -119,7 +119,7 @@ def cmd_presets_install(args: argparse.Namespace) -> int:
     Exits 0 once the OpenAI presets are registered; an open model the engine cannot read yet is
     skipped with one line saying why, and the others are registered.
     """
-    from engine.presets import OPEN_MODELS
+    from engine import OPEN_MODELS
     from webapp.tokenizers import preset_install, presets
 
     source = Path(args.from_dir) if args.from_dir else None
@@ -229,7 +229,7 @@ def default_web_workers() -> int:
     threads took 460 ms (``benchmarks/load_test.py``). Two threads a process keep one long
     upload from holding a whole process.
     """
-    from engine.trainers.limits import cpu_count
+    from engine.trainers import cpu_count
 
     return cpu_count() + 1
 

@@ -15,8 +15,9 @@ appended to its proto (``spm_bpe.py``). The commands are ``engine/cli_extend.py`
 from __future__ import annotations
 
 from engine.extend.bpe import extend_bpe
+from engine.extend.merge import POLICIES, merge_vocabularies
 from engine.extend.options import SUPPORTED, ExtendOptions, Extension, check_extendable
 from engine.extend.report import build_report, measure, report_lines, split_held_out
 
-__all__ = ["SUPPORTED", "ExtendOptions", "Extension", "build_report", "check_extendable", "extend_bpe", "measure",
-           "report_lines", "split_held_out"]
+__all__ = ["POLICIES", "SUPPORTED", "ExtendOptions", "Extension", "build_report", "check_extendable", "extend_bpe",
+           "measure", "merge_vocabularies", "report_lines", "split_held_out"]

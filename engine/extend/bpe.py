@@ -21,6 +21,8 @@ tokens that exist, so none is unreachable.
 A character-level base (Llama 2, Mistral, Gemma style tokenizer.json) goes to ``char_bpe.py``, a
 sentencepiece BPE ``.model`` to ``spm_bpe.py``, Unigram to ``unigram.py``, WordPiece to
 ``wordpiece.py``. Left out: the report (``report.py``).
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -36,6 +36,8 @@ token holds a new character too.
 
 Left out: a base with a ``continuing_subword_prefix`` (refused with one sentence), sentencepiece
 ``.model`` BPE (``check_extendable`` refuses it and points to the tokenizer.json form).
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

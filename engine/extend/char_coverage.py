@@ -21,6 +21,8 @@ ever merge). Script-neutral characters (digits, punctuation, spaces) are never o
 Never added: whitespace and control, format, private-use or unassigned characters (a tab or a
 zero-width joiner stays byte pieces, so text holding them keeps its ids too). Left out: the merges
 (``char_bpe.py``).
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

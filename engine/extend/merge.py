@@ -35,6 +35,8 @@ whole; it is kept, as the script keeps it, and counted.
 
 Left out: merging into byte-level BPE or WordPiece bases (``extend_bpe`` serves them), and
 re-deriving merges of base pieces that an appended piece could now split.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

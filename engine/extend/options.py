@@ -3,6 +3,8 @@
 Split from ``bpe.py`` (byte-level bases) so that ``char_bpe.py`` (character-level bases) needs
 only this module, and ``bpe.extend_bpe`` can hand a character-level base over without an import
 circle.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ it), whatever the corpus. ``ignore_merges`` bases keep it too: a new token spell
 fallback character, so no such pre-token equals one.
 
 Left out: character-level and sentencepiece bases (a character there is a symbol, not bytes).
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ The held-out text defaults to the last tenth of the lines of the last corpus fil
 (:func:`split_held_out`), which the extension then does not learn from.
 
 Left out: the diff of two vocabularies (``engine/vocab_diff.py``), timings.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

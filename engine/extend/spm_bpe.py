@@ -15,6 +15,8 @@ an opened script (``char_bpe``'s rule), and sentencepiece can only form a piece 
 occurs, so text without such characters never meets a new piece. A new piece that encoding its
 own text does not give (a higher-scoring neighbour took a character first) is counted as
 unreachable, never hidden.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

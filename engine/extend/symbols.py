@@ -6,6 +6,8 @@ an extension writes each token id of the base's segmentation as one character. S
 points cannot be characters of a ``str`` that encodes, so the numbering skips them
 (:func:`internal_alphabet`). Left out: what a symbol is for each model (``bpe.py``,
 ``char_bpe.py``, ``wordpiece.py``).
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -28,6 +28,8 @@ A sentencepiece ``.model`` base keeps its proto: the new pieces are appended as 
 so ``formats/spm_model.dump_spm_model`` writes a ``.model`` sentencepiece loads. Left out:
 sentencepiece's pruning by likelihood loss (the expected count decides), user-defined pieces'
 own scores in the EM (their stored score is used), bases whose added tokens sit past the model.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

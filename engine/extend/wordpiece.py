@@ -30,6 +30,8 @@ without a character the base lacked keeps exactly the base's ids** (held-out Eng
 Unreachable tokens are checked on the model: a word-initial token must encode its own text
 whole, a ``##`` token must come out whole after a one-character word start no longer token
 begins with. Left out: the ``likelihood`` score, bases without a continuing-subword prefix.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

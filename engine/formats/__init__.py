@@ -12,6 +12,8 @@ from pathlib import Path
 from engine.errors import FormatError
 from engine.limits import MAX_FILE_BYTES, read_bytes
 
+__all__ = ["read_utf8"]
+
 
 def read_utf8(path: str | Path, *, source: str | None = None, limit: int = MAX_FILE_BYTES) -> str:
     """The file's text; invalid UTF-8 raises FormatError naming ``source`` (default: the file name),

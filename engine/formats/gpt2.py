@@ -43,6 +43,9 @@ from engine.presets import byte_level_bpe
 from engine.pretokenizers import PreTokenizer
 from engine.tokenizer import Tokenizer
 
+__all__ = ["build_gpt2", "dumps_merges", "dumps_vocab", "import_gpt2", "load_gpt2", "parse_merges_txt",
+           "parse_vocab_json", "save_gpt2"]
+
 MERGES_HEADER = "#version: 0.2"
 _WHITESPACE = " \t\n\r"
 

@@ -25,6 +25,8 @@ from engine.errors import FormatError
 from engine.formats.tiktoken import checked_ranks, checked_special_ids
 from engine.limits import shown
 
+__all__ = ["RankTable", "parse_rank_table"]
+
 PREFIX = "export default"
 
 

@@ -23,6 +23,8 @@ from engine.formats import read_utf8
 from engine.limits import MAX_VOCAB_SIZE, check_count, check_token, shown
 from engine.models.unigram import BYTE_PIECES, Unigram
 
+__all__ = ["dumps_vocab", "load_vocab", "loads_vocab", "save_vocab"]
+
 CONTROL_PIECES = ("<unk>", "<s>", "</s>", "<pad>")
 
 

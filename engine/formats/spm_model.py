@@ -49,6 +49,8 @@ from engine.pretokenizers import Metaspace
 from engine.spm_normalizer import SPACE, SpmNormalizer
 from engine.tokenizer import Tokenizer
 
+__all__ = ["NORMAL", "USER_DEFINED", "dump_spm_model", "load_spm_model", "piece_type_counts", "piece_types"]
+
 
 def load_spm_model(data: bytes, *, source: str | None = None) -> Tokenizer:
     """A tokenizer giving ``SentencePieceProcessor.encode``'s ids for the ``.model`` bytes ``data``."""

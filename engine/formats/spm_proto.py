@@ -12,6 +12,8 @@ are at most ``engine.limits.MAX_VOCAB_SIZE`` and the charsmap at most ``MAX_CHAR
 a malformed file raises FormatError naming the field and its byte offset. :func:`check_model`
 applies sentencepiece's own load checks (``model_interface.cc``). Left out: protobuf groups
 (wire types 3/4, never written by sentencepiece) are refused; self_test_data is kept, unread.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

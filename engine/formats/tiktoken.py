@@ -41,6 +41,9 @@ from engine.presets import byte_level_bpe
 from engine.pretokenizers import PreTokenizer, RegexSplit, get_pretokenizer
 from engine.tokenizer import Tokenizer
 
+__all__ = ["build_tiktoken", "dumps_ranks", "dumps_sidecar", "load_tiktoken", "loads_tiktoken", "parse_ranks",
+           "parse_sidecar", "save_tiktoken", "sidecar_path"]
+
 WHOLE_TEXT_PATTERN = r"[\s\S]+"  # a tokenizer without a pre-tokenizer: the whole text is one piece
 MAX_NAME_LENGTH = 200  # the sidecar's "name" is shown as a title, like the web app's 200-character names
 

@@ -11,6 +11,8 @@ in silence. When the user names special tokens, nothing is guessed; unreachable 
 not name are reported.
 
 Left out: reading the files (``gpt2.py``) and building the tokenizer (``gpt2.build_gpt2``).
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

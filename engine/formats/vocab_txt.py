@@ -20,6 +20,9 @@ from typing import TYPE_CHECKING
 from engine.errors import FormatError
 from engine.limits import MAX_VOCAB_SIZE, check_count, check_token, read_bytes
 
+__all__ = ["bert_tokenizer", "dumps_vocab_txt", "load_bert_tokenizer", "parse_vocab_txt", "read_vocab_txt",
+           "write_vocab_txt"]
+
 if TYPE_CHECKING:
     from engine.tokenizer import Tokenizer
 

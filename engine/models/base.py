@@ -4,6 +4,8 @@ A model turns one pre-token (already normalized) into ids and knows, for each id
 contributes to decoded text. Everything around it (special tokens, normalization,
 pre-tokenization, offsets, decoding) is the :class:`engine.tokenizer.Tokenizer` pipeline's job,
 so a new algorithm only has to implement this protocol.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ pipeline. Hugging Face has WordLevel and BPE (a byte vocabulary without merges i
 one-character ``Split``; ``MaxMatch`` has no HF equivalent and is written as a Tokenforge
 ``{"type": "MaxMatch"}`` model that only Tokenforge reads. Training lives in
 ``trainers/baselines.py``.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

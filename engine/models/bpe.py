@@ -20,6 +20,8 @@ One merge loop applies the merges (``bpe_merge.merge``, Hugging Face's heap; the
 it with the slow reference in ``tests/engine/bpe_encode_reference.py``); ``tokenize_many`` gives
 the many new pieces of a cold encode to ``bpe_batch.py``, which takes the same merges in numpy
 passes over all of them at once and finishes its last words with that loop.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

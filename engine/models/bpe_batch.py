@@ -22,6 +22,8 @@ keys with ``np.searchsorted`` were measured slower: see its docstring).
 
 Left out: dropout, and pieces long enough to need many rounds (``BPE.tokenize_many`` gives
 those to ``bpe_merge.merge`` one by one: one round per merge would be quadratic).
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ piece's ``token_bytes`` is its byte, as a :class:`engine.decoders.FallbackByte` 
 decoders treat it as HF's treat the piece; ``surface_bytes`` is a token without its affixes, the
 text it covers, for offsets. Training is ``trainers/bpe.py`` (``level="char"``). Left out:
 dropout above 0 (HF's encode is then random; such files are refused).
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -26,6 +26,8 @@ its last words with this loop.
 ``dropout`` (BPE-dropout, for ``BPE.sample``) skips each candidate merge with that probability,
 as HF does: the skipped candidates go back into the heap after the next merge, and when every
 candidate is skipped the piece is done.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

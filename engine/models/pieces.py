@@ -4,6 +4,8 @@ Unigram and sentencepiece-style BPE hold their vocabulary the same way (``_piece
 (piece, score)``, ``_ids[piece] = id``, and with byte fallback ``_byte_ids[byte] = id`` of
 ``<0xNN>``), so the lookups that only read it live here once. What a model does with the scores
 is its own module's business.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ merged from. A symbol that is no piece is unknown: with ``byte_fallback`` it is 
 
 Cost: O(n log n) per piece; a piece over ``METERED_CHARS`` characters charges its loop to the
 encode's time budget (``engine.limits.work_meter``). Left out: BPE-dropout, training.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -28,6 +28,8 @@ with pieces of every length up to 1,024 costs 1,024 lookups per character.
 
 Sampling for subword regularization is in ``unigram_sampling.py``; training is
 ``engine.trainers.unigram``; the ``.vocab`` file format is ``engine.formats.spm``.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ position, the ``(end, id, score)`` of every piece there); they know nothing else
 ``nbest_size`` 0 or 1 is plain Viterbi, and choosing among the three, like turning a path into
 ids, is the model's job (``Unigram.sample``). Only ``rng`` supplies randomness, so a seeded
 ``random.Random`` reproduces a sample.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ charged to the encode's time budget (``engine.limits.work_meter``).
 Covered here: the model, its Hugging Face ``model`` object (``to_hf``/``from_hf``) and the
 character spans of each piece (``surface_bytes``) for highlighting. Training is
 ``trainers/wordpiece.py``; gluing ``##`` pieces back together is ``decoders.WordPieceDecoder``.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

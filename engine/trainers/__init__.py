@@ -20,6 +20,7 @@ from typing import Any
 
 from engine.errors import ConfigError
 from engine.gc_pause import collector_paused
+from engine.lazy_names import on_first_use
 from engine.trainers.base import (
     CancelCheck,
     OptionSpec,
@@ -30,6 +31,14 @@ from engine.trainers.base import (
     options_to_dict,
 )
 from engine.trainers.base import option_specs as _dataclass_specs
+
+# Public names loaded on first use (engine/lazy_names.py): name -> the module that defines it.
+_ON_FIRST_USE = {
+    **dict.fromkeys(("check_address", "counting_on", "require_dask"), "engine.trainers.cluster"),
+    "DOCUMENT_SEPARATOR": "engine.trainers.corpus",
+    **dict.fromkeys(("NotEnoughMemory", "PatternTooSlow", "cpu_count", "pattern_budget"), "engine.trainers.limits"),
+}
+__getattr__, __dir__ = on_first_use(globals(), _ON_FIRST_USE)
 
 # algorithm name -> module that implements it
 TRAINERS: dict[str, str] = {
@@ -131,13 +140,22 @@ def train(
 
 
 __all__ = [
+    "DOCUMENT_SEPARATOR",
     "LEVELS",
     "TRAINERS",
+    "NotEnoughMemory",
     "OptionSpec",
+    "PatternTooSlow",
     "Reporter",
     "TrainResult",
+    "check_address",
+    "counting_on",
+    "cpu_count",
     "make_options",
     "option_specs",
     "options_class",
+    "options_to_dict",
+    "pattern_budget",
+    "require_dask",
     "train",
 ]

@@ -41,8 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine import Tokenizer
-from engine.offsets import TokenSpan
+from engine import Tokenizer, TokenSpan
 from webapp.chat.chat_tokens import with_chat_tokens
 from webapp.chat.sandbox import MAX_TEMPLATE_CHARS, ChatTemplateError, render
 from webapp.tokenizers.originals import chat_settings

@@ -23,9 +23,7 @@ import weakref
 from collections.abc import Mapping
 from typing import Any
 
-from engine import Tokenizer
-from engine.presets import IM_SEP, TIKTOKEN_ENCODINGS
-from engine.special_tokens import SpecialTokens
+from engine import IM_SEP, TIKTOKEN_ENCODINGS, SpecialTokens, Tokenizer
 
 _copies: weakref.WeakKeyDictionary[Tokenizer, tuple[frozenset[tuple[str, int]], Tokenizer]] = (
     weakref.WeakKeyDictionary())

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from engine import Tokenizer
-from engine.metrics import evaluate as engine_evaluate
-from engine.trainers.corpus import DOCUMENT_SEPARATOR
+from engine import evaluate as engine_evaluate
+from engine.trainers import DOCUMENT_SEPARATOR
 from webapp.web.filters import Figure
 from webapp.web.shown import shown_text
 

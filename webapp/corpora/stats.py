@@ -20,9 +20,8 @@ from typing import Any
 
 import regex
 
-from engine import get_pretokenizer
-from engine.ascii_split import fastest_split
-from engine.trainers.corpus import DOCUMENT_SEPARATOR  # the one definition: what trainers split documents on
+from engine import pretoken_split
+from engine.trainers import DOCUMENT_SEPARATOR  # the one definition: what trainers split documents on
 
 PREVIEW_CHARS = 2000
 MAX_DISTINCT_PRETOKENS = 1_000_000  # beyond this we report "more than" instead of growing a set
@@ -37,7 +36,7 @@ ANALYSIS_KEYS = ("documents", "distinct_pretokens", "longest_word", "warnings")
 
 def _gpt2_splitter() -> Callable[[str], list[str]]:
     """The engine's GPT-2 split (its ASCII fast path if any), so counts match what training sees."""
-    return fastest_split(get_pretokenizer("gpt2"))
+    return pretoken_split("gpt2")
 
 
 def is_analysed(stats: dict[str, Any]) -> bool:

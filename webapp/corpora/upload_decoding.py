@@ -14,7 +14,7 @@ import zlib
 from collections.abc import Iterator
 from typing import IO
 
-from engine.trainers.corpus import DOCUMENT_SEPARATOR
+from engine.trainers import DOCUMENT_SEPARATOR
 from webapp.web.filters import quoted
 from webapp.web.shown import human_size
 

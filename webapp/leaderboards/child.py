@@ -35,10 +35,9 @@ def evaluate_pairs(corpora: Sequence[tuple[int, str | None]], tokenizer_ids: Seq
                    max_bytes: int, pair_seconds: float, report: Report,
                    progress: Callable[[str, int, int], None], should_cancel: Callable[[], bool]) -> bool:
     """Evaluate every pair, reporting each; return False if cancelled on the way."""
-    from engine import TokenforgeError, Tokenizer, time_budget
-    from engine.formats.spm_model import load_spm_model
-    from engine.metrics import evaluate
+    from engine import TokenforgeError, evaluate, time_budget
     from webapp.leaderboards.leaderboard import SliceError, kept, pair_key, read_slice
+    from webapp.tokenizers.originals import stored_tokenizer
 
     texts: dict[int, str | None] = {}
     reasons: dict[int, str] = {}
@@ -59,7 +58,7 @@ def evaluate_pairs(corpora: Sequence[tuple[int, str | None]], tokenizer_ids: Seq
         document = load(tokenizer_id)
         if document is not None:
             try:
-                tokenizer = Tokenizer.from_json(document) if isinstance(document, str) else load_spm_model(document)
+                tokenizer = stored_tokenizer(document)
             except TokenforgeError as exc:
                 why = f"The tokenizer could not be loaded: {exc}"
             del document

@@ -30,7 +30,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from engine.trainers.corpus import DOCUMENT_SEPARATOR
+from engine.trainers import DOCUMENT_SEPARATOR
 from webapp.corpora.storage import CorpusStore
 from webapp.store.models import Corpus, Leaderboard, Tokenizer
 from webapp.tokenizers.originals import originals

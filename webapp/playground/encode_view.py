@@ -21,9 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from engine import Tokenizer
-from engine.offsets import TokenSpan
-from engine.special_tokens import AllowedSpecial
+from engine import AllowedSpecial, Tokenizer, TokenSpan
 from webapp.playground.spans import Counts, DisplaySpan, SpanTable, counts, show_whitespace, span_table
 from webapp.web.numbers import MAX_ID, parse_int
 

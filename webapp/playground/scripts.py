@@ -3,6 +3,7 @@ which the vocabulary diff uses too; the playground's modules import it from here
 
 from __future__ import annotations
 
-from engine.token_scripts import MIXED, NAMED, NO_LETTERS, OTHER, PARTIAL, char_script, order, token_script
+from engine import script_order as order
+from engine import token_script
 
-__all__ = ["MIXED", "NAMED", "NO_LETTERS", "OTHER", "PARTIAL", "char_script", "order", "token_script"]
+__all__ = ["order", "token_script"]

@@ -42,8 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from engine import Tokenizer
-from engine.formats.spm_model import piece_types
-from engine.formats.spm_proto import NORMAL, USER_DEFINED
+from engine.formats.spm_model import NORMAL, USER_DEFINED, piece_types
 from webapp.playground import scripts
 from webapp.playground.charts import MAX_BARS, RANGE_DASH
 from webapp.web.numbers import parse_int

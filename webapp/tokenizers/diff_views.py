@@ -17,9 +17,7 @@ from typing import Any
 from flask import Blueprint, abort, current_app, request
 from werkzeug.wrappers import Response
 
-from engine import TokenforgeError
-from engine.vocab_diff import LineDiff, diff, line_diff
-from engine.vocab_diff_report import shown
+from engine import LineDiff, TokenforgeError, diff, line_diff, shown_piece
 from webapp.store.models import Tokenizer as TokenizerRow
 from webapp.tokenizers.loaded import Loaded, all_rows, load, rows_with_ids
 from webapp.web.htmx import is_htmx, render
@@ -55,7 +53,7 @@ def _context(source: Any, text: str | None, *, vocabulary: bool = True) -> tuple
     chosen = [i for i in (a_id, b_id) if i is not None]
     context: dict[str, Any] = {"a_id": a_id, "b_id": b_id, "text": text or "", "result": None, "lines": None,
                                "error": None, "shown": SHOWN_PER_GROUP,
-                               "show_piece": shown}
+                               "show_piece": shown_piece}
     if a_id is None or b_id is None:
         context["rows"] = picker(chosen)
         return context, 200

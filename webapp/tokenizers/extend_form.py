@@ -24,10 +24,8 @@ from typing import Any
 
 from wtforms import BooleanField, StringField
 
-from engine.errors import ConfigError
+from engine import MAX_VOCAB_SIZE, ConfigError, Tokenizer
 from engine.extend import check_extendable
-from engine.limits import MAX_VOCAB_SIZE
-from engine.tokenizer import Tokenizer
 from webapp.access.auth import scoped
 from webapp.corpora.forms import MAX_CORPORA
 from webapp.store.db import get_session

@@ -23,7 +23,7 @@ from typing import Any
 from flask import Blueprint, current_app, redirect, url_for
 from werkzeug.wrappers import Response
 
-from engine.tokenizer import Tokenizer
+from engine import Tokenizer
 from webapp.access.auth import readable_or_404
 from webapp.jobs import queue
 from webapp.store.db import get_session

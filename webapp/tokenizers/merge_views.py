@@ -22,8 +22,7 @@ from flask import Blueprint, current_app, redirect, request, url_for
 from werkzeug.wrappers import Response
 
 from engine import ConfigError, TokenforgeError
-from engine.extend import build_report
-from engine.extend.merge import POLICIES, merge_vocabularies
+from engine.extend import POLICIES, build_report, merge_vocabularies
 from engine.formats.spm_model import dump_spm_model
 from webapp.access.auth import current_team
 from webapp.store.db import get_session

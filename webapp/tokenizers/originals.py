@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engine import Tokenizer
 
 # The row's config key under which an imported file is kept verbatim (base64), by format: an
 # imported .model downloads byte for byte as it came, with the fields we do not use.
@@ -43,3 +46,14 @@ def chat_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
     in a tokenizer row's ``config``, or an extension or merge took from its base (empty when none)."""
     chat = (config or {}).get("chat")
     return chat if isinstance(chat, dict) else {}
+
+
+def stored_tokenizer(document: str | bytes) -> Tokenizer:
+    """The tokenizer of a row's document as the job children read it: its ``tokenizer.json`` text,
+    or the ``.model`` an import kept (:func:`originals`), which reads back exactly. Raises the
+    engine's ``TokenforgeError`` on a document it cannot read."""
+    from engine import Tokenizer
+    from engine.formats.spm_model import load_spm_model
+
+    return Tokenizer.from_json(document) if isinstance(document, str) else load_spm_model(document)
+

@@ -31,7 +31,7 @@ import urllib.request
 from pathlib import Path
 from typing import BinaryIO
 
-from engine.errors import FormatError
+from engine import FormatError
 from engine.formats.js_tiktoken import RankTable, parse_rank_table
 
 PACKAGE = "js-tiktoken"

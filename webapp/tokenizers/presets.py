@@ -30,10 +30,9 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, defer
 
-from engine import TokenforgeError, Tokenizer
+from engine import OPEN_MODELS, TIKTOKEN_ENCODINGS, TokenforgeError, Tokenizer
 from engine.formats.tiktoken import build_tiktoken
 from engine.formats.transformers_config import read_chat_settings
-from engine.presets import OPEN_MODELS, TIKTOKEN_ENCODINGS
 from webapp.store.db import make_engine
 from webapp.store.models import Tokenizer as TokenizerRow
 from webapp.tokenizers import open_install, preset_install, snapshots

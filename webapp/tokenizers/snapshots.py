@@ -34,8 +34,7 @@ from typing import Any
 
 from flask import current_app
 
-from engine import Tokenizer
-from engine.snapshot import VERSION, SnapshotError, load_snapshot, snapshot_of
+from engine import SNAPSHOT_VERSION, SnapshotError, Tokenizer, load_snapshot, snapshot_of
 
 MIN_DOCUMENT_CHARS = 2_000_000  # cl100k's 4 MB document parses in ~0.8 s; GPT-2's 2 MB in ~0.4 s
 WRITING = ".writing-"  # the prefix of a snapshot being written
@@ -58,7 +57,7 @@ def _path(document: str, config: Mapping[str, Any]) -> Path | None:
     if folder is None or len(document) < MIN_DOCUMENT_CHARS:
         return None
     digest = hashlib.sha256(document.encode("utf-8", "surrogatepass")).hexdigest()
-    return folder / f"{digest}.v{VERSION}.npz"
+    return folder / f"{digest}.v{SNAPSHOT_VERSION}.npz"
 
 
 def parse(document: str) -> Tokenizer:

@@ -85,11 +85,10 @@ def run(conn: Connection, parent_pid: int, database_url: str, team_id: int, path
         held_out_path: str | None, reference_path: str | None, options: dict[str, Any], nice: int) -> None:
     """Child entry point: extend the base and report the outcome on ``conn``."""
     start_child(parent_pid, nice)
-    from engine.errors import TokenforgeError, TrainingCancelled
+    from engine import TokenforgeError, TrainingCancelled
     from engine.extend import ExtendOptions, build_report, check_extendable, extend_bpe, split_held_out
-    from engine.formats.spm_model import load_spm_model
-    from engine.tokenizer import Tokenizer
-    from engine.trainers.base import Reporter
+    from engine.trainers import Reporter
+    from webapp.tokenizers.originals import stored_tokenizer
 
     should_cancel = CancelCheck(conn, parent_pid)
 
@@ -102,7 +101,7 @@ def run(conn: Connection, parent_pid: int, database_url: str, team_id: int, path
         if document is None:
             return ("error", f"The base tokenizer #{options['base_id']} was deleted before the extension started.")
         try:
-            base = Tokenizer.from_json(document) if isinstance(document, str) else load_spm_model(document)
+            base = stored_tokenizer(document)
             del document
             check_extendable(base)
             settings = ExtendOptions(add=int(options["add"]), protected=bool(options["protected"]))

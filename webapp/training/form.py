@@ -23,10 +23,8 @@ from wtforms import Field as WTField
 from wtforms import StringField
 from wtforms.validators import StopValidation
 
-from engine.errors import ConfigError
-from engine.limits import shown
-from engine.trainers import TRAINERS, OptionSpec, make_options, option_specs, options_class
-from engine.trainers.base import options_to_dict
+from engine import ConfigError, shown
+from engine.trainers import TRAINERS, OptionSpec, make_options, option_specs, options_class, options_to_dict
 from webapp.access.auth import scoped
 from webapp.corpora.forms import MAX_CORPORA
 from webapp.store.db import get_session

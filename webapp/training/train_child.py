@@ -34,10 +34,8 @@ def run(conn: Connection, parent_pid: int, algorithm: str, paths: list[str],
     """Child entry point: train (counting on the Dask cluster ``dask_scheduler``, if one) and
     report the outcome on ``conn``."""
     start_child(parent_pid, nice)
-    from engine.errors import TokenforgeError, TrainingCancelled
-    from engine.trainers import train
-    from engine.trainers.cluster import counting_on
-    from engine.trainers.limits import NotEnoughMemory, PatternTooSlow, pattern_budget
+    from engine import TokenforgeError, TrainingCancelled
+    from engine.trainers import NotEnoughMemory, PatternTooSlow, counting_on, pattern_budget, train
 
     should_cancel = CancelCheck(conn, parent_pid)
 

@@ -30,10 +30,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine import ConfigError, FormatError, TokenforgeError, Tokenizer
+from engine import BPE, ConfigError, FormatError, TokenforgeError, Tokenizer
 from engine.formats.transformers_config import dumps_tokenizer_config
-from engine.models.bpe import BPE
-from engine.tokenizer_json import dumps
 
 VERIFY_TEXT = ("Hello, world! The quick brown fox jumps over 13 lazy dogs.\n"
                "  Indented\tline: café naïve coöperate — 日本語のテキスト, Ünïcödé 👩‍🚀🇫🇷.\n")
@@ -95,7 +93,7 @@ def _any_model(tok: Tokenizer) -> None:
 
 
 def _tokenizer_json(tok: Tokenizer, verify: bool) -> dict[str, bytes]:
-    text = dumps(tok)
+    text = tok.to_json()
     if verify:
         _same_ids(tok, Tokenizer.from_json(text), "tokenizer.json")
     return {"tokenizer.json": text.encode("utf-8")}

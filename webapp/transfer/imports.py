@@ -20,8 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine import PATTERNS, TokenforgeError, Tokenizer
-from engine.errors import FormatError
+from engine import PATTERNS, FormatError, TokenforgeError, Tokenizer
 from engine.formats.transformers_config import MAX_CONFIG_BYTES, read_chat_settings
 from webapp.chat.sandbox import MAX_TEMPLATE_CHARS
 

@@ -161,8 +161,8 @@ def _rate(env: Mapping[str, str], name: str) -> str:
 def _dask_scheduler(env: Mapping[str, str]) -> str | None:
     """The Dask scheduler that trainings count on, checked at start-up: its address, and that the
     extra is installed (else every training would fail later, one by one)."""
-    from engine.errors import ConfigError
-    from engine.trainers.cluster import check_address, require_dask
+    from engine import ConfigError
+    from engine.trainers import check_address, require_dask
 
     address = (env.get("TOKENFORGE_DASK_SCHEDULER") or "").strip()
     if not address:

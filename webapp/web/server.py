@@ -39,6 +39,20 @@ A single web process has nobody to balance with: it accepts and keeps connection
 
 Each web process also collects garbage less often (:data:`GC_YOUNG_THRESHOLD`).
 
+**Why a subclass, and which gunicorn.** gthread has no setting for any of the above, so
+:class:`BufferingWorker` overrides methods of gunicorn's ``ThreadWorker`` and ``TConn`` that are
+not its public API. It is tested against gunicorn :data:`TESTED_GUNICORN` only, which
+pyproject.toml pins (``tests/webapp/web/test_server_gunicorn.py`` checks the pin and that the
+overridden methods still exist). It stays because, against plain ``gthread`` on the same code
+(2026-11-27, 2 shared cores at load 4-8, alternated, docs/perf-notes.md), it is what makes the
+refusals of ``benchmarks/attacks.py`` fast: with ten clients sending 1 byte/s, ``/healthz``
+answered in 7 ms against a 5 s timeout, and an upload declaring 2 or 5 GiB got its 413 in 0.03 s
+against 30 s; and 50 playground users (``benchmarks/load_test.py``, 20 s, three runs each) got a
+p99 of 968 ms against 2,366 ms and 86 against 69 requests a second (medians), for about 6% more
+web CPU a request (12.4 against 11.6 ms).
+Upgrading gunicorn means running ``tests/webapp/web/`` and ``tests/webapp/corpora/`` against it
+and moving the pin.
+
 Left out: the job workers that ``serve`` starts beside it (``cli.py``), and the app itself.
 """
 
@@ -64,6 +78,8 @@ from gunicorn.workers.gthread import TConn, ThreadWorker
 from webapp.web.access_log import options as access_log_options
 from webapp.web.requests import CUT_OFF_KEY
 
+#: The gunicorn series :class:`BufferingWorker` is tested against (pyproject.toml pins it).
+TESTED_GUNICORN = "23.0"
 #: How long gunicorn keeps an idle keep-alive connection open. Its default (2 s) is shorter
 #: than the pauses of people typing or of scripts between calls, so clients kept reusing
 #: connections the server was closing at that very moment, and a request sent into that race

@@ -8,13 +8,13 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from engine import Tokenizer
+from engine import Tokenizer, token_scripts
 from engine.decoders import MetaspaceDecoder
 from engine.models.unigram import BYTE_PIECES, Unigram
 from engine.pretokenizers import Metaspace
 from tests.webapp.conftest import HX
 from tests.webapp.playground_samples import byte_bpe, gpt2, store, unigram, wordpiece
-from webapp.playground import scripts, vocab_browser
+from webapp.playground import vocab_browser
 
 
 def ids_in(html: str) -> list[int]:
@@ -23,11 +23,11 @@ def ids_in(html: str) -> list[int]:
 
 @pytest.mark.parametrize(("data", "script"), [
     ("the".encode(), "Latin"), (" Привет".encode(), "Cyrillic"), ("中文".encode(), "Han"), ("カタ".encode(), "Katakana"),
-    (b" 2024!", scripts.NO_LETTERS), ("aб".encode(), scripts.MIXED), (b"\xe4\xb8", scripts.PARTIAL),
-    ("ሰላም".encode(), "Ethiopic"), ("ᚠᚢ".encode(), scripts.OTHER),
+    (b" 2024!", token_scripts.NO_LETTERS), ("aб".encode(), token_scripts.MIXED), (b"\xe4\xb8", token_scripts.PARTIAL),
+    ("ሰላም".encode(), "Ethiopic"), ("ᚠᚢ".encode(), token_scripts.OTHER),
 ], ids=lambda v: repr(v))
 def test_token_scripts(data: bytes, script: str) -> None:
-    assert scripts.token_script(data) == script
+    assert token_scripts.token_script(data) == script
 
 
 def test_sorting_by_length_and_rank(client: FlaskClient, app: Flask) -> None:
@@ -157,7 +157,7 @@ def test_script_filter_lists_the_scripts_with_counts(client: FlaskClient, app: F
     tokenizer = gpt2()
     found = dict(vocab_browser.scripts_in(tokenizer))
     assert found == {  # GPT-2's 50,256 non-special tokens, each in exactly one group
-        "Latin": 47_004, "Numbers and symbols": 2_670, scripts.PARTIAL: 344, "Katakana": 95, "Han": 42,
+        "Latin": 47_004, "Numbers and symbols": 2_670, token_scripts.PARTIAL: 344, "Katakana": 95, "Han": 42,
         "Hiragana": 29, "Greek": 21, "Arabic": 18, "Cyrillic": 17, "Hebrew": 11, "Hangul": 2, "Mixed": 2,
         "Devanagari": 1,
     }
