@@ -6,6 +6,8 @@ and the web form are generated from, and :func:`options_from_mapping` builds an 
 untyped input (form fields, JSON), raising one :class:`ConfigError` whose ``problems`` are every
 bad value, each a plain sentence naming its ``option``. Reading corpora lives in
 ``trainers/corpus.py``; this module does no I/O.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

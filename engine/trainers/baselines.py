@@ -11,6 +11,8 @@
 Vocabularies are ordered specials first, then by count. Maximum matching (FMM/BMM) needs a word
 list rather than a corpus: :func:`maxmatch_tokenizer` builds one from words or from any
 tokenizer's vocabulary. The models are in ``models/baselines.py``.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ frequent symbols are kept (ties: the smaller string), as Hugging Face's ``limit_
 does, and a dropped symbol becomes the unknown token at encode time. In training a dropped
 symbol cuts its word in two, so no merge ever spans it. Kept symbols are numbered in code-point
 order of their strings. Left out: the merge loop and ids.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -29,6 +29,8 @@ the training text). Training stops at ``vocab_size`` or when no pair is left.
 
 Left out: sentencepiece's other normalization rules (nmt_nfkc), user-defined symbols,
 ``treat_whitespace_as_suffix``, sentence sampling, the limit on sentence length.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

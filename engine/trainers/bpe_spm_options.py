@@ -2,6 +2,8 @@
 
 The BPE form and flags hold every level's options (``engine.trainers.option_specs`` adds these to
 ``BpeOptions``'); :func:`options_from` reads them when the level is ``spm``. Training is ``bpe_spm``.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ that allows no cut at all, every file is one range. Safe cuts are not used when 
 contains whitespace, which a cut could otherwise fall inside.
 
 Left out: Dask itself (``distributed.py``), and how the counts are added up.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

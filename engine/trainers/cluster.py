@@ -11,6 +11,8 @@ because where the counting runs changes nothing in the result: the options, the 
 This module never imports Dask at import time: without the extra ``tokenforge[dask]`` everything
 else works, and only asking for a cluster raises :class:`ConfigError` with the install command.
 Left out: the counting itself, and where the address comes from (a CLI flag, a setting).
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ document is held whole).
 
 Left out: counting, what the counts are for, and any model logic. Files must be UTF-8; bytes
 are read as they are (no newline translation).
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

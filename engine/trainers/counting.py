@@ -31,6 +31,8 @@ every worker with the split): a custom pattern that backtracks without end raise
 The named patterns, the word splits and the character split are never charged.
 
 Left out: reading and cutting files (``corpus.py``) and what the counts are for.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

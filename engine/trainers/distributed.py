@@ -32,6 +32,8 @@ retry: it recomputes the lost lane from its first range (the scheduler keeps eac
 
 Left out: which counts the trainers want (``counting.py``) and where the scheduler address comes
 from (``cluster.py``).
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ memory bounds (:data:`MAX_SENTENCE_BYTES`, :func:`memory_ceiling`) are ``unigram
 
 Left out: lower bounds and rules across options (each trainer states its own), and the sizes of
 imported tokenizers (the loaders in ``engine/formats`` check those).
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 A leaf module, so that the counter (``trainers/distributed.py``, which uses ``counting.py``) and
 the context that connects it (``trainers/cluster.py``) never make ``counting.py`` import them
 back. Left out: connecting, and counting itself.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

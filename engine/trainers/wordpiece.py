@@ -28,6 +28,8 @@ since WordPiece encodes it as ``[UNK]`` anyway.
 
 The merge loop is ``trainers/wordpiece_merge.py``. Left out: counting words
 (``trainers/counting.py``), the encoder (``models/wordpiece.py``).
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

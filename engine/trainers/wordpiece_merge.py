@@ -6,6 +6,8 @@ each pair and a lazy max-heap are updated from the merged occurrences only. The 
 tie-break rule and the vocabulary order are documented in ``trainers/wordpiece.py``, which also
 reads the corpus and builds the tokenizer around the vocabulary; the options are
 ``trainers/wordpiece_options.py``.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 Kept apart from ``trainers/wordpiece.py`` (which assembles the tokenizer) so that the merge loop in
 ``trainers/wordpiece_merge.py`` can read its options without importing the module that imports it.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

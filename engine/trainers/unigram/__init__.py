@@ -18,6 +18,8 @@ corpus passes (the lattice, the E-step, the Viterbi counts and the pruning alter
 ``parallel``) run on ``num_workers`` processes (default: one per CPU; one for a table too small
 to cut in slices), with the same output for any number; the M-step and the ranking run here.
 Left out: sentencepiece's ``.model`` protobuf, user-defined symbols, TSV input.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

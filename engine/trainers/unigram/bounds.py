@@ -20,6 +20,8 @@ substrings, and grew past 9 GB while still seeding. sentencepiece bounds the sam
 
 Left out: sampling sentences (sentencepiece's ``input_sentence_size``): a trainer that sampled by
 the memory it finds would train a different vocabulary on each machine.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

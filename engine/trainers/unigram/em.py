@@ -9,6 +9,8 @@
 
 The slow, obviously-correct twin (one lattice per word, dict-based) is in
 ``tests/engine/unigram_reference.py``; the tests compare the two.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

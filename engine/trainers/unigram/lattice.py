@@ -15,6 +15,8 @@ Edges are kept twice: ``in_*`` sorted by end node (forward pass, Viterbi), ``out
 start node (backward pass). Inside a node, in-edges are in piece-length order, so the last of
 equal Viterbi scores is the longest piece. Every node keeps its length-1 edge (a required
 character or ``unk``, which are never pruned), so each node has an in-edge.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 One deliberate difference: ``byte_fallback`` is on by default (as in Llama- and Gemma-style
 sentencepiece models), so a tokenizer trained with the defaults encodes every text, newlines
 and characters rarer than ``character_coverage`` included, without ``<unk>``.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

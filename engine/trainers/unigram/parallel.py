@@ -24,6 +24,8 @@ when this process has one thread. Every worker dies with this process
 cancel alike) ends them all. The leader polls the cancel check while it waits; a worker's
 exception is raised in the leader, and a worker that dies raises ``RuntimeError``. Left out:
 the seed's segment table, the M-step and the ranking, which stay in the leader.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

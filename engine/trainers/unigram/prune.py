@@ -14,6 +14,8 @@ the Unigram model. The alternatives are a Viterbi over the trie of the pieces th
 best path to a piece's node that does not leave from the root (the root edge is the piece).
 In ranking, equal losses keep the smaller id (the better seed rank); required characters are
 never pruned. The slow, obviously-correct twins are in ``tests/engine/unigram_reference.py``.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

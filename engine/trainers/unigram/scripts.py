@@ -24,6 +24,8 @@ never appear in a piece. Scripts outside ``_SCRIPTS`` share one class; sentencep
 apart, which matters only where two rare scripts touch. The seed finds the segments with one
 regex (``segments.segment_pattern``); the slow, obviously-correct rules it is tested against
 (``segments``, ``is_valid_piece``) are in ``tests/engine/unigram_reference.py``.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

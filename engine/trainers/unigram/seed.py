@@ -19,6 +19,8 @@ of distinct segments with summed counts (``segments.py``: "▁the", "▁the," an
 share "▁the"), and the substrings are counted by ``Counter.update`` over slices, one
 call per (count, segment length, piece length). The slow, obviously-correct version is
 ``reference_seed`` in ``tests/engine/test_unigram_seed.py``.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ rule forbids a *pair* of neighbours, so a word cuts at every forbidden pair into
 a substring is a valid piece exactly when it lies inside one segment. Both trainers that follow
 those rules start from the table of distinct segments: the Unigram seed counts substrings of
 them (``seed.py``), and sentencepiece-style BPE merges inside them (``trainers/bpe_spm.py``).
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ alike share their nodes, which is why the trainer's lattices are built over a tr
 The build sorts the strings once, then walks one depth at a time: among the strings at least
 ``j`` characters long (still in sorted order), a new node opens where the parent or the ``j``-th
 character differs from the previous string's. Everything after the sort is numpy.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 The counting itself is the shared ``counting.count_pretokens``; this module only says how a
 chunk of whole lines splits into words, sentencepiece's way.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations
