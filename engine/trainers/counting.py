@@ -48,11 +48,10 @@ from pathlib import Path
 
 import regex
 
-from engine.ascii_split import fastest_split
+from engine.ascii_split import pretoken_split
 from engine.errors import EncodeTimeout
 from engine.limits import shown, time_budget
 from engine.normalizers import Normalizer
-from engine.pretokenizers import get_pretokenizer
 from engine.processes import die_with_parent
 from engine.trainers.base import Reporter
 from engine.trainers.corpus import (
@@ -81,13 +80,6 @@ _NON_SPACE = regex.compile(r"\S+")
 
 
 @functools.cache
-def _splitter(spec: str) -> Splitter:
-    """How a spec's pieces are found: for the gpt2/gpt4/o200k patterns, ``ascii_split``'s twin in
-    the stdlib ``re`` on ASCII text (the same pieces; the split of en_5M took 0.98 s instead of
-    1.76 s), the pattern itself elsewhere."""
-    return fastest_split(get_pretokenizer(spec))
-
-
 def words(text: str) -> list[str]:
     """The whitespace-separated words of ``text``, whitespace meaning the pre-tokenizers' ``\\s``."""
     return _NON_SPACE.findall(text) if _ODD_SPACE.search(text) else text.split()
@@ -136,9 +128,9 @@ class Tally:
             self._add: Callable[[str], None] = self._counter.update
         elif isinstance(split, str) and split in WORD_SPLITS:
             self._add = lambda text: self._counter.update(words(text))
-            self._final = _splitter(split) if split != "whitespace" else None  # words are its pieces
+            self._final = pretoken_split(split) if split != "whitespace" else None  # words are its pieces
         else:
-            pieces = _splitter(split) if isinstance(split, str) else split
+            pieces = pretoken_split(split) if isinstance(split, str) else split
             self._add = lambda text: self._counter.update(pieces(text))
 
     def add(self, chunk: str) -> None:
@@ -194,7 +186,7 @@ def count_pretokens(
     """
     specials = tuple(special_tokens)
     if isinstance(split, str):
-        _splitter(split)  # a bad spec raises ConfigError here, not in a worker
+        pretoken_split(split)  # a bad spec raises ConfigError here, not in a worker
     rate = pattern_rate()  # this context's, carried to the workers (a context does not travel)
     if safe_cuts is None:
         safe_cuts = cuts_are_safe(split, normalizer)
