@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -219,3 +220,32 @@ def test_a_text_file_of_any_name_is_stored_as_text(client: FlaskClient, app: Fla
     status, location, _ = upload(client, (gzip.compress(data) if name.endswith(".gz") else data, name))
     assert (status, location) == (303, "/corpora/1")
     assert [(c.name, c.format, c.size_bytes) for c in corpora(app)] == [(name, "txt", len(data))]
+
+
+def test_a_jsonl_corpus_is_one_document_per_line(client: FlaskClient, app: Flask) -> None:
+    body = b'{"text": "first doc"}\n{"text": "second"}\n'
+    client.post("/corpora/", data={"files": [(io.BytesIO(body), "docs.jsonl")]}, content_type="multipart/form-data")
+    client.post("/corpora/", data={"files": [(io.BytesIO(b"a<|endoftext|>b"), "plain.txt")]},
+                content_type="multipart/form-data")
+    run_queued_jobs(app)
+    jsonl_page = client.get("/corpora/1").get_data(as_text=True)
+    hint = re.search(r'<span class="hint" data-testid="documents-hint">(.*?)</span>', jsonl_page)
+    assert hint is not None and hint.group(1) == "one per line of the .jsonl file (one JSON record each)"
+    assert "endoftext" not in hint.group(1)
+    assert "split on <code>&lt;|endoftext|&gt;</code>" in client.get("/corpora/2").get_data(as_text=True)
+
+
+@pytest.mark.parametrize("name", ["corpus.gz", "corpus.txt.gz", "corpus.jsonl.gz"])
+def test_a_fake_gz_is_not_a_valid_gzip_file(client: FlaskClient, name: str) -> None:
+    response = client.post("/corpora/", data={"files": [(io.BytesIO(b"plain text, not gzip"), name)]},
+                           content_type="multipart/form-data")
+    html = response.get_data(as_text=True)
+    assert response.status_code == 422
+    assert f"“{name}” is not a valid gzip file." in html and "unknown format" not in html
+
+
+def test_a_real_bare_gz_is_read_as_text(client: FlaskClient, app: Flask) -> None:
+    response = client.post("/corpora/", data={"files": [(io.BytesIO(gzip.compress(b"hello there")), "corpus.gz")]},
+                           content_type="multipart/form-data")
+    assert response.status_code == 303
+    assert "hello there" in client.get(response.headers["Location"]).get_data(as_text=True)

@@ -9,8 +9,11 @@ import re
 import pytest
 from flask.testing import FlaskClient
 
+from engine import ConfigError
+from engine.trainers import make_options
 from tests.webapp.conftest import default_form
 from webapp.training import form as training_form
+from webapp.training.form import available_algorithms
 
 
 def field_errors(page: str) -> dict[str, str]:
@@ -64,3 +67,19 @@ def test_an_empty_special_tokens_box_trains_with_none(algorithm: str, changed: d
     # The byte baseline's default is no special token, and a BPE may be trained without any.
     options, errors = training_form.parse(algorithm, default_form(algorithm, vocab_size="300", **changed))
     assert errors == {} and options is not None and list(options["special_tokens"]) == []
+
+
+@pytest.mark.parametrize(("algorithm", "message"), [
+    ("bpe", "Vocab size must be from 257 (the 1 special tokens + 256 bytes) to 1,000,000, not 5,000,000. "
+            "Enter a number in that range."),
+    ("wordpiece", "Vocab size can be at most 1,000,000, not 5,000,000. Enter a smaller number."),
+    ("unigram", "Vocab size can be at most 1,000,000, not 5,000,000. Enter a smaller number."),
+])
+def test_an_oversized_vocabulary_gets_form_advice_and_the_cli_keeps_its_own(client: FlaskClient, algorithm: str,
+                                                                            message: str) -> None:
+    if algorithm not in available_algorithms():
+        pytest.skip(f"no {algorithm} trainer")
+    page = client.post("/train", data={"algorithm": algorithm, "opt-vocab_size": "5000000"}).get_data(as_text=True)
+    assert field_errors(page)["vocab_size"] == message
+    with pytest.raises(ConfigError, match=r"; pass (a )?vocab_size"):  # the API and CLI wording is unchanged
+        make_options(algorithm, {"vocab_size": 5_000_000})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import stat
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -187,3 +188,15 @@ def test_an_imported_chat_template_and_tokens_go_back_into_tokenizer_config(clie
     theirs = transformers.AutoTokenizer.from_pretrained(str(tmp_path))
     prompt = theirs.apply_chat_template([{"role": "user", "content": "the"}], tokenize=False)
     assert prompt == f"<|user|>the{EOT}"
+
+
+def test_the_zip_files_are_readable_by_everyone(client: FlaskClient, app: Flask) -> None:
+    tokenizer_id = store(app, byte_bpe())
+    response = client.get(f"/tokenizers/{tokenizer_id}/download.zip")
+    assert response.status_code == 200
+    with zipfile.ZipFile(io.BytesIO(response.data)) as archive:
+        infos = archive.infolist()
+        assert {"README.md", "tokenizer.json"} <= {i.filename for i in infos}
+        assert {i.filename: stat.S_IMODE(i.external_attr >> 16) for i in infos} == {i.filename: 0o644 for i in infos}
+        assert all(stat.S_ISREG(i.external_attr >> 16) for i in infos)
+        assert archive.read("README.md").startswith(b"#")

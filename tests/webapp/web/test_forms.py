@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -134,3 +135,14 @@ def test_share_link_days_are_read_with_their_bounds(client: FlaskClient, app: Fl
                 f"got {days[:20]!r}.") in html.unescape(response.get_data(as_text=True))
     with app.app_context():
         assert len(db.get_session().scalars(select(ShareLink)).all()) == (status == 303)
+
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_delete_links_are_styled_as_danger_not_primary() -> None:
+    css = (ROOT / "static" / "css" / "app.css").read_text(encoding="utf-8")
+    rules = re.findall(r"([^{}]+)\{([^}]*)\}", css)
+    danger = [body for selector, body in rules if ".button.danger" in selector.replace(" ", "")]
+    assert danger and "background: transparent" in danger[-1] and "var(--danger)" in danger[-1]
+    assert 'class="button danger"' in (ROOT / "templates" / "corpora" / "show.html").read_text(encoding="utf-8")
