@@ -87,47 +87,59 @@ class Symbols:
         Lowers the pairs around the occurrences and adds the new pairs to the table. Returns how
         many members merged, the tokens each took out of the corpus, the id of the first new
         pair and the new pairs' counts.
+
+        Every array over occurrences is in member order, each member's in text order, so keeping
+        the first ``n`` members is a prefix slice, and an occurrence's neighbours of the same
+        member are the ones beside it in the array (no gather needed to find them).
         """
         sym, nxt, prv, freq, pid, V = self.sym, self.nxt, self.prv, self.freq, self.pid, self.V
-        ids = np.array([m.pair for m in batch])
-        # 1. The occurrences still there, member by member in text order: p the left symbol, q the right.
-        p = np.concatenate([np.asarray(m.where) for m in batch])
-        member = np.repeat(np.arange(len(batch)), [len(m.where) for m in batch])
-        live = pid[p] == ids[member]
-        p, member = p[live], member[live]
+        k = len(batch)
+        ids = np.array([m.pair for m in batch], dtype=pid.dtype)
+        sizes = [len(m.where) for m in batch]
+        # 1. The occurrences still there: p the left symbol, q the right, and their neighbours.
+        p = np.concatenate([np.asarray(m.where) for m in batch]) if k > 1 else np.asarray(batch[0].where)
+        live = pid[p] == np.repeat(ids, sizes)
+        p = p[live]
+        member = np.repeat(np.arange(k, dtype=np.int32), sizes)[live]
         if any(m.a == m.b for m in batch):
             kept = _leftmost(p, member, nxt)
             p, member = p[kept], member[kept]
         q = nxt[p]
-        left, right, f = prv[p], nxt[q], freq[p]
-        mine_left = pid[prv[left]] == ids[member]  # the left neighbour is another occurrence's right half
-        mine_right = pid[right] == ids[member]  # the right neighbour is another occurrence's left half
-        sym_left, sym_right = sym[left], sym[right]
+        left, right = prv[p], nxt[q]
 
-        # 2. The new pairs, keyed by member, side and the other token: (x, t) at the left neighbour,
+        # 2. The members whose occurrences neither share nor touch another member's.
+        n = self._independent(p, q, left, right, member, k) if k > 1 else 1
+        if n < k:
+            cut = int(np.searchsorted(member, n))
+            p, q, left, right, member = p[:cut], q[:cut], left[:cut], right[:cut], member[:cut]
+
+        # 3. The new pairs, keyed by member, side and the other token: (x, t) at the left neighbour,
         #    (t, t) at the other occurrence's left half where two touch ("a b a b"), and (t, y) at p.
+        same = member[1:] == member[:-1]
+        mine_left = np.concatenate(([False], (q[:-1] == left[1:]) & same))  # left is the previous one's q
+        mine_right = np.concatenate(((right[:-1] == p[1:]) & same, [False]))  # right is the next one's p
+        sym_left, sym_right, f = sym[left], sym[right], freq[p]
         has_left = sym_left >= 0
         has_right = (sym_right >= 0) & ~mine_right
-        left_key = 2 * V * member + np.where(mine_left, t + member, sym_left)
+        base = member * np.int64(2 * V)
         keys, counts, at, bounds, groups = group(
-            narrow(np.concatenate((left_key[has_left], (2 * V * member + V + sym_right)[has_right])),
-                   2 * V * len(batch)),
+            narrow(np.concatenate(((base + np.where(mine_left, t + member, sym_left))[has_left],
+                                   (base + (V + sym_right))[has_right])), 2 * V * n),
             np.concatenate((f[has_left], f[has_right])),
-            np.concatenate((np.where(mine_left, prv[left], left)[has_left], p[has_right])))
+            np.concatenate((np.where(mine_left, np.concatenate((p[:1], p[:-1])), left)[has_left], p[has_right])))
         keys = keys.astype(np.int64)
 
-        # 3. How many members merge as one, then only theirs from here on.
-        n = 1 if len(batch) == 1 else min(self._independent(p, q, left, right, member, len(batch)),
-                                          _still_best(keys // (2 * V), counts, [m.count for m in batch]))
-        if n < len(batch):
-            mask = member < n
-            p, q, left, right, f, member = p[mask], q[mask], left[mask], right[mask], f[mask], member[mask]
-            mine_left, sym_left, sym_right = mine_left[mask], sym_left[mask], sym_right[mask]
-            g = int(np.searchsorted(keys, 2 * V * n))
-            keys, counts, at, groups = keys[:g], counts[:g], at[:bounds[g]], groups[:bounds[g]]
-            bounds = bounds[:g + 1]
+        # 4. How many of those stay the best in turn; only theirs from here on.
+        if n > 1:
+            best = _still_best(keys // (2 * V), counts, [m.count for m in batch[:n]])
+            if best < n:
+                n, cut, g = best, int(np.searchsorted(member, best)), int(np.searchsorted(keys, 2 * V * best))
+                p, q, left, right, member, f = p[:cut], q[:cut], left[:cut], right[:cut], member[:cut], f[:cut]
+                mine_left, sym_left, sym_right = mine_left[:cut], sym_left[:cut], sym_right[:cut]
+                keys, counts, bounds = keys[:g], counts[:g], bounds[:g + 1]
+                at, groups = at[:bounds[g]], groups[:bounds[g]]
 
-        # 4. Lower the pairs around each occurrence: (x, a) at the left neighbour unless it is
+        # 5. Lower the pairs around each occurrence: (x, a) at the left neighbour unless it is
         #    another occurrence's right half (its (b, a) is that one's right pair), and (b, y) at q.
         old_left = (sym_left >= 0) & ~mine_left
         old_right = sym_right >= 0
@@ -135,7 +147,7 @@ class Symbols:
                        np.concatenate((f[old_left], f[old_right])))
         self.table.count[ids[:n]] = 0  # merged everywhere (lowered too where (a, a) overlapped itself)
 
-        # 5. Merge: p becomes its member's token, q leaves the list; then the new pairs go in.
+        # 6. Merge: p becomes its member's token, q leaves the list; then the new pairs go in.
         sym[p], sym[q] = t + member, -1
         nxt[p], prv[right] = right, p
         pid[p], pid[q] = -1, -1
@@ -150,17 +162,23 @@ class Symbols:
 
     def _independent(self, p: np.ndarray, q: np.ndarray, left: np.ndarray, right: np.ndarray, member: np.ndarray,
                      k: int) -> int:
-        """How many leading members have no occurrence that shares or touches another member's."""
+        """How many leading members have no occurrence that shares or touches another member's.
+
+        Two occurrences of other pairs can only meet in two ways, each seen exactly at one
+        neighbour once every ``p`` and then every ``q`` is tagged with its member (no two
+        occurrences share a ``p`` or a ``q``, since ``pid`` names one pair per position): one's
+        ``q`` is the other's left neighbour (they touch), or one's ``q`` is the other's ``p``
+        (they share a symbol), and then the first's right neighbour is the other's ``q``. A
+        position tagged at a neighbour always belongs to an occurrence that meets this one.
+        """
         tag = self.tag
-        tag[p], tag[q] = member, member  # where two members share a position, one of them sees the other
-        first_clash = k
-        for at in (p, q, left, right):
-            other = tag[at]
-            clash = (other >= 0) & (other != member)
-            if clash.any():
-                first_clash = min(first_clash, int(np.maximum(member, other)[clash].min()))
+        tag[p] = member
+        tag[q] = member  # after p: a symbol that is one's q and another's p keeps the q's member
+        other = np.concatenate((tag[left], tag[right]))
         tag[p], tag[q] = -1, -1
-        return first_clash
+        mine = np.concatenate((member, member))
+        clash = (other >= 0) & (other != mine)
+        return int(np.maximum(mine, other)[clash].min()) if clash.any() else k
 
 
 def _still_best(owner: np.ndarray, counts: np.ndarray, member_counts: list[int]) -> int:
