@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 
 from engine.trainers.bpe_pairs import PairQueue, PairTable
-from engine.trainers.bpe_step import Member, Symbols, group, narrow
+from engine.trainers.bpe_step import Member, Symbols, group
 
 _END = chr(0x10000)  # sorts after every chr(1..256) used by _invert
 _GAP = chr(0x10FFFF)  # joins words before they become one array; above every token id (MAX_VOCAB)
@@ -128,12 +128,14 @@ def merge_words(
     #    links are int32 where they fit: on text without spaces (Chinese) nearly every symbol
     #    is in a distinct word, so these arrays are the training's memory.
     codes = np.frombuffer(_GAP.join(["", *words, ""]).encode("utf-32-le"), dtype=np.uint32)
-    sym = np.where(codes == ord(_GAP), -1, codes.astype(np.int64))
+    sym = np.where(codes == ord(_GAP), -1, codes.astype(np.int32))  # token ids are below MAX_VOCAB
     del codes
     n = len(sym)
     index = np.int32 if n < 1 << 31 else np.int64
-    freq = np.append(np.asarray(freqs, dtype=np.int64), 0)[np.cumsum(sym < 0) - 1]
-    freq[sym < 0] = 0
+    gaps = np.flatnonzero(sym < 0)  # word i lies between gaps[i] and gaps[i + 1]
+    freq = np.repeat(np.append(np.asarray(freqs, dtype=np.int64), 0), np.diff(gaps, append=n))
+    freq[gaps] = 0
+    del gaps
     nxt = np.minimum(np.arange(1, n + 1, dtype=index), n - 1)
     prv = np.maximum(np.arange(-1, n - 1, dtype=index), 0)
 
@@ -143,8 +145,9 @@ def merge_words(
     pid = np.full(n, -1, dtype=np.int32 if 3 * n < 1 << 31 else np.int64)  # ids: at most n + 2 per merged symbol
     if len(first):  # keyed by left * A + right over the alphabet's A symbols: few bits, a fast sort
         A = len(alphabet)
-        keys, sums, at, bounds, groups = group(narrow(sym[first] * A + sym[first + 1], A * A), freq[first], first)
-        left, right = np.divmod(keys.astype(np.int64), A)
+        keys, sums, at, bounds, groups = group(sym[first].astype(np.int64) * A + sym[first + 1], freq[first], first,
+                                               A * A)
+        left, right = np.divmod(keys, A)
         table.add((left * V + right).tolist(), sums, at, bounds)
         pid[at] = groups
     del first

@@ -39,26 +39,40 @@ class Member(NamedTuple):
     where: Positions
 
 
-def narrow(keys: np.ndarray, bound: int) -> np.ndarray:
-    """``keys`` (all below ``bound``) in the narrowest unsigned type that holds them: numpy's stable
-    sort is a radix sort for 16-bit keys (7x faster than on int64 at 3M keys) and cheaper on 32."""
-    return keys.astype(np.uint16 if bound <= 1 << 16 else np.uint32 if bound <= 1 << 32 else np.int64)
+def _stable_order(keys: np.ndarray, bound: int) -> np.ndarray:
+    """The stable sort order of ``keys`` (all in ``0 .. bound - 1``).
+
+    Keys of 16 bits sort by numpy's radix sort (the first pairs: millions of keys over the
+    alphabet). Wider keys (a step's new pairs) are packed above their index into one int64 and
+    sorted unstably: equal keys then order by index, which is the stable order, and numpy sorts
+    plain integers with SIMD, 3 to 4 times faster than the stable argsort of 32-bit keys
+    (a timsort) at the few thousand keys of a step. Keys too wide to pack use that argsort.
+    """
+    if bound <= 1 << 16:
+        return np.argsort(keys.astype(np.uint16), kind="stable")
+    shift = len(keys).bit_length()
+    if bound.bit_length() + shift > 63:
+        return np.argsort(keys, kind="stable")
+    packed = (keys.astype(np.int64) << shift) | np.arange(len(keys))
+    packed.sort()
+    return packed & ((1 << shift) - 1)
 
 
-def group(keys: np.ndarray, weights: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                                          list[int], np.ndarray]:
-    """Entries grouped by key: the distinct ``keys`` in order, the sum of their ``weights``, the
-    positions ``at`` sorted by key (each key's in their first order: the sort is stable), where
-    each key's run starts in those (``bounds``, one past the end last), and each sorted entry's
-    group number."""
+def group(keys: np.ndarray, weights: np.ndarray, at: np.ndarray, bound: int) -> tuple[
+        np.ndarray, np.ndarray, np.ndarray, list[int], np.ndarray]:
+    """Entries grouped by key (every key in ``0 .. bound - 1``): the distinct ``keys`` in order,
+    the sum of their ``weights``, the positions ``at`` sorted by key (each key's in their first
+    order: the sort is stable), where each key's run starts in those (``bounds``, one past the end
+    last), and each sorted entry's group number (a ``repeat`` of the run lengths: a cumulative sum
+    over the run heads costs several times more)."""
     if not len(keys):
         return keys, weights, at, [0], np.zeros(0, dtype=np.int64)
-    order = np.argsort(keys, kind="stable")
+    order = _stable_order(keys, bound)
     keys = keys[order]
-    head = np.concatenate(([True], keys[1:] != keys[:-1]))
-    starts = np.flatnonzero(head)
+    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
     sums = np.add.reduceat(weights[order], starts)
-    return keys[starts], sums, at[order], [*starts.tolist(), len(keys)], np.cumsum(head) - 1
+    return (keys[starts], sums, at[order], [*starts.tolist(), len(keys)],
+            np.repeat(np.arange(len(starts)), np.diff(starts, append=len(keys))))
 
 
 def _leftmost(p: np.ndarray, member: np.ndarray, nxt: np.ndarray) -> np.ndarray:
@@ -113,31 +127,27 @@ class Symbols:
             cut = int(np.searchsorted(member, n))
             p, q, left, right, member = p[:cut], q[:cut], left[:cut], right[:cut], member[:cut]
 
-        # 3. The new pairs, keyed by member, side and the other token: (x, t) at the left neighbour,
-        #    (t, t) at the other occurrence's left half where two touch ("a b a b"), and (t, y) at p.
+        # 3. The new pairs, grouped by value: (x, t) at the left neighbour, (t, t) at the other
+        #    occurrence's left half where two touch ("a b a b"), and (t, y) at p. A neighbour of the
+        #    same member is the entry beside it (no other member's occurrence touches this one).
         same = member[1:] == member[:-1]
         mine_left = np.concatenate(([False], (q[:-1] == left[1:]) & same))  # left is the previous one's q
         mine_right = np.concatenate(((right[:-1] == p[1:]) & same, [False]))  # right is the next one's p
         sym_left, sym_right, f = sym[left], sym[right], freq[p]
-        has_left = sym_left >= 0
-        has_right = (sym_right >= 0) & ~mine_right
-        base = member * np.int64(2 * V)
-        keys, counts, at, bounds, groups = group(
-            narrow(np.concatenate(((base + np.where(mine_left, t + member, sym_left))[has_left],
-                                   (base + (V + sym_right))[has_right])), 2 * V * n),
-            np.concatenate((f[has_left], f[has_right])),
-            np.concatenate((np.where(mine_left, np.concatenate((p[:1], p[:-1])), left)[has_left], p[has_right])))
-        keys = keys.astype(np.int64)
+        made = self._new_pairs(p, left, member, mine_left, mine_right, sym_left, sym_right, f, t)
 
-        # 4. How many of those stay the best in turn; only theirs from here on.
+        # 4. How many members stay the best in turn (the first always does); group again without
+        #    the others in the rare case that one does not.
         if n > 1:
-            best = _still_best(keys // (2 * V), counts, [m.count for m in batch[:n]])
+            keys, counts = made[0], made[1]
+            best = _still_best(np.maximum(keys // V, keys % V) - t, counts, [m.count for m in batch[:n]])
             if best < n:
-                n, cut, g = best, int(np.searchsorted(member, best)), int(np.searchsorted(keys, 2 * V * best))
-                p, q, left, right, member, f = p[:cut], q[:cut], left[:cut], right[:cut], member[:cut], f[:cut]
-                mine_left, sym_left, sym_right = mine_left[:cut], sym_left[:cut], sym_right[:cut]
-                keys, counts, bounds = keys[:g], counts[:g], bounds[:g + 1]
-                at, groups = at[:bounds[g]], groups[:bounds[g]]
+                n, cut = best, int(np.searchsorted(member, best))
+                p, q, left, right, member = p[:cut], q[:cut], left[:cut], right[:cut], member[:cut]
+                mine_left, mine_right = mine_left[:cut], mine_right[:cut]
+                sym_left, sym_right, f = sym_left[:cut], sym_right[:cut], f[:cut]
+                made = self._new_pairs(p, left, member, mine_left, mine_right, sym_left, sym_right, f, t)
+        keys, counts, at, bounds, groups = made
 
         # 5. Lower the pairs around each occurrence: (x, a) at the left neighbour unless it is
         #    another occurrence's right half (its (b, a) is that one's right pair), and (b, y) at q.
@@ -151,14 +161,26 @@ class Symbols:
         sym[p], sym[q] = t + member, -1
         nxt[p], prv[right] = right, p
         pid[p], pid[q] = -1, -1
-        side, other = np.divmod(keys % (2 * V), V)
-        token = t + keys // (2 * V)
-        pairs = np.where(side == 0, other * V + token, token * V + other).tolist()
-        first = self.table.add(pairs, counts, at, bounds)
+        first = self.table.add(keys.tolist(), counts, at, bounds)
         pid[at] = first + groups
         removed = np.zeros(n, dtype=np.int64)
         np.add.at(removed, member, f)
         return n, removed.tolist(), first, counts
+
+    def _new_pairs(self, p: np.ndarray, left: np.ndarray, member: np.ndarray, mine_left: np.ndarray,
+                   mine_right: np.ndarray, sym_left: np.ndarray, sym_right: np.ndarray, f: np.ndarray,
+                   t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int], np.ndarray]:
+        """The new pairs of these occurrences grouped by their value ``left * V + right`` (see
+        :func:`group`; the value names the pair, so no other key is needed). The member that made
+        a pair is its greater token less ``t``: the other token is older."""
+        V = self.V
+        has_left = sym_left >= 0
+        has_right = (sym_right >= 0) & ~mine_right
+        token = t + member.astype(np.int64)
+        values = np.concatenate(((np.where(mine_left, token, sym_left) * V + token)[has_left],
+                                 (token * V + sym_right)[has_right]))
+        at = np.concatenate((np.where(mine_left, np.concatenate((p[:1], p[:-1])), left)[has_left], p[has_right]))
+        return group(values, np.concatenate((f[has_left], f[has_right])), at, V * V)
 
     def _independent(self, p: np.ndarray, q: np.ndarray, left: np.ndarray, right: np.ndarray, member: np.ndarray,
                      k: int) -> int:
