@@ -179,7 +179,7 @@ def merge_words(
         for m, r in zip(batch[:done], removed):
             token_bytes.append(token_bytes[m.a] + token_bytes[m.b])
             token_len.append(token_len[m.a] + token_len[m.b])
-            inv.append(_invert(token_bytes[-1]))
+            inv.append(inv[m.a][:-1] + inv[m.b])  # _invert(left + right): one terminator, at the end
             merges.append((m.a, m.b, m.count, r))
             if tick is not None:
                 tick(len(merges))
