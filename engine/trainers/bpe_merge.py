@@ -141,7 +141,7 @@ def merge_words(
 
     # 2. Count every adjacent pair inside a word, give the pairs ids, and mark where each is.
     first = np.flatnonzero((sym[:-1] >= 0) & (sym[1:] >= 0)).astype(index)
-    table = PairTable()
+    table = PairTable(index)
     pid = np.full(n, -1, dtype=np.int32 if 3 * n < 1 << 31 else np.int64)  # ids: at most n + 2 per merged symbol
     if len(first):  # keyed by left * A + right over the alphabet's A symbols: few bits, a fast sort
         A = len(alphabet)

@@ -59,20 +59,20 @@ def _stable_order(keys: np.ndarray, bound: int) -> np.ndarray:
 
 
 def group(keys: np.ndarray, weights: np.ndarray, at: np.ndarray, bound: int) -> tuple[
-        np.ndarray, np.ndarray, np.ndarray, list[int], np.ndarray]:
+        np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Entries grouped by key (every key in ``0 .. bound - 1``): the distinct ``keys`` in order,
     the sum of their ``weights``, the positions ``at`` sorted by key (each key's in their first
     order: the sort is stable), where each key's run starts in those (``bounds``, one past the end
     last), and each sorted entry's group number (a ``repeat`` of the run lengths: a cumulative sum
     over the run heads costs several times more)."""
     if not len(keys):
-        return keys, weights, at, [0], np.zeros(0, dtype=np.int64)
+        return keys, weights, at, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
     order = _stable_order(keys, bound)
     keys = keys[order]
     starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
     sums = np.add.reduceat(weights[order], starts)
-    return (keys[starts], sums, at[order], [*starts.tolist(), len(keys)],
-            np.repeat(np.arange(len(starts)), np.diff(starts, append=len(keys))))
+    bounds = np.append(starts, len(keys))
+    return keys[starts], sums, at[order], bounds, np.repeat(np.arange(len(starts)), np.diff(bounds))
 
 
 def _leftmost(p: np.ndarray, member: np.ndarray, nxt: np.ndarray) -> np.ndarray:
@@ -111,7 +111,7 @@ class Symbols:
         ids = np.array([m.pair for m in batch], dtype=pid.dtype)
         sizes = [len(m.where) for m in batch]
         # 1. The occurrences still there: p the left symbol, q the right, and their neighbours.
-        p = np.concatenate([np.asarray(m.where) for m in batch]) if k > 1 else np.asarray(batch[0].where)
+        p = np.concatenate([m.where for m in batch]) if k > 1 else batch[0].where
         live = pid[p] == np.repeat(ids, sizes)
         p = p[live]
         member = np.repeat(np.arange(k, dtype=np.int32), sizes)[live]
@@ -169,7 +169,7 @@ class Symbols:
 
     def _new_pairs(self, p: np.ndarray, left: np.ndarray, member: np.ndarray, mine_left: np.ndarray,
                    mine_right: np.ndarray, sym_left: np.ndarray, sym_right: np.ndarray, f: np.ndarray,
-                   t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int], np.ndarray]:
+                   t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The new pairs of these occurrences grouped by their value ``left * V + right`` (see
         :func:`group`; the value names the pair, so no other key is needed). The member that made
         a pair is its greater token less ``t``: the other token is older."""
