@@ -122,9 +122,13 @@ class PairQueue:
             self.queued = _grown(self.queued, self.table.n)
         self.queued[ids] = True
         count, pair, heap = self.table.count_view, self.table.pair, self.heap
-        for i in ids:
-            if self.admissible(pair[i]):
-                heapq.heappush(heap, (-count[i], self.key(pair[i]), pair[i], i))
+        entries = [(-count[i], self.key(pair[i]), pair[i], i) for i in ids if self.admissible(pair[i])]
+        if len(entries) > len(heap) // 8:  # a band found by _lower: one heapify, O(heap), beats a push each
+            heap += entries
+            heapq.heapify(heap)
+        else:
+            for entry in entries:
+                heapq.heappush(heap, entry)
 
     def give_back(self, ids: list[int]) -> None:
         """Put popped pairs back with their current counts (a merge since may have lowered them)."""

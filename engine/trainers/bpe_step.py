@@ -109,12 +109,19 @@ class Symbols:
         sym, nxt, prv, freq, pid, V = self.sym, self.nxt, self.prv, self.freq, self.pid, self.V
         k = len(batch)
         ids = np.array([m.pair for m in batch], dtype=pid.dtype)
-        sizes = [len(m.where) for m in batch]
-        # 1. The occurrences still there: p the left symbol, q the right, and their neighbours.
-        p = np.concatenate([m.where for m in batch]) if k > 1 else batch[0].where
-        live = pid[p] == np.repeat(ids, sizes)
-        p = p[live]
-        member = np.repeat(np.arange(k, dtype=np.int32), sizes)[live]
+        # 1. The occurrences still there: p the left symbol, q the right, and their neighbours. A
+        #    step of one pair (the commonest pairs, with the most positions) needs no member array
+        #    to tell them apart.
+        if k == 1:
+            p = batch[0].where
+            p = p[pid[p] == batch[0].pair]
+            member = np.zeros(len(p), dtype=np.int32)
+        else:
+            sizes = [len(m.where) for m in batch]
+            p = np.concatenate([m.where for m in batch])
+            live = pid[p] == np.repeat(ids, sizes)
+            p = p[live]
+            member = np.repeat(np.arange(k, dtype=np.int32), sizes)[live]
         if any(m.a == m.b for m in batch):
             kept = _leftmost(p, member, nxt)
             p, member = p[kept], member[kept]
