@@ -14,8 +14,16 @@ of them as give exactly what merging them one by one would:
 
 The first member always qualifies; the step merges the longest qualifying run and leaves the
 rest on the queue (their counts are stale at worst, which the lazy queue checks). Both checks are
-made before anything is written: the new pairs are read off the symbols as they are (a left
-neighbour that is another occurrence's right half becomes that occurrence's ``t``).
+made before anything is written, independence first: it needs only the occurrences' positions,
+so the members it turns away cost no grouping of new pairs. The new pairs are read off the
+symbols as they are (a left neighbour that is another occurrence's right half becomes that
+occurrence's ``t``). Every array over occurrences is in member order, each member's in text
+order, so keeping the first members is a prefix slice.
+
+Where the time goes (en_100M, 31,743 merges in 1,734 steps, 5.4M candidate positions): about
+0.33 ms of numpy calls per step (a third of the steps' time) and 0.2 us per candidate (two
+thirds). Half the candidates are stale, but one costs only a copy, a gather and a compare: the
+whole filter is 15% of the steps' time, so trimming stale positions would save under a tenth.
 
 Left out: choosing the members (the queue, ``bpe_pairs.py``) and the tie-break rule (``bpe_merge.py``).
 """
