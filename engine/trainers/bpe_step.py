@@ -147,7 +147,7 @@ class Symbols:
         #    same member is the entry beside it (no other member's occurrence touches this one).
         same = member[1:] == member[:-1]
         mine_left = np.concatenate(([False], (q[:-1] == left[1:]) & same))  # left is the previous one's q
-        mine_right = np.concatenate(((right[:-1] == p[1:]) & same, [False]))  # right is the next one's p
+        mine_right = np.append(mine_left[1:], False)  # right is the next one's p: the same link, seen from there
         sym_left, sym_right, f = sym[left], sym[right], freq[p]
         made = self._new_pairs(p, left, member, mine_left, mine_right, sym_left, sym_right, f, t)
 
