@@ -165,7 +165,7 @@ def merge_words(
     queue = PairQueue(table, key, admissible, floor)
 
     merges: list[tuple[int, int, int, int]] = []
-    size = 1  # pairs to try in the next step: doubles while every one merges
+    size = 1  # pairs to try in the next step
     while len(merges) < num_merges:
         # 3. The best pairs.
         batch = _take(queue, table, min(size, num_merges - len(merges)), V)
@@ -175,7 +175,10 @@ def merge_words(
         t = len(token_bytes)
         done, removed, new, counts = corpus.merge(batch, t)
         queue.give_back([m.pair for m in batch[done:]])
-        size = min(most, 2 * done) if done == len(batch) else done
+        # Double while every pair merges; after a stop, half as many: the pair that stopped the step
+        # clashed with one before it, which says little about the pairs after it (dropping to ``done``
+        # took 10% more steps, each ~0.3 ms of numpy calls: 0.91-0.95x the loop on en_100M, spm en_5M, zh).
+        size = min(most, 2 * done) if done == len(batch) else max(done, len(batch) // 2)
         for m, r in zip(batch[:done], removed):
             token_bytes.append(token_bytes[m.a] + token_bytes[m.b])
             token_len.append(token_len[m.a] + token_len[m.b])
