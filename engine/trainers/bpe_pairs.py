@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-Positions = list[int] | np.ndarray
+Positions = np.ndarray
 """Positions of a pair's left symbol, in text order."""
 
 
@@ -38,42 +38,48 @@ class PairTable:
 
     ``count`` is a numpy array (longer than ``n``: it grows by doubling) so that vectorised
     steps can lower counts with ``np.subtract.at``; ``count_view`` is a memoryview of it for the
-    queue's reads of one count at a time, which cost a tenth of numpy's item access. Where a pair
-    was formed is one slice of the array or list of positions its merge recorded (``chunks``): no
-    object per pair.
+    queue's reads of one count at a time, which cost a tenth of numpy's item access. Where each
+    pair was formed is a run ``start[id]:end[id]`` of one array of positions that every step
+    appends to (``where``, growing by doubling like the counts): no object per pair, and reading
+    a pair's run is two memoryview reads and a slice (Python lists of a million ints per field
+    cost 4 us a read on en_100M, most of it cache misses).
     Positions go stale as later merges change the symbols; the merge step filters them.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, index: type[np.signedinteger] = np.int64) -> None:
         self.n = 0
         self.pair: list[int] = []  # id -> left * V + right
         self.count = np.zeros(0, dtype=np.int64)
         self.count_view = memoryview(self.count)
-        self.chunks: list[Positions] = []
-        self.chunk_of: list[int] = []  # id -> index in chunks
-        self.start: list[int] = []  # id -> its first position in that chunk
-        self.end: list[int] = []  # id -> one past its last
+        self.where = np.zeros(0, dtype=index)  # the dtype of the corpus's positions
+        self.used = 0  # positions in where
+        self.start = np.zeros(0, dtype=np.int64)  # id -> its first position in where
+        self.end = np.zeros(0, dtype=np.int64)  # id -> one past its last
+        self.start_view, self.end_view = memoryview(self.start), memoryview(self.end)
 
-    def add(self, pairs: list[int], counts: np.ndarray | list[int], positions: Positions, bounds: list[int]) -> int:
+    def add(self, pairs: list[int], counts: np.ndarray, positions: Positions, bounds: np.ndarray) -> int:
         """Append new pairs with their counts; pair ``i``'s positions are
         ``positions[bounds[i]:bounds[i + 1]]``. Returns the id of the first."""
-        first, k = self.n, len(pairs)
+        first, k, used = self.n, len(pairs), self.used
         if first + k > len(self.count):
             self.count = _grown(self.count, first + k)
+            self.start, self.end = _grown(self.start, first + k), _grown(self.end, first + k)
             self.count_view = memoryview(self.count)
+            self.start_view, self.end_view = memoryview(self.start), memoryview(self.end)
+        if used + len(positions) > len(self.where):
+            self.where = _grown(self.where, used + len(positions))
         self.count[first:first + k] = counts
+        self.start[first:first + k] = used + bounds[:-1]
+        self.end[first:first + k] = used + bounds[1:]
+        self.where[used:used + len(positions)] = positions
+        self.used = used + len(positions)
         self.n = first + k
         self.pair += pairs
-        chunk = len(self.chunks)
-        self.chunks.append(positions)
-        self.chunk_of += [chunk] * k
-        self.start += bounds[:-1]
-        self.end += bounds[1:]
         return first
 
     def positions(self, pair_id: int) -> Positions:
         """Where ``pair_id`` was formed (some positions may be stale), in text order."""
-        return self.chunks[self.chunk_of[pair_id]][self.start[pair_id]:self.end[pair_id]]
+        return self.where[self.start_view[pair_id]:self.end_view[pair_id]]
 
 
 class PairQueue:
@@ -116,9 +122,13 @@ class PairQueue:
             self.queued = _grown(self.queued, self.table.n)
         self.queued[ids] = True
         count, pair, heap = self.table.count_view, self.table.pair, self.heap
-        for i in ids:
-            if self.admissible(pair[i]):
-                heapq.heappush(heap, (-count[i], self.key(pair[i]), pair[i], i))
+        entries = [(-count[i], self.key(pair[i]), pair[i], i) for i in ids if self.admissible(pair[i])]
+        if len(entries) > len(heap) // 8:  # a band found by _lower: one heapify, O(heap), beats a push each
+            heap += entries
+            heapq.heapify(heap)
+        else:
+            for entry in entries:
+                heapq.heappush(heap, entry)
 
     def give_back(self, ids: list[int]) -> None:
         """Put popped pairs back with their current counts (a merge since may have lowered them)."""
