@@ -19,8 +19,7 @@ is all the web app uses (``tests/test_engine_api.py`` checks):
 
 **The rule:** each module of :data:`PUBLIC_MODULES` defines ``__all__``, its API. Every other
 module is internal, and its docstring ends by saying so ("Internal: not part of the engine's
-API"; those under ``engine/trainers/`` get the line once the branch reworking them has merged):
-it may change in any commit, and code outside the engine imports its names from a public
+API"): it may change in any commit, and code outside the engine imports its names from a public
 module (tests may import internals). ``tests/test_engine_api.py`` checks both, and that
 ``webapp/`` imports nothing else; ``docs/architecture.md`` has the same list.
 

@@ -26,6 +26,8 @@ pre-token or document boundary.
 
 Left out: encoding (``models/bpe.py``, ``models/bpe_char.py``), file formats, and options
 validation beyond the values themselves (the registry in ``trainers/__init__.py`` checks files exist).
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

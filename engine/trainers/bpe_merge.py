@@ -33,6 +33,8 @@ The data, as numpy arrays over every symbol of every distinct word:
 
 Overlapping occurrences (``a a a`` holds ``(a, a)`` twice) merge left to right: in a chain of
 touching occurrences every other one is merged (``bpe_step._leftmost``).
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ en_100M a merge creates about 16 new pairs and lowers about 30; in dicts that wa
 the loop.
 
 Left out: the symbols and the merge step (``bpe_merge.py``).
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations

@@ -26,6 +26,8 @@ thirds). Half the candidates are stale, but one costs only a copy, a gather and 
 whole filter is 15% of the steps' time, so trimming stale positions would save under a tenth.
 
 Left out: choosing the members (the queue, ``bpe_pairs.py``) and the tie-break rule (``bpe_merge.py``).
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
 
 from __future__ import annotations
