@@ -35,6 +35,11 @@ def segment_counts(word_counts: Mapping[str, int], classes: Mapping[str, str], s
     the regex (:func:`segment_pattern`) reads only the rest, grouped by count and joined so that
     one C-level pass finds each group's segments (en_5M: 0.07 s against 0.28 s for the regex over
     every word).
+
+    The segments come in order of their words' counts, most frequent first, which is nearly their
+    own order by count: BPE's merge loop reads its position arrays in order then, the frequent
+    pairs' positions side by side (spm BPE en_5M: 0.42 s against 0.46-0.50 s with the rarest
+    first, 0.45-0.58 s shuffled).
     """
     summed, rest = _plain_segments(word_counts, classes, space)
     run = segment_pattern(classes, space)
@@ -45,7 +50,7 @@ def segment_counts(word_counts: Mapping[str, int], classes: Mapping[str, str], s
     by_count: dict[int, list[str]] = {}
     for word in rest:
         by_count.setdefault(word_counts[word], []).append(word)
-    for count, words in by_count.items():
+    for count, words in sorted(by_count.items(), reverse=True):
         joined = separator.join(words)
         _add(summed, sharing_spaces(run, joined, space) if inside else run.findall(joined), count)
     for segment in [s for s in summed if len(s) < 2]:  # single characters and the regex's empty matches
@@ -111,7 +116,7 @@ def _plain_segments(word_counts: Mapping[str, int], classes: Mapping[str, str], 
     found = marked.tobytes().decode("utf-32-le", "surrogatepass").split(separator)[1:]
     summed: Counter[str] = Counter()
     edges = np.flatnonzero(np.diff(found_counts, prepend=0, append=0)).tolist()  # where the count changes
-    for lo, hi in zip(edges, edges[1:]):
+    for lo, hi in reversed(list(zip(edges, edges[1:]))):  # the most frequent words first
         _add(summed, found[lo:hi], int(found_counts[lo]))
     return summed, rest
 
