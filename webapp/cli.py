@@ -19,7 +19,6 @@ spend a third of a second loading Flask, SQLAlchemy and gunicorn it never uses.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import signal
 import subprocess
@@ -64,6 +63,8 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     """Run the job worker until SIGTERM or Ctrl-C."""
+    import logging  # here, not at the top: every command would pay its import
+
     import webapp.job_kinds  # noqa: F401  the kinds of job it can run
     from webapp.jobs.worker import Worker
 

@@ -9,7 +9,6 @@ persisted ``SECRET_KEY``. It deliberately knows nothing about Flask apps or data
 from __future__ import annotations
 
 import os
-import secrets
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -111,6 +110,8 @@ def secret_key_for(data_dir: Path) -> str:
     Several gunicorn workers may start at once; linking a fully written temp file into place
     means every process ends up reading the same key, never a half-written one.
     """
+    import secrets  # here: the CLI's commands import this module, and few need a key
+
     path = data_dir / "secret_key"
     if not path.exists():
         data_dir.mkdir(parents=True, exist_ok=True)
