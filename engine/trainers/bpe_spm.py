@@ -58,7 +58,7 @@ from engine.trainers.unigram.seed import required_chars
 from engine.trainers.unigram.segments import segment_counts  # the same validity rule as Unigram
 
 MAX_PIECE_CHARS = 16  # sentencepiece's max_sentencepiece_length
-# The split is a few str methods (en_5M: ~0.45 s to split and count in one process), so by
+# The split is a few str methods (en_5M: ~0.2 s to split and count in one process), so by
 # default workers start only above 12 MiB: whole `train --level spm` processes with
 # --num-workers 1 against the default 2 workers took 0.94x (en_5M), 0.96x (zh_5M) and 0.92x
 # (10 MB of English) the wall time, medians of 5-9 alternated pairs on 2 cores at load ~2.
