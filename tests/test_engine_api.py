@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import engine
-from tests.test_import_graph import REPO, imports_of, module_name
+from tests.project_imports import REPO, imports_of, module_name
 
 MARK = "Internal: not part of the engine's API (``engine.PUBLIC_MODULES``)."
 

@@ -8,32 +8,10 @@ two modules together, it only hides the circle from Python.
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.project_imports import REPO, imports_of, module_name
+
 PACKAGES = ("engine", "webapp")
-
-
-def module_name(path: Path) -> str:
-    parts = path.relative_to(REPO).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def imports_of(path: Path, modules: set[str]) -> set[str]:
-    """The project modules ``path`` imports (a ``from package import name`` counts as the
-    submodule ``package.name`` when there is one)."""
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [f"{node.module}.{alias.name}" for alias in node.names] + [node.module]
-        else:
-            continue
-        for name in names:
-            if name in modules:
-                found.add(name)
-    return found
 
 
 def import_graph() -> dict[str, set[str]]:
