@@ -35,7 +35,6 @@ Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -55,7 +54,7 @@ from engine.trainers.bpe_spm_options import LEVEL_HELP, SPECIAL_TOKENS, SpmBpeOp
 from engine.trainers.counting import count_pretokens
 from engine.trainers.unigram.scripts import char_class
 from engine.trainers.unigram.seed import required_chars
-from engine.trainers.unigram.segments import segment_counts  # the same validity rule as Unigram
+from engine.trainers.unigram.segments import outside, segment_counts  # the same validity rule as Unigram
 
 MAX_PIECE_CHARS = 16  # sentencepiece's max_sentencepiece_length
 # The split is a few str methods (en_5M: ~0.2 s to split and count in one process), so by
@@ -120,9 +119,7 @@ def spelled(segs: Collection[str], alphabet: Sequence[str]) -> list[str]:
     """
     if not segs:
         return []
-    letters = set(alphabet)
-    outside = next(c for c in map(chr, range(10, sys.maxunicode + 1)) if c not in letters)
-    points = np.frombuffer(outside.join(segs).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    points = np.frombuffer(outside(set(alphabet)).join(segs).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     alphabet_points = np.fromiter(map(ord, alphabet), dtype=np.uint32, count=len(alphabet))
     index = np.full(max(int(points.max()), int(alphabet_points.max(initial=0))) + 1, len(alphabet), dtype=np.uint32)
     index[alphabet_points] = np.arange(len(alphabet), dtype=np.uint32)

@@ -96,13 +96,24 @@ def split_words(word_counts: dict[str, int], split: Splitter) -> dict[str, int]:
         by_count[n].append(word)
     counts: Counter[str] = Counter()
     for n, group in by_count.items():
-        pieces = Counter(split("\n".join(group)))
-        if n == 1:
-            counts.update(pieces)
-        else:
-            for piece, c in pieces.items():
-                counts[piece] += c * n
+        add_weighted(counts, split("\n".join(group)), n)
     return dict(counts)
+
+
+def add_weighted(total: Counter[str], found: list[str], weight: int) -> None:
+    """Add ``weight`` to ``total`` for each of ``found``: the pieces of words seen ``weight`` times
+    each. Weight 1, the commonest, is one C-level count of the list."""
+    if weight == 1:
+        total.update(found)
+    else:
+        add_scaled(total, Counter(found), weight)
+
+
+def add_scaled(total: Counter[str], part: Mapping[str, int], scale: int) -> None:
+    """``total[s] += scale * part[s]`` for every ``s`` in ``part``."""
+    get = total.get
+    for piece, n in part.items():
+        total[piece] = get(piece, 0) + n * scale
 
 
 class Tally:

@@ -34,6 +34,7 @@ from operator import itemgetter
 import numpy as np
 
 from engine.trainers.base import Reporter
+from engine.trainers.counting import add_scaled
 from engine.trainers.unigram.parallel import run_in_processes
 from engine.trainers.unigram.scripts import INHERITED, char_class
 from engine.trainers.unigram.segments import segment_counts
@@ -163,7 +164,7 @@ def _ranked_lengths(table: SegmentTable, lengths: range, want: int, no_last: str
                     into[L].update(map(itemgetter(slice(start, start + L)), segs))
         if count != 1:
             for L in counted:
-                _add_scaled(counts[L], into[L], count)
+                add_scaled(counts[L], into[L], count)
     # 2. Right-branching: a substring that occurs at least twice, and not always followed by the
     #    same character. An extension never counts more than its prefix, so the test is that no
     #    extension counts as much.
@@ -180,10 +181,3 @@ def _ranked_lengths(table: SegmentTable, lengths: range, want: int, no_last: str
     # 3. Rank by count × length (negated, so ascending); ties to the smaller string.
     ranked = sorted(zip(scores, pieces))[:want]
     return [piece for _, piece in ranked], [score for score, _ in ranked]
-
-
-def _add_scaled(total: Counter[str], part: Counter[str], scale: int) -> None:
-    """``total[s] += scale * part[s]`` for every ``s`` in ``part``."""
-    get = total.get
-    for piece, n in part.items():
-        total[piece] = get(piece, 0) + n * scale
