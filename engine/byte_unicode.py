@@ -79,6 +79,20 @@ def many_symbols_to_bytes(strings: Collection[str]) -> list[bytes] | None:
     return [data[start:stop] for start, stop in zip([0, *ends], ends)]
 
 
+def outside_alphabet(strings: Collection[str]) -> list[bool]:
+    """For each non-empty string, whether it has a character outside the alphabet (one numpy pass)."""
+    import numpy as np
+
+    lengths = np.fromiter(map(len, strings), np.int64, len(strings))
+    points = np.frombuffer("".join(strings).encode("utf-32-le"), np.uint32)
+    lookup = _byte_lookup()
+    bad = np.ones(len(points), bool)
+    known = points < len(lookup)
+    bad[known] = lookup[points[known]] < 0
+    starts = np.cumsum(lengths) - lengths
+    return np.logical_or.reduceat(bad, starts).tolist() if len(points) else [False] * len(strings)
+
+
 # code point -> its byte, -1 for a character that is not a symbol (the alphabet ends at U+0143)
 _BYTE_OF_POINT = [UNICODE_TO_BYTE.get(chr(code), -1) for code in range(max(map(ord, UNICODE_TO_BYTE)) + 1)]
 

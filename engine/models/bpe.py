@@ -8,6 +8,13 @@ different merges could produce is handled exactly, and so is a merge that uses a
 merge creates, and a pair listed twice has its later rank); on GPT-2's files it gives the same
 ids as tiktoken.
 
+*Raw tokens* (Cohere's Command R+ has 1,403): vocabulary strings with a character outside the
+byte-level alphabet, such as "\u200d" or "🔆" as typed. Hugging Face reads them, no encode can
+make them (a pre-token's symbols are all in the alphabet, and no merge uses them), and decoding
+gives the UTF-8 of the whole string, as HF's ByteLevel decoder does for a token it cannot map. So
+they are ids with bytes for decoding and their own spelling for files, and stay out of the
+bytes-to-id map that encoding reads (their bytes spell another token: "\u200d" is "âĢį").
+
 ``ignore_merges`` (Llama 3 and gpt-oss set it; tiktoken's rule): a pre-token whose whole byte
 string is in the vocabulary is that one token, merged or not; every encode path applies it
 (HF applies it only without dropout, and so does ``encode_bytes``).
@@ -29,13 +36,13 @@ from __future__ import annotations
 import random
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cached_property, partial
 from itertools import accumulate, islice, repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from engine.byte_unicode import bytes_to_symbols, many_symbols_to_bytes, symbols_to_bytes
+from engine.byte_unicode import bytes_to_symbols, many_symbols_to_bytes, outside_alphabet, symbols_to_bytes
 from engine.errors import FormatError
 from engine.limits import MAX_MERGES, MAX_TOKEN_LENGTH, MAX_VOCAB_SIZE, check_count, check_id, check_token, shown
 from engine.models.bpe_merge import merge
@@ -129,21 +136,27 @@ class BPE:
         *,
         ignore_merges: bool = False,
         hf_options: Mapping[str, Any] | None = None,
+        raw_tokens: Iterable[Sequence[Any]] = (),
     ) -> None:
         self.ignore_merges = ignore_merges
         # The HF model fields that change nothing here (a file's unk_token, "" affixes, ...),
         # kept so that a re-export writes what was read.
         self.hf_options: dict[str, Any] = dict(hf_options or {})
+        # id -> spelling of the raw tokens (module docstring), given as (id, string) pairs
+        self._raw: dict[int, str] = {int(token_id): str(token) for token_id, token in raw_tokens}
+        self._raw_ids = {token: token_id for token_id, token in self._raw.items()}
         self._bytes: dict[int, bytes] = dict(vocab)
+        self._bytes.update((token_id, token.encode("utf-8")) for token_id, token in self._raw.items())
         # Tables below are indexed by id, so the ids must be bounded before they are sized.
         for edge in {min(self._bytes, default=0), max(self._bytes, default=0)} & self._bytes.keys():
             check_id(edge, bytes_to_symbols(self._bytes[edge]))
         check_count(len(merges[0] if isinstance(merges, MergeIds) else merges), MAX_MERGES, "merges",
                     name="MAX_MERGES")
-        # bytes -> id; bytes spelt by two ids (a hand-made vocabulary) get the smaller id
-        self._ids: dict[bytes, int] = dict(zip(self._bytes.values(), self._bytes.keys()))
-        if len(self._ids) != len(self._bytes):
-            self._ids = {data: token_id for token_id, data in sorted(self._bytes.items(), reverse=True)}
+        # bytes -> id, raw tokens left out; bytes spelt by two ids (a hand-made vocabulary) get the smaller id
+        spelled = {i: data for i, data in self._bytes.items() if i not in self._raw} if self._raw else self._bytes
+        self._ids: dict[bytes, int] = dict(zip(spelled.values(), spelled.keys()))
+        if len(self._ids) != len(spelled):
+            self._ids = {data: token_id for token_id, data in sorted(spelled.items(), reverse=True)}
         missing = [b for b in range(256) if bytes([b]) not in self._ids]
         if missing:
             raise FormatError(
@@ -181,7 +194,8 @@ class BPE:
 
     def snapshot(self) -> ModelSnapshot:
         """The model as ids and bytes (``engine/snapshot.py``), :meth:`from_snapshot`'s input."""
-        options = {"ignore_merges": self.ignore_merges, "hf_options": self.hf_options}
+        options = {"ignore_merges": self.ignore_merges, "hf_options": self.hf_options,
+                   "raw_tokens": sorted(self._raw.items())}
         return ModelSnapshot("byte", options, list(self._bytes), list(self._bytes.values()),
                              MergeIds(self._lefts.tolist(), self._rights.tolist(), list(self._merged_at)))
 
@@ -282,16 +296,17 @@ class BPE:
 
     def id_to_token(self, token_id: int) -> str | None:
         data = self._bytes.get(token_id)
-        return None if data is None else bytes_to_symbols(data)
+        return None if data is None else self._raw.get(token_id) or bytes_to_symbols(data)
 
     def token_to_id(self, token: str) -> int | None:
         try:
             return self._ids.get(symbols_to_bytes(token))
         except KeyError:
-            return None
+            return self._raw_ids.get(token)
 
     def vocab(self) -> dict[str, int]:
-        return {bytes_to_symbols(data): token_id for token_id, data in self._bytes.items()}
+        raw = self._raw
+        return {raw.get(token_id) or bytes_to_symbols(data): token_id for token_id, data in self._bytes.items()}
 
     def items(self) -> list[tuple[int, bytes]]:
         """All (id, bytes) pairs in id order."""
@@ -325,53 +340,56 @@ class BPE:
         check_count(len(raw_merges), MAX_MERGES, "merges", name="MAX_MERGES")
         fast = _read_fast(raw_vocab, raw_merges, special_tokens)
         if fast is not None:  # a well-formed file (every real one): no per-entry Python work
-            vocab, merges = fast
+            vocab, merges, raw = fast
         else:  # find the first bad entry and name it
-            vocab = {}
+            vocab, raw = {}, {}
             for token, token_id in raw_vocab.items():
                 if token in special_tokens:
                     continue
                 check_token(token)  # in the byte alphabet one character is one byte
                 check_id(token_id, token)
-                try:
-                    data_bytes = symbols_to_bytes(token)
-                except KeyError:
-                    raise FormatError(
-                        f"Token {token!r} has characters outside the byte-level alphabet; "
-                        "only byte-level BPE models are supported."
-                    ) from None
-                if token_id in vocab:
+                if token_id in vocab or token_id in raw:
                     raise FormatError(f"Id {token_id} is used by two tokens ({token!r} and another).")
-                vocab[token_id] = data_bytes
+                try:
+                    vocab[token_id] = symbols_to_bytes(token)
+                except KeyError:  # a raw token (module docstring)
+                    raw[token_id] = token
             merges = [parse_merge(entry, index + 1) for index, entry in enumerate(raw_merges)]
         ignore_merges, options = read_byte_level_options(data)
-        return cls(vocab, merges, ignore_merges=ignore_merges, hf_options=options)
+        return cls(vocab, merges, ignore_merges=ignore_merges, hf_options=options, raw_tokens=raw.items())
 
 
-def _read_fast(raw_vocab: dict[Any, Any], raw_merges: list[Any],
-               special_tokens: Mapping[str, int]) -> tuple[dict[int, bytes], MergeIds] | None:
-    """``(id -> bytes, merges as ids)`` of a byte-level HF model when every entry is valid, else None.
+def _read_fast(raw_vocab: dict[Any, Any], raw_merges: list[Any], special_tokens: Mapping[str, int]
+               ) -> tuple[dict[int, bytes], MergeIds, dict[int, str]] | None:
+    """``(id -> bytes, merges as ids, id -> raw token)`` of a byte-level HF model when every entry
+    is valid, else None.
 
     Checks the whole vocabulary at once (types, id range, lengths, alphabet, distinct ids) and
     maps each merge ``"a b"`` to ids through the vocabulary's strings: a merge is valid iff ``a``,
-    ``b`` and ``a + b`` are vocabulary strings (one character is one byte, so ``a + b`` is the
-    merged token's spelling), with no bytes built per merge. ``from_hf`` reads entry by entry
-    only when this refuses, to name the bad one.
+    ``b`` and ``a + b`` are vocabulary strings in the alphabet (one character is one byte, so
+    ``a + b`` is the merged token's spelling), with no bytes built per merge. ``from_hf`` reads
+    entry by entry only when this refuses, to name the bad one.
     """
     strings = raw_vocab if raw_vocab.keys().isdisjoint(special_tokens) else {
         token: token_id for token, token_id in raw_vocab.items() if token not in special_tokens}
     ids = list(strings.values())
     if (not ids or set(map(type, ids)) != {int} or min(ids) < 0 or max(ids) >= MAX_VOCAB_SIZE
-            or max(map(len, strings)) > MAX_TOKEN_LENGTH or len(set(ids)) != len(ids)):
+            or max(map(len, strings)) > MAX_TOKEN_LENGTH or len(set(ids)) != len(ids) or "" in strings):
         return None
+    raw: dict[int, str] = {}
     data = many_symbols_to_bytes(strings)
-    if data is None:
-        return None
+    if data is None:  # raw tokens (module docstring), or a string the slow path will name
+        outside = outside_alphabet(strings)
+        raw = {token_id: token for (token, token_id), out in zip(strings.items(), outside) if out}
+        strings = {token: token_id for (token, token_id), out in zip(strings.items(), outside) if not out}
+        data = many_symbols_to_bytes(strings)
+        if data is None:
+            return None
     kinds = set(map(type, raw_merges))
     pairs = (raw_merges if kinds == {list} else list(map(str.split, raw_merges, repeat(" "))) if kinds == {str}
              else [entry.split(" ") if type(entry) is str else entry if type(entry) is list else ()
                    for entry in raw_merges])
-    if "" in strings or (pairs and set(map(len, pairs)) != {2}):  # an empty part is then never in the vocabulary
+    if pairs and set(map(len, pairs)) != {2}:  # an empty part is never in the vocabulary ("" is refused above)
         return None
     firsts, seconds = list(map(itemgetter(0), pairs)), list(map(itemgetter(1), pairs))
     get = strings.get
@@ -382,7 +400,7 @@ def _read_fast(raw_vocab: dict[Any, Any], raw_merges: list[Any],
         return None
     if None in lefts or None in rights or None in merged:
         return None
-    return dict(zip(ids, data)), MergeIds(lefts, rights, merged)  # type: ignore[arg-type]
+    return dict(zip(strings.values(), data)), MergeIds(lefts, rights, merged), raw  # type: ignore[arg-type]
 
 
 # The HF BPE fields besides vocab and merges, with the values that change nothing (or that we

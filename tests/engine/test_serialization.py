@@ -92,7 +92,7 @@ def broken(path: list[object], value: object) -> str:
         pytest.param(broken(["model", "merges", 0], "t h e"), "line 1: A merge must have exactly two parts", id="bad-merge"),
         pytest.param(broken(["model", "merges", 0], "t q"), "line 1: Merge 1 (t q) uses 'tq', which is not in the vocabulary.", id="merge-result-missing"),
         pytest.param(broken(["model", "vocab", "t"], -1), "The id of token 't' must be a non-negative integer", id="negative-id"),
-        pytest.param(broken(["model", "vocab", "☃"], 5), "Token '☃' has characters outside the byte-level alphabet", id="non-byte-token"),
+        pytest.param(broken(["model", "vocab", "☃"], 5), "Id 5 is used by two tokens ('☃' and another)", id="raw-token-reusing-an-id"),
         pytest.param(broken(["added_tokens", 0, "id"], "zero"), "An added token must have a string content and an integer id", id="added-token"),
         pytest.param(broken(["pre_tokenizer"], {"type": "Sequence", "pretokenizers": [{"type": "ByteLevel"}, {"type": "Digits"}]}), "The ByteLevel pre-tokenizer (pre_tokenizer.pretokenizers[0]) must be the last step", id="byte-level-not-last"),
         pytest.param(broken(["pre_tokenizer"], {"type": "Split", "pattern": {"Regex": "a"}, "behavior": "Sideways"}), "pre_tokenizer has behavior 'Sideways'", id="split-behavior"),
