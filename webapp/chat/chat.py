@@ -22,10 +22,13 @@ How the rendered prompt is encoded, and so what the counts mean:
   tokens allowed (those the template names, and its bos/eos/pad tokens), so ``<|im_start|>``
   is one token when the tokenizer has it; when it lacks one, it is text, and
   :attr:`ChatCount.missing` names it for the page;
-- each message's content is encoded as ordinary text, never as special tokens, so a message
-  that spells ``<|im_end|>`` cannot end its turn early (what OpenAI's API does too);
-- a message's count is the tokens of its own content, the overhead is the total minus the
-  messages' counts: the role names, separators and special tokens the template added.
+- each message's content is ordinary text, never special tokens, so a message that spells
+  ``<|im_end|>`` cannot end its turn early (what OpenAI's API does too);
+- the prompt is encoded whole, as transformers' ``apply_chat_template`` encodes it, so a token
+  may span the edge of a content (InternLM 2 merges ".<" of ".<|im_end|>" when that is no special
+  token); only when a content spells a special token is each content encoded alone instead;
+- a message's count is the tokens that start in its own content, the overhead is the total
+  minus the messages' counts: the role names, separators and special tokens the template added.
 
 To find the contents in the rendered text, the template is rendered a second time with each
 content replaced by a marker; if putting the contents back into that rendering gives the
@@ -207,6 +210,25 @@ def _encode_segment(tokenizer: Tokenizer, text: str, start: int, end: int, allow
                       s.char_end + start, s.special) for s in spans]
 
 
+def _encode_prompt(tokenizer: Tokenizer, text: str, places: list[tuple[int, int] | None],
+                   allowed: frozenset[str]) -> list[TokenSpan]:
+    """The rendered prompt's tokens: the whole text at once, as transformers' ``apply_chat_template``
+    encodes it (a token may span a content's edge, ".<" in InternLM 2's; a normalizer's "▁" comes
+    once, not before each content), unless a content spells one of the template's special tokens.
+    Then each content is encoded alone as plain text, so that no message ends its turn early."""
+    whole = tokenizer.encode_with_offsets(text, allowed_special=allowed, disallowed_special=(),
+                                          add_special_tokens=False)
+    inside = [place for place in places if place is not None]
+    if not any(span.special and any(a <= span.char_start < b for a, b in inside) for span in whole):
+        return whole
+    spans: list[TokenSpan] = []
+    byte_at = 0
+    for start, end, owner in _segments(len(text), places):
+        spans += _encode_segment(tokenizer, text, start, end, allowed if owner is None else frozenset(), byte_at)
+        byte_at += len(text[start:end].encode("utf-8"))
+    return spans
+
+
 def _segments(length: int, places: list[tuple[int, int] | None]) -> list[tuple[int, int, int | None]]:
     """Cut ``[0, length)`` into the template's stretches (owner None) and each located message's content.
 
@@ -247,15 +269,11 @@ def count_chat(tokenizer: Tokenizer, messages: Sequence[Message], choice: str, c
     allowed = frozenset(t for t in (*declared, *tokens.values()) if t in have)
     allowed |= frozenset(t for t in have if t and t in source)
     places = _locate(text, marked_text, messages)
-    spans: list[TokenSpan] = []
+    spans = _encode_prompt(tokenizer, text, places, allowed)
     counts = [0] * len(messages)
-    byte_at = 0
-    for start, end, owner in _segments(len(text), places):
-        segment = _encode_segment(tokenizer, text, start, end, allowed if owner is None else frozenset(), byte_at)
-        byte_at += len(text[start:end].encode("utf-8"))
-        spans.extend(segment)
-        if owner is not None:
-            counts[owner] = len(segment)
+    for index, place in enumerate(places):
+        if place is not None:
+            counts[index] = sum(place[0] <= span.char_start < place[1] for span in spans)
     for index, message in enumerate(messages):
         if places[index] is None:  # not found in the prompt: its own tokens, counted alone
             counts[index] = len(tokenizer.encode(message.content, disallowed_special=(), add_special_tokens=False))

@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine import IM_SEP, TIKTOKEN_ENCODINGS, SpecialTokens, Tokenizer
+from engine.formats.transformers_config import CHAT_TOKENS
+from webapp.tokenizers.originals import chat_settings
 
 _copies: weakref.WeakKeyDictionary[Tokenizer, tuple[frozenset[tuple[str, int]], Tokenizer]] = (
     weakref.WeakKeyDictionary())
@@ -35,6 +37,19 @@ def chat_special_tokens(config: Mapping[str, Any] | None) -> dict[str, int]:
     name = (config or {}).get("preset")
     encoding = TIKTOKEN_ENCODINGS.get(name) if isinstance(name, str) else None
     return dict(encoding.chat_special_tokens) if encoding is not None else {}
+
+
+def config_special_tokens(tokenizer: Tokenizer, config: Mapping[str, Any] | None) -> dict[str, int]:
+    """The bos/eos/pad tokens of an imported ``tokenizer_config.json`` that the tokenizer has only
+    as plain vocabulary entries, with their ids: transformers makes them special tokens, so its
+    ``apply_chat_template`` reads InternLM 2's "<s>" as id 1, not as the text "<s>"."""
+    found = {}
+    for name in CHAT_TOKENS:
+        token = chat_settings(config).get(name)
+        if (isinstance(token, str) and token not in tokenizer.specials.ids and token not in tokenizer.specials.added
+                and (token_id := tokenizer.token_to_id(token)) is not None):
+            found[token] = token_id
+    return found
 
 
 def preset_template(config: Mapping[str, Any] | None) -> str | None:
@@ -55,6 +70,7 @@ def with_chat_tokens(tokenizer: Tokenizer, config: Mapping[str, Any] | None) -> 
     extra = {token: token_id for token, token_id in chat_special_tokens(config).items()
              if token not in tokenizer.specials.ids and token not in tokenizer.specials.added
              and tokenizer.id_to_token(token_id) is None}
+    extra |= config_special_tokens(tokenizer, config)
     if not extra:
         return tokenizer
     key = frozenset(extra.items())
@@ -71,4 +87,4 @@ def with_chat_tokens(tokenizer: Tokenizer, config: Mapping[str, Any] | None) -> 
     return chat
 
 
-__all__ = ["chat_special_tokens", "preset_template", "with_chat_tokens"]
+__all__ = ["chat_special_tokens", "config_special_tokens", "preset_template", "with_chat_tokens"]

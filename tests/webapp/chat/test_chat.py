@@ -233,6 +233,38 @@ def test_contents_are_located_even_when_the_template_transforms_or_repeats_them(
     assert (twice.ids, twice.message_counts, twice.overhead) == ([257, 124, 257], [1], 2)
 
 
+def test_the_prompt_is_encoded_whole_so_a_token_may_span_a_contents_edge() -> None:
+    """"th" from the message and "e" from the template make one token, as in Hugging Face's
+    encoding of the rendered text; it counts for the message, where it starts."""
+    tokenizers = pytest.importorskip("tokenizers")
+    tokenizer = chatml_bpe()
+    config = {"chat": {"template": "{% for m in messages %}{{ m.content }}e|{% endfor %}"}}
+    chat = count(tokenizer, [Message("user", "th"), Message("user", " w")], "tokenizer", config)
+    assert chat.text == "the| we|"
+    assert chat.ids == [257, 124, 258, 101, 124] == tokenizers.Tokenizer.from_str(tokenizer.to_json()).encode(
+        chat.text, add_special_tokens=False).ids
+    assert (chat.message_counts, chat.overhead) == ([1, 1], 3)
+
+
+def test_a_config_token_that_is_a_plain_vocabulary_entry_is_special_in_the_chat() -> None:
+    """InternLM 2's "<s>" is a vocabulary entry, not an added token; its tokenizer_config.json names
+    it bos_token, and transformers' apply_chat_template then reads it as that one id."""
+    transformers = pytest.importorskip("transformers")
+    vocab = {i: bytes([i]) for i in range(256)}
+    for left, right in MERGES:
+        vocab[len(vocab)] = left + right
+    vocab[len(vocab)] = b"<s>"  # 261: no merge makes it
+    tokenizer = byte_level_bpe(vocab, MERGES, name="plain-bos")
+    template = "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}"
+    chat = count(tokenizer, [Message("user", "the")], "tokenizer", {"chat": {"template": template, "bos_token": "<s>"}})
+    assert chat.ids == [261, *b"[user]", 257] and chat.message_counts == [1]
+    assert tokenizer.encode("<s>") == [*b"<s>"]  # outside the chat it stays what tokenizer.json says
+    hf = transformers.PreTrainedTokenizerFast(tokenizer_object=__import__("tokenizers").Tokenizer.from_str(
+        tokenizer.to_json()), bos_token="<s>", chat_template=template)
+    expected = hf.apply_chat_template([{"role": "user", "content": "the"}], tokenize=True)
+    assert chat.ids == list(expected["input_ids"] if hasattr(expected, "keys") else expected)
+
+
 # Mistral-7B-Instruct-v0.1's published chat_template: alternation enforced with raise_exception.
 MISTRAL = ("{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
            "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
