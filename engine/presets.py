@@ -28,12 +28,13 @@ def byte_level_bpe(
     pretokenizer: str | PreTokenizer = "gpt2",
     special_tokens: Mapping[str, int] | None = None,
     name: str = "",
+    ignore_merges: bool = False,
 ) -> Tokenizer:
     """A GPT-2/GPT-4 style tokenizer. Special-token ids may appear in ``vocab``; they are taken out
-    of the model, which only ever produces byte tokens."""
+    of the model, which only ever produces byte tokens. ``ignore_merges``: see ``models/bpe.py``."""
     specials = dict(special_tokens or {})
     special_ids = set(specials.values())
-    model = BPE({i: b for i, b in vocab.items() if i not in special_ids}, merges)
+    model = BPE({i: b for i, b in vocab.items() if i not in special_ids}, merges, ignore_merges=ignore_merges)
     pre = get_pretokenizer(pretokenizer) if isinstance(pretokenizer, str) else pretokenizer
     return Tokenizer(model, pre_tokenizer=pre, special_tokens=specials, decoder=ByteLevelDecoder(), name=name)
 

@@ -73,3 +73,25 @@ def test_the_command_line_gives_hugging_faces_ids(name: str, tmp_path: Path, cap
     assert cli_main(["encode", "-t", str(open_model_file(name)), "--allowed-special", "all", str(text)]) == 0
     expected = hf.encode(text.read_text(encoding="utf-8")).ids  # type: ignore[attr-defined]
     assert json.loads(capsys.readouterr().out) == expected
+
+
+@pytest.mark.parametrize("name", ["llama3", "gptoss"])
+def test_the_tiktoken_rank_file_we_write_reads_as_tiktoken_reads_it(name: str) -> None:
+    """Llama 3 was a tiktoken rank file before it was a tokenizer.json: written back as one, it gives
+    Hugging Face's ids in tiktoken itself and in our reading of it (which refused it before)."""
+    tiktoken = pytest.importorskip("tiktoken")
+    import base64
+
+    from engine.formats.tiktoken import dumps_ranks, dumps_sidecar, loads_tiktoken
+
+    ours, hf = _pair(name)
+    ranks_text, sidecar = dumps_ranks(ours), dumps_sidecar(ours)
+    ranks = {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in ranks_text.splitlines())}
+    side = json.loads(sidecar)
+    theirs = tiktoken.Encoding(name=name, pat_str=side["pat_str"], mergeable_ranks=ranks,
+                               special_tokens=side["special_tokens"])
+    read = loads_tiktoken(ranks_text, sidecar)
+    lines = heldout_lines()[::3]
+    expected = [encoding.ids for encoding in hf.encode_batch(lines, add_special_tokens=False)]  # type: ignore[attr-defined]
+    assert [theirs.encode_ordinary(line) for line in lines] == expected
+    assert [read.encode_ordinary(line) for line in lines] == expected

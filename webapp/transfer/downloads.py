@@ -111,6 +111,9 @@ def _gpt2_fits(tok: Tokenizer) -> None:
         raise ConfigError("This tokenizer has no pre-tokenizer; vocab.json + merges.txt need one.")
     if tok.normalizer is not None:
         raise ConfigError("vocab.json + merges.txt cannot hold this tokenizer's normalizer; use tokenizer.json.")
+    if getattr(tok.model, "ignore_merges", False):
+        raise ConfigError("vocab.json + merges.txt cannot say ignore_merges (a pre-token that is in the vocabulary "
+                          "is one token, as Llama 3 reads text); use tokenizer.json.")
 
 
 def _gpt2(tok: Tokenizer, verify: bool) -> dict[str, bytes]:

@@ -62,6 +62,15 @@ def test_plan_offers_what_each_model_can_be_written_as() -> None:
     assert [k for k, f in uni.items() if not f.fits] == ["gpt2", "tiktoken", "vocab.txt"]
 
 
+def test_gpt2_files_are_not_offered_for_ignore_merges() -> None:
+    """Llama 3 reads a pre-token in the vocabulary as one token; vocab.json + merges.txt cannot say so,
+    and read back they gave other ids (found on Llama 3.1 and Mistral NeMo): refused up front."""
+    tok = byte_bpe()
+    tok.model.ignore_merges = True
+    gpt2 = {f.key: f for f in downloads.plan(tok)}["gpt2"]
+    assert gpt2.fits and not gpt2.available and "cannot say ignore_merges" in (gpt2.reason or "")
+
+
 def test_formats_for_other_models_are_left_out_of_the_page_and_named_neutrally(client: FlaskClient, app: Flask) -> None:
     page = client.get(f"/tokenizers/{store(app, byte_bpe())}/downloads").get_data(as_text=True)
     assert 'data-format="vocab.txt"' not in page and 'data-format="spm"' not in page
