@@ -20,6 +20,8 @@ MAX_TEMPLATE_PARTS = 64
 """The most parts a template may have (real ones have two to four): each encode adds them."""
 MAX_TEMPLATE_IDS = 16
 """The most ids one template token may stand for (real files use one)."""
+MAX_SEQUENCE_STEPS = 8
+"""The most steps of a ``Sequence`` post-processor (Llama 3.1's has two)."""
 
 
 class TemplateProcessing:
@@ -89,8 +91,9 @@ def post_processor_from_hf(data: dict[str, Any] | None, special_tokens: Mapping[
         return None
     if kind == "Sequence":
         steps = data.get("processors")
-        if not isinstance(steps, list):
-            raise FormatError("The Sequence post-processor has no list of processors (post_processor.processors).")
+        if not isinstance(steps, list) or len(steps) > MAX_SEQUENCE_STEPS:
+            raise FormatError(f"The Sequence post-processor needs a list of at most {MAX_SEQUENCE_STEPS} processors "
+                              "(post_processor.processors).")
         adding = [step for step in (post_processor_from_hf(each, special_tokens) for each in steps) if step]
         if len(adding) > 1:
             raise FormatError("The Sequence post-processor has more than one step that adds tokens "

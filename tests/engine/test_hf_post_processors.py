@@ -78,7 +78,8 @@ BAD = {
     "two templates in a sequence": ({"type": "Sequence", "processors": [
         template(["<|bos|>", "$A"], {"<|bos|>": [7]}), template(["$A", "</s>"], {"</s>": [2]})]},
         "more than one step that adds tokens"),
-    "a sequence without its list": ({"type": "Sequence"}, "no list of processors"),
+    "a sequence without its list": ({"type": "Sequence"}, "needs a list of at most 8 processors"),
+    "a sequence too long": ({"type": "Sequence", "processors": [BYTE_LEVEL] * 9}, "needs a list of at most 8"),
     "a negative id": (template(["<s>", "$A"], {"<s>": [-1]}), "needs a list of 1 to 16 ids"),
     "no ids": (template(["<s>", "$A"], {"<s>": []}), "needs a list of 1 to 16 ids"),
     "an id that is not an integer": (template(["<s>", "$A"], {"<s>": ["1"]}), "needs a list of 1 to 16 ids"),
