@@ -40,6 +40,7 @@ Left out: HTTP (``views.py``, ``api/views.py``), the sandbox (``sandbox.py``).
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -210,20 +211,21 @@ def _encode_segment(tokenizer: Tokenizer, text: str, start: int, end: int, allow
                       s.char_end + start, s.special) for s in spans]
 
 
-def _encode_prompt(tokenizer: Tokenizer, text: str, places: list[tuple[int, int] | None],
+def _encode_prompt(tokenizer: Tokenizer, text: str, stretches: list[tuple[int, int, int | None]],
                    allowed: frozenset[str]) -> list[TokenSpan]:
     """The rendered prompt's tokens: the whole text at once, as transformers' ``apply_chat_template``
     encodes it (a token may span a content's edge, ".<" in InternLM 2's; a normalizer's "▁" comes
     once, not before each content), unless a content spells one of the template's special tokens.
-    Then each content is encoded alone as plain text, so that no message ends its turn early."""
+    Then each stretch (:func:`_segments`) is encoded alone, the contents as plain text, so that no
+    message ends its turn early."""
     whole = tokenizer.encode_with_offsets(text, allowed_special=allowed, disallowed_special=(),
                                           add_special_tokens=False)
-    inside = [place for place in places if place is not None]
-    if not any(span.special and any(a <= span.char_start < b for a, b in inside) for span in whole):
+    contents = [(start, end) for start, end, owner in stretches if owner is not None]
+    if not any(span.special and any(a <= span.char_start < b for a, b in contents) for span in whole):
         return whole
     spans: list[TokenSpan] = []
     byte_at = 0
-    for start, end, owner in _segments(len(text), places):
+    for start, end, owner in stretches:
         spans += _encode_segment(tokenizer, text, start, end, allowed if owner is None else frozenset(), byte_at)
         byte_at += len(text[start:end].encode("utf-8"))
     return spans
@@ -269,11 +271,14 @@ def count_chat(tokenizer: Tokenizer, messages: Sequence[Message], choice: str, c
     allowed = frozenset(t for t in (*declared, *tokens.values()) if t in have)
     allowed |= frozenset(t for t in have if t and t in source)
     places = _locate(text, marked_text, messages)
-    spans = _encode_prompt(tokenizer, text, places, allowed)
+    stretches = _segments(len(text), places)  # drops a place that overlaps an earlier one
+    spans = _encode_prompt(tokenizer, text, stretches, allowed)
     counts = [0] * len(messages)
-    for index, place in enumerate(places):
-        if place is not None:
-            counts[index] = sum(place[0] <= span.char_start < place[1] for span in spans)
+    starts = [start for start, _, _ in stretches]
+    for span in spans:  # each token counts for the stretch it starts in
+        owner = stretches[bisect_right(starts, span.char_start) - 1][2]
+        if owner is not None:
+            counts[owner] += 1
     for index, message in enumerate(messages):
         if places[index] is None:  # not found in the prompt: its own tokens, counted alone
             counts[index] = len(tokenizer.encode(message.content, disallowed_special=(), add_special_tokens=False))
