@@ -39,9 +39,11 @@ import sys
 import time
 from pathlib import Path
 
+from engine.presets import OPEN_MODELS, TIKTOKEN_ENCODINGS
+
 ROOT = Path(__file__).resolve().parent.parent
-OPENAI = ("r50k_base", "p50k_base", "cl100k_base", "o200k_base")
-OPEN = ("llama2", "llama3", "gemma3", "qwen3", "deepseek_v3", "gptoss")
+OPENAI = tuple(TIKTOKEN_ENCODINGS)  # r50k_base ... o200k_base
+OPEN = tuple(OPEN_MODELS)  # llama2 ... command_r_plus
 # 2 KB of mixed text: prose, code, numbers, accents, CJK and emoji, as a playground request has.
 SAMPLE = ("The quick brown fox jumps over the lazy dog; naïve café owners paid $1,234.56 for 42 crêpes. "
           "def tokenize(text: str) -> list[int]:\n    return [ord(c) for c in text]  # 日本語のテキスト 🙂\n"
@@ -152,7 +154,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/presets-bench"), help="where the documents go")
     parser.add_argument("--runs", type=int, default=3, help="processes per measurement (median)")
     parser.add_argument("--warm", type=int, default=51, help="warm encodes per preset (median)")
-    parser.add_argument("--only", nargs="*", default=None, help="preset names (default: all ten)")
+    parser.add_argument("--only", nargs="*", default=None, help="preset names (default: every preset)")
     parser.add_argument("--skip-load", action="store_true", help="skip the whole-process load timings")
     args = parser.parse_args()
     paths = write_documents(args.presets, args.work)
