@@ -105,8 +105,19 @@ def _transformers_config(tok: Tokenizer, chat: Mapping[str, Any]) -> dict[str, b
     return {"tokenizer_config.json": dumps_tokenizer_config(tok, known=chat, chat_template=template).encode()}
 
 
+def _no_template(tok: Tokenizer, what: str) -> None:
+    """Refuse a tokenizer whose post-processor adds ids (Llama 3.1's bos): ``what`` has no place for it."""
+    before, after = tok.post_processor.added if tok.post_processor is not None else ([], [])
+    if before or after:
+        added = " and ".join(filter(None, (
+            tok.decode(before, skip_special_tokens=False), tok.decode(after, skip_special_tokens=False))))
+        raise ConfigError(f"{what} cannot hold this tokenizer's template, which adds {added} around the text; "
+                          "use tokenizer.json.")
+
+
 def _gpt2_fits(tok: Tokenizer) -> None:
     _needs_byte_bpe(tok, "GPT-2 files")
+    _no_template(tok, "vocab.json + merges.txt")
     if tok.pre_tokenizer is None:
         raise ConfigError("This tokenizer has no pre-tokenizer; vocab.json + merges.txt need one.")
     if tok.normalizer is not None:
@@ -131,6 +142,7 @@ def _tiktoken_fits(tok: Tokenizer) -> None:
     from engine.formats import tiktoken
 
     _needs_byte_bpe(tok, "tiktoken files")
+    _no_template(tok, "A tiktoken rank file")
     if tok.normalizer is not None:
         raise ConfigError("tiktoken has no normalizers; this tokenizer's normalizer cannot be written.")
     tiktoken.dumps_sidecar(tok)  # refuses a pre-tokenizer that is not one regex; cheap

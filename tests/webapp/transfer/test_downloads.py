@@ -62,6 +62,21 @@ def test_plan_offers_what_each_model_can_be_written_as() -> None:
     assert [k for k, f in uni.items() if not f.fits] == ["gpt2", "tiktoken", "vocab.txt"]
 
 
+def test_files_without_a_template_are_not_offered_for_a_tokenizer_whose_template_adds_ids() -> None:
+    """Llama 3.1 adds <|begin_of_text|> through its post-processor; GPT-2 files and tiktoken rank
+    files have no place for it, and read back they gave other ids at token 0: refused up front."""
+    from engine.post_processors import TemplateProcessing
+
+    tok = byte_bpe()
+    tok.post_processor = TemplateProcessing("<|endoftext|> $A", tok.special_tokens)
+    formats = {f.key: f for f in downloads.plan(tok)}
+    for key, what in (("gpt2", "vocab.json + merges.txt"), ("tiktoken", "A tiktoken rank file")):
+        assert not formats[key].available
+        assert formats[key].reason == (f"{what} cannot hold this tokenizer's template, which adds <|endoftext|> "
+                                       "around the text; use tokenizer.json.")
+    assert formats["tokenizer.json"].available
+
+
 def test_gpt2_files_are_not_offered_for_ignore_merges() -> None:
     """Llama 3 reads a pre-token in the vocabulary as one token; vocab.json + merges.txt cannot say so,
     and read back they gave other ids (found on Llama 3.1 and Mistral NeMo): refused up front."""
