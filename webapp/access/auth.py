@@ -30,9 +30,10 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from flask import Flask, abort, current_app, g, jsonify, redirect, request, session, url_for
+from flask import Flask, abort, current_app, g, has_app_context, jsonify, redirect, request, session, url_for
 from flask_login import LoginManager, current_user, login_user
-from sqlalchemy import Select, bindparam, or_, select, update
+from sqlalchemy import Select, bindparam, event, or_, select, update
+from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 from werkzeug.wrappers import Response
 
@@ -196,6 +197,19 @@ def _memberships() -> list[tuple[Team, str]]:
         found = get_session().execute(_MEMBERSHIPS, {"user_id": current_user.id})
         g.memberships = [(team, role) for team, role in found]
     return g.memberships
+
+
+@event.listens_for(Session, "after_flush")
+def _teams_changed(db: Session, _context: Any) -> None:
+    """A request that writes a membership or a team reads its teams again afterwards.
+
+    The teams come with the user, before the view runs (:func:`_load_user`); a view that adds,
+    changes or removes one (starting a team, joining one) then sees them as it did when it was
+    the first to ask. (``session.new``, ``dirty`` and ``deleted`` still hold what was flushed.)
+    """
+    if has_app_context() and "memberships" in g and any(
+            isinstance(row, (Membership, Team)) for rows in (db.new, db.dirty, db.deleted) for row in rows):
+        g.pop("memberships", None)
 
 
 def team_ids() -> list[int]:

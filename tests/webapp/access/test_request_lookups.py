@@ -102,3 +102,14 @@ def test_ending_the_sessions_elsewhere_ends_this_one_at_once(app: Flask, client:
                                     .values(session_generation=User.session_generation + 1)))
     page, encode, api = answers(client, mine)
     assert (page, encode) == (303, 303) and api == 401
+
+
+def test_a_view_that_changes_the_teams_reads_them_again(app: Flask) -> None:
+    """The teams loaded with the user are dropped when the request writes a membership or a team,
+    so the view reads them after its change, as it did when it was the first to ask."""
+    bob, _ = add_user(app, "bob@example.com", "Bob", team_id=1, role="member")  # owns no team
+    client = login_as(app.test_client(), bob)
+    answer = client.post("/teams", data={"name": "Bob's own"}, follow_redirects=True)
+    assert answer.status_code == 200
+    page = answer.get_data(as_text=True)
+    assert "You started" in page and "no longer to" not in page
