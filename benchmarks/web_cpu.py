@@ -8,7 +8,9 @@ the web processes' garbage-collection setting of ``webapp/web/server.py``), stor
 test's loop: the playground page, an htmx encode of ``--text-bytes`` of ``--corpus`` (64 slices
 in turn, their pre-tokens cached first, as in a running server) and a JSON API encode. Each kind
 runs in blocks of ``--requests``; the answer is this process's CPU time per request, the median
-of ``--blocks`` blocks, and the load test's mix (page + 3 htmx encodes + API) / 5.
+of ``--blocks`` blocks, and the load test's mix (page + 3 htmx encodes + API) / 5. Two more kinds
+show the fixed costs: ``healthz`` (a request that does nothing) and ``short`` (an htmx encode of
+two characters).
 
 ``--against CHECKOUT`` compares two builds under the same load: it starts this script once on
 this checkout and once on CHECKOUT (another ``git worktree``, say of the parent commit; it needs
@@ -99,7 +101,14 @@ def build(checkout: Path, corpus: Path, text_bytes: int) -> dict[str, Callable[[
         if answer.status_code != 200:
             raise SystemExit(f"web_cpu: an API encode answered {answer.status_code}")
 
-    kinds = {"page": page, "htmx": htmx, "api": api}
+    def healthz() -> None:  # a request that does nothing: the frame's and the test client's own cost
+        client.get("/healthz")
+
+    def short() -> None:  # an htmx encode of two characters: the request's fixed costs
+        client.post(f"/tokenizers/{ref}/encode", data={"csrf_token": csrf["field"], "text": "hi"},
+                    headers={"HX-Request": "true", "X-CSRFToken": csrf["header"]})
+
+    kinds = {"page": page, "htmx": htmx, "api": api, "healthz": healthz, "short": short}
     page()
     for _ in range(64):  # every text once, so its pre-tokens are cached as in a running server
         htmx()
@@ -200,7 +209,8 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=50, help="requests per block (default 50)")
     parser.add_argument("--blocks", type=int, default=5, help="blocks per kind (default 5)")
     parser.add_argument("--against", type=Path, help="another checkout to alternate with")
-    parser.add_argument("--profile", choices=KINDS, help="print a cProfile of --requests requests of this kind")
+    parser.add_argument("--profile", choices=(*KINDS, "healthz", "short"),
+                        help="print a cProfile of --requests requests of this kind")
     parser.add_argument("--statements", action="store_true", help="print the SQL statements of each kind")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # a worker of --against
     parser.add_argument("--prepare", type=Path, help=argparse.SUPPRESS)  # serve_cpu.py's data folder
@@ -222,7 +232,8 @@ def main() -> None:
         profiler.runcall(lambda: [kinds[args.profile]() for _ in range(args.requests)])
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
     else:
-        ms = {kind: statistics.median(cpu_ms(kinds[kind], args.requests) for _ in range(args.blocks)) for kind in KINDS}
+        ms = {kind: statistics.median(cpu_ms(kinds[kind], args.requests) for _ in range(args.blocks))
+              for kind in (*KINDS, "healthz", "short")}
         print(f"CPU ms per request, medians of {args.blocks} blocks of {args.requests} "
               f"(load average {os.getloadavg()[0]:.1f}): " + ", ".join(f"{k} {v:.2f}" for k, v in ms.items())
               + f"; load-test mix {mix(ms):.2f}")
