@@ -22,15 +22,18 @@ ends ``SESSION_DAYS`` after its login, however active it stays. Left out: the pa
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import secrets
 import time
+from collections.abc import Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from flask import Flask, abort, current_app, g, jsonify, redirect, request, session, url_for
+from flask import Flask, abort, current_app, g, has_app_context, jsonify, redirect, request, session, url_for
 from flask_login import LoginManager, current_user, login_user
-from sqlalchemy import Select, bindparam, or_, select, update
+from sqlalchemy import Select, bindparam, event, or_, select, update
+from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 from werkzeug.wrappers import Response
 
@@ -105,7 +108,10 @@ def _load_user(login_id: str) -> User | None:
     generation = parse_int(generation_part) if generation_part else 0
     if user_id is None or generation is None:
         return None
-    user = get_session().get(User, user_id)
+    # The user and their teams in one statement (see _USER_AND_TEAMS): every logged-in request
+    # needs both, and a statement costs more in the ORM than in the database.
+    rows = get_session().execute(_USER_AND_TEAMS, {"user_id": user_id}).all()
+    user = rows[0][0] if rows else None
     if user is None or user.session_generation != generation:
         return None
     login_at = session.get(LOGIN_AT)
@@ -113,6 +119,7 @@ def _load_user(login_id: str) -> User | None:
         session[LOGIN_AT] = time.time()  # an older session: its lifetime starts counting now
     elif time.time() - login_at > session_lifetime().total_seconds():
         return None
+    g.memberships = [(team, role) for _, team, role in rows if team is not None]
     return user
 
 
@@ -128,6 +135,7 @@ def start_session(user: User, *, keep: tuple[str, ...] = ()) -> None:
     session.update(kept)
     session.permanent = True  # the cookie lasts SESSION_DAYS (PERMANENT_SESSION_LIFETIME)
     session[LOGIN_AT] = time.time()
+    g.pop("memberships", None)  # the teams of whoever this request had loaded before
     login_user(user)
 
 
@@ -164,9 +172,15 @@ def _load_user_from_key(req: Any) -> User | None:
     return user
 
 
-# Built once (every logged-in request runs it): building the statement cost more than running it.
+# Built once (every logged-in request runs them): building a statement cost more than running it.
 _MEMBERSHIPS = (select(Team, Membership.role).join(Membership, Membership.team_id == Team.id)
                 .where(Membership.user_id == bindparam("user_id")).order_by(Team.name, Team.id))
+# A session's user with each of their teams and their role in it (one row with no team when in
+# none), as _memberships orders them: what _load_user reads, so that it needs no second statement.
+_USER_AND_TEAMS = (select(User, Team, Membership.role)
+                   .outerjoin(Membership, Membership.user_id == User.id)
+                   .outerjoin(Team, Team.id == Membership.team_id)
+                   .where(User.id == bindparam("user_id")).order_by(Team.name, Team.id))
 
 
 def _memberships() -> list[tuple[Team, str]]:
@@ -174,12 +188,28 @@ def _memberships() -> list[tuple[Team, str]]:
 
     Every page asks several questions of them (the scope of each read, the header's switcher,
     the team new work goes to), so they are read once and kept for the request (``g``); a view
-    that changes memberships redirects, and the next request reads them again.
+    that changes memberships redirects, and the next request reads them again. A login session's
+    user is loaded with them (:func:`_load_user`), so those requests never run this query.
     """
+    if not current_user.is_authenticated:  # a visitor, or logged out during this request
+        return []
     if "memberships" not in g:
-        g.memberships = [] if not current_user.is_authenticated else [
-            (team, role) for team, role in get_session().execute(_MEMBERSHIPS, {"user_id": current_user.id})]
+        found = get_session().execute(_MEMBERSHIPS, {"user_id": current_user.id})
+        g.memberships = [(team, role) for team, role in found]
     return g.memberships
+
+
+@event.listens_for(Session, "after_flush")
+def _teams_changed(db: Session, _context: Any) -> None:
+    """A request that writes a membership or a team reads its teams again afterwards.
+
+    The teams come with the user, before the view runs (:func:`_load_user`); a view that adds,
+    changes or removes one (starting a team, joining one) then sees them as it did when it was
+    the first to ask. (``session.new``, ``dirty`` and ``deleted`` still hold what was flushed.)
+    """
+    if has_app_context() and "memberships" in g and any(
+            isinstance(row, (Membership, Team)) for rows in (db.new, db.dirty, db.deleted) for row in rows):
+        g.pop("memberships", None)
 
 
 def team_ids() -> list[int]:
@@ -212,6 +242,37 @@ def scoped(model: type[Row], *, shared_ids: list[int] | None = None, presets: bo
     return select(model).where(condition)
 
 
+def scoped_by_id(model: type[Row], row_id: int, *, shared_ids: list[int] | None = None, presets: bool = False,
+                 options: Sequence[Any] = ()) -> Row | None:
+    """``scoped(model, ...).where(model.id == row_id)`` with ``options``: the row, or None.
+
+    The same rows as :func:`scoped`, through a statement built once per shape (with or without
+    share links and presets) whose team ids, share-link ids and row id are parameters: every
+    encode reads its tokenizer this way, and building the statement cost more than running it.
+    ``options`` must be one tuple built once (it is part of the cache key).
+    """
+    teams = team_ids()
+    statement = _by_id(model, bool(shared_ids), presets and bool(teams), tuple(options))
+    params: dict[str, Any] = {"row_id": row_id, "teams": teams}
+    if shared_ids:
+        params["shared"] = shared_ids
+    row: Row | None = get_session().scalar(statement, params)
+    return row
+
+
+@functools.lru_cache(maxsize=64)
+def _by_id(model: type[Row], shared: bool, presets: bool, options: tuple[Any, ...]) -> Select[tuple[Row]]:
+    """:func:`scoped`'s condition (in the same order) with its values as parameters, and the id."""
+    column = model.team_id  # type: ignore[attr-defined]
+    condition = column.in_(bindparam("teams", expanding=True))
+    if shared:
+        condition = or_(condition, model.id.in_(bindparam("shared", expanding=True)))  # type: ignore[attr-defined]
+    if presets:
+        condition = or_(condition, column.is_(None))
+    return (select(model).where(condition).where(model.id == bindparam("row_id"))  # type: ignore[attr-defined]
+            .options(*options))
+
+
 def owned_or_404(model: type[Row], row_id: int) -> Row:
     """The ``model`` row with ``row_id`` if it belongs to one of the user's teams, else a 404.
 
@@ -228,7 +289,7 @@ def readable_or_404(model: type[Row], row_id: int) -> Row:
     """The ``model`` row with ``row_id`` if it belongs to one of the user's teams or is a preset."""
     if not 0 < row_id < 2**63:  # a URL can carry any integer; the database cannot compare it
         abort(404)
-    row = get_session().scalar(scoped(model, presets=True).where(model.id == row_id))  # type: ignore[attr-defined]
+    row = scoped_by_id(model, row_id, presets=True)
     if row is None:
         abort(404)
     return row

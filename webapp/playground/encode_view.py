@@ -45,6 +45,7 @@ class Encoded:
     shown_tokens: int
     shown: list[str] = field(default_factory=list)  # each span's text as displayed
     _spans: list[DisplaySpan] | None = None
+    _id_strings: list[str] | None = None
 
     @property
     def spans(self) -> list[DisplaySpan]:
@@ -58,8 +59,15 @@ class Encoded:
         return self.shown_tokens < len(self.ids)
 
     @property
+    def id_strings(self) -> list[str]:
+        """Each id in decimal, made once: the spans, the ids pane and the Copy text all write them."""
+        if self._id_strings is None:
+            self._id_strings = list(map(str, self.ids))
+        return self._id_strings
+
+    @property
     def ids_text(self) -> str:
-        return ", ".join(map(str, self.ids))
+        return ", ".join(self.id_strings)
 
 
 def encode_spans(tokenizer: Tokenizer, text: str, allowed_special: AllowedSpecial) -> list[TokenSpan]:

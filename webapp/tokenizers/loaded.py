@@ -39,7 +39,7 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.orm import defer
 
 from engine import TokenforgeError, Tokenizer
-from webapp.access.auth import scoped
+from webapp.access.auth import scoped, scoped_by_id
 from webapp.access.visitors import shared_tokenizer_ids
 from webapp.store.db import get_session
 from webapp.store.model_base import MAX_NAME
@@ -152,6 +152,12 @@ def readable_rows() -> Select[tuple[TokenizerRow]]:
             .options(*_WITHOUT_LARGE_COLUMNS))
 
 
+def readable_row(row_id: int) -> TokenizerRow | None:
+    """The row with ``row_id`` if :func:`readable_rows` holds it (one statement, built once)."""
+    return scoped_by_id(TokenizerRow, row_id, shared_ids=shared_tokenizer_ids(), presets=True,
+                        options=_WITHOUT_LARGE_COLUMNS)
+
+
 def rows_query() -> Select[tuple[TokenizerRow]]:
     """:func:`readable_rows` as lists show them: the presets (``presets.py``) first, so a cut list
     still offers them, then their teams' and those shared with this visitor by link, newest first."""
@@ -198,7 +204,7 @@ def load(row_id: int) -> Loaded:
     """The tokenizer with id ``row_id``, or a 404 page."""
     if parse_id(row_id) is None:
         abort(404)
-    row = get_session().scalar(readable_rows().where(TokenizerRow.id == row_id))
+    row = readable_row(row_id)
     if row is None:
         abort(404)
     return _loaded(row)
@@ -238,11 +244,11 @@ def find(ref: object) -> Loaded | None:
         ref = ref.strip()
     row_id = parse_id(ref)  # bounded: databases cannot even compare ids past 64 bits
     if row_id is not None:
-        query = readable_rows().where(TokenizerRow.id == row_id)
+        row = readable_row(row_id)
     elif isinstance(ref, str) and ref and not (ref.isascii() and ref.isdigit()):
         # Names repeat: the one a list shows first (a preset, else the newest) is found.
         query = rows_query().where(TokenizerRow.name == ref[:MAX_NAME])  # no longer name exists
+        row = get_session().scalar(query.limit(1))
     else:
         return None
-    row = get_session().scalar(query.limit(1))
     return _loaded(row) if row is not None else None

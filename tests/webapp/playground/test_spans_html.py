@@ -14,7 +14,15 @@ from markupsafe import escape
 from tests.webapp.conftest import HX, shown_ids
 from tests.webapp.playground_samples import EOT, byte_bpe, store
 from webapp.playground.encode_view import encode_for_display
-from webapp.playground.spans_html import _escape_short, escaped, first_spans, hover_lines, ids_markup, spans_markup
+from webapp.playground.spans_html import (
+    _escape_short,
+    escaped,
+    escaped_all,
+    first_spans,
+    hover_lines,
+    ids_markup,
+    spans_markup,
+)
 
 
 def test_text_is_escaped_and_the_hover_lines_are_one_per_id() -> None:
@@ -64,6 +72,15 @@ def test_escaped_matches_markupsafe_for_short_and_long_text() -> None:
         assert escaped(text) == str(escape(text))
         assert escaped(text) == str(escape(text))  # again, from the cache if it is short
     assert _escape_short.cache_info().currsize == 0  # the long one was not cached
+
+
+def test_escaped_all_is_escaped_on_each_text_nul_or_not() -> None:
+    """One escape of the texts joined with a NUL, split again; a text holding a NUL of its own
+    (the joined texts would split wrongly) sends them all through ``escaped`` one by one."""
+    for texts in (["<a", "", "b'&", '"', "\n", "x" * 300], ["a\0b", "<", ""], ["\0"], [""], []):
+        assert escaped_all(texts) == [str(escape(text)) for text in texts]
+    result = encode_for_display(byte_bpe(), "a\0<b>\0")
+    assert str(spans_markup(result)).count("&lt;") == 1 and "\0" in str(spans_markup(result))
 
 
 def test_the_spans_are_one_tab_stop() -> None:

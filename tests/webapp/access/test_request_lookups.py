@@ -1,0 +1,115 @@
+"""The lookups every request makes, made cheaply and still answering as before.
+
+A login session's user is read with their teams in one statement (``auth._load_user``), and a
+tokenizer's scope through a statement built once per shape (``auth.scoped_by_id``). Nothing is
+kept between requests, so a change made elsewhere (another web process, an admin) is seen by
+the very next request: joining or leaving a team, ending the sessions, a share link.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import delete, event, update
+from sqlalchemy.orm import Session
+
+from tests.webapp.conftest import add_user, login_as
+from tests.webapp.playground_samples import byte_bpe, store
+from webapp.store import db
+from webapp.store.models import Membership, Tokenizer, User
+
+HTMX = {"HX-Request": "true"}
+
+
+@contextmanager
+def statements(app: Flask) -> Iterator[list[str]]:
+    """The SQL statements the app runs inside the block."""
+    seen: list[str] = []
+    engine = db.get_engine(app)
+
+    def record(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        seen.append(statement)
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+
+
+def change(app: Flask, apply: Callable[[Session], object]) -> None:
+    """Change the database outside any request, as another web process would."""
+    with app.app_context():
+        session = db.get_session()
+        apply(session)
+        session.commit()
+
+
+def answers(client: FlaskClient, tokenizer_id: int) -> tuple[int, int, int]:
+    """The status of the encode page, an htmx encode and an API encode of ``tokenizer_id``."""
+    page = client.get(f"/tokenizers/{tokenizer_id}/play").status_code
+    encode = client.post(f"/tokenizers/{tokenizer_id}/encode", data={"text": "hi"}, headers=HTMX).status_code
+    api = client.post("/api/v1/encode", json={"tokenizer": tokenizer_id, "text": "hi"}).status_code
+    return page, encode, api
+
+
+def test_an_htmx_encode_asks_the_database_two_questions(app: Flask, client: FlaskClient) -> None:
+    """The user with their teams, then the tokenizer's row (its parse is cached)."""
+    mine = store(app, byte_bpe("alice-bpe"))
+    assert client.post(f"/tokenizers/{mine}/encode", data={"text": "hi"}, headers=HTMX).status_code == 200
+    with statements(app) as seen:
+        assert client.post(f"/tokenizers/{mine}/encode", data={"text": "hi"}, headers=HTMX).status_code == 200
+    assert len(seen) == 2, seen
+    assert "FROM users LEFT OUTER JOIN memberships" in seen[0] and "FROM tokenizers" in seen[1]
+
+
+def test_joining_and_leaving_a_team_is_seen_by_the_next_request(app: Flask, client: FlaskClient) -> None:
+    """Another team's member gets 404 until they join it, and 404 again once they leave."""
+    _bob, bobs_team = add_user(app, "bob@example.com", "Bob")
+    theirs = store(app, byte_bpe("bob-bpe"), team_id=bobs_team)
+    assert answers(client, theirs) == (404, 404, 404)
+    change(app, lambda s: s.add(Membership(team_id=bobs_team, user_id=1, role="member")))
+    assert answers(client, theirs) == (200, 200, 200)
+    assert "Bob&#39;s team" in client.get("/tokenizers").get_data(as_text=True)  # the header's switcher
+    change(app, lambda s: s.execute(delete(Membership).where(Membership.team_id == bobs_team,
+                                                             Membership.user_id == 1)))
+    assert answers(client, theirs) == (404, 404, 404)
+    assert "Bob&#39;s team" not in client.get("/tokenizers").get_data(as_text=True)
+
+
+def test_a_user_in_no_team_reads_no_preset(app: Flask) -> None:
+    """Presets are read by members of some team; an account left in none reads nothing."""
+    def add_preset(session: Session) -> None:
+        session.add(Tokenizer(team_id=None, preset="tiny_bytes", source="preset", name="Tiny bytes", algorithm="bpe",
+                              tokenizer_json=byte_bpe("Tiny bytes").to_json(), vocab_size=260, stats={}, config={}))
+
+    change(app, add_preset)
+    preset = 1
+    carol, carols_team = add_user(app, "carol@example.com", "Carol")
+    client = login_as(app.test_client(), carol)
+    assert answers(client, preset) == (200, 200, 200)
+    change(app, lambda s: s.execute(delete(Membership).where(Membership.team_id == carols_team)))
+    assert answers(client, preset) == (404, 404, 404)
+
+
+def test_ending_the_sessions_elsewhere_ends_this_one_at_once(app: Flask, client: FlaskClient) -> None:
+    mine = store(app, byte_bpe("alice-bpe"))
+    assert answers(client, mine) == (200, 200, 200)
+    change(app, lambda s: s.execute(update(User).where(User.id == 1)
+                                    .values(session_generation=User.session_generation + 1)))
+    page, encode, api = answers(client, mine)
+    assert (page, encode) == (303, 303) and api == 401
+
+
+def test_a_view_that_changes_the_teams_reads_them_again(app: Flask) -> None:
+    """The teams loaded with the user are dropped when the request writes a membership or a team,
+    so the view reads them after its change, as it did when it was the first to ask."""
+    bob, _ = add_user(app, "bob@example.com", "Bob", team_id=1, role="member")  # owns no team
+    client = login_as(app.test_client(), bob)
+    answer = client.post("/teams", data={"name": "Bob's own"}, follow_redirects=True)
+    assert answer.status_code == 200
+    page = answer.get_data(as_text=True)
+    assert "You started" in page and "no longer to" not in page
