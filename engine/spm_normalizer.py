@@ -11,9 +11,10 @@ leaves USER_DEFINED pieces untouched, as sentencepiece's prefix matcher does. Th
 ``SentencePieceProcessor.normalize``; ``normalize_aligned`` also gives, per output character
 boundary, the input character it came from (``norm_to_orig``, in characters).
 
-:class:`Precompiled` is the charsmap alone: Hugging Face's ``Precompiled`` normalizer type.
-HF's own implementation differs on some strings (it maps grapheme by grapheme: ``Ⓩ\\u0307`` is
-``Ż`` in sentencepiece, ``Z`` in HF); we follow sentencepiece. Left out: the denormalizer.
+:class:`Precompiled` is the charsmap alone: Hugging Face's ``Precompiled`` normalizer type, as
+Hugging Face applies it, which differs on some strings (it maps grapheme by grapheme:
+``Ⓩ\\u0307`` is ``Ż`` in sentencepiece, ``Z`` in HF). A ``.model`` is normalized the
+sentencepiece way, a ``tokenizer.json`` the Hugging Face way. Left out: the denormalizer.
 
 Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
@@ -27,12 +28,15 @@ from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import regex
+
 from engine.errors import ConfigError, FormatError
 
 MAX_TRIE_RESULTS = 32  # Normalizer::kMaxTrieResultsSize: only the first 32 prefixes count
 SPACE = "▁"
 _SPACE = SPACE.encode("utf-8")
 _REPLACEMENT = "\ufffd".encode("utf-8")
+_GRAPHEME = regex.compile(r"\X", regex.DOTALL)
 
 
 class CharsMap:
@@ -50,14 +54,29 @@ class CharsMap:
         self._cache: dict[int, bytes] = {}
 
     def longest(self, data: bytes, pos: int) -> tuple[int, bytes]:
-        """(length, replacement) of the longest rule matching ``data[pos:]``; length 0 if none."""
+        """(length, replacement) of the longest rule matching ``data[pos:]``; length 0 if none
+        (sentencepiece's rule: the longest of the first ``MAX_TRIE_RESULTS`` prefixes)."""
+        found = self._prefixes(data, pos, MAX_TRIE_RESULTS)
+        if not found:
+            return 0, b""
+        length, value = found[-1]
+        return length, self._string(value)
+
+    def shortest(self, chunk: bytes) -> bytes | None:
+        """The replacement of the shortest rule that is a prefix of ``chunk`` (up to a NUL), or
+        None: Hugging Face's ``transform``, which puts it in place of the whole chunk."""
+        found = self._prefixes(chunk[:chunk.find(b"\0")] if b"\0" in chunk else chunk, 0, 1)
+        return self._string(found[0][1]) if found else None
+
+    def _prefixes(self, data: bytes, pos: int, limit: int) -> list[tuple[int, int]]:
+        """(length, replacement offset) of the first ``limit`` rules that are prefixes of
+        ``data[pos:]``, shortest first."""
         units = self._units
         count = len(units)
+        found: list[tuple[int, int]] = []
         if not count:
-            return 0, b""
+            return found
         node = _offset(units[0])
-        best_length = found = 0
-        value = -1
         for i in range(pos, len(data)):
             byte = data[i]
             node ^= byte
@@ -70,13 +89,10 @@ class CharsMap:
             if unit >> 8 & 1:  # a leaf below: a rule ends here
                 if node >= count:
                     break
-                best_length, value = i + 1 - pos, units[node] & 0x7FFFFFFF
-                found += 1
-                if found == MAX_TRIE_RESULTS:
+                found.append((i + 1 - pos, units[node] & 0x7FFFFFFF))
+                if len(found) == limit:
                     break
-        if not best_length:
-            return 0, b""
-        return best_length, self._string(value)
+        return found
 
     def _string(self, value: int) -> bytes:
         cached = self._cache.get(value)
@@ -213,24 +229,67 @@ class SpmNormalizer:
 
 
 class Precompiled:
-    """The charsmap alone (HF's ``Precompiled``), applied the sentencepiece way."""
+    """The charsmap alone, as Hugging Face's ``Precompiled`` normalizer applies it (a tokenizer.json's).
+
+    Hugging Face reads the text grapheme by grapheme (``normalizers/precompiled.rs``): a grapheme
+    shorter than 6 bytes whose start some rule matches is replaced whole by the *shortest* such
+    rule's output; any other grapheme character by character, each replaced by the shortest rule
+    it starts, or kept. So ``Ⓩ\u0307`` becomes ``Z`` (sentencepiece: ``Ż``) and ``"\r\n"`` one
+    space (sentencepiece: two); a ``.model`` keeps sentencepiece's way (:class:`SpmNormalizer`).
+    Graphemes are ``regex``'s ``\\X``. Each distinct grapheme's output is memoised (bounded).
+    """
 
     name = "precompiled"
+    MEMO_ENTRIES = 1 << 16
 
     def __init__(self, charsmap: bytes) -> None:
-        self._inner = SpmNormalizer(charsmap, add_dummy_prefix=False, remove_extra_whitespaces=False,
-                                    escape_whitespaces=False)
-        self.charsmap = self._inner.charsmap
+        self.charsmap = CharsMap(charsmap) if charsmap else None
+        self._memo: dict[str, str] = {}
+
+    def _grapheme(self, grapheme: str) -> str:
+        charsmap = self.charsmap
+        if charsmap is None:
+            return grapheme
+        data = grapheme.encode("utf-8", "surrogatepass")
+        whole = charsmap.shortest(data) if len(data) < 6 else None
+        if whole is not None:
+            return whole.decode("utf-8", "replace")
+        out = []
+        for char in grapheme:
+            found = charsmap.shortest(char.encode("utf-8", "surrogatepass"))
+            out.append(char if found is None else found.decode("utf-8", "replace"))
+        return "".join(out)
+
+    def _normalized(self, grapheme: str) -> str:
+        found = self._memo.get(grapheme)
+        if found is None:
+            found = self._grapheme(grapheme)
+            if len(self._memo) < self.MEMO_ENTRIES and len(grapheme) < 8:
+                self._memo[grapheme] = found
+        return found
 
     def normalize(self, text: str) -> str:
-        return self._inner.normalize(text)
+        return "".join(map(self._normalized, _GRAPHEME.findall(text)))
 
     def aligned(self, text: str) -> tuple[str, list[int]]:
         """The name ``engine.normalizers.normalize_aligned`` looks for."""
         return self.normalize_aligned(text)
 
     def normalize_aligned(self, text: str) -> tuple[str, list[int]]:
-        return self._inner.normalize_aligned(text)
+        """The text and, per output boundary, the input character it came from: a replaced
+        grapheme's output all points at the grapheme's start."""
+        out: list[str] = []
+        positions: list[int] = []
+        for match in _GRAPHEME.finditer(text):
+            grapheme, start = match.group(), match.start()
+            whole = self._normalized(grapheme)
+            if whole == grapheme:
+                positions.extend(range(start, start + len(grapheme)))
+            else:
+                positions.extend([start] * len(whole))
+            out.append(whole)
+        positions.append(len(text))
+        return "".join(out), positions
 
     def to_hf(self) -> dict[str, Any]:
         blob = self.charsmap.blob if self.charsmap is not None else b""

@@ -216,8 +216,11 @@ def _score_range(pieces: list[tuple[str, float]], matched: list[int]) -> tuple[f
 
 
 def rebuild_unigram(base: Tokenizer, pieces: list[tuple[str, float]]) -> Unigram:
-    """A Unigram of ``pieces`` with the base's unknown id, byte fallback and piece kinds."""
+    """A Unigram of ``pieces`` with the base's unknown id, byte fallback, piece kinds and semantics
+    (sentencepiece's, or Hugging Face's for a tokenizer.json read as HF reads it)."""
     model = base.model
+    if model.hugging_face:
+        return Unigram(pieces, unk_id=model.unk_id, byte_fallback=model.byte_fallback, hugging_face=True)
     specials, user, unused = _unmatched(base)
     return Unigram(pieces, unk_id=model.unk_id, byte_fallback=model.byte_fallback,
                    special_tokens=dict.fromkeys(specials, 0), user_defined=user, unused=unused)

@@ -305,17 +305,25 @@ class BPE:
             return self._raw_ids.get(token)
 
     def vocab(self) -> dict[str, int]:
+        return self._vocab(self._names())
+
+    def _names(self) -> dict[int, str]:
+        """Each id's bytes in the byte-level alphabet."""
+        return {token_id: bytes_to_symbols(data) for token_id, data in self._bytes.items()}
+
+    def _vocab(self, names: Mapping[int, str]) -> dict[str, int]:
+        """The vocabulary from :meth:`_names`: a raw token keeps its string as read."""
         raw = self._raw
-        return {raw.get(token_id) or bytes_to_symbols(data): token_id for token_id, data in self._bytes.items()}
+        return {raw.get(token_id) or name: token_id for token_id, name in names.items()}
 
     def items(self) -> list[tuple[int, bytes]]:
         """All (id, bytes) pairs in id order."""
         return sorted(self._bytes.items())
 
     def to_hf(self) -> dict[str, Any]:
-        names = {token_id: bytes_to_symbols(data) for token_id, data in self._bytes.items()}
+        names = self._names()
         merges = [f"{names[left]} {names[right]}" for left, right in zip(self._lefts, self._rights)]
-        return self._hf_model(self.vocab(), merges)
+        return self._hf_model(self._vocab(names), merges)
 
     def hf_fields(self) -> dict[str, Any]:
         """The HF ``model`` object without its vocabulary and merges (a snapshot's header)."""

@@ -22,6 +22,15 @@ round-trips. Hugging Face's Unigram matches every piece, so ``to_hf`` writes tho
 a score below any cover of their text by real pieces (see its docstring for the one case that
 score cannot fix).
 
+A ``tokenizer.json`` that we did not write (T5, XLM-R, mBART, ALBERT... as ``transformers``
+converts them) is read with Hugging Face's semantics instead (``hugging_face=True``), since
+Hugging Face is its reference: every piece is matched, scores add up in float64, the unknown
+score is the lowest score of *all* pieces minus 10, and a run of unknown characters fused with
+matches of the unknown piece is looked up as a piece, then spelled in byte pieces, else
+``<unk>`` (``tokenizers/src/models/unigram/model.rs``). :meth:`Unigram.from_hf` tells the two
+apart by the scores our own ``to_hf`` gives the pieces we never match, and ``to_hf`` of a model
+read that way writes every score as it is, so each reads back as it was.
+
 Cost: the lattice looks up only the lengths some piece has, and a pre-token over 16 characters
 charges it to the encode's time budget (``engine.limits.work_meter``): an imported vocabulary
 with pieces of every length up to 1,024 costs 1,024 lookups per character.
@@ -63,6 +72,12 @@ def f32(value: float) -> float:
 FLT_MIN = 1.1754943508222875e-38  # sentencepiece's max_score_ starts here, so USER_DEFINED scores stay below 0
 
 
+def _advice(longest: int) -> str:
+    """What to do when a long pre-token runs out of the encode's time budget."""
+    return (f"split the text into shorter pieces with a pre-tokenizer (metaspace or whitespace), or encode less "
+            f"at once; this model's pieces are up to {longest:,} characters long.")
+
+
 class Unigram(PieceVocabulary):
     """A Unigram model: ``pieces[i] = (piece, score)`` gives id ``i``."""
 
@@ -77,11 +92,13 @@ class Unigram(PieceVocabulary):
         special_tokens: Mapping[str, int] | None = None,
         user_defined: Collection[str] = (),
         unused: Collection[str] = (),
+        hugging_face: bool = False,
     ) -> None:
         """``user_defined`` and ``unused`` follow sentencepiece (``unigram_model.cc``): a
         USER_DEFINED piece scores its UTF-8 length times the best normal score (at least FLT_MIN)
         minus 0.1, so it is always taken whole; an UNUSED piece is never matched; the unknown
-        score is the lowest score of the normal pieces minus 10."""
+        score is the lowest score of the normal pieces minus 10. ``hugging_face`` gives Hugging
+        Face's semantics instead (module docstring): then nothing is excluded from matching."""
         if not pieces:
             raise FormatError("A Unigram model needs at least one piece.")
         check_count(len(pieces), MAX_VOCAB_SIZE, "pieces", name="MAX_VOCAB_SIZE")
@@ -105,22 +122,28 @@ class Unigram(PieceVocabulary):
         self.unk_id = unk_id
         self.byte_fallback = byte_fallback
         self._byte_ids: list[int] | None = None
-        if byte_fallback:
+        if byte_fallback and not hugging_face:  # Hugging Face spells bytes only where all of a run's pieces exist
             missing = [p for p in BYTE_PIECES if p not in self._ids]
             if missing:
                 raise FormatError(f"byte_fallback needs all 256 byte pieces; {missing[0]} is missing.")
             self._byte_ids = [self._ids[p] for p in BYTE_PIECES]
         if unk_id is None and not byte_fallback:
             raise FormatError("A Unigram model needs an unk_id or byte_fallback so every character can be encoded.")
+        self.hugging_face = hugging_face
+        if hugging_face:
+            self._match: dict[str, tuple[int, float]] = {p: (i, s) for i, (p, s) in enumerate(self._pieces)}
+            self.max_piece_length = max(len(p) for p in self._match)
+            self._lengths = sorted({len(p) for p in self._match})
+            self._advice = _advice(self.max_piece_length)
+            self.unk_score = min(s for _, s in self._pieces) - UNK_PENALTY
+            return
         # Pieces the Viterbi search may match: everything except specials and byte pieces.
         excluded = set(BYTE_PIECES) if byte_fallback else set()
         excluded.update((special_tokens or {}).keys())
         excluded.update(unused)
         if unk_id is not None:
             excluded.add(self._pieces[unk_id][0])
-        self._match: dict[str, tuple[int, float]] = {
-            p: (i, s) for i, (p, s) in enumerate(self._pieces) if p not in excluded
-        }
+        self._match = {p: (i, s) for i, (p, s) in enumerate(self._pieces) if p not in excluded}
         user_defined = set(user_defined)
         normal = [s for p, (_, s) in self._match.items() if p not in user_defined]
         if user_defined:
@@ -131,9 +154,7 @@ class Unigram(PieceVocabulary):
         self._match = {p: (i, f32(s)) for p, (i, s) in self._match.items()}
         self.max_piece_length = max((len(p) for p in self._match), default=1)
         self._lengths = sorted({len(p) for p in self._match})
-        self._advice = (f"split the text into shorter pieces with a pre-tokenizer (metaspace or whitespace), or "
-                        f"encode less at once; this model's pieces are up to {self.max_piece_length:,} "
-                        f"characters long.")
+        self._advice = _advice(self.max_piece_length)
         scores = normal or [0.0]
         self.unk_score = f32(f32(min(scores)) - UNK_PENALTY)  # float32, as sentencepiece computes it
 
@@ -186,6 +207,8 @@ class Unigram(PieceVocabulary):
         totals the one whose last piece starts earliest keeps the place.
         """
         n = len(piece)
+        if self.hugging_face:
+            return self._viterbi64(piece)
         best = array.array("f", [-math.inf]) * (n + 1)  # scores are finite, so -inf is "not reached"
         best[0] = 0.0
         back: list[tuple[int, int]] = [(0, 0)] * (n + 1)
@@ -206,8 +229,32 @@ class Unigram(PieceVocabulary):
         path.reverse()
         return path
 
+    def _viterbi64(self, piece: str) -> list[tuple[int, int, int]]:
+        """:meth:`viterbi` with Hugging Face's float64 totals (the same tie rule)."""
+        n = len(piece)
+        best = [-math.inf] * (n + 1)
+        best[0] = 0.0
+        back: list[tuple[int, int]] = [(0, 0)] * (n + 1)
+        for i, here in enumerate(self._rows(piece)):
+            base = best[i]
+            for end, token_id, score in here:
+                total = base + score
+                if total > best[end]:
+                    best[end] = total
+                    back[end] = (i, token_id)
+        path: list[tuple[int, int, int]] = []
+        end = n
+        while end > 0:
+            start, token_id = back[end]
+            path.append((start, end, token_id))
+            end = start
+        path.reverse()
+        return path
+
     def ids_for_path(self, piece: str, path: Sequence[tuple[int, int, int]]) -> list[int]:
         """Turn a path into ids, fusing runs of unknown characters into one unk (or bytes)."""
+        if self.hugging_face:
+            return self._hf_ids_for_path(piece, path)
         ids: list[int] = []
         run_start = -1
         for k, (start, end, token_id) in enumerate(path):
@@ -223,6 +270,35 @@ class Unigram(PieceVocabulary):
             else:
                 ids.append(self.unk_id)  # type: ignore[arg-type]  # guaranteed by __init__
             run_start = -1
+        return ids
+
+    def _hf_ids_for_path(self, piece: str, path: Sequence[tuple[int, int, int]]) -> list[int]:
+        """Hugging Face's ``fuse_unk``: unknown characters and matches of the unknown piece that
+        touch are one string, which is then a piece if it is one, else its byte pieces where all
+        exist, else the unknown id."""
+        ids: list[int] = []
+        unknown = (-1, self.unk_id)
+        run_start = -1
+        for k, (start, end, token_id) in enumerate(path):
+            if token_id not in unknown:
+                ids.append(token_id)
+                continue
+            if run_start < 0:
+                run_start = start
+            if k + 1 < len(path) and path[k + 1][2] in unknown:
+                continue
+            text, run_start = piece[run_start:end], -1
+            found = self._ids.get(text)
+            if found is not None:
+                ids.append(found)
+                continue
+            spelled = [self._ids.get(BYTE_PIECES[b]) for b in text.encode("utf-8")] if self.byte_fallback else [None]
+            if None not in spelled:
+                ids.extend(spelled)  # type: ignore[arg-type]
+            elif self.unk_id is not None:
+                ids.append(self.unk_id)
+            else:
+                raise FormatError(f"The Unigram model has no unk_id for the text {shown(text)}.")
         return ids
 
     def tokenize(self, piece: str) -> list[int]:
@@ -268,7 +344,7 @@ class Unigram(PieceVocabulary):
         ``<``), HF takes the whole piece over the path through ``<unk>``. The other pieces keep
         their scores; ties are ``docs/architecture.md``'s "Unigram ties".
         """
-        floor = self.hf_unmatched_score()
+        floor = self.hf_unmatched_score() if not self.hugging_face else 0.0  # no piece is unmatched then
         return {
             "type": "Unigram",
             "unk_id": self.unk_id,
@@ -296,13 +372,16 @@ class Unigram(PieceVocabulary):
             raise FormatError(f'The Unigram "unk_id" must be an integer or null, not {shown(unk_id)}.')
         pieces = [(e[0], e[1]) for e in vocab]
         byte_fallback = bool(data.get("byte_fallback", False))
-        model = cls(pieces, unk_id=unk_id, byte_fallback=byte_fallback, special_tokens=special_tokens)
-        # Our own export wrote the never-matched pieces at hf_unmatched_score (see to_hf); they
-        # read back at sentencepiece's 0.0, so the .vocab and a second export stay the same.
-        floor = model.hf_unmatched_score()
-        unmatched = [i for i, (p, _) in enumerate(pieces) if p not in model._match]
-        if unmatched and all(pieces[i][1] == floor for i in unmatched):
-            for i in unmatched:
-                pieces[i] = (pieces[i][0], 0.0)
+        if not byte_fallback or all(p in {piece for piece, _ in pieces} for p in BYTE_PIECES):
             model = cls(pieces, unk_id=unk_id, byte_fallback=byte_fallback, special_tokens=special_tokens)
-        return model
+            # Our own export wrote the never-matched pieces at hf_unmatched_score (see to_hf): they
+            # read back at sentencepiece's 0.0, with our semantics, so the .vocab, the .model and a
+            # second export stay the same.
+            floor = model.hf_unmatched_score()
+            unmatched = [i for i, (p, _) in enumerate(pieces) if p not in model._match]
+            if unmatched and all(pieces[i][1] == floor for i in unmatched):
+                for i in unmatched:
+                    pieces[i] = (pieces[i][0], 0.0)
+                return cls(pieces, unk_id=unk_id, byte_fallback=byte_fallback, special_tokens=special_tokens)
+        # Any other file: Hugging Face is its reference (module docstring).
+        return cls(pieces, unk_id=unk_id, byte_fallback=byte_fallback, hugging_face=True)

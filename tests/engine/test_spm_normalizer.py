@@ -14,6 +14,7 @@ from engine.formats.spm_proto import USER_DEFINED, read_model
 from engine.spm_normalizer import CharsMap, Precompiled, SpmNormalizer
 
 spm = pytest.importorskip("sentencepiece")
+tokenizers = pytest.importorskip("tokenizers")
 
 POOLS = [(0x20, 0x7E), (0xA0, 0x2AF), (0x300, 0x36F), (0x400, 0x4FF), (0x600, 0x6FF), (0x3000, 0x30FF),
          (0x4E00, 0x4E80), (0xFF00, 0xFFEF), (0x2460, 0x24FF), (0x1F600, 0x1F64F), (0x2000, 0x206F), (0xAC00, 0xAC40)]
@@ -79,9 +80,25 @@ def test_equals_sentencepiece_normalize(trained: dict[str, bytes], name: str) ->
     assert differ == []
 
 
-def test_the_hf_counterexample_follows_sentencepiece(trained: dict[str, bytes]) -> None:
-    assert _normalizer(trained["nmt_nfkc"]).normalize("Ⓩ\u0307") == "▁Ż"
-    assert Precompiled(read_model(trained["nmt_nfkc"]).normalizer_spec.precompiled_charsmap).normalize("Ⓩ\u0307") == "Ż"
+def test_the_hf_counterexamples_follow_each_reference(trained: dict[str, bytes]) -> None:
+    """A .model's normalizer is sentencepiece's; a tokenizer.json's Precompiled is Hugging Face's."""
+    blob = read_model(trained["nmt_nfkc"]).normalizer_spec.precompiled_charsmap
+    spm_way = SpmNormalizer(blob, add_dummy_prefix=False, remove_extra_whitespaces=False, escape_whitespaces=False)
+    hf_way = Precompiled(blob)
+    hf = tokenizers.normalizers.Precompiled(blob)
+    for text, sentencepiece, hugging_face in [("Ⓩ\u0307", "Ż", "Z"), ("a\r\nb", "a  b", "a b"),
+                                              ("\u1112\u1161\u11ab", "한", "\u1112\u1161\u11ab")]:
+        assert spm_way.normalize(text) == sentencepiece
+        assert hf_way.normalize(text) == hugging_face == hf.normalize_str(text)
+    assert hf_way.normalize_aligned("xⓏ\u0307y") == ("xZy", [0, 1, 3, 4])
+
+
+def test_precompiled_equals_hugging_faces(trained: dict[str, bytes]) -> None:
+    for name in ("nmt_nfkc", "nfkc_cf"):
+        blob = read_model(trained[name]).normalizer_spec.precompiled_charsmap
+        ours, hf = Precompiled(blob), tokenizers.normalizers.Precompiled(blob)
+        texts = random_texts(2500, 11) + SPECIAL_CASES
+        assert [t for t in texts if ours.normalize(t) != hf.normalize_str(t)] == []
 
 
 def test_whitespace_rules_without_charsmap() -> None:
