@@ -27,12 +27,13 @@ from typing import IO
 from engine.errors import TokenforgeError
 from engine.gc_pause import collector_paused
 from engine.models.bpe import BPE, MergeIds, ModelSnapshot
+from engine.models.bpe_byte_symbols import ByteSymbolBPE
 from engine.models.bpe_char import CharBPE
 from engine.tokenizer import Tokenizer
 from engine.tokenizer_json import pipeline_from_hf_dict, to_hf_dict
 
 SNAPSHOT_VERSION = 1  # bumped whenever the arrays or their meaning change: an older snapshot is unread
-_LEVELS = {"byte": BPE, "char": CharBPE}
+_LEVELS = {"byte": BPE, "char": CharBPE, "byte_symbols": ByteSymbolBPE}
 
 
 class SnapshotError(TokenforgeError):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import json
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from engine.decoders import ByteLevelDecoder, ConcatDecoder, Decoder, MetaspaceDecoder, decoder_from_hf
@@ -45,8 +46,10 @@ MODEL_TYPES: dict[str, str] = {
     "WordLevel": "engine.models.baselines:WordLevel",
     "MaxMatch": "engine.models.baselines:MaxMatch",
 }
-# Character-level BPE is HF's "BPE" with an end_of_word_suffix; another class reads it.
+# Character-level BPE is HF's "BPE" with an end_of_word_suffix; another class reads it, and a
+# third one a byte-level BPE with word affixes (CLIP's "</w>").
 CHAR_BPE = "engine.models.bpe_char:CharBPE"
+BYTE_SYMBOL_BPE = "engine.models.bpe_byte_symbols:ByteSymbolBPE"
 _BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}
 
 
@@ -175,11 +178,17 @@ def _byte_level_pre_to_hf(pre: PreTokenizer | None) -> dict[str, Any]:
     return chain[0] if len(chain) == 1 else {"type": "Sequence", "pretokenizers": chain}
 
 
-def _model_class(kind: object, *, char_level: bool = False) -> Any:
+def _model_class(kind: object, *, char_level: bool = False, byte_symbols: bool = False) -> Any:
     if not isinstance(kind, str) or kind not in MODEL_TYPES:
         raise FormatError(f"The model type {shown(kind)} is not supported; supported: {', '.join(MODEL_TYPES)}.")
-    module, _, name = (CHAR_BPE if char_level else MODEL_TYPES[kind]).partition(":")
+    path = BYTE_SYMBOL_BPE if byte_symbols else CHAR_BPE if char_level else MODEL_TYPES[kind]
+    module, _, name = path.partition(":")
     return getattr(importlib.import_module(module), name)
+
+
+def _has_word_affixes(model_data: Mapping[str, Any]) -> bool:
+    """Whether a BPE model marks word pieces (``continuing_subword_prefix``, ``end_of_word_suffix``)."""
+    return any(model_data.get(name) not in (None, "") for name in ("continuing_subword_prefix", "end_of_word_suffix"))
 
 
 def _read_added_tokens(
@@ -224,8 +233,10 @@ def pipeline_from_hf_dict(data: Any, *, model: Any = None) -> dict[str, Any]:
     model_data = data["model"]
     kind = model_data.get("type") or ("BPE" if "merges" in model_data else None)
     char_level = kind == "BPE" and not byte_level
+    byte_symbols = kind == "BPE" and byte_level and _has_word_affixes(model_data)
     if model is None:
-        model = _model_class(kind, char_level=char_level).from_hf(model_data, special_tokens={**specials, **added})
+        model = _model_class(kind, char_level=char_level, byte_symbols=byte_symbols).from_hf(
+            model_data, special_tokens={**specials, **added})
     default_decoder = ByteLevelDecoder() if byte_level else ConcatDecoder()
     normalizer = normalizer_from_hf(data.get("normalizer"))
     if normalized and normalizer is not None and getattr(normalizer, "normalizers", None) != []:  # [] : a no-op

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from engine.errors import ConfigError
 from engine.limits import MAX_VOCAB_SIZE, shown
 from engine.models.bpe import BPE
+from engine.models.bpe_byte_symbols import ByteSymbolBPE
 from engine.models.bpe_char import CharBPE
 from engine.models.spm_bpe import SpmBPE
 from engine.models.unigram import Unigram
@@ -90,6 +91,9 @@ class Extension:
 def check_extendable(base: Tokenizer) -> BPE | CharBPE | SpmBPE | Unigram | WordPiece:
     """The base's model when engine/extend can extend it; ConfigError naming what is supported otherwise."""
     model = base.model
+    if isinstance(model, ByteSymbolBPE):  # CLIP's: new merges would have to be learnt over byte symbols
+        raise ConfigError("Extending a byte-level BPE with word affixes (CLIP's </w>) is not supported yet; "
+                          f"extend supports {SUPPORTED} bases.", option="tokenizer")
     if not isinstance(model, (BPE, CharBPE, SpmBPE, Unigram, WordPiece)):
         level = getattr(model, "level", "")
         kind = f"{level}-level {model.kind}" if model.kind == "bpe" and level else model.kind

@@ -49,6 +49,7 @@ class CharBPE(StringVocabulary):
 
     kind = "bpe"
     level = "char"  # models/bpe.py is the "byte" one
+    snapshot_level = "char"  # engine/snapshot.py's name for the class that reads the snapshot back
 
     def __init__(
         self,
@@ -104,7 +105,8 @@ class CharBPE(StringVocabulary):
                    "continuing_subword_prefix": self.prefix or None, "fuse_unk": self.fuse_unk,
                    "byte_fallback": self.byte_fallback, "ignore_merges": self.ignore_merges,
                    "hf_options": self.hf_options}
-        return ModelSnapshot("char", options, list(self._ids.values()), [token.encode("utf-8") for token in self._ids],
+        return ModelSnapshot(self.snapshot_level, options, list(self._ids.values()),
+                             [token.encode("utf-8") for token in self._ids],
                              MergeIds(self._lefts.tolist(), self._rights.tolist(), list(self._merged_at)))
 
     @classmethod
