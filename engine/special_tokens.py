@@ -84,6 +84,9 @@ class SpecialTokens:
     part of the vocabulary, matched whole wherever they occur like special tokens, but never
     refused and never in need of allowing. ``strip`` names the tokens whose match takes the
     whitespace before (lstrip) or after (rstrip) it, as Hugging Face's added tokens may.
+    ``normalized`` names the tokens Hugging Face matches on the normalized text (``"normalized":
+    true``, NLLB's ``<mask>``): :meth:`split` leaves them to a second split of each normalized
+    stretch (``normalized=True``), as Hugging Face's ``extract_and_normalize`` does.
     """
 
     def __init__(
@@ -92,10 +95,12 @@ class SpecialTokens:
         *,
         added: Mapping[str, int] | None = None,
         strip: Mapping[str, tuple[bool, bool]] | None = None,
+        normalized: Collection[str] = (),
     ) -> None:
         self.ids: dict[str, int] = dict(tokens or {})
         self.added: dict[str, int] = dict(added or {})
         check_special_tokens({**self.ids, **self.added})
+        self.on_normalized = frozenset(normalized) & {*self.ids, *self.added}
         self.strip: dict[str, tuple[bool, bool]] = {t: flags for t, flags in (strip or {}).items() if any(flags)}
         self.by_id: dict[int, str] = {i: t for t, i in {**self.ids, **self.added}.items()}
         self._patterns: dict[frozenset[str], regex.Pattern[str] | None] = {}
@@ -158,11 +163,14 @@ class SpecialTokens:
                 f"to encode it as a special token, or disallowed_special=() to encode it as plain text."
             )
 
-    def split(self, text: str, allowed: frozenset[str]) -> Iterator[tuple[int, int, int | None]]:
+    def split(self, text: str, allowed: frozenset[str], *, normalized: bool = False
+              ) -> Iterator[tuple[int, int, int | None]]:
         """Yield ``(start, end, id)`` segments of ``text``; ``id`` is None for ordinary text.
 
-        The added tokens are always matched, beside the ``allowed`` special tokens."""
-        pattern = self._pattern(allowed | frozenset(self.added))
+        The added tokens are always matched, beside the ``allowed`` special tokens: those matched
+        on the text as typed, or with ``normalized`` those matched on normalized text."""
+        tokens = allowed | frozenset(self.added)
+        pattern = self._pattern(tokens & self.on_normalized if normalized else tokens - self.on_normalized)
         position = 0
         if pattern is not None:
             matches = run_budgeted(lambda timeout: list(pattern.finditer(text, timeout=timeout)), *_SLOW)

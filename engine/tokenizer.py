@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
@@ -80,13 +80,16 @@ class Tokenizer:
         name: str = "",
         added_tokens: Mapping[str, int] | None = None,
         added_token_strip: Mapping[str, tuple[bool, bool]] | None = None,
+        normalized_tokens: Collection[str] = (),
     ) -> None:
         self.model = model
         self.normalizer = normalizer
         self.pre_tokenizer = pre_tokenizer
         # Hugging Face's non-special added tokens are matched like special tokens, but always
-        # (see SpecialTokens); ``added_token_strip`` gives (lstrip, rstrip) per token.
-        self.specials = SpecialTokens(special_tokens, added=added_tokens, strip=added_token_strip)
+        # (see SpecialTokens); ``added_token_strip`` gives (lstrip, rstrip) per token, and
+        # ``normalized_tokens`` those matched on the normalized text.
+        self.specials = SpecialTokens(special_tokens, added=added_tokens, strip=added_token_strip,
+                                      normalized=normalized_tokens)
         # Text after a special token does not start the input: a Metaspace with prepend_scheme
         # "first" gives it no prefix there (``Metaspace.later``).
         later = getattr(pre_tokenizer, "later", None)
@@ -157,16 +160,34 @@ class Tokenizer:
         """The pre-tokens of ``text``; ``later``: it follows a special token in the input."""
         if self.normalizer is not None:
             text = self.normalizer.normalize(text)
+        return self._pre_tokens(text, later=later)
+
+    def _pre_tokens(self, text: str, *, later: bool = False) -> list[str]:
+        """The pre-tokens of ``text`` already normalized."""
         pre = self._later_pre if later else self.pre_tokenizer
         if pre is None:
             return [text] if text else []
         return fastest_split(pre)(text)
 
-    def _encode_segment(self, text: str, *, later: bool = False) -> list[int]:
+    def _encode_segment(self, text: str, *, later: bool = False, allowed: frozenset[str] = frozenset()) -> list[int]:
         try:
-            return self._cache.encode(self._pieces(text, later=later))
+            return self._encode_text(text, later, allowed)
         except UnicodeEncodeError:
-            return self._cache.encode(self._pieces(replace_surrogates(text), later=later))
+            return self._encode_text(replace_surrogates(text), later, allowed)
+
+    def _encode_text(self, text: str, later: bool, allowed: frozenset[str]) -> list[int]:
+        """A stretch between tokens matched on the text as typed; then, if some are matched on
+        normalized text, those are split out of the normalized stretch (``SpecialTokens``)."""
+        if not self.specials.on_normalized:
+            return self._cache.encode(self._pieces(text, later=later))
+        normalized = self.normalizer.normalize(text) if self.normalizer is not None else text
+        ids: list[int] = []
+        for start, end, token_id in self.specials.split(normalized, allowed, normalized=True):
+            if token_id is not None:
+                ids.append(token_id)
+            else:
+                ids.extend(self._cache.encode(self._pre_tokens(normalized[start:end], later=later or start > 0)))
+        return ids
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Encode ``text`` with special tokens treated as plain text (added tokens stay whole)."""
@@ -197,7 +218,7 @@ class Tokenizer:
                 if special_id is not None:
                     ids.append(special_id)
                 else:
-                    ids.extend(self._encode_segment(text[start:end], later=start > 0))
+                    ids.extend(self._encode_segment(text[start:end], later=start > 0, allowed=allowed))
         if add_special_tokens and self.post_processor is not None:
             ids = self.post_processor.process(ids)
         return ids
@@ -225,7 +246,7 @@ class Tokenizer:
                 special = self.specials.by_id[special_id] in self.specials.ids
                 spans.append(TokenSpan(special_id, byte_at[start], byte_at[end], start, end, special))
             else:
-                spans.extend(self._segment_spans(text, start, end, byte_at, later=start > 0))
+                spans.extend(self._segment_spans(text, start, end, byte_at, later=start > 0, allowed=allowed))
         if add_special_tokens and self.post_processor is not None:
             before, after = self.post_processor.added
             end_char, end_byte = len(text), byte_at[-1]
@@ -282,10 +303,11 @@ class Tokenizer:
         return token_spans(ids, byte_starts, byte_ends, char_starts, char_ends)
 
     def _segment_spans(
-        self, text: str, start: int, end: int, byte_at: list[int], *, later: bool = False
+        self, text: str, start: int, end: int, byte_at: list[int], *, later: bool = False,
+        allowed: frozenset[str] = frozenset(),
     ) -> Iterator[TokenSpan]:
         segment = text[start:end]
-        if self.normalizer is None and type(self.pre_tokenizer) is RegexSplit:
+        if self.normalizer is None and type(self.pre_tokenizer) is RegexSplit and not self.specials.on_normalized:
             spans = self._tiled_spans(segment, start, byte_at)
             if spans is not None:
                 yield from spans
@@ -294,7 +316,25 @@ class Tokenizer:
             normalized, align = normalize_aligned(self.normalizer, segment)
         else:
             normalized, align = segment, None
-        pieces = self._split_with_offsets(normalized, aligned=align is not None, later=later)
+        if not self.specials.on_normalized:
+            yield from self._stretch_spans(segment, normalized, align, start, byte_at, later, 0, len(normalized))
+            return
+        for lo, hi, token_id in self.specials.split(normalized, allowed, normalized=True):
+            if token_id is None:
+                yield from self._stretch_spans(segment, normalized, align, start, byte_at, later or lo > 0, lo, hi)
+                continue
+            a, b = (lo, hi) if align is None else (align[lo], align[hi])
+            yield TokenSpan(token_id, byte_at[start + a], byte_at[start + b], start + a, start + b,
+                            self.specials.by_id[token_id] in self.specials.ids)
+
+    def _stretch_spans(self, segment: str, normalized: str, align: list[int] | None, start: int, byte_at: list[int],
+                       later: bool, first: int, last: int) -> Iterator[TokenSpan]:
+        """The spans of the tokens of ``normalized[first:last]`` (all of it, but where tokens
+        matched on normalized text were split out) in the input, where ``segment`` starts at ``start``."""
+        pieces = self._split_with_offsets(normalized[first:last], aligned=align is not None, later=later)
+        if first:
+            pieces = [Piece(p.text, p.start + first, p.end + first, None if p.offsets is None else
+                            tuple(o + first for o in p.offsets)) for p in pieces]
         surface = self._surfaces.__getitem__
         unaligned = align is None
         unk_id = getattr(self.model, "unk_id", None)

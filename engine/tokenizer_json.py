@@ -79,6 +79,7 @@ def _decoder_to_hf(tokenizer: Pipeline) -> dict[str, Any]:
 def _added_tokens_to_hf(tokenizer: Pipeline) -> list[dict[str, Any]]:
     """The ``added_tokens`` list: special tokens, then the other added tokens, each in id order."""
     strip: dict[str, tuple[bool, bool]] = getattr(getattr(tokenizer, "specials", None), "strip", {})
+    normalized: frozenset[str] = getattr(getattr(tokenizer, "specials", None), "on_normalized", frozenset())
     added: dict[str, int] = getattr(tokenizer, "added_tokens", {})
     entries = [(token_id, token, True) for token, token_id in tokenizer.special_tokens.items()]
     entries += [(token_id, token, False) for token, token_id in added.items()]
@@ -89,7 +90,7 @@ def _added_tokens_to_hf(tokenizer: Pipeline) -> list[dict[str, Any]]:
             "single_word": False,
             "lstrip": strip.get(token, (False, False))[0],
             "rstrip": strip.get(token, (False, False))[1],
-            "normalized": False,
+            "normalized": token in normalized,
             "special": special,
         }
         for token_id, token, special in sorted(entries)
@@ -239,10 +240,6 @@ def pipeline_from_hf_dict(data: Any, *, model: Any = None) -> dict[str, Any]:
             model_data, special_tokens={**specials, **added})
     default_decoder = ByteLevelDecoder() if byte_level else ConcatDecoder()
     normalizer = normalizer_from_hf(data.get("normalizer"))
-    if normalized and normalizer is not None and getattr(normalizer, "normalizers", None) != []:  # [] : a no-op
-        raise FormatError(
-            f"The added token {shown(normalized[0])} is matched on normalized text (\"normalized\": true) and this "
-            "tokenizer has a normalizer; we match added tokens on the text as typed only.")
     return {
         "model": model,
         "normalizer": normalizer,
@@ -250,6 +247,7 @@ def pipeline_from_hf_dict(data: Any, *, model: Any = None) -> dict[str, Any]:
         "special_tokens": specials,
         "added_tokens": added,
         "added_token_strip": strip,
+        "normalized_tokens": normalized,
         "post_processor": post_processor_from_hf(data.get("post_processor"), specials),
         "decoder": ByteLevelDecoder() if byte_level else decoder_from_hf(data.get("decoder"), default_decoder),
     }
