@@ -22,6 +22,7 @@ Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import regex
@@ -162,17 +163,29 @@ class PrefixSpace:
 
 
 class Sequence:
-    """Several pre-tokenizers in order: each splits every piece the one before produced."""
+    """Several pre-tokenizers in order: each splits every piece the one before produced.
+
+    A step with a form for text that does not start the input (``later``: a Metaspace with
+    prepend_scheme "first") takes that form for every piece but the one at position 0, as
+    Hugging Face prepends only where a piece's original offset is 0 (Digits then Metaspace:
+    "a 4" is "▁a▁", "4", not "▁4")."""
 
     name = "sequence"
 
     def __init__(self, steps: list[PreTokenizer]) -> None:
         self.steps = steps
+        self._rest = [getattr(step, "later", lambda step=step: step)() for step in steps]
+
+    def later(self) -> Sequence:
+        """This sequence for text after a special token: no piece starts the input (itself
+        when no step has another form)."""
+        return self if all(map(operator.is_, self._rest, self.steps)) else Sequence(self._rest)
 
     def split(self, text: str) -> list[Piece]:
         pieces = [Piece(text, 0, len(text))] if text else []
-        for step in self.steps:
-            pieces = [_within(outer, inner) for outer in pieces for inner in step.split(outer.text)]
+        for step, rest in zip(self.steps, self._rest):
+            pieces = [_within(outer, inner) for outer in pieces
+                      for inner in (step if outer.start == 0 else rest).split(outer.text)]
         return pieces
 
     def pieces(self, text: str) -> list[str]:

@@ -94,6 +94,10 @@ class Tokenizer:
         # "first" gives it no prefix there (``Metaspace.later``).
         later = getattr(pre_tokenizer, "later", None)
         self._later_pre: PreTokenizer | None = later() if later is not None else pre_tokenizer
+        # Nor does text whose first characters the normalizer removed (a Strip): Hugging Face
+        # prepends only where a piece's original offset is 0, so the first stretch of text
+        # then needs the normalizer's alignment to tell.
+        self._first_is_aligned = normalizer is not None and self._later_pre is not pre_tokenizer
         self.post_processor = post_processor
         self.decoder: Decoder = decoder or ByteLevelDecoder()
         self.name = name
@@ -158,9 +162,17 @@ class Tokenizer:
     # ----------------------------------------------------------------- encoding
     def _pieces(self, text: str, *, later: bool = False) -> list[str]:
         """The pre-tokens of ``text``; ``later``: it follows a special token in the input."""
-        if self.normalizer is not None:
-            text = self.normalizer.normalize(text)
+        text, later = self._normalized(text, later)
         return self._pre_tokens(text, later=later)
+
+    def _normalized(self, text: str, later: bool) -> tuple[str, bool]:
+        """``text`` normalized, and whether it no longer starts at the input's start."""
+        if self.normalizer is None:
+            return text, later
+        if later or not self._first_is_aligned:
+            return self.normalizer.normalize(text), later
+        normalized, align = normalize_aligned(self.normalizer, text)
+        return normalized, bool(normalized) and align[0] > 0
 
     def _pre_tokens(self, text: str, *, later: bool = False) -> list[str]:
         """The pre-tokens of ``text`` already normalized."""
@@ -180,7 +192,7 @@ class Tokenizer:
         normalized text, those are split out of the normalized stretch (``SpecialTokens``)."""
         if not self.specials.on_normalized:
             return self._cache.encode(self._pieces(text, later=later))
-        normalized = self.normalizer.normalize(text) if self.normalizer is not None else text
+        normalized, later = self._normalized(text, later)
         ids: list[int] = []
         for start, end, token_id in self.specials.split(normalized, allowed, normalized=True):
             if token_id is not None:
@@ -314,6 +326,7 @@ class Tokenizer:
                 return
         if self.normalizer is not None:
             normalized, align = normalize_aligned(self.normalizer, segment)
+            later = later or (self._first_is_aligned and bool(normalized) and align[0] > 0)
         else:
             normalized, align = segment, None
         if not self.specials.on_normalized:

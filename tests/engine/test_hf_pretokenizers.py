@@ -56,6 +56,13 @@ SPLITS = [
         {"type": "Punctuation", "behavior": "Isolated"},
         {"type": "Split", "pattern": {"String": " "}, "behavior": "MergedWithNext", "invert": False},
     ]},
+    # prepend_scheme "first" after another step: only the piece at the input's start gets the "▁".
+    {"type": "Sequence", "pretokenizers": [
+        {"type": "Digits", "individual_digits": False},
+        {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": False}]},
+    {"type": "Sequence", "pretokenizers": [
+        {"type": "Punctuation", "behavior": "Isolated"},
+        {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": True}]},
 ]
 
 
@@ -210,3 +217,24 @@ def test_single_word_added_tokens_are_refused_by_name() -> None:
     document["added_tokens"][1]["single_word"] = True
     with pytest.raises(FormatError, match=r"'<sep>' has single_word true \(added_tokens\[1\]\)"):
         Tokenizer.from_json(json.dumps(document))
+
+
+@pytest.mark.parametrize("text", ["    msg: the text", "msg: the text", "  ", "x <eot> y", "<eot>  y"])
+def test_first_prefix_follows_the_original_offset_after_a_normalizer(text: str) -> None:
+    """Hugging Face prepends "first"'s "▁" where a piece's original offset is 0: not after a
+    Strip normalizer removed the leading spaces, nor after a special token."""
+    document = json.loads(_byte_level_document(None, ADDED))  # type: ignore[arg-type]
+    document["normalizer"] = {"type": "Strip", "strip_left": True, "strip_right": True}
+    document["pre_tokenizer"] = {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": True}
+    document["decoder"] = None
+    document["model"] = {"type": "WordPiece", "unk_token": "<unk>", "continuing_subword_prefix": "##",
+                         "max_input_chars_per_word": 100,
+                         "vocab": {t: i for i, t in enumerate(["<unk>", "▁", "▁msg", "msg", ":", "▁the", "the", "▁text",
+                                                               "text", "x", "▁x", "y", "▁y", "<eot>", "<sep>"])}}
+    document["added_tokens"] = [{**entry, "id": 13 + i} for i, entry in enumerate(ADDED)]
+    ours = Tokenizer.from_json(json.dumps(document))
+    hf = tokenizers.Tokenizer.from_str(json.dumps(document))
+    expected = hf.encode(text, add_special_tokens=False).ids
+    assert ours.encode(text, allowed_special="all", add_special_tokens=False) == expected
+    spans = ours.encode_with_offsets(text, allowed_special="all", add_special_tokens=False)
+    assert [span.id for span in spans] == expected
