@@ -177,6 +177,8 @@ def percentiles(values: list[float]) -> dict[str, float | int]:
 class Connection:
     """One simulated user's keep-alive HTTP/1.1 connection, with the user's cookies."""
 
+    opened = 0  # connections opened so far by every instance (users, chat burners): the report's
+
     def __init__(self, port: int, cookies: dict[str, str]) -> None:
         self.port = port
         self.cookies = dict(cookies)
@@ -187,6 +189,7 @@ class Connection:
         """Send one request and read its whole answer: (status, body). Raises on a lost connection."""
         if self.streams is None:
             self.streams = await asyncio.open_connection("127.0.0.1", self.port)
+            Connection.opened += 1
         reader, writer = self.streams
         lines = [f"{method} {path} HTTP/1.1", f"Host: 127.0.0.1:{self.port}",
                  *(f"{k}: {v}" for k, v in headers.items())]

@@ -20,7 +20,8 @@ Static files (CSS, htmx) are left out: browsers cache them.
 
 For each user count it reports requests/s; p50/p95/p99/max latency overall and per kind of
 request; errors; the web processes' CPU per request (from ``/proc``: unlike latency, the
-machine's other load hardly changes it) and this script's own; the load average before and
+machine's other load hardly changes it) and this script's own; the connections the clients
+opened (``serve`` closes a busy process's keep-alive connections, ``webapp/web/server.py``); the load average before and
 after; and the training jobs' statuses (``ran_throughout``: one was running at the start and
 one at the end). It prints one JSON object and a Markdown table for ``docs/benchmarks.md``, and
 exits 1 on any error (2 when no corpus is found or the server cannot be set up).
@@ -193,12 +194,14 @@ def measure(setup: Setup, texts: Texts, users: int, args: argparse.Namespace, se
         async def mark_start() -> None:
             await asyncio.sleep(args.warmup)
             counters["start"] = (web_cpu_seconds(serve_pid), client_cpu_seconds())
+            counters["opened"] = Connection.opened
 
         hostile_clients = ([run_hostile(hostile, stop, args.slow_uploads, args.slow_rate, args.burners)]
                            if hostile is not None else [])
         await asyncio.gather(mark_start(), *(user(n, setup, texts, stop, args.timeout, records) for n in range(users)),
                              *hostile_clients)
         counters["end"] = (web_cpu_seconds(serve_pid), client_cpu_seconds())
+        counters["opened_end"] = Connection.opened
         counters["window"] = (start, stop)
 
     if hostile is not None:
@@ -218,6 +221,7 @@ def measure(setup: Setup, texts: Texts, users: int, args: argparse.Namespace, se
         "latency_ms": {"all": percentiles([r[2] for r in ok]),
                        **{kind: percentiles([r[2] for r in ok if r[0] == kind]) for kind in KINDS}},
         "web_cpu_ms_per_request": round(1000 * (counters["end"][0] - counters["start"][0]) / count, 2),
+        "connections_opened": counters["opened_end"] - counters["opened"],
         "web_cpu_cores": round((counters["end"][0] - counters["start"][0]) / args.seconds, 2),
         "client_cpu_ms_per_request": round(1000 * (counters["end"][1] - counters["start"][1]) / count, 2),
         "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},

@@ -17,13 +17,14 @@ import os
 import re
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import make_url
 
 from engine.trainers import option_specs
@@ -150,6 +151,22 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
     if not server_url:
         pytest.skip(f"set {POSTGRES_ENV} to run the database tests against PostgreSQL")
     yield from _postgres_database(server_url)
+
+
+@contextmanager
+def statements(app: Flask) -> Iterator[list[str]]:
+    """The SQL statements the app runs inside the block."""
+    seen: list[str] = []
+    engine = db.get_engine(app)
+
+    def record(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        seen.append(statement)
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
 
 
 def make_app(tmp_path: Path, database_url: str, *, seed: bool = True, **overrides: Any) -> Flask:

@@ -7,7 +7,10 @@ against its holder's ``CHAT_RATE_LIMIT`` (``web/ratelimit.py``) and holds one of
 ``CHAT_CONCURRENCY`` slots while it runs (``web/slots.py``), and one of the whole server's
 ``CHAT_RENDERS_AT_ONCE``: many holders together (fresh accounts, many links) could otherwise
 keep every request thread of every web process rendering, and no other page would be answered.
-Beyond any of the three, a 429 that names the setting.
+Beyond any of the three, a 429 that names the setting. The slots are tried first: a lock file
+costs microseconds where the rate counts in the database, and a render refused for want of a
+slot is not counted against the rate (as the rate limiter counts no refused event), so a holder
+who waits for a running render to end still has the renders a minute they had.
 
 The holder is the API key a request came with, else the signed-in member, else the share link
 that opened the tokenizer for this visitor (every holder of one link shares its budget, so
@@ -46,9 +49,9 @@ def admit(tokenizer_id: int) -> Response | None:
     """Count one chat render of ``tokenizer_id`` and hold a slot for it until the request ends;
     the 429 answer if either budget is spent, else None."""
     who = f"chat:{holder(tokenizer_id)}"
-    refused = ratelimit.refuse("CHAT_RATE_LIMIT", who, "chat renders")
-    if refused is None:
-        refused = slots.hold("CHAT_CONCURRENCY", who, "Other chat renders of yours are still running.")
+    refused = slots.hold("CHAT_CONCURRENCY", who, "Other chat renders of yours are still running.")
     if refused is None:
         refused = slots.hold("CHAT_RENDERS_AT_ONCE", SERVER, "The server is busy rendering other chat templates.")
+    if refused is None:
+        refused = ratelimit.refuse("CHAT_RATE_LIMIT", who, "chat renders")
     return refused

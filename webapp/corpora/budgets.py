@@ -6,7 +6,8 @@
   (:func:`team_quota`), and :func:`over_quota` checks again just before a corpus is committed,
   so two uploads running at once cannot both take the last gigabytes.
 - **Uploads an hour.** Each file counts against the member's ``UPLOAD_RATE_LIMIT``: the
-  request's first before its body is read, the others once the form is parsed.
+  request's first before its body is read, the others once the form is parsed. An upload
+  refused for another budget is not counted.
 - **Uploads at once.** A member may have ``UPLOADS_PER_MEMBER`` uploads in progress, an IP address
   ``UPLOADS_PER_IP`` (``web/slots.py``), taken before the body is read and held until the
   request ends, so a member cannot hold every request thread with slow uploads.
@@ -56,17 +57,19 @@ def admit() -> Response | None:
     uploads running at once for the member and the address. None lets it in."""
     if not current_user.is_authenticated:
         return None  # the login gate answers; the body limit is already a login form's
-    quota = team_quota(get_session(), current_team().id)
-    if quota.left <= 0:
-        return full_answer(quota)
-    refused = ratelimit.refuse("UPLOAD_RATE_LIMIT", f"upload:{current_user.id}", "corpus uploads")
-    if refused is None:
-        refused = slots.hold("UPLOADS_PER_MEMBER", f"upload-member:{current_user.id}",
-                             "You already have uploads in progress.")
+    # The slots first: lock files, where the quota and the hourly count ask the database (and a
+    # refused upload is not counted against the hour).
+    refused = slots.hold("UPLOADS_PER_MEMBER", f"upload-member:{current_user.id}",
+                         "You already have uploads in progress.")
     if refused is None:
         refused = slots.hold("UPLOADS_PER_IP", f"upload-ip:{ratelimit.client_ip()}",
                              "Your address already has uploads in progress.")
-    return refused
+    if refused is not None:
+        return refused
+    quota = team_quota(get_session(), current_team().id)
+    if quota.left <= 0:
+        return full_answer(quota)
+    return ratelimit.refuse("UPLOAD_RATE_LIMIT", f"upload:{current_user.id}", "corpus uploads")
 
 
 def count_more_files(files: int) -> Response | None:

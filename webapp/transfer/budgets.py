@@ -5,7 +5,8 @@ about 2 s) and storing it takes the team's database room. So before an import's 
 (``web/requests.add_gate``), :func:`admit` refuses it with a 413 when the team's tokenizers
 already fill its quota (``tokenizers/quota.py``), and counts it against the member's
 ``IMPORT_RATE_LIMIT`` and holds one of the member's ``IMPORTS_PER_MEMBER`` slots
-(``web/slots.py``) until the request ends; beyond either, a 429 naming the setting.
+(``web/slots.py``) until the request ends; beyond either, a 429 naming the setting. The slot
+is tried first, so a member retrying while two imports run costs a lock file, not the database.
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ def admit() -> Response | None:
     """The import's gate; None lets it in."""
     if not current_user.is_authenticated:
         return None  # the login gate answers
+    # The slot first: a lock file, where the quota and the hourly count ask the database (and a
+    # refused import is not counted against the hour).
+    refused = slots.hold("IMPORTS_PER_MEMBER", f"import-member:{current_user.id}",
+                         "You already have imports in progress.")
+    if refused is not None:
+        return refused
     full = quota.full(get_session(), current_team().id, "no tokenizer can be imported")
     if full is not None:
         return ratelimit.refused(full, retry_after=0, status=413)
-    refused = ratelimit.refuse("IMPORT_RATE_LIMIT", f"import:{current_user.id}", "tokenizer imports")
-    if refused is None:
-        refused = slots.hold("IMPORTS_PER_MEMBER", f"import-member:{current_user.id}",
-                             "You already have imports in progress.")
-    return refused
+    return ratelimit.refuse("IMPORT_RATE_LIMIT", f"import:{current_user.id}", "tokenizer imports")

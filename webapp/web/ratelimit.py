@@ -32,13 +32,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from flask import current_app, jsonify, request
+from flask import current_app, jsonify, render_template, request
 from sqlalchemy import Connection, Engine, Float, bindparam, case, delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from werkzeug.wrappers import Response
 
 from webapp.store.models_auth import RateLimit
 from webapp.web.config import ENV_DEFAULTS, parse_limit
+from webapp.web.htmx import is_htmx
 
 TABLE = RateLimit.__table__
 CLEANUP_SECONDS = 60.0  # how often one process deletes expired rows (one indexed DELETE)
@@ -188,15 +189,15 @@ def too_many(retry_after: float, what: str, *, budget: str = "") -> Response:
 
 
 def refused(message: str, *, retry_after: float, status: int = 429) -> Response:
-    """An over-budget answer (429, or 413 for a quota) with ``message``: JSON for the API, else a page."""
+    """An over-budget answer (429, or 413 for a quota) with ``message``: JSON for the API, the
+    message fragment for htmx (``static/js/app.js`` shows it, as for other errors), else a page
+    of its own that asks nothing of the database (``errors/refused.html`` says why)."""
     seconds = max(1, math.ceil(retry_after))
     if request.path.startswith("/api/"):
         response = jsonify({"error": message})
     else:
-        from flask import render_template
-
-        response = Response(render_template("errors/error.html", status=status, message=message),
-                            mimetype="text/html")
+        template = "errors/_message.html" if is_htmx() else "errors/refused.html"
+        response = Response(render_template(template, status=status, message=message), mimetype="text/html")
     response.status_code = status
     if status == 429:
         response.headers["Retry-After"] = str(seconds)

@@ -8,36 +8,19 @@ the very next request: joining or leaving a team, ending the sessions, a share l
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 from flask import Flask
 from flask.testing import FlaskClient
-from sqlalchemy import delete, event, update
+from sqlalchemy import delete, update
 from sqlalchemy.orm import Session
 
-from tests.webapp.conftest import add_user, login_as
+from tests.webapp.conftest import add_user, login_as, statements
 from tests.webapp.playground_samples import byte_bpe, store
 from webapp.store import db
 from webapp.store.models import Membership, Tokenizer, User
 
 HTMX = {"HX-Request": "true"}
-
-
-@contextmanager
-def statements(app: Flask) -> Iterator[list[str]]:
-    """The SQL statements the app runs inside the block."""
-    seen: list[str] = []
-    engine = db.get_engine(app)
-
-    def record(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
-        seen.append(statement)
-
-    event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
 
 
 def change(app: Flask, apply: Callable[[Session], object]) -> None:

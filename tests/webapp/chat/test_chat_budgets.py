@@ -17,7 +17,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
-from tests.webapp.conftest import login_as, make_app
+from tests.webapp.conftest import HX, login_as, make_app, statements
 from tests.webapp.playground_samples import byte_bpe, store
 from webapp.store import db
 from webapp.store.models import ShareLink
@@ -95,6 +95,38 @@ def test_a_holders_render_beyond_those_running_gets_429(app: Flask, client: Flas
     assert visitor.get(f"{path}/chat").status_code == 429
     for slot in held:
         slot.release()  # type: ignore[union-attr]
+
+
+def test_a_render_refused_for_a_slot_spends_none_of_the_rate(tmp_path: Path) -> None:
+    """Refused for want of a slot, a render is not counted: once the running ones end, the holder
+    has every render of the minute. The refusal asks the database nothing more than the page's
+    access does (no rate counter) and renders no header of the member's teams."""
+    app = chat_app(tmp_path, CHAT_RATE_LIMIT="2/60")
+    tokenizer_id = store(app, byte_bpe("mine"))
+    client = login_as(app.test_client(), 1)
+    folder = Path(app.config["DATA_DIR"]) / "slots"
+    running = [slots.take(folder, "chat:member:1", 2) for _ in range(2)]
+    for _ in range(3):
+        with statements(app) as seen:
+            status, text = post_chat(client, tokenizer_id)
+        assert status == 429 and "TOKENFORGE_CHAT_CONCURRENCY" in text
+        assert not [s for s in seen if "rate_limits" in s] and 'aria-label="Main"' not in text
+    for slot in running:
+        slot.release()  # type: ignore[union-attr]
+    assert [post_chat(client, tokenizer_id)[0] for _ in range(3)] == [200, 200, 429]
+
+
+def test_an_htmx_refusal_is_the_message_alone(tmp_path: Path) -> None:
+    """As for other errors, htmx gets the message fragment (``static/js/app.js`` shows it)."""
+    app = chat_app(tmp_path, CHAT_RATE_LIMIT="1/60")
+    tokenizer_id = store(app, byte_bpe("mine"))
+    client = login_as(app.test_client(), 1)
+    assert post_chat(client, tokenizer_id)[0] == 200
+    refused = client.post(f"/tokenizers/{tokenizer_id}/chat", data={"template": "chatml", "role": "user",
+                                                                      "content": "the"}, headers=HX)
+    text = refused.get_data(as_text=True)
+    assert refused.status_code == 429 and text.startswith('<p class="error-message" data-status="429">')
+    assert "TOKENFORGE_CHAT_RATE_LIMIT" in text and "<html" not in text
 
 
 @pytest.mark.slow

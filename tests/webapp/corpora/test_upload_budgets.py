@@ -18,7 +18,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
-from tests.webapp.conftest import add_user, login_as, make_app, post_unread
+from tests.webapp.conftest import add_user, login_as, make_app, post_unread, statements
 from webapp.store import db
 from webapp.store.models import Corpus
 from webapp.web import slots
@@ -135,6 +135,22 @@ def test_a_members_third_upload_at_once_gets_429_unread(app: Flask, client: Flas
     # The upload let go of its slot when it ended: only the one still running is held.
     assert len(list((Path(app.config["DATA_DIR"]) / "slots").iterdir())) == 1
     running[1].release()
+
+
+def test_an_upload_refused_for_a_slot_asks_the_database_only_for_the_member(tmp_path: Path) -> None:
+    """A member whose uploads at once all run is refused from the lock files: no quota sum, no
+    count against the hour (the refused upload spends none of it), and a page without the header
+    that lists the member's teams. A slow uploader retrying costs little."""
+    app = budget_app(tmp_path, UPLOAD_RATE_LIMIT="1/3600")
+    client = login_as(app.test_client(), 1)
+    running = held(app, "upload-member:1", 2)
+    with statements(app) as seen:
+        status, text, body = post_unread(client, "/corpora/", MIB)
+    assert status == 429 and body.read_bytes == 0 and "TOKENFORGE_UPLOADS_PER_MEMBER" in text
+    assert len(seen) == 1 and "FROM users" in seen[0]  # the session's member, with their teams
+    for slot in running:
+        slot.release()
+    assert upload(client, (b"a b", "b.txt"))[0] == 303  # the hour's one upload is still there
 
 
 def test_one_address_runs_at_most_its_uploads_whoever_signs_in(app: Flask) -> None:
