@@ -269,6 +269,11 @@ def pretokenizer_from_hf(data: Any, where: str = "pre_tokenizer", depth: int = 0
         return BertPreTokenizer()
     if kind == "Whitespace":  # word and punctuation runs; the spaces between are dropped
         return RegexSplit(r"\w+|[^\w\s]+", name="hf-whitespace", keep_gaps=False)
+    if kind == "CharDelimiterSplit":  # HF splits at the character and drops it: a Removed Split
+        delimiter = data.get("delimiter")
+        if not isinstance(delimiter, str) or len(delimiter) != 1:
+            raise FormatError(f"{where}.delimiter must be one character, not {shown(delimiter)}.")
+        return _split_from_hf({"pattern": {"String": delimiter}, "behavior": "Removed", "invert": False}, where)
     if kind == "Digits":
         return Digits(individual_digits=bool(data.get("individual_digits", False)))
     if kind == "Punctuation":

@@ -56,6 +56,8 @@ SPLITS = [
         {"type": "Punctuation", "behavior": "Isolated"},
         {"type": "Split", "pattern": {"String": " "}, "behavior": "MergedWithNext", "invert": False},
     ]},
+    {"type": "CharDelimiterSplit", "delimiter": " "},
+    {"type": "CharDelimiterSplit", "delimiter": "a"},
     # prepend_scheme "first" after another step: only the piece at the input's start gets the "▁".
     {"type": "Sequence", "pretokenizers": [
         {"type": "Digits", "individual_digits": False},
