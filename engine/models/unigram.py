@@ -78,6 +78,18 @@ def _advice(longest: int) -> str:
             f"at once; this model's pieces are up to {longest:,} characters long.")
 
 
+def _path(back: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
+    """The best path as (start, end, id) triples, from each end's (start, id) back to 0."""
+    path: list[tuple[int, int, int]] = []
+    end = len(back) - 1
+    while end > 0:
+        start, token_id = back[end]
+        path.append((start, end, token_id))
+        end = start
+    path.reverse()
+    return path
+
+
 class Unigram(PieceVocabulary):
     """A Unigram model: ``pieces[i] = (piece, score)`` gives id ``i``."""
 
@@ -220,14 +232,7 @@ class Unigram(PieceVocabulary):
                 if total[0] > best[end]:  # strict: the earliest start keeps a tie
                     best[end] = total[0]
                     back[end] = (i, token_id)
-        path: list[tuple[int, int, int]] = []
-        end = n
-        while end > 0:
-            start, token_id = back[end]
-            path.append((start, end, token_id))
-            end = start
-        path.reverse()
-        return path
+        return _path(back)
 
     def _viterbi64(self, piece: str) -> list[tuple[int, int, int]]:
         """:meth:`viterbi` with Hugging Face's float64 totals (the same tie rule)."""
@@ -242,14 +247,7 @@ class Unigram(PieceVocabulary):
                 if total > best[end]:
                     best[end] = total
                     back[end] = (i, token_id)
-        path: list[tuple[int, int, int]] = []
-        end = n
-        while end > 0:
-            start, token_id = back[end]
-            path.append((start, end, token_id))
-            end = start
-        path.reverse()
-        return path
+        return _path(back)
 
     def ids_for_path(self, piece: str, path: Sequence[tuple[int, int, int]]) -> list[int]:
         """Turn a path into ids, fusing runs of unknown characters into one unk (or bytes)."""
@@ -372,7 +370,7 @@ class Unigram(PieceVocabulary):
             raise FormatError(f'The Unigram "unk_id" must be an integer or null, not {shown(unk_id)}.')
         pieces = [(e[0], e[1]) for e in vocab]
         byte_fallback = bool(data.get("byte_fallback", False))
-        if not byte_fallback or all(p in {piece for piece, _ in pieces} for p in BYTE_PIECES):
+        if not byte_fallback or set(BYTE_PIECES) <= {piece for piece, _ in pieces}:
             model = cls(pieces, unk_id=unk_id, byte_fallback=byte_fallback, special_tokens=special_tokens)
             # Our own export wrote the never-matched pieces at hf_unmatched_score (see to_hf): they
             # read back at sentencepiece's 0.0, with our semantics, so the .vocab, the .model and a
