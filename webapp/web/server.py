@@ -71,6 +71,7 @@ from __future__ import annotations
 
 import errno
 import gc
+import io
 import json
 import re
 import selectors
@@ -308,8 +309,20 @@ class _Conn(TConn):  # type: ignore[misc]
             return "closed"
         if not self.reader.pending:
             self.head_deadline = time.monotonic() + HEAD_SECONDS
+            self.reader.pending += self._pipelined()
         self.reader.pending += data
         return "ready" if head_complete(self.reader.pending) else "wait"
+
+    def _pipelined(self) -> bytes:
+        """What the client sent after its last request (HTTP pipelining), which gunicorn's parser
+        kept back: the start of the next request. It goes before what arrives now, so that the
+        lanes judge the request the parser will read (:func:`renders_chat`, :func:`declared_length`),
+        not whatever a client sends later to wake its connection."""
+        if self.parser is None:
+            return b""
+        kept: bytes = self.parser.unreader.buf.getvalue()
+        self.parser.unreader.buf = io.BytesIO()
+        return kept
 
     def init(self) -> None:
         self.initialized = True

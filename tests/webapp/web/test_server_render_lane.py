@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from webapp.web.server import renders_chat
 
 BURNER = "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}"
 NOT_BLOCKED = 1.0  # seconds; the burner's render runs for 2
+HOST = "127.0.0.1"
 
 
 def head(line: str, body: bytes | None = None) -> bytes:
@@ -137,3 +140,40 @@ def test_a_running_chat_render_holds_no_request_thread(one_thread: LiveApp) -> N
     assert all(seconds < NOT_BLOCKED for _, seconds in quick), quick
     assert still_rendering  # the answers came while the render ran, not after it
     assert result[0].status == 422  # stopped at its deadline
+
+
+def read_answer(sock: socket.socket) -> bytes:
+    """One whole answer (head and its Content-Length body) from ``sock``."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
+    assert length is not None, head
+    while len(body) < int(length.group(1)):
+        body += sock.recv(65536)
+    return data
+
+
+@pytest.mark.slow
+def test_a_render_pipelined_behind_another_request_still_goes_to_the_render_lane(one_thread: LiveApp) -> None:
+    """gunicorn's parser keeps what a client sent after its request; the next request is judged
+    from those bytes, not from whatever arrives later to wake the connection."""
+    member = Client(one_thread.url)
+    member.signup()
+    tokenizer_id = import_burner(member)
+    fields = {"role": "user", "content": "hello"}
+    assert member.post(f"tokenizers/{tokenizer_id}/chat", {"template": "chatml", **fields}).status == 200
+    before = set(one_thread.processes())
+    form = urllib.parse.urlencode({"csrf_token": member.token(), "template": "tokenizer", **fields}).encode()
+    healthz = f"GET /healthz HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode()
+    render = (f"POST /tokenizers/{tokenizer_id}/chat HTTP/1.1\r\nHost: {HOST}\r\nCookie: {member.cookie_header()}\r\n"
+              f"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {len(form)}\r\n\r\n").encode() + form
+    with socket.create_connection(("127.0.0.1", one_thread.port), timeout=30) as sock:
+        sock.sendall(healthz + render)  # two requests in one send, the render second
+        assert read_answer(sock).startswith(b"HTTP/1.1 200")
+        sock.sendall(healthz)  # wakes the connection: the render is parsed now
+        wait_for(lambda: bool(set(one_thread.processes()) - before), "the render's sandboxed child", limit=30)
+        status, seconds = timed(Client(one_thread.url), "healthz")
+        assert status == 200 and seconds < NOT_BLOCKED, seconds
+        assert read_answer(sock).startswith(b"HTTP/1.1 422")  # the render, stopped at its deadline
