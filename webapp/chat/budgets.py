@@ -6,7 +6,7 @@ costs seconds of CPU per request, to anyone holding the link. Each render theref
 against its holder's ``CHAT_RATE_LIMIT`` (``web/ratelimit.py``) and holds one of the holder's
 ``CHAT_CONCURRENCY`` slots while it runs (``web/slots.py``), and one of the whole server's
 ``CHAT_RENDERS_AT_ONCE``: many holders together (fresh accounts, many links) could otherwise
-keep every request thread of every web process rendering, and no other page would be answered.
+keep every core rendering (a render runs in a render thread, never a request thread: ``web/server.py``).
 Beyond any of the three, a 429 that names the setting. The slots are tried first: a lock file
 costs microseconds where the rate counts in the database, and a render refused for want of a
 slot is not counted against the rate (as the rate limiter counts no refused event), so a holder

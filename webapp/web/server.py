@@ -20,8 +20,19 @@ changes only that step, the way nginx shields an app server:
   as an interrupted upload, with nothing stored (the app sees :data:`CUT_OFF_KEY` in its environ,
   and says why); so a slow upload holds a thread for a bounded time, and ``corpora/budgets.py``
   bounds how many one member runs at once;
+- a request that renders a chat template (:func:`renders_chat`) runs in the process's *render
+  lane* (:data:`RENDER_THREADS`), never in a request thread: a render waits up to
+  ``CHAT_RENDER_SECONDS`` for its sandboxed child (``chat/sandbox.py``), and three such renders
+  (the server-wide ``CHAT_RENDERS_AT_ONCE``) used to hold half of ``serve``'s six request threads
+  while 50 users queued behind the other half. The pages' routes are recognised from the request
+  line alone (method and decoded path, as gunicorn and Werkzeug will read them); the API's chat
+  branch shares its request line with every plain encode, so for ``POST /api/v1/encode`` the
+  buffered JSON body decides, exactly as the view does (``"messages"`` in it);
 - a connection whose body the app did not read (a 413, a redirect) is closed after the
   answer instead of being drained, so a 5 GiB body declared to a limit of 64 KiB is not read.
+
+Both lanes are outside the balancing below: their requests neither take nor free a request
+thread's place in it.
 
 Web processes share one listening socket, and a keep-alive connection stays with the process
 that accepted it. Left alone, 50 users settled unevenly over 3 processes: the busiest one's
@@ -60,10 +71,14 @@ from __future__ import annotations
 
 import errno
 import gc
+import io
+import json
+import re
 import selectors
 import socket
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Mapping
 from concurrent import futures
 from dataclasses import dataclass
@@ -73,6 +88,7 @@ from typing import Any
 from gunicorn import http
 from gunicorn.app.base import BaseApplication
 from gunicorn.http.body import LengthReader
+from gunicorn.util import split_request_uri
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
 from webapp.web.access_log import options as access_log_options
@@ -99,6 +115,13 @@ MAX_BUFFERED_HEAD = 64 << 10
 #: this wait for one of them, never for a request thread. With ``corpora/budgets.py``'s two
 #: uploads per member and four per address, one member holds at most two.
 UPLOAD_THREADS = 8
+#: Threads of each web process that run the requests which render a chat template
+#: (:func:`renders_chat`). A render mostly waits for its sandboxed child; the server runs at most
+#: ``CHAT_RENDERS_AT_ONCE`` (3 by default) at once, for all processes together, and refuses more
+#: with a 429 (``chat/budgets.py``). One thread more than that default means that even when every
+#: render runs in one process, a chat request arriving there (most often to be refused at once)
+#: finds a thread that is not waiting out a render.
+RENDER_THREADS = 4
 #: A client that accepts none of its answer for this long is dropped, freeing the thread.
 SEND_TIMEOUT_SECONDS = 60.0
 _READ_CHUNK = 64 << 10
@@ -168,6 +191,51 @@ def head_complete(buffer: bytes | bytearray) -> bool:
     if length > BUFFERED_BODY_BYTES:
         return True
     return len(buffer) - (end + 4) >= length
+
+
+#: The pages that render a chat template, as Werkzeug will see their path: the chat page and its
+#: posts (``chat/views.py``), and a share link's chat page (``sharing/views.py``). Any segment, not
+#: only digits, so that a change of converter cannot let a render slip out of the lane; a path
+#: that is not a tokenizer's only earns a 404 there.
+_RENDER_PAGE = re.compile(r"/tokenizers/[^/]+/chat|/s/[^/]+/chat")
+_RENDER_METHODS = frozenset({"GET", "HEAD", "POST"})  # HEAD runs the GET view
+_API_ENCODE = "/api/v1/encode"  # renders when its JSON body has "messages" (api/views.py)
+
+
+def renders_chat(buffer: bytes | bytearray) -> bool:
+    """Whether the request at the start of ``buffer`` (its head, and its body when buffered) may
+    render a chat template, and so belongs in the render lane (module docstring).
+
+    The request line is split as gunicorn splits it, and the path percent-decoded as Werkzeug
+    decodes it, so ``%63hat`` or an absolute URI is no way around the lane; the query string never
+    counts. An unparsable line is gunicorn's 400, never a render.
+    """
+    end = buffer.find(b"\r\n")
+    bits = bytes(buffer[:end if end >= 0 else len(buffer)]).decode("latin-1").split(" ", 2)
+    if len(bits) != 3 or not bits[1]:
+        return False
+    method, target = bits[0], bits[1]
+    try:
+        path = urllib.parse.unquote_to_bytes(split_request_uri(target).path or "").decode("utf-8", "replace")
+    except ValueError:
+        return False
+    if method in _RENDER_METHODS and _RENDER_PAGE.fullmatch(path):
+        return True
+    return method == "POST" and path == _API_ENCODE and _asks_for_chat(buffer)
+
+
+def _asks_for_chat(buffer: bytes | bytearray) -> bool:
+    """Whether the buffered JSON body of an API encode has ``"messages"``, parsed as Flask parses
+    it; a body that is not buffered (chunked) may, and one that does not parse earns a 400."""
+    start = buffer.find(b"\r\n\r\n") + 4
+    length = declared_length(buffer)
+    if start < 4 or length is None:
+        return True
+    try:
+        body = json.loads(bytes(buffer[start:start + length]))
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(body, dict) and "messages" in body
 
 
 class _Reader:
@@ -241,8 +309,20 @@ class _Conn(TConn):  # type: ignore[misc]
             return "closed"
         if not self.reader.pending:
             self.head_deadline = time.monotonic() + HEAD_SECONDS
+            self.reader.pending += self._pipelined()
         self.reader.pending += data
         return "ready" if head_complete(self.reader.pending) else "wait"
+
+    def _pipelined(self) -> bytes:
+        """What the client sent after its last request (HTTP pipelining), which gunicorn's parser
+        kept back: the start of the next request. It goes before what arrives now, so that the
+        lanes judge the request the parser will read (:func:`renders_chat`, :func:`declared_length`),
+        not whatever a client sends later to wake its connection."""
+        if self.parser is None:
+            return b""
+        kept: bytes = self.parser.unreader.buf.getvalue()
+        self.parser.unreader.buf = io.BytesIO()
+        return kept
 
     def init(self) -> None:
         self.initialized = True
@@ -295,17 +375,22 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
     def init_process(self) -> None:
         gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
         self._upload_lane = futures.ThreadPoolExecutor(max_workers=UPLOAD_THREADS, thread_name_prefix="upload")
+        self._render_lane = futures.ThreadPoolExecutor(max_workers=RENDER_THREADS, thread_name_prefix="render")
         super().init_process()
 
     def run(self) -> None:
         try:
             super().run()
-        finally:  # uploads still arriving are cut: the process is leaving
-            self._upload_lane.shutdown(wait=False, cancel_futures=True)
+        finally:  # uploads still arriving are cut, renders waiting dropped: the process is leaving
+            self._close_lanes()
 
     def handle_quit(self, sig: int, frame: Any) -> None:
-        self._upload_lane.shutdown(wait=False, cancel_futures=True)
+        self._close_lanes()
         super().handle_quit(sig, frame)
+
+    def _close_lanes(self) -> None:
+        for lane in (self._upload_lane, self._render_lane):
+            lane.shutdown(wait=False, cancel_futures=True)
 
     def load_wsgi(self) -> None:
         super().load_wsgi()
@@ -387,18 +472,25 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
     def enqueue_req(self, conn: _Conn) -> None:
         declared = declared_length(conn.reader.pending)
         if declared is not None and declared > BUFFERED_BODY_BYTES:  # an upload: its own lane
-            conn.init()
-            lane = self._upload_lane.submit(self.handle, conn)
-            lane.upload_lane = True  # type: ignore[attr-defined]
-            self._wrap_future(lane, conn)
+            self._enqueue_in(self._upload_lane, conn)
+            return
+        if renders_chat(conn.reader.pending):  # a chat render: its own lane too
+            self._enqueue_in(self._render_lane, conn)
             return
         with self._lock:
             if self._balance.started() and self._balancing:
                 self._stop_accepting()
         super().enqueue_req(conn)
 
+    def _enqueue_in(self, lane: futures.ThreadPoolExecutor, conn: _Conn) -> None:
+        """Run ``conn``'s request in ``lane``, outside the request threads and their balance."""
+        conn.init()
+        fs = lane.submit(self.handle, conn)
+        fs.off_balance = True  # type: ignore[attr-defined]
+        self._wrap_future(fs, conn)
+
     def finish_request(self, fs: Any) -> None:
-        if not getattr(fs, "upload_lane", False):  # the upload lane is not the request threads' balance
+        if not getattr(fs, "off_balance", False):  # the lanes are not the request threads' balance
             with self._lock:
                 if self._balance.finished() and self._balancing:
                     self._resume_accepting()
