@@ -234,7 +234,7 @@ class Precompiled:
     Hugging Face reads the text grapheme by grapheme (``normalizers/precompiled.rs``): a grapheme
     shorter than 6 bytes whose start some rule matches is replaced whole by the *shortest* such
     rule's output; any other grapheme character by character, each replaced by the shortest rule
-    it starts, or kept. So ``Ⓩ\u0307`` becomes ``Z`` (sentencepiece: ``Ż``) and ``"\r\n"`` one
+    it starts, or kept. So ``Ⓩ\\u0307`` becomes ``Z`` (sentencepiece: ``Ż``) and ``"\\r\\n"`` one
     space (sentencepiece: two); a ``.model`` keeps sentencepiece's way (:class:`SpmNormalizer`).
     Graphemes are ``regex``'s ``\\X``. Each distinct grapheme's output is memoised (bounded).
     """

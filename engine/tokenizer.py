@@ -255,8 +255,8 @@ class Tokenizer:
         spans: list[TokenSpan] = []
         for start, end, special_id in self.specials.split(text, allowed):
             if special_id is not None:
-                special = self.specials.by_id[special_id] in self.specials.ids
-                spans.append(TokenSpan(special_id, byte_at[start], byte_at[end], start, end, special))
+                spans.append(TokenSpan(special_id, byte_at[start], byte_at[end], start, end,
+                                       self.is_special(special_id)))
             else:
                 spans.extend(self._segment_spans(text, start, end, byte_at, later=start > 0, allowed=allowed))
         if add_special_tokens and self.post_processor is not None:
@@ -338,7 +338,7 @@ class Tokenizer:
                 continue
             a, b = (lo, hi) if align is None else (align[lo], align[hi])
             yield TokenSpan(token_id, byte_at[start + a], byte_at[start + b], start + a, start + b,
-                            self.specials.by_id[token_id] in self.specials.ids)
+                            self.is_special(token_id))
 
     def _stretch_spans(self, segment: str, normalized: str, align: list[int] | None, start: int, byte_at: list[int],
                        later: bool, first: int, last: int) -> Iterator[TokenSpan]:

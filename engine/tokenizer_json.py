@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Mapping
 from typing import Any, Protocol
 
 from engine.decoders import ByteLevelDecoder, ConcatDecoder, Decoder, MetaspaceDecoder, decoder_from_hf
@@ -30,7 +29,7 @@ from engine.errors import FormatError
 from engine.gc_pause import collector_paused
 from engine.json_layout import dumps_indented
 from engine.limits import MAX_SPECIAL_TOKENS, check_count, check_special_tokens, shown
-from engine.models.base import Model
+from engine.models.base import Model, word_affixes
 from engine.normalizers import Normalizer, normalizer_from_hf
 from engine.post_processors import TemplateProcessing, post_processor_from_hf
 from engine.pretokenizers import GPT2_PATTERN, PreTokenizer, RegexSplit
@@ -187,11 +186,6 @@ def _model_class(kind: object, *, char_level: bool = False, byte_symbols: bool =
     return getattr(importlib.import_module(module), name)
 
 
-def _has_word_affixes(model_data: Mapping[str, Any]) -> bool:
-    """Whether a BPE model marks word pieces (``continuing_subword_prefix``, ``end_of_word_suffix``)."""
-    return any(model_data.get(name) not in (None, "") for name in ("continuing_subword_prefix", "end_of_word_suffix"))
-
-
 def _read_added_tokens(
     entries: Any,
 ) -> tuple[dict[str, int], dict[str, int], dict[str, tuple[bool, bool]], list[str]]:
@@ -234,7 +228,7 @@ def pipeline_from_hf_dict(data: Any, *, model: Any = None) -> dict[str, Any]:
     model_data = data["model"]
     kind = model_data.get("type") or ("BPE" if "merges" in model_data else None)
     char_level = kind == "BPE" and not byte_level
-    byte_symbols = kind == "BPE" and byte_level and _has_word_affixes(model_data)
+    byte_symbols = kind == "BPE" and byte_level and bool(word_affixes(model_data))
     if model is None:
         model = _model_class(kind, char_level=char_level, byte_symbols=byte_symbols).from_hf(
             model_data, special_tokens={**specials, **added})

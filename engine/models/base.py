@@ -16,6 +16,14 @@ from typing import Any, Protocol, runtime_checkable
 from engine.errors import ConfigError, FormatError
 from engine.limits import MAX_TOKEN_LENGTH, MAX_VOCAB_SIZE, check_count, check_id, check_token
 
+WORD_AFFIXES = ("continuing_subword_prefix", "end_of_word_suffix")
+
+
+def word_affixes(data: Mapping[str, Any]) -> list[str]:
+    """The fields of an HF BPE model that mark word pieces; None and "" mark nothing (Qwen3 writes
+    "" for both). A byte-level vocabulary with one is CLIP's (``bpe_byte_symbols.py``)."""
+    return [name for name in WORD_AFFIXES if data.get(name) not in (None, "")]
+
 
 @runtime_checkable
 class Model(Protocol):

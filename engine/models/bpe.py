@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from engine.byte_unicode import bytes_to_symbols, many_symbols_to_bytes, outside_alphabet, symbols_to_bytes
 from engine.errors import FormatError
 from engine.limits import MAX_MERGES, MAX_TOKEN_LENGTH, MAX_VOCAB_SIZE, check_count, check_id, check_token, shown
+from engine.models.base import word_affixes
 from engine.models.bpe_merge import merge
 
 if TYPE_CHECKING:
@@ -414,9 +415,6 @@ def _read_fast(raw_vocab: dict[Any, Any], raw_merges: list[Any], special_tokens:
 # The HF BPE fields besides vocab and merges, with the values that change nothing (or that we
 # implement) on a byte-level vocabulary. With all 256 single bytes in the vocabulary (``BPE``
 # requires them) no character is ever unknown, so unk_token, fuse_unk and byte_fallback never act.
-_NO_OP_AFFIXES = (None, "")  # Qwen3 writes "" for both: no prefix, no suffix
-
-
 def read_byte_level_options(data: Mapping[str, Any]) -> tuple[bool, dict[str, Any]]:
     """``(ignore_merges, the other fields as read)`` of a byte-level HF BPE model; FormatError
     naming the field (``model.dropout``) for a value that would change the ids."""
@@ -424,10 +422,11 @@ def read_byte_level_options(data: Mapping[str, Any]) -> tuple[bool, dict[str, An
         if name in data and not isinstance(data[name], bool):
             raise FormatError(f"The BPE model's {name} (model.{name}) must be true or false, not {shown(data[name])}.")
     check_dropout(data.get("dropout"))
-    for name in ("continuing_subword_prefix", "end_of_word_suffix"):
-        if data.get(name) not in _NO_OP_AFFIXES:
-            raise FormatError(f"The byte-level BPE model has a {name} (model.{name}) of {shown(data.get(name))}; "
-                              "only none or \"\" is supported on a byte-level vocabulary.")
+    affixes = word_affixes(data)
+    if affixes:
+        name = affixes[0]
+        raise FormatError(f"The byte-level BPE model has a {name} (model.{name}) of {shown(data.get(name))}; "
+                          "only none or \"\" is supported on a byte-level vocabulary.")
     unk = data.get("unk_token")
     if unk is not None and not isinstance(unk, str):
         raise FormatError(f"The BPE model's unk_token (model.unk_token) must be a string or null, not {shown(unk)}.")

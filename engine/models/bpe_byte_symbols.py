@@ -42,11 +42,5 @@ class ByteSymbolBPE(CharBPE):
     def surface_bytes(self, token_id: int) -> bytes:
         cached = self._surface.get(token_id)
         if cached is None:
-            token = self._tokens[token_id]
-            if token_id != self.unk_id:
-                if self.prefix and token.startswith(self.prefix):
-                    token = token[len(self.prefix):]
-                if self.suffix:
-                    token = token.removesuffix(self.suffix)
-            cached = self._surface[token_id] = _spelled(token)
+            cached = self._surface[token_id] = _spelled(self._bare(token_id))
         return cached

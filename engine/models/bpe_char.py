@@ -180,16 +180,19 @@ class CharBPE(StringVocabulary):
             value = byte_piece_value(token) if self.byte_fallback else None
             if value is not None and self._byte_ids[value] == token_id:
                 cached = bytes([value])
-            elif token_id == self.unk_id:
-                cached = token.encode("utf-8")
             else:
-                if self.prefix and token.startswith(self.prefix):
-                    token = token[len(self.prefix):]
-                if self.suffix:
-                    token = token.removesuffix(self.suffix)
-                cached = token.encode("utf-8")
+                cached = self._bare(token_id).encode("utf-8")
             self._surface[token_id] = cached
         return cached
+
+    def _bare(self, token_id: int) -> str:
+        """The token without its continuing prefix and end-of-word suffix (the unknown token as it is)."""
+        token = self._tokens[token_id]
+        if token_id == self.unk_id:
+            return token
+        if self.prefix and token.startswith(self.prefix):
+            token = token[len(self.prefix):]
+        return token.removesuffix(self.suffix) if self.suffix else token
 
     def to_hf(self) -> dict[str, Any]:
         model = self.hf_fields()

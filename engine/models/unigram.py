@@ -250,32 +250,12 @@ class Unigram(PieceVocabulary):
         return _path(back)
 
     def ids_for_path(self, piece: str, path: Sequence[tuple[int, int, int]]) -> list[int]:
-        """Turn a path into ids, fusing runs of unknown characters into one unk (or bytes)."""
-        if self.hugging_face:
-            return self._hf_ids_for_path(piece, path)
-        ids: list[int] = []
-        run_start = -1
-        for k, (start, end, token_id) in enumerate(path):
-            if token_id >= 0:
-                ids.append(token_id)
-                continue
-            if run_start < 0:
-                run_start = start
-            if k + 1 < len(path) and path[k + 1][2] < 0:
-                continue
-            if self._byte_ids is not None:
-                ids.extend(self._byte_ids[b] for b in piece[run_start:end].encode("utf-8"))
-            else:
-                ids.append(self.unk_id)  # type: ignore[arg-type]  # guaranteed by __init__
-            run_start = -1
-        return ids
+        """Turn a path into ids, fusing each run of unknown characters into one unk (or bytes).
 
-    def _hf_ids_for_path(self, piece: str, path: Sequence[tuple[int, int, int]]) -> list[int]:
-        """Hugging Face's ``fuse_unk``: unknown characters and matches of the unknown piece that
-        touch are one string, which is then a piece if it is one, else its byte pieces where all
-        exist, else the unknown id."""
+        With Hugging Face's semantics the run also takes the matches of the unknown piece it
+        touches (its ``fuse_unk``), and is then a piece if it spells one (:meth:`_unknown_run`)."""
+        unknown = (-1, self.unk_id) if self.hugging_face else (-1,)
         ids: list[int] = []
-        unknown = (-1, self.unk_id)
         run_start = -1
         for k, (start, end, token_id) in enumerate(path):
             if token_id not in unknown:
@@ -285,19 +265,27 @@ class Unigram(PieceVocabulary):
                 run_start = start
             if k + 1 < len(path) and path[k + 1][2] in unknown:
                 continue
-            text, run_start = piece[run_start:end], -1
-            found = self._ids.get(text)
-            if found is not None:
-                ids.append(found)
-                continue
-            spelled = [self._ids.get(BYTE_PIECES[b]) for b in text.encode("utf-8")] if self.byte_fallback else [None]
-            if None not in spelled:
-                ids.extend(spelled)  # type: ignore[arg-type]
-            elif self.unk_id is not None:
-                ids.append(self.unk_id)
-            else:
-                raise FormatError(f"The Unigram model has no unk_id for the text {shown(text)}.")
+            ids += self._unknown_run(piece[run_start:end])
+            run_start = -1
         return ids
+
+    def _unknown_run(self, text: str) -> list[int]:
+        """The ids of a fused run of unknown text. sentencepiece: its byte pieces with
+        ``byte_fallback``, else one unk. Hugging Face: the piece it spells, else its byte pieces
+        where all exist, else one unk."""
+        if not self.hugging_face:
+            if self._byte_ids is not None:
+                return [self._byte_ids[b] for b in text.encode("utf-8")]
+            return [self.unk_id]  # type: ignore[list-item]  # guaranteed by __init__
+        found = self._ids.get(text)
+        if found is not None:
+            return [found]
+        spelled = [self._ids.get(BYTE_PIECES[b]) for b in text.encode("utf-8")] if self.byte_fallback else [None]
+        if None not in spelled:
+            return spelled  # type: ignore[return-value]
+        if self.unk_id is not None:
+            return [self.unk_id]
+        raise FormatError(f"The Unigram model has no unk_id for the text {shown(text)}.")
 
     def tokenize(self, piece: str) -> list[int]:
         return self.ids_for_path(piece, self.viterbi(piece))
