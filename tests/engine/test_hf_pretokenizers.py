@@ -122,6 +122,10 @@ def test_written_back_as_read() -> None:
         pytest.param({"type": "Split", "pattern": {"Regex": "(a"}, "behavior": "Contiguous"}, "pre_tokenizer: The Split pattern",
                      id="bad-regex"),
         pytest.param({"type": "Metaspace", "prepend_scheme": "sometimes"}, "pre_tokenizer.prepend_scheme must be", id="scheme"),
+        pytest.param({"type": "CharDelimiterSplit", "delimiter": "ab"}, "pre_tokenizer.delimiter must be one character",
+                     id="delimiter"),
+        pytest.param({"type": "UnicodeScripts"}, "The pre-tokenizer type 'UnicodeScripts' (pre_tokenizer) is not supported",
+                     id="scripts"),
     ],
 )
 def test_bad_parts_are_named(data: dict[str, Any], message: str) -> None:
