@@ -97,7 +97,8 @@ def time_stages() -> dict[str, list[float]]:
 
     for name in ("count_words", "required_chars", "seed_pieces", "m_step", "prune_pieces"):
         setattr(unigram, name, timed(name, getattr(unigram, name)))
-    unigram.Shards = timed("lattice build", unigram.Shards)  # type: ignore[attr-defined]
+    unigram.Shards = timed("lattice workers start", unigram.Shards)  # type: ignore[attr-defined]
+    parallel.Shards.build = timed("lattice build", parallel.Shards.build)  # type: ignore[method-assign]
     for name in ("e_step", "viterbi_counts", "alternative_paths"):  # the workers' passes, as the leader waits
         setattr(parallel.Shards, name, timed(name, getattr(parallel.Shards, name)))
     return seconds

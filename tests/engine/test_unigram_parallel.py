@@ -17,7 +17,6 @@ from engine.trainers import limits
 from engine.trainers.base import Reporter
 from engine.trainers.unigram import UnigramOptions, build_tokenizer, parallel, train_on_counts
 from engine.trainers.unigram.parallel import Shards, cut_slices, grid_scale
-from engine.trainers.unigram.seed import required_chars, seed_pieces
 
 SYLLABLES = ["ka", "to", "ri", "ne", "su", "mo", "la", "pe", "di", "go", "an", "ust", "er", "qu", "io"]
 
@@ -68,16 +67,6 @@ def test_one_two_and_three_workers_write_the_same_tokenizer_json(small_slices: N
     assert not multiprocessing.active_children()
 
 
-def test_the_seed_is_the_same_counted_in_one_or_three_processes() -> None:
-    counts = corpus_counts()
-    required = required_chars(counts, 1.0)
-    one = seed_pieces(counts, required, seed_size=300, max_piece_length=8)
-    assert seed_pieces(counts, required, seed_size=300, max_piece_length=8, workers=3) == one
-    assert seed_pieces(counts, required, seed_size=300, max_piece_length=8, workers=9) == one  # more than lengths
-    assert len(one) == 300
-    assert not multiprocessing.active_children()
-
-
 def test_slicing_keeps_the_pieces_of_one_lattice(monkeypatch: pytest.MonkeyPatch) -> None:
     counts = corpus_counts()
     whole = train_on_counts(counts, UnigramOptions(vocab_size=400, byte_fallback=False, seed_size=5000))[0]
@@ -92,10 +81,12 @@ def test_sharded_passes_match_one_lattice(small_slices: None) -> None:
     pieces = sorted({w[i : i + n] for w in counts for i in range(len(w)) for n in (1, 2, 3) if i + n <= len(w)})
     unk = len(pieces)
     logp = np.log(np.random.default_rng(0).uniform(0.01, 1.0, unk + 1))
-    with Shards(counts, pieces, 16, unk, workers=1, reporter=Reporter(), chars_per_slice=10**9) as whole:
+    with Shards(counts, workers=1, reporter=Reporter(), chars_per_slice=10**9) as whole:
+        whole.build(pieces, 16, unk)
         expected, loglik = whole.e_step(logp)
         freq = whole.viterbi_counts(logp)
-    with Shards(counts, pieces, 16, unk, workers=3, reporter=Reporter(), chars_per_slice=1000) as cut:
+    with Shards(counts, workers=3, reporter=Reporter(), chars_per_slice=1000) as cut:
+        cut.build(pieces, 16, unk)
         expected3, loglik3 = cut.e_step(logp)
         assert len(cut.procs) == 3
         np.testing.assert_allclose(expected3, expected, rtol=1e-9, atol=1e-9)
@@ -118,10 +109,12 @@ def test_spawned_workers_give_the_same_answers(monkeypatch: pytest.MonkeyPatch) 
     logp = np.log(np.linspace(0.05, 1.0, len(pieces) + 1))
     if "fork" in multiprocessing.get_all_start_methods():
         monkeypatch.setattr(parallel, "_shard_context", lambda: multiprocessing.get_context("fork"))
-    with Shards(counts, pieces, 8, len(pieces), workers=2, reporter=Reporter(), chars_per_slice=500) as forked:
+    with Shards(counts, workers=2, reporter=Reporter(), chars_per_slice=500) as forked:
+        forked.build(pieces, 8, len(pieces))
         expected, _ = forked.e_step(logp)
     monkeypatch.setattr(parallel, "_shard_context", lambda: multiprocessing.get_context("spawn"))
-    with Shards(counts, pieces, 8, len(pieces), workers=2, reporter=Reporter(), chars_per_slice=500) as spawned:
+    with Shards(counts, workers=2, reporter=Reporter(), chars_per_slice=500) as spawned:
+        spawned.build(pieces, 8, len(pieces))
         assert [p.exitcode for p in spawned.procs] == [None, None]
         assert np.array_equal(spawned.e_step(logp)[0], expected)
     assert not multiprocessing.active_children()

@@ -16,6 +16,7 @@ from engine.trainers.unigram import seed
 from engine.trainers.unigram import segments as segments_module
 from engine.trainers.unigram.scripts import INHERITED, char_class
 from engine.trainers.unigram.seed import seed_pieces
+from engine.trainers.unigram.suffixes import top_substrings
 from tests.engine.unigram_reference import segments
 
 SPACE = "\u2581"
@@ -142,3 +143,37 @@ def reference_required_chars(word_counts: Mapping[str, int], coverage: float) ->
 def test_required_chars_match_reference(word_counts: dict[str, int], coverage: float) -> None:
     assert list(seed.required_chars(word_counts, coverage).items()) == \
         list(reference_required_chars(word_counts, coverage).items())
+
+
+def brute_top_substrings(segments: Mapping[str, int], max_piece_length: int, want: int) -> list[tuple[str, int]]:
+    """Every substring of every segment counted one by one; the right-branching ones ranked."""
+    counts: Counter[str] = Counter()
+    for seg, count in segments.items():
+        for i in range(len(seg)):
+            for j in range(i + 2, min(len(seg), i + max_piece_length + 1) + 1):
+                counts[seg[i:j]] += count
+    most_extended: Counter[str] = Counter()
+    for s, n in counts.items():
+        most_extended[s[:-1]] = max(most_extended[s[:-1]], n)
+    kept = sorted((-n * len(s), s) for s, n in counts.items()
+                  if len(s) <= max_piece_length and n >= 2 and n > most_extended[s])
+    return [(s, score) for score, s in kept[:want]]
+
+
+@pytest.mark.parametrize("alphabet_size", [3, 300, 70_000], ids=["2-bit ids", "9-bit ids", "17-bit ids"])
+def test_sorted_suffixes_count_like_one_by_one(alphabet_size: int) -> None:
+    """The suffix sort packs as many character ids into a 64-bit key as fit (32, 7 or 3 here), and
+    past 65,535 characters the ids take 32 bits: each packing ranks exactly as a brute count."""
+    rng = random.Random(alphabet_size)
+    common = [chr(0x4E00 + i) for i in range(6)]  # frequent characters, so that long substrings repeat
+    rare = [chr(0x4E00 + 6 + i) for i in range(alphabet_size)]
+    segments: Counter[str] = Counter()
+    for _ in range(300):
+        seg = "".join(rng.choice(common) if rng.random() < 0.8 else rng.choice(rare) for _ in range(rng.randint(2, 14)))
+        segments[seg] += rng.choice([1, 1, 2, 3, 9])
+    for i in range(0, len(rare) - 1, 2):  # every rare character occurs, so the ids need all their bits
+        segments[rare[i] + rare[i + 1] + common[i % 6]] += 1 + i % 3
+    for length in (2, 5, 16):
+        for want in (10, 10_000):
+            pieces, scores = top_substrings(list(segments), list(segments.values()), length, want)
+            assert list(zip(pieces, scores)) == brute_top_substrings(segments, length, want)

@@ -3,8 +3,9 @@
 Training works on a table of distinct pre-tokens (``▁``-prefixed words, ``words``) with
 counts, never on repeated sentences. Stages (numbered in :func:`train_on_counts`): bounds
 (over-long words skipped, a table too big to seed here refused, ``bounds``) → required
-characters (``character_coverage``) → seed vocabulary (frequent right-branching substrings,
-``seed``) → the corpus lattice (``lattice``) → repeat {``n_sub_iterations`` × (E-step,
+characters (``character_coverage``) → the lattice workers start on the words, while this
+process seeds the vocabulary (frequent right-branching substrings, ``seed``) → the corpus
+lattice (``lattice``) → repeat {``n_sub_iterations`` × (E-step,
 M-step, ``em``); prune to ``shrinking_factor`` of its size, weighing pieces by their Viterbi
 counts (``prune``); stop once the vocabulary is at most 1.1 × ``vocab_size``} → finalize: the
 required characters, then the highest-scoring pieces until ``vocab_size``.
@@ -13,10 +14,10 @@ Tie-break rule: pieces with equal scores are ordered by the piece string (code p
 seeding, equal ``count × length`` goes to the smaller string; in pruning, equal loss keeps the
 piece with the better seed rank. Required characters are never pruned.
 
-The word counting (``counting.count_pretokens``), the seed's substring counts (``seed``) and the
-corpus passes (the lattice, the E-step, the Viterbi counts and the pruning alternatives,
-``parallel``) run on ``num_workers`` processes (default: one per CPU; one for a table too small
-to cut in slices), with the same output for any number; the M-step and the ranking run here.
+The word counting (``counting.count_pretokens``) and the corpus passes (the lattice, the
+E-step, the Viterbi counts and the pruning alternatives, ``parallel``) run on ``num_workers``
+processes (default: one per CPU; one for a table too small to cut in slices), with the same
+output for any number; the seed (one sort, ``seed``), the M-step and the ranking run here.
 Left out: sentencepiece's ``.model`` protobuf, user-defined symbols, TSV input.
 
 Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
@@ -74,34 +75,36 @@ def train_on_counts(word_counts: Mapping[str, int], options: UnigramOptions,
             f"or lower character_coverage.",
             option="vocab_size",
         )
-    # 2. Seed vocabulary; piece id ``unk`` (one past the seed) is "unknown character".
-    reporter.update("seeding", 0, force=True)
-    # Worker processes only where the table makes several slices (``parallel``): small ones train here.
+    # 2. The lattice workers start on the words (``parallel``: their tries need no pieces) while
+    #    this process seeds. Worker processes only where the table makes several slices.
     workers = min(options.num_workers or max_workers(), slice_count(word_counts))
-    seed = seed_pieces(
-        word_counts, required, seed_size=options.seed_size, max_piece_length=options.max_piece_length,
-        split_by_unicode_script=options.split_by_unicode_script, split_by_number=options.split_by_number,
-        split_by_whitespace=options.split_by_whitespace, workers=workers, reporter=reporter,
-    )
-    pieces = [p for p, _ in seed]
-    unk = len(pieces)
-    scores = np.array([s for _, s in seed] + [1.0])
-    del seed
-    logp = np.log(scores) - np.log(scores[:unk].sum())
-    is_required = np.zeros(unk + 1, bool)
-    is_required[: len(required)] = True  # the seed lists the required characters first
-    is_required[unk] = True
-    alive = np.ones(unk + 1, bool)
-    # 3. The corpus lattice, in slices of the words, each built by the worker that owns it (``parallel``).
-    reporter.update("lattice", 0, force=True)
-    stats: dict[str, object] = {"seed_size": unk, "required_chars": len(required), "rounds": []}
-    if skipped:
-        stats["skipped_long_words"] = skipped
-    with Shards(word_counts, pieces, options.max_piece_length, unk, workers=workers, reporter=reporter) as shards:
-        del word_counts  # the lattices hold the words now; the caller's table may be the only other copy
-        # 4. EM rounds with pruning.
+    with Shards(word_counts, workers=workers, reporter=reporter) as shards:
+        # 3. Seed vocabulary; piece id ``unk`` (one past the seed) is "unknown character".
+        reporter.update("seeding", 0, force=True)
+        seed = seed_pieces(
+            word_counts, required, seed_size=options.seed_size, max_piece_length=options.max_piece_length,
+            split_by_unicode_script=options.split_by_unicode_script, split_by_number=options.split_by_number,
+            split_by_whitespace=options.split_by_whitespace,
+        )
+        del word_counts  # the workers hold the words now; the caller's table may be the only other copy
+        pieces = [p for p, _ in seed]
+        unk = len(pieces)
+        scores = np.array([s for _, s in seed] + [1.0])
+        del seed
+        logp = np.log(scores) - np.log(scores[:unk].sum())
+        is_required = np.zeros(unk + 1, bool)
+        is_required[: len(required)] = True  # the seed lists the required characters first
+        is_required[unk] = True
+        alive = np.ones(unk + 1, bool)
+        stats: dict[str, object] = {"seed_size": unk, "required_chars": len(required), "rounds": []}
+        if skipped:
+            stats["skipped_long_words"] = skipped
+        # 4. The corpus lattice, each slice's built by the worker that owns it.
+        reporter.update("lattice", 0, force=True)
+        shards.build(pieces, options.max_piece_length, unk)
+        # 5. EM rounds with pruning.
         logp = _em_rounds(shards, pieces, logp, alive, is_required, options, reporter, stats)
-    # 5. Finalize: required characters (missing ones just below the lowest score), then the best.
+    # 6. Finalize: required characters (missing ones just below the lowest score), then the best.
     final: dict[str, float] = {}
     floor = float(logp[:unk][alive[:unk]].min())
     penalty = 0.0

@@ -17,13 +17,11 @@ float per slice) are added in slice order. Viterbi counts are integer sums alrea
 small enough for one slice is one lattice in this process, as before this module existed.
 
 The lattice workers are spawned and receive the pieces and their slices through their pipes (a
-fork would carry every page this process holds: :func:`_shard_context`); the one-off calls of
-:func:`run_in_processes` (the seed's substring counts, one range of lengths per process) fork
-when this process has one thread. Every worker dies with this process
-(``processes.die_with_parent``), and :meth:`Shards.close` (run by ``with``, on success, error or
+fork would carry every page this process holds: :func:`_shard_context`). Every worker dies
+with this process (``processes.die_with_parent``), and :meth:`Shards.close` (run by ``with``, on success, error or
 cancel alike) ends them all. The leader polls the cancel check while it waits; a worker's
 exception is raised in the leader, and a worker that dies raises ``RuntimeError``. Left out:
-the seed's segment table, the M-step and the ranking, which stay in the leader.
+the seed, the M-step and the ranking, which stay in the leader.
 
 Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
@@ -35,7 +33,7 @@ import multiprocessing
 import os
 import pickle
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -46,7 +44,7 @@ from engine.trainers.base import Reporter
 from engine.trainers.unigram.em import edge_expectations, log_likelihood
 from engine.trainers.unigram.lattice import Lattice, PieceIndex
 from engine.trainers.unigram.prune import alternative_paths, viterbi_counts
-from engine.trainers.unigram.trie import build_trie, join_tries
+from engine.trainers.unigram.trie import Trie, build_trie, join_tries
 
 CHARS_PER_SLICE = 250_000  # distinct-word characters per slice: en_25M makes 20 slices
 MAX_SLICES = 64  # enough for as many workers as limits.MAX_WORKERS allows, twice over
@@ -82,16 +80,26 @@ class Shard:
     """Some slices' lattices and the passes over them; lives in a worker, or in the leader.
 
     The slices' tries are joined side by side (``trie.join_tries``): one lattice, one pass per
-    depth for all of them, and still, node for node, the floats of one lattice per slice.
+    depth for all of them, and still, node for node, the floats of one lattice per slice. The
+    words' trie needs no pieces, so it is built first (while the leader seeds), the lattice on
+    it once the seed is known (:meth:`build`).
     """
 
-    def __init__(self, slices: Sequence[Slice], pieces: list[str], max_len: int, unk: int, scale: float | None) -> None:
-        index = PieceIndex.of({p: s for s, p in enumerate(pieces)})
-        trie, self.node_slice = join_tries([build_trie(words) for words, _ in slices])
-        self.lat = Lattice(trie, [n for _, counts in slices for n in counts], index, max_len, unk)
+    def __init__(self, slices: Sequence[Slice], scale: float | None) -> None:
+        self.trie: Trie | None
+        self.trie, self.node_slice = join_tries([build_trie(words) for words, _ in slices])
+        self.counts = [n for _, counts in slices for n in counts]
         self.word_cuts = np.cumsum([0] + [len(words) for words, _ in slices])  # each slice's words
-        self.pieces, self.max_len, self.unk, self.scale = pieces, max_len, unk, scale
+        self.scale = scale
         self._by_slice: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def build(self, pieces: list[str], max_len: int, unk: int) -> None:
+        """The lattice of the slices' words over ``pieces`` (the trie and counts go into it)."""
+        assert self.trie is not None, "a shard's lattice is built once"
+        index = PieceIndex.of({p: s for s, p in enumerate(pieces)})
+        self.lat = Lattice(self.trie, self.counts, index, max_len, unk)
+        self.trie, self.counts = None, []
+        self.pieces, self.max_len, self.unk = pieces, max_len, unk
 
     def _filter(self, logp: np.ndarray) -> None:
         self.lat.filter(np.isfinite(logp))  # dead pieces have -inf: dropping their edges changes no result
@@ -129,15 +137,12 @@ class Shard:
 
 
 def _serve(conn: Connection, parent_pid: int) -> None:
-    """A worker: receive the pieces and its slices, build the shard, then answer ``(method, args)``
-    requests until the pipe closes."""
+    """A worker: receive its slices and build their trie, then answer ``(method, args)``
+    requests (the first builds the lattice) until the pipe closes."""
     if not die_with_parent(parent_pid=parent_pid):
         os._exit(1)
     try:
-        pieces = pickle.loads(conn.recv_bytes())
-        shard = Shard(conn.recv(), pieces, *conn.recv())
-        del pieces
-        conn.send(("ok", None))
+        shard = Shard(*conn.recv())
         while True:
             try:
                 method, call_args = conn.recv()
@@ -151,16 +156,19 @@ def _serve(conn: Connection, parent_pid: int) -> None:
             conn.send(("error", RuntimeError(f"A Unigram training worker failed: {exc!r}")))
 
 
+def _feed(conns: Sequence[Connection], parts: Sequence[tuple[list[Slice], float | None]]) -> None:
+    """Send each worker its slices; a worker that died is found by the next gather."""
+    for conn, part in zip(conns, parts):
+        try:
+            conn.send(part)
+        except OSError:
+            return
+
+
 def _shard_context() -> Any:
     """Spawn the lattice workers: a fork would carry every page this process holds (the seed's
     freed counters among them), and the tree of an en_100M training then held 2.4 GiB."""
     return multiprocessing.get_context("spawn")
-
-
-def _context() -> Any:
-    """Fork when this process has one thread (fast; the words are inherited), else spawn."""
-    single = threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("fork" if single else "spawn")
 
 
 def _gather(procs: Sequence[Any], conns: Sequence[Connection], reporter: Reporter) -> list[Any]:
@@ -191,41 +199,16 @@ def _stop(procs: Sequence[Any], conns: Sequence[Connection]) -> None:
             proc.join()
 
 
-def _run_once(conn: Connection, fn: Callable[..., Any], args: tuple[Any, ...], parent_pid: int) -> None:
-    if not die_with_parent(parent_pid=parent_pid):
-        os._exit(1)
-    try:
-        conn.send(("ok", fn(*args)))
-    except BaseException as exc:  # noqa: BLE001 - handed to the leader, which re-raises it
-        conn.send(("error", exc))
-
-
-def run_in_processes(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], reporter: Reporter) -> list[Any]:
-    """``fn(*args)`` for each of ``calls``, each in a process of its own (in this one for a single
-    call); the results in call order. Every process has ended when this returns or raises."""
-    if len(calls) == 1:
-        return [fn(*calls[0])]
-    ctx = _context()
-    procs: list[Any] = []
-    conns: list[Connection] = []
-    try:
-        for args in calls:
-            here, there = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_run_once, args=(there, fn, args, os.getpid()), daemon=True)
-            proc.start()
-            there.close()
-            procs.append(proc)
-            conns.append(here)
-        return _gather(procs, conns, reporter)
-    finally:
-        _stop(procs, conns)
-
-
 class Shards:
-    """The corpus lattice in ``workers`` processes (in this one for one worker or one slice)."""
+    """The corpus lattice in ``workers`` processes (in this one for one worker or one slice).
 
-    def __init__(self, word_counts: Mapping[str, int], pieces: list[str], max_len: int, unk: int, *,
-                 workers: int, reporter: Reporter, chars_per_slice: int | None = None) -> None:
+    Made with the words alone: the workers start, and build the words' tries, while the leader
+    seeds; :meth:`build` then sends them the pieces. The slices travel from a thread of their own,
+    since a pipe takes them only as fast as a worker, still importing, reads them.
+    """
+
+    def __init__(self, word_counts: Mapping[str, int], *, workers: int, reporter: Reporter,
+                 chars_per_slice: int | None = None) -> None:
         slices = cut_slices(word_counts, chars_per_slice)
         scale = grid_scale(word_counts) if len(slices) > 1 else None
         self.scale = scale
@@ -233,9 +216,10 @@ class Shards:
         self.local: Shard | None = None
         self.procs: list[multiprocessing.process.BaseProcess] = []
         self.conns: list[Connection] = []
+        self._feeder: threading.Thread | None = None
         workers = max(1, min(workers, len(slices)))
         if workers == 1:
-            self.local = Shard(slices, pieces, max_len, unk, scale)
+            self.local = Shard(slices, scale)
             return
         ctx = _shard_context()
         try:
@@ -246,16 +230,29 @@ class Shards:
                 there.close()  # the worker's end lives in the worker only: its death is our EOF
                 self.procs.append(proc)
                 self.conns.append(here)
-            blob = pickle.dumps(pieces, pickle.HIGHEST_PROTOCOL)  # once, whatever the workers
-            for w, conn in enumerate(self.conns):  # the workers start meanwhile
-                conn.send_bytes(blob)
-                conn.send(slices[w * len(slices) // workers : (w + 1) * len(slices) // workers])
-                conn.send((max_len, unk, scale))
-            del slices, blob
-            self._gather()  # every lattice built
         except BaseException:
             self.close()
             raise
+        parts = [(slices[w * len(slices) // workers : (w + 1) * len(slices) // workers], scale)
+                 for w in range(workers)]
+        self._feeder = threading.Thread(target=_feed, args=(self.conns, parts), daemon=True)
+        self._feeder.start()
+
+    def build(self, pieces: list[str], max_len: int, unk: int) -> None:
+        """Every slice's lattice over ``pieces``, built where the slice lives."""
+        if self.local is not None:
+            self.local.build(pieces, max_len, unk)
+            return
+        assert self._feeder is not None
+        self._feeder.join()
+        self._feeder = None
+        blob = pickle.dumps(("build", (pieces, max_len, unk)), pickle.HIGHEST_PROTOCOL)  # once, whatever the workers
+        try:
+            for conn in self.conns:
+                conn.send_bytes(blob)
+        except OSError:
+            pass  # a worker that died: its closed pipe says so below
+        self._gather()
 
     def __enter__(self) -> Shards:
         return self
@@ -265,6 +262,11 @@ class Shards:
 
     def close(self) -> None:
         """End every worker (a no-op when there are none, or after an earlier close)."""
+        if self._feeder is not None:  # still sending slices: end the readers, and the sends fail
+            for proc in self.procs:
+                proc.kill()
+            self._feeder.join()
+            self._feeder = None
         _stop(self.procs, self.conns)
         self.conns, self.procs = [], []
 
