@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 
 from engine.errors import ConfigError, ConfigProblems
 from engine.trainers.base import Reporter, TrainResult
-from engine.trainers.counting import CHAR_PATTERN
 from engine.trainers.limits import MAX_VOCAB, check_at_most, check_special_count
+from engine.trainers.tally import CHAR_PATTERN
 from engine.trainers.wordpiece import BERT_SPECIALS, NORMALIZER_CHOICES
 
 if TYPE_CHECKING:

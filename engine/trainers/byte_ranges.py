@@ -6,7 +6,7 @@ shared folder. :func:`plan_ranges` therefore finds the cuts by seeking, without 
 corpus: near every ``step`` bytes it reads a small window and asks ``corpus._cut``, the very rule
 the local reader uses, where a chunk may end (after a special token, or at a safe cut inside an
 over-long document). :func:`count_range` then reads one range, cuts it the same way into chunks
-of about ``max_chunk_chars`` bytes, and counts them with :class:`counting.Tally`. Every cut is
+of about ``max_chunk_chars`` bytes, and counts them with :class:`tally.Tally`. Every cut is
 one where pre-tokenization restarts anyway, so the counts of the ranges add up to exactly the
 local path's counts.
 
@@ -33,8 +33,13 @@ from typing import BinaryIO
 
 from engine.errors import FormatError, TrainingCancelled
 from engine.trainers.corpus import _cut, special_pattern
-from engine.trainers.counting import Tally, TallyArgs
+from engine.trainers.tally import Tally, TallyArgs
 
+MIN_RANGE_BYTES = 1 << 20
+MAX_RANGE_BYTES = 64 << 20
+"""~3 s of counting on one core: fewer, bigger ranges mean fewer tasks; the tail uses smaller ones."""
+TAIL_SHARE = 2
+"""A range is at most 1/TAIL_SHARE of the bytes left per counter (guided self-scheduling)."""
 WINDOW_BYTES = 64 << 10
 """How much is read at a time after a wanted cut to find a document boundary near it."""
 
@@ -139,6 +144,15 @@ def plan_ranges(files: Sequence[str | Path], special_tokens: Sequence[str], *, s
             bounds = _Boundaries(stream, name, special_tokens, safe_cuts)
             ranges += [ByteRange(name, a, b) for a, b in bounds.ranges(0, size, left)]
     return ranges
+
+
+def guided_range_bytes(counters: int, left: int) -> int:
+    """The next range's size when ``left`` bytes remain for ``counters`` processes or threads: at
+    most a ``TAIL_SHARE``-th of what each has left, between ``MIN_RANGE_BYTES`` and
+    ``MAX_RANGE_BYTES``, so the ranges shrink towards the end and every counter finishes within a
+    small range of the others (with 16 equal ranges of 66 MB, one Dask thread idled for seconds
+    while another ended)."""
+    return min(MAX_RANGE_BYTES, max(MIN_RANGE_BYTES, left // (TAIL_SHARE * counters)))
 
 
 def _over_all(step: Callable[[int], int], later: int, left_in_file: int) -> int:

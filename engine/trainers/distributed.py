@@ -7,8 +7,7 @@ training, and the one hook in ``counting.count_pretokens``. The stages of :meth:
 1. ``byte_ranges.plan_ranges`` cuts the files into ranges at document boundaries, on this machine,
    reading only a small window near each cut. The workers read the ranges themselves, so the
    files must be at the same path on every worker (a shared corpus folder). The ranges shrink
-   towards the end (each at most a ``TAIL_SHARE``-th of what is left per thread, between
-   ``MIN_RANGE_BYTES`` and ``MAX_RANGE_BYTES``), so the threads finish within a small range of
+   towards the end (``byte_ranges.guided_range_bytes``), so the threads finish within a small range of
    each other: with 16 equal ranges of 66 MB one thread idled for seconds while the other ended.
 2. One *lane* per thread of the cluster. A task counts one range with the trainer's own split,
    special tokens and normalizer (the specs travel, pickled; no closure over this process),
@@ -51,16 +50,12 @@ import distributed
 
 from engine.errors import ConfigError
 from engine.trainers.base import Reporter
-from engine.trainers.byte_ranges import ByteRange, TallyArgs, plan_ranges, tally_range
-from engine.trainers.counting import Tally, add_counts
+from engine.trainers.byte_ranges import ByteRange, guided_range_bytes, plan_ranges, tally_range
+from engine.trainers.counting import add_counts
+from engine.trainers.tally import Tally, TallyArgs
 
 FAN_IN = 8
 """Lanes (then sums) added up by one task of the tree (dask.bag's ``split_every`` default, too)."""
-MIN_RANGE_BYTES = 1 << 20
-MAX_RANGE_BYTES = 64 << 20
-"""~3 s of counting on one core: fewer, bigger ranges mean fewer tasks; the tail uses smaller ones."""
-TAIL_SHARE = 2
-"""A range is at most 1/TAIL_SHARE of the bytes left per thread (guided self-scheduling)."""
 QUEUED_PER_LANE = 1
 """Ranges waiting behind a lane's running one, so its worker never waits for this process."""
 CONNECT_SECONDS = 5.0
@@ -165,11 +160,6 @@ class ClusterCounter:
             stop.clear()  # forgets the event on the scheduler
         except Exception:  # noqa: BLE001 - the scheduler is gone (nothing runs there); the first error stands
             pass
-
-
-def guided_range_bytes(threads: int, left: int) -> int:
-    """The next range's size when ``left`` bytes remain for ``threads`` threads (see ``TAIL_SHARE``)."""
-    return min(MAX_RANGE_BYTES, max(MIN_RANGE_BYTES, left // (TAIL_SHARE * threads)))
 
 
 class Lanes:

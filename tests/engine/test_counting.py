@@ -14,8 +14,9 @@ from engine.errors import ConfigError, FormatError, TrainingCancelled
 from engine.normalizers import get_normalizer
 from engine.pretokenizers import get_pretokenizer
 from engine.trainers.base import Reporter
-from engine.trainers.counting import CHAR_PATTERN, count_pretokens, split_words
+from engine.trainers.counting import count_pretokens
 from engine.trainers.limits import max_workers
+from engine.trainers.tally import CHAR_PATTERN, split_words
 
 EOT = "<|endoftext|>"
 SPECIALS = (EOT, "[SEP]", "[SEP][SEP]")

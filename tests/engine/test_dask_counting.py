@@ -27,7 +27,8 @@ from engine.trainers import train
 from engine.trainers.base import Reporter
 from engine.trainers.byte_ranges import count_range, overlap_free, plan_ranges, tally_range
 from engine.trainers.cluster import EXTRA_MISSING, active_cluster, check_address, counting_on
-from engine.trainers.counting import CHAR_PATTERN, Tally, add_counts, count_pretokens
+from engine.trainers.counting import add_counts, count_pretokens
+from engine.trainers.tally import CHAR_PATTERN, Tally
 from engine.trainers.unigram.words import MetaspaceSplit
 from tests.engine.dask_cluster import local_cluster
 
@@ -136,7 +137,7 @@ def test_a_callable_step_sizes_each_range_from_the_bytes_left_in_every_file(tmp_
 
 def test_guided_ranges_shrink_towards_the_end_between_the_bounds() -> None:
     pytest.importorskip("distributed")
-    from engine.trainers.distributed import MAX_RANGE_BYTES, MIN_RANGE_BYTES, guided_range_bytes
+    from engine.trainers.byte_ranges import MAX_RANGE_BYTES, MIN_RANGE_BYTES, guided_range_bytes
 
     assert guided_range_bytes(2, 10 << 30) == MAX_RANGE_BYTES == 64 << 20
     assert guided_range_bytes(2, 100 << 20) == 25 << 20  # half of what each of 2 threads has left

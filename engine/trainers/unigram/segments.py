@@ -20,7 +20,7 @@ from itertools import compress
 
 import numpy as np
 
-from engine.trainers.counting import add_weighted
+from engine.trainers.tally import add_weighted
 from engine.trainers.unigram.scripts import ANY, INHERITED
 
 __all__ = ["outside", "segment_counts", "segment_pattern", "sharing_spaces"]
