@@ -16,7 +16,11 @@ from engine.errors import TrainingCancelled
 from engine.trainers import limits
 from engine.trainers.base import Reporter
 from engine.trainers.unigram import UnigramOptions, build_tokenizer, parallel, train_on_counts
+from engine.trainers.unigram.lattice import PieceIndex
 from engine.trainers.unigram.parallel import Shards, cut_slices, grid_scale
+from engine.trainers.unigram.prune import alternative_paths
+from engine.trainers.unigram.seed import required_chars, seed_pieces
+from engine.trainers.unigram.suffixes import first_char_cuts
 
 SYLLABLES = ["ka", "to", "ri", "ne", "su", "mo", "la", "pe", "di", "go", "an", "ust", "er", "qu", "io"]
 
@@ -65,6 +69,28 @@ def test_one_two_and_three_workers_write_the_same_tokenizer_json(small_slices: N
     assert train_json(counts, 2) == one
     assert train_json(counts, 3) == one
     assert not multiprocessing.active_children()
+
+
+@pytest.mark.parametrize("seed_size", [300, 100_000], ids=["cut", "every-candidate"])
+def test_the_seed_is_the_same_ranked_here_or_by_first_characters_in_workers(small_slices: None, seed_size: int) -> None:
+    counts = corpus_counts()
+    required = required_chars(counts, 1.0)
+    one = seed_pieces(counts, required, seed_size=seed_size, max_piece_length=8)
+    with Shards(counts, workers=3, reporter=Reporter()) as shards:
+        assert len(shards.procs) == 3
+        assert seed_pieces(counts, required, seed_size=seed_size, max_piece_length=8,
+                           substrings=shards.top_substrings) == one
+    assert len(one) == 300 if seed_size == 300 else 300 < len(one) < seed_size  # cut, or every candidate
+    assert len({score for _, score in one}) < len(one)  # ties in score, across first characters too
+
+
+def test_first_character_ranges_share_the_suffixes_and_cover_every_character() -> None:
+    segments = ["▁ab", "▁ba", "ccc", "dd"] * 3 + ["ze"]
+    cuts = first_char_cuts(segments, 3)
+    assert cuts[0][0] == 0 and cuts[-1][1] == 0x110000
+    assert all(a[1] == b[0] for a, b in zip(cuts, cuts[1:]))
+    assert first_char_cuts(segments, 50) == [(0, ord("b")), (ord("b"), ord("c")), (ord("c"), ord("d")),
+                                             (ord("d"), ord("z")), (ord("z"), ord("▁")), (ord("▁"), 0x110000)]
 
 
 def test_slicing_keeps_the_pieces_of_one_lattice(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -167,3 +193,24 @@ def test_train_counts_with_the_workers(tmp_path: Path, small_slices: None) -> No
     path.write_text(text + "\n", encoding="utf-8")
     one = train("unigram", [path], {"vocab_size": 300, "num_workers": 1}).tokenizer.to_json()
     assert train("unigram", [path], {"vocab_size": 300, "num_workers": 2}).tokenizer.to_json() == one
+
+
+def test_alternatives_over_a_masked_index_match_a_fresh_one() -> None:
+    """``PieceIndex.only``: the seed's trie with the dead pieces masked gives the alternatives of
+    a trie built from the live pieces alone."""
+    counts = corpus_counts(600)
+    pieces = sorted({w[i : i + n] for w in counts for i in range(len(w)) for n in (1, 2, 3, 4) if i + n <= len(w)})
+    unk = len(pieces)
+    rng = np.random.default_rng(3)
+    logp = np.log(rng.uniform(0.01, 1.0, unk + 1))
+    freq = rng.integers(0, 50, unk + 1).astype(float)
+    index = PieceIndex.of({p: s for s, p in enumerate(pieces)})
+    for share in (1.0, 0.5, 0.1):
+        live = np.flatnonzero(rng.random(unk) < share)
+        live = np.union1d(live, [s for s, p in enumerate(pieces) if len(p) == 1])  # the characters stay
+        owners = live[freq[live] > 0]
+        fresh = alternative_paths(pieces, live, owners, freq, logp, 16, unk)
+        masked = alternative_paths(pieces, live, owners, freq, logp, 16, unk, index)
+        for a, b in zip(fresh, masked):
+            assert np.array_equal(a, b)
+        assert np.isfinite(fresh[0]).sum() > len(owners) // 3  # most owners have an alternative

@@ -20,8 +20,10 @@ The lattice workers are spawned and receive the pieces and their slices through 
 fork would carry every page this process holds: :func:`_shard_context`). Every worker dies
 with this process (``processes.die_with_parent``), and :meth:`Shards.close` (run by ``with``, on success, error or
 cancel alike) ends them all. The leader polls the cancel check while it waits; a worker's
-exception is raised in the leader, and a worker that dies raises ``RuntimeError``. Left out:
-the seed, the M-step and the ranking, which stay in the leader.
+exception is raised in the leader, and a worker that dies raises ``RuntimeError``. The workers
+also rank the seed's substrings, one range of first characters each (:meth:`Shards.top_substrings`),
+while their tries wait for the pieces. Left out: the seed's segments, the M-step and the
+ranking, which stay in the leader.
 
 Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
@@ -44,6 +46,7 @@ from engine.trainers.base import Reporter
 from engine.trainers.unigram.em import edge_expectations, log_likelihood
 from engine.trainers.unigram.lattice import Lattice, PieceIndex
 from engine.trainers.unigram.prune import alternative_paths, viterbi_counts
+from engine.trainers.unigram.suffixes import first_char_cuts, top_substrings
 from engine.trainers.unigram.trie import Trie, build_trie, join_tries
 
 CHARS_PER_SLICE = 250_000  # distinct-word characters per slice: en_25M makes 20 slices
@@ -96,10 +99,18 @@ class Shard:
     def build(self, pieces: list[str], max_len: int, unk: int) -> None:
         """The lattice of the slices' words over ``pieces`` (the trie and counts go into it)."""
         assert self.trie is not None, "a shard's lattice is built once"
-        index = PieceIndex.of({p: s for s, p in enumerate(pieces)})
-        self.lat = Lattice(self.trie, self.counts, index, max_len, unk)
+        self.index = PieceIndex.of({p: s for s, p in enumerate(pieces)})  # the alternatives use it too
+        self.lat = Lattice(self.trie, self.counts, self.index, max_len, unk)
         self.trie, self.counts = None, []
         self.pieces, self.max_len, self.unk = pieces, max_len, unk
+
+    @staticmethod
+    def top_substrings(segments: bytes, max_len: int, want: int, no_last: str | None,
+                       first: tuple[int, int]) -> tuple[list[str], list[int]]:
+        """The seed's substrings starting in ``first``'s code points (``suffixes.top_substrings``),
+        of the segments and counts pickled in ``segments`` (pickled once for every worker)."""
+        strings, counts = pickle.loads(segments)
+        return top_substrings(strings, counts, max_len, want, no_last=no_last, first=first)
 
     def _filter(self, logp: np.ndarray) -> None:
         self.lat.filter(np.isfinite(logp))  # dead pieces have -inf: dropping their edges changes no result
@@ -133,7 +144,7 @@ class Shard:
 
     def alternative_paths(self, live: np.ndarray, owners: np.ndarray, freq: np.ndarray,
                           logp: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return alternative_paths(self.pieces, live, owners, freq, logp, self.max_len, self.unk)
+        return alternative_paths(self.pieces, live, owners, freq, logp, self.max_len, self.unk, self.index)
 
 
 def _serve(conn: Connection, parent_pid: int) -> None:
@@ -238,14 +249,32 @@ class Shards:
         self._feeder = threading.Thread(target=_feed, args=(self.conns, parts), daemon=True)
         self._feeder.start()
 
+    def top_substrings(self, segments: Sequence[str], counts: Sequence[int], max_len: int, want: int, *,
+                       no_last: str | None = None) -> tuple[list[str], list[int]]:
+        """``suffixes.top_substrings``, in the workers, one range of first characters each
+        (``suffixes.first_char_cuts``): a worker's ranking is in string order, and the ranges
+        follow each other, so a stable sort by score of the rankings side by side is the whole
+        ranking. Runs while the workers still build their tries: each starts on it after."""
+        if self.local is not None:
+            return top_substrings(segments, counts, max_len, want, no_last=no_last)
+        self._fed()
+        cuts = first_char_cuts(segments, len(self.conns))
+        blob = pickle.dumps((list(segments), list(counts)), pickle.HIGHEST_PROTOCOL)
+        for conn, first in zip(self.conns, cuts):
+            conn.send(("top_substrings", (blob, max_len, want, no_last, first)))
+        del blob
+        answers = _gather(self.procs[:len(cuts)], self.conns[:len(cuts)], self.reporter)
+        pieces = [piece for part, _ in answers for piece in part]
+        negated = np.concatenate([np.asarray(scores, dtype=np.int64) for _, scores in answers])
+        best = np.argsort(negated, kind="stable")[:want].tolist()
+        return [pieces[i] for i in best], negated[best].tolist()
+
     def build(self, pieces: list[str], max_len: int, unk: int) -> None:
         """Every slice's lattice over ``pieces``, built where the slice lives."""
         if self.local is not None:
             self.local.build(pieces, max_len, unk)
             return
-        assert self._feeder is not None
-        self._feeder.join()
-        self._feeder = None
+        self._fed()
         blob = pickle.dumps(("build", (pieces, max_len, unk)), pickle.HIGHEST_PROTOCOL)  # once, whatever the workers
         try:
             for conn in self.conns:
@@ -259,6 +288,12 @@ class Shards:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def _fed(self) -> None:
+        """Wait until every worker has its slices (a request before them would jump the queue)."""
+        if self._feeder is not None:
+            self._feeder.join()
+            self._feeder = None
 
     def close(self) -> None:
         """End every worker (a no-op when there are none, or after an earlier close)."""

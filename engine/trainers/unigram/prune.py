@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from engine.trainers.unigram.lattice import Lattice
+from engine.trainers.unigram.lattice import Lattice, PieceIndex
 
 
 def viterbi(lat: Lattice, logp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -76,13 +76,16 @@ def alternatives(lat: Lattice, logp: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 def alternative_paths(pieces: list[str], live: np.ndarray, owners: np.ndarray, freq: np.ndarray, logp: np.ndarray,
-                      max_len: int, unk: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                      max_len: int, unk: int, index: PieceIndex | None = None
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For each of ``owners`` (piece ids), its alternative over the ``live`` pieces: the path's
     log-probability (``-inf``: none), ``Σ_alt log(f_a + f_s)`` and its length ``n``. Each
-    owner's answer depends on its own string only, so owners may be shared out in any cut."""
+    owner's answer depends on its own string only, so owners may be shared out in any cut.
+    ``index``, the index of all of ``pieces`` if at hand, saves sorting the live ones again."""
     if not len(owners):
         return np.full(0, -np.inf), np.zeros(0), np.zeros(0)
-    lat = Lattice([pieces[s] for s in owners], np.zeros(len(owners)), {pieces[s]: int(s) for s in live}, max_len, unk)
+    of_live = index.only(live) if index is not None else {pieces[s]: int(s) for s in live}
+    lat = Lattice([pieces[s] for s in owners], np.zeros(len(owners)), of_live, max_len, unk)
     value, edge, back = alternatives(lat, logp)
     # Each owner's alternative path, walked back to the root for all owners at once.
     f_own = freq[owners]

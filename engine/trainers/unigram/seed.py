@@ -26,7 +26,8 @@ Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -34,7 +35,14 @@ from engine.trainers.unigram.scripts import INHERITED, char_class
 from engine.trainers.unigram.segments import segment_counts
 from engine.trainers.unigram.suffixes import top_substrings
 
-__all__ = ["required_chars", "seed_pieces"]
+__all__ = ["Substrings", "required_chars", "seed_pieces"]
+
+
+class Substrings(Protocol):
+    """Ranks the seed's substrings: ``suffixes.top_substrings``'s signature."""
+
+    def __call__(self, segments: Sequence[str], counts: Sequence[int], max_piece_length: int, want: int, *,
+                 no_last: str | None = None) -> tuple[list[str], list[int]]: ...
 
 def required_chars(word_counts: Mapping[str, int], coverage: float) -> dict[str, int]:
     """The most frequent characters that together cover ``coverage`` of all characters.
@@ -78,8 +86,11 @@ def seed_pieces(
     split_by_number: bool = True,
     split_by_whitespace: bool = True,
     space: str = "\u2581",
+    substrings: Substrings = top_substrings,
 ) -> list[tuple[str, float]]:
-    """Required characters (scored by count) then the top substrings (scored by count × length)."""
+    """Required characters (scored by count) then the top substrings (scored by count × length),
+    ranked by ``substrings`` (``suffixes.top_substrings`` here, or the lattice workers' share of
+    it: ``parallel.Shards.top_substrings``)."""
     classes = {
         c: char_class(c, split_by_unicode_script=split_by_unicode_script, split_by_number=split_by_number)
         for c in required
@@ -88,8 +99,8 @@ def seed_pieces(
         classes[space] = INHERITED  # inside a piece, and it keeps the script of what came before
     want = max(0, seed_size - len(required))
     segments = segment_counts(word_counts, classes, space)
-    top, negated = top_substrings(list(segments), list(segments.values()), max_piece_length, want,
-                                  no_last=None if split_by_whitespace else space)
+    top, negated = substrings(list(segments), list(segments.values()), max_piece_length, want,
+                              no_last=None if split_by_whitespace else space)
     pieces = [(c, float(n)) for c, n in sorted(required.items(), key=lambda kv: (-kv[1], kv[0]))]
     pieces.extend((piece, float(-score)) for piece, score in zip(top, negated))
     return pieces

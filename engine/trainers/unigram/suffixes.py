@@ -30,15 +30,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["top_substrings"]
+__all__ = ["first_char_cuts", "top_substrings"]
 
 BITS_PER_WORD = 64
 
 
 def top_substrings(segments: Sequence[str], counts: Sequence[int], max_piece_length: int, want: int, *,
-                   no_last: str | None = None) -> tuple[list[str], list[int]]:
+                   no_last: str | None = None, first: tuple[int, int] | None = None) -> tuple[list[str], list[int]]:
     """The best ``want`` right-branching substrings of 2 to ``max_piece_length`` characters that
-    occur more than once (weighting each segment by its count), none ending with ``no_last``.
+    occur more than once (weighting each segment by its count), none ending with ``no_last``;
+    with ``first``, only those whose first character's code point is in ``[first[0], first[1])``.
 
     Returns the pieces and their negated scores (``-count × length``), best first, ties in
     string order.
@@ -46,7 +47,7 @@ def top_substrings(segments: Sequence[str], counts: Sequence[int], max_piece_len
     if want <= 0 or max_piece_length < 2 or not segments:
         return [], []
     width = max_piece_length + 1  # one more than the longest piece: its extensions decide branching
-    rows = _suffix_rows(segments, counts, width)
+    rows = _suffix_rows(segments, counts, width, first)
     if rows is None:
         return [], []
     ids, lengths, weights, origin, alphabet = rows
@@ -85,11 +86,32 @@ def top_substrings(segments: Sequence[str], counts: Sequence[int], max_piece_len
     return pieces, (-score[best]).tolist()
 
 
-def _suffix_rows(segments: Sequence[str], counts: Sequence[int], width: int
+def first_char_cuts(segments: Sequence[str], parts: int) -> list[tuple[int, int]]:
+    """Up to ``parts`` ranges of code points, in order, with about as many suffixes starting in
+    each: a substring's occurrences all start with its first character, so each range's
+    substrings are counted and ranked on their own (in a worker each), and the rankings, taken
+    in range order, are already in string order between ranges."""
+    lens = np.fromiter(map(len, segments), dtype=np.int64, count=len(segments))
+    codes = np.frombuffer("".join(segments).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    ends = np.cumsum(lens)
+    starts = np.ones(len(codes), bool)  # a suffix starts at every character but a segment's last
+    starts[ends[lens > 0] - 1] = False
+    chars, per_char = np.unique(codes[starts], return_counts=True)
+    if not len(chars):
+        return [(0, 0x110000)]
+    share = np.cumsum(per_char) / per_char.sum()
+    cut_at = np.unique(np.searchsorted(share, np.arange(1, parts) / parts, side="right"))
+    cut_at = cut_at[(cut_at > 0) & (cut_at < len(chars))]
+    bounds = [0, *chars[cut_at].tolist(), 0x110000]
+    return list(zip(bounds, bounds[1:]))
+
+
+def _suffix_rows(segments: Sequence[str], counts: Sequence[int], width: int, first: tuple[int, int] | None
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    """Every suffix of every segment but its last character: its first ``width`` character ids
-    (one column per suffix, 0 past its end), its length (at most ``width``), its segment's count,
-    where it comes from (segment number, start), and the characters (code points) by id - 1."""
+    """Every suffix of every segment but its last character (starting in ``first``'s code points,
+    if given): its first ``width`` character ids (one column per suffix, 0 past its end), its
+    length (at most ``width``), its segment's count, where it comes from (segment number,
+    start), and the characters (code points) by id - 1."""
     lens = np.fromiter(map(len, segments), dtype=np.int64, count=len(segments))
     codes = np.frombuffer("".join(segments).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     alphabet, char_ids = np.unique(codes, return_inverse=True)
@@ -99,7 +121,10 @@ def _suffix_rows(segments: Sequence[str], counts: Sequence[int], width: int
     segment = np.repeat(np.arange(len(segments)), lens)
     position = np.arange(len(codes)) - seg_start[segment]
     left = lens[segment] - position  # characters from here to the segment's end
-    rows = np.flatnonzero(left >= 2)  # a suffix of one character holds no piece
+    keep = left >= 2  # a suffix of one character holds no piece
+    if first is not None:
+        keep &= (codes >= first[0]) & (codes < first[1])
+    rows = np.flatnonzero(keep)
     if not len(rows):
         return None
     left = left[rows]
