@@ -16,14 +16,15 @@ adding them is integer arithmetic in floats: exact, in any order. The log-likeli
 float per slice) are added in slice order. Viterbi counts are integer sums already. A table
 small enough for one slice is one lattice in this process, as before this module existed.
 
-The lattice workers are spawned and receive the pieces and their slices through their pipes (a
-fork would carry every page this process holds: :func:`_shard_context`). Every worker dies
-with this process (``processes.die_with_parent``), and :meth:`Shards.close` (run by ``with``, on success, error or
+The lattice workers are spawned as soon as the words are known and receive their slices
+through their pipes (a fork would carry every page this process holds:
+:func:`_shard_context`); they build the words' tries, rank the seed's substrings, one range of
+first characters each (:meth:`Shards.top_substrings`), then receive the pieces and build their
+lattices (:meth:`Shards.build`). Every worker dies with this process
+(``processes.die_with_parent``), and :meth:`Shards.close` (run by ``with``, on success, error or
 cancel alike) ends them all. The leader polls the cancel check while it waits; a worker's
-exception is raised in the leader, and a worker that dies raises ``RuntimeError``. The workers
-also rank the seed's substrings, one range of first characters each (:meth:`Shards.top_substrings`),
-while their tries wait for the pieces. Left out: the seed's segments, the M-step and the
-ranking, which stay in the leader.
+exception is raised in the leader, and a worker that dies raises ``RuntimeError``. Left out:
+the seed's segments, the M-step and the ranking, which stay in the leader.
 
 Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
@@ -177,8 +178,8 @@ def _feed(conns: Sequence[Connection], parts: Sequence[tuple[list[Slice], float 
 
 
 def _shard_context() -> Any:
-    """Spawn the lattice workers: a fork would carry every page this process holds (the seed's
-    freed counters among them), and the tree of an en_100M training then held 2.4 GiB."""
+    """Spawn the lattice workers: a fork would carry every page this process holds (the word
+    table among them), and the tree of an en_100M training once held 2.4 GiB so."""
     return multiprocessing.get_context("spawn")
 
 
