@@ -82,6 +82,7 @@ def train(files: Sequence[Path], options: WordPieceOptions, *, reporter: Reporte
         special_tokens=(*options.special_tokens, DOCUMENT_SEPARATOR),
         split="bert",
         normalizer=get_normalizer(options.normalizer_names()),
+        num_workers=options.num_workers,
         reporter=reporter,
     )
     # 2. Learn the vocabulary, then 3. assemble the BERT pipeline around it.

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from engine.errors import ConfigError, ConfigProblems
-from engine.trainers.limits import MAX_VOCAB, check_at_most, check_special_count
+from engine.trainers.limits import MAX_VOCAB, check_at_most, check_special_count, check_workers
 
 BERT_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 NORMALIZER_CHOICES = ("none", "nfc", "nfkc", "nfd", "nfkd")
@@ -55,6 +55,9 @@ class WordPieceOptions:
     template: str = field(
         default="", metadata={"help": "Post-processing template, e.g. '[CLS] $A [SEP]' (empty: none)."}
     )
+    num_workers: int | None = field(
+        default=None, metadata={"help": "Processes that count the words, at most one per CPU (empty: one per CPU)."}
+    )
 
     def __post_init__(self) -> None:
         problems = ConfigProblems()  # every bad option at once, each naming its field
@@ -81,6 +84,7 @@ class WordPieceOptions:
             problems.add(ConfigError("continuing_subword_prefix must not be empty; WordPiece needs it (e.g. '##').",
                                      option="continuing_subword_prefix"))
         problems.run(check_special_count, self.special_tokens)
+        problems.run(check_workers, self.num_workers)
         if len(set(self.special_tokens)) != len(self.special_tokens) or "" in self.special_tokens:
             problems.add(ConfigError(f"special_tokens must be distinct and non-empty: {list(self.special_tokens)}.",
                                      option="special_tokens"))

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from engine.errors import ConfigError, FormatError
 from engine.models.wordpiece import WordPiece
 from engine.tokenizer import Tokenizer
-from engine.trainers import train
+from engine.trainers import limits, train
 from engine.trainers.counting import count_pretokens
 from engine.trainers.wordpiece import WordPieceOptions, learn
 
@@ -135,6 +135,15 @@ def test_training_is_deterministic(tmp_path: Path) -> None:
     first = train("wordpiece", [path], {"vocab_size": 120}).tokenizer.to_json()
     second = train("wordpiece", [path], {"vocab_size": 120}).tokenizer.to_json()
     assert first == second
+
+
+def test_one_or_two_counting_workers_train_the_same_vocabulary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(limits, "cpu_count", lambda: 2)  # room for 2 workers on a 1-CPU machine
+    path = write(tmp_path, "corpus.txt", CORPUS * 8)
+    one = train("wordpiece", [path], {"vocab_size": 120, "num_workers": 1}).tokenizer.to_json()
+    assert train("wordpiece", [path], {"vocab_size": 120, "num_workers": 2}).tokenizer.to_json() == one
+    with pytest.raises(ConfigError, match=r"num_workers=0 must be between 1 and"):
+        WordPieceOptions(num_workers=0)
 
 
 @pytest.mark.parametrize("score", ["likelihood", "frequency"])
