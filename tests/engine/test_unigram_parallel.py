@@ -79,7 +79,7 @@ def test_the_seed_is_the_same_ranked_here_or_by_first_characters_in_workers(smal
     with Shards(counts, workers=3, reporter=Reporter()) as shards:
         assert len(shards.procs) == 3
         assert seed_pieces(counts, required, seed_size=seed_size, max_piece_length=8,
-                           substrings=shards.top_substrings) == one
+                           work=shards) == one
     assert len(one) == 300 if seed_size == 300 else 300 < len(one) < seed_size  # cut, or every candidate
     assert len({score for _, score in one}) < len(one)  # ties in score, across first characters too
 

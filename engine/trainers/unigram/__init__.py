@@ -17,8 +17,8 @@ piece with the better seed rank. Required characters are never pruned.
 The word counting (``counting.count_pretokens``) and the corpus passes (the lattice, the
 E-step, the Viterbi counts and the pruning alternatives, ``parallel``) run on ``num_workers``
 processes (default: one per CPU; one for a table too small to cut in slices), with the same
-output for any number, and so does the seed's ranking (one sort per range of first
-characters, ``seed``); the seed's segments, the M-step and the ranking run here.
+output for any number, and so does the seed (each worker cuts its words into segments, then
+sorts one range of first characters, ``seed``); the M-step and the ranking run here.
 Left out: sentencepiece's ``.model`` protobuf, user-defined symbols, TSV input.
 
 Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
@@ -85,7 +85,7 @@ def train_on_counts(word_counts: Mapping[str, int], options: UnigramOptions,
         seed = seed_pieces(
             word_counts, required, seed_size=options.seed_size, max_piece_length=options.max_piece_length,
             split_by_unicode_script=options.split_by_unicode_script, split_by_number=options.split_by_number,
-            split_by_whitespace=options.split_by_whitespace, substrings=shards.top_substrings,
+            split_by_whitespace=options.split_by_whitespace, work=shards,
         )
         del word_counts  # the workers hold the words now; the caller's table may be the only other copy
         pieces = [p for p, _ in seed]

@@ -18,13 +18,14 @@ small enough for one slice is one lattice in this process, as before this module
 
 The lattice workers are spawned as soon as the words are known and receive their slices
 through their pipes (a fork would carry every page this process holds:
-:func:`_shard_context`); they build the words' tries, rank the seed's substrings, one range of
-first characters each (:meth:`Shards.top_substrings`), then receive the pieces and build their
-lattices (:meth:`Shards.build`). Every worker dies with this process
+:func:`_shard_context`); they build the words' tries, cut their words into the seed's segments
+(:meth:`Shards.segments`), rank the seed's substrings, one range of first characters each
+(:meth:`Shards.top_substrings`), then receive the pieces and build their lattices
+(:meth:`Shards.build`). Every worker dies with this process
 (``processes.die_with_parent``), and :meth:`Shards.close` (run by ``with``, on success, error or
 cancel alike) ends them all. The leader polls the cancel check while it waits; a worker's
 exception is raised in the leader, and a worker that dies raises ``RuntimeError``. Left out:
-the seed's segments, the M-step and the ranking, which stay in the leader.
+the M-step and the ranking, which stay in the leader.
 
 Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
@@ -47,6 +48,7 @@ from engine.trainers.base import Reporter
 from engine.trainers.unigram.em import edge_expectations, log_likelihood
 from engine.trainers.unigram.lattice import Lattice, PieceIndex
 from engine.trainers.unigram.prune import alternative_paths, viterbi_counts
+from engine.trainers.unigram.segments import segment_counts
 from engine.trainers.unigram.suffixes import first_char_cuts, top_substrings
 from engine.trainers.unigram.trie import Trie, build_trie, join_tries
 
@@ -92,6 +94,7 @@ class Shard:
     def __init__(self, slices: Sequence[Slice], scale: float | None) -> None:
         self.trie: Trie | None
         self.trie, self.node_slice = join_tries([build_trie(words) for words, _ in slices])
+        self.words = [w for words, _ in slices for w in words]  # for the seed's segments
         self.counts = [n for _, counts in slices for n in counts]
         self.word_cuts = np.cumsum([0] + [len(words) for words, _ in slices])  # each slice's words
         self.scale = scale
@@ -104,6 +107,12 @@ class Shard:
         self.lat = Lattice(self.trie, self.counts, self.index, max_len, unk)
         self.trie, self.counts = None, []
         self.pieces, self.max_len, self.unk = pieces, max_len, unk
+
+    def segments(self, classes: Mapping[str, str], space: str) -> tuple[list[str], list[int]]:
+        """The seed's segments of this shard's words (``segments.segment_counts``), once."""
+        found = segment_counts(dict(zip(self.words, self.counts)), classes, space)
+        self.words = []
+        return list(found), list(found.values())
 
     @staticmethod
     def top_substrings(segments: bytes, max_len: int, want: int, no_last: str | None,
@@ -249,6 +258,15 @@ class Shards:
                  for w in range(workers)]
         self._feeder = threading.Thread(target=_feed, args=(self.conns, parts), daemon=True)
         self._feeder.start()
+
+    def segments(self, classes: Mapping[str, str], space: str) -> tuple[list[str], list[int]]:
+        """The seed's segments, each worker cutting its own words: the lists side by side (a
+        segment of words in two workers comes twice; the ranking adds its counts up)."""
+        if self.local is not None:
+            return self.local.segments(classes, space)
+        self._fed()
+        parts = self._call("segments", classes, space)
+        return [s for found, _ in parts for s in found], [n for _, counts in parts for n in counts]
 
     def top_substrings(self, segments: Sequence[str], counts: Sequence[int], max_len: int, want: int, *,
                        no_last: str | None = None) -> tuple[list[str], list[int]]:

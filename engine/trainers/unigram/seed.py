@@ -18,8 +18,8 @@ Speed: valid pieces lie inside a word's *segments*, so the words are first reduc
 of distinct segments with summed counts (``segments.py``: "▁the", "▁the," and "▁the."
 share "▁the"), and the substrings are counted on the segments' sorted suffixes
 (``suffixes.py``; en_25M: 1.4 s, against 4.3 s for a ``Counter`` per substring length in one
-process). The slow, obviously-correct version is ``reference_seed`` in
-``tests/engine/test_unigram_seed.py``.
+process). Both steps run in the lattice workers during training (:class:`SeedWork`). The slow,
+obviously-correct version is ``reference_seed`` in ``tests/engine/test_unigram_seed.py``.
 
 Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
@@ -35,14 +35,39 @@ from engine.trainers.unigram.scripts import INHERITED, char_class
 from engine.trainers.unigram.segments import segment_counts
 from engine.trainers.unigram.suffixes import top_substrings
 
-__all__ = ["Substrings", "required_chars", "seed_pieces"]
+__all__ = ["InProcess", "SeedWork", "required_chars", "seed_pieces"]
 
 
-class Substrings(Protocol):
-    """Ranks the seed's substrings: ``suffixes.top_substrings``'s signature."""
+class SeedWork(Protocol):
+    """Where the seed's two heavy steps run: here (:class:`InProcess`) or in the lattice workers
+    (``parallel.Shards``, each on its own words, then on its own first characters)."""
 
-    def __call__(self, segments: Sequence[str], counts: Sequence[int], max_piece_length: int, want: int, *,
-                 no_last: str | None = None) -> tuple[list[str], list[int]]: ...
+    def segments(self, classes: Mapping[str, str], space: str) -> tuple[list[str], list[int]]:
+        """The words' segments and their counts (``segments.segment_counts``; a segment may come
+        more than once, from different workers: the ranking adds its counts up)."""
+        ...
+
+    def top_substrings(self, segments: Sequence[str], counts: Sequence[int], max_piece_length: int, want: int, *,
+                       no_last: str | None = None) -> tuple[list[str], list[int]]:
+        """``suffixes.top_substrings``."""
+        ...
+
+
+class InProcess:
+    """The seed's steps in this process, on the whole word table."""
+
+    def __init__(self, word_counts: Mapping[str, int]) -> None:
+        self.word_counts = word_counts
+
+    def segments(self, classes: Mapping[str, str], space: str) -> tuple[list[str], list[int]]:
+        found = segment_counts(self.word_counts, classes, space)
+        return list(found), list(found.values())
+
+    @staticmethod
+    def top_substrings(segments: Sequence[str], counts: Sequence[int], max_piece_length: int, want: int, *,
+                       no_last: str | None = None) -> tuple[list[str], list[int]]:
+        return top_substrings(segments, counts, max_piece_length, want, no_last=no_last)
+
 
 def required_chars(word_counts: Mapping[str, int], coverage: float) -> dict[str, int]:
     """The most frequent characters that together cover ``coverage`` of all characters.
@@ -86,11 +111,10 @@ def seed_pieces(
     split_by_number: bool = True,
     split_by_whitespace: bool = True,
     space: str = "\u2581",
-    substrings: Substrings = top_substrings,
+    work: SeedWork | None = None,
 ) -> list[tuple[str, float]]:
     """Required characters (scored by count) then the top substrings (scored by count × length),
-    ranked by ``substrings`` (``suffixes.top_substrings`` here, or the lattice workers' share of
-    it: ``parallel.Shards.top_substrings``)."""
+    the segments cut and the substrings ranked by ``work`` (default: in this process)."""
     classes = {
         c: char_class(c, split_by_unicode_script=split_by_unicode_script, split_by_number=split_by_number)
         for c in required
@@ -98,9 +122,10 @@ def seed_pieces(
     if not split_by_whitespace and space in classes:
         classes[space] = INHERITED  # inside a piece, and it keeps the script of what came before
     want = max(0, seed_size - len(required))
-    segments = segment_counts(word_counts, classes, space)
-    top, negated = substrings(list(segments), list(segments.values()), max_piece_length, want,
-                              no_last=None if split_by_whitespace else space)
+    work = work or InProcess(word_counts)
+    segments, counts = work.segments(classes, space)
+    top, negated = work.top_substrings(segments, counts, max_piece_length, want,
+                                       no_last=None if split_by_whitespace else space)
     pieces = [(c, float(n)) for c, n in sorted(required.items(), key=lambda kv: (-kv[1], kv[0]))]
     pieces.extend((piece, float(-score)) for piece, score in zip(top, negated))
     return pieces
