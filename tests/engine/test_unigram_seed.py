@@ -33,20 +33,13 @@ def reference_seed(
 ) -> list[tuple[str, float]]:
     """Count every substring of every segment, keep the right-branching valid ones, sort them all."""
     classes = {c: char_class(c, split_by_unicode_script=split_by_unicode_script, split_by_number=split_by_number) for c in required}
-    counts: Counter[str] = Counter()
+    found: Counter[str] = Counter()
     for word, count in word_counts.items():
         for seg in segments(word, classes, SPACE, split_by_whitespace):
-            for i in range(len(seg)):
-                for j in range(i + 2, min(len(seg), i + max_piece_length + 1) + 1):
-                    counts[seg[i:j]] += count
-    most_extended: Counter[str] = Counter()
-    for s, n in counts.items():
-        most_extended[s[:-1]] = max(most_extended[s[:-1]], n)
-    kept = [s for s, n in counts.items() if len(s) <= max_piece_length and n >= 2 and n > most_extended[s]
-            and (split_by_whitespace or s[-1] != SPACE)]
-    kept.sort(key=lambda s: (-counts[s] * len(s), s))
+            found[seg] += count
+    ranked = brute_top_substrings(found, max_piece_length, None, no_last=None if split_by_whitespace else SPACE)
     pieces = [(c, float(n)) for c, n in sorted(required.items(), key=lambda kv: (-kv[1], kv[0]))]
-    return pieces + [(s, float(counts[s] * len(s))) for s in kept[: max(0, seed_size - len(required))]]
+    return pieces + [(s, float(-score)) for s, score in ranked[: max(0, seed_size - len(required))]]
 
 
 def random_table(seed: int) -> tuple[Counter[str], dict[str, int]]:
@@ -145,8 +138,10 @@ def test_required_chars_match_reference(word_counts: dict[str, int], coverage: f
         list(reference_required_chars(word_counts, coverage).items())
 
 
-def brute_top_substrings(segments: Mapping[str, int], max_piece_length: int, want: int) -> list[tuple[str, int]]:
-    """Every substring of every segment counted one by one; the right-branching ones ranked."""
+def brute_top_substrings(segments: Mapping[str, int], max_piece_length: int, want: int | None, *,
+                         no_last: str | None = None) -> list[tuple[str, int]]:
+    """Every substring of every segment counted one by one; the right-branching ones, none ending
+    with ``no_last``, ranked with their negated scores (the best ``want``, or all)."""
     counts: Counter[str] = Counter()
     for seg, count in segments.items():
         for i in range(len(seg)):
@@ -156,7 +151,7 @@ def brute_top_substrings(segments: Mapping[str, int], max_piece_length: int, wan
     for s, n in counts.items():
         most_extended[s[:-1]] = max(most_extended[s[:-1]], n)
     kept = sorted((-n * len(s), s) for s, n in counts.items()
-                  if len(s) <= max_piece_length and n >= 2 and n > most_extended[s])
+                  if len(s) <= max_piece_length and n >= 2 and n > most_extended[s] and (no_last is None or s[-1] != no_last))
     return [(s, score) for score, s in kept[:want]]
 
 
