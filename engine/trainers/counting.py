@@ -6,9 +6,8 @@ the end so the workers finish together), and adds up one table per worker; a sma
 read here, in the chunks of :func:`engine.trainers.corpus.iter_documents` (whole documents, or
 over-long ones cut where no piece changes). Both cut where pre-tokenization restarts anyway, so
 the counts are the same. Each process counts with a :class:`tally.Tally`: in each chunk the
-special tokens are cut out
-(longest match first, so they are never counted); each stretch between them is normalized,
-split and counted. How a stretch is counted depends on the split, always with the result of
+special tokens are cut out (longest match first, so they are never counted); each stretch
+between them is normalized, split and counted. How a stretch is counted depends on the split, always with the result of
 ``Counter(split(normalize(stretch)))``:
 
 - ``"bert"`` and ``"whitespace"`` never join across whitespace (``corpus.WORD_SPLITS``), so the
@@ -23,11 +22,11 @@ split and counted. How a stretch is counted depends on the split, always with th
 
 Workers are forked when this process has one thread (fast, no importable ``__main__``
 needed), else spawned; a worker that dies raises instead of hanging. This process only hands
-out ranges (a few bytes each) and adds the tables: it reads no corpus text, which at 16 workers
-had made it the bottleneck (it read, decoded and pickled every chunk for the workers). Progress
-is stage ``"count"`` in bytes of finished ranges; each update polls the cancel check. A worker dies with this process,
-even a SIGKILLed one (``engine.processes.die_with_parent``), and ``num_workers`` is bounded by
-``limits.check_workers``. Inside ``cluster.counting_on(address)`` a Dask cluster counts instead
+out ranges (a few bytes each) and adds the tables: it reads no corpus text (it used to read,
+decode and pickle every chunk for the workers, ~1.1 s of its CPU on en_100M). Progress is stage
+``"count"`` in bytes of finished ranges; each update polls the cancel check. A worker dies with
+this process, even a SIGKILLed one (``engine.processes.die_with_parent``), and ``num_workers``
+is bounded by ``limits.check_workers``. Inside ``cluster.counting_on(address)`` a Dask cluster counts instead
 (``trainers/distributed.py``), with the same result.
 
 Pattern matching on each chunk has a CPU-time budget that grows with the chunk's length
@@ -36,7 +35,8 @@ every worker with the split): a custom pattern that backtracks without end raise
 ``limits.PatternTooSlow`` naming the pattern, instead of counting until the job's time limit.
 The named patterns, the word splits and the character split are never charged.
 
-Left out: reading and cutting files (``corpus.py``, ``byte_ranges.py``) and what the counts are for.
+Left out: reading and cutting files (``corpus.py``, ``byte_ranges.py``) and what the counts are
+for.
 
 Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """

@@ -4,9 +4,9 @@ Every substring of a segment is the start of one of the segment's suffixes, so a
 all suffixes (cut to ``max_piece_length + 1`` characters), the occurrences of any substring of
 length L are one run of neighbouring rows: the rows whose common prefix with the row before is
 shorter than L start a new run. One sort then gives every length's counts, each a sum over
-runs (``np.add.reduceat``), with no substring made until the winners are known; this is
-sentencepiece's own method (a suffix array), here on the table of distinct segments with
-their counts as row weights.
+runs (differences of a cumulative sum), with no substring made until the winners are known;
+this is sentencepiece's own method (a suffix array), here on a table of segments with their
+counts as row weights (a segment listed twice simply adds its rows twice).
 
 A substring is *right-branching* when no one-character extension occurs as often as it does.
 Its rows all extend it unless the segment ends there, so the test is on its run: it branches
@@ -55,7 +55,7 @@ def top_substrings(segments: Sequence[str], counts: Sequence[int], max_piece_len
     ids, lengths, weights, origin = ids[:, order], lengths[order], weights[order], origin[:, order]
     common = _common_prefix(ids)
     last_id = _char_id(no_last, alphabet) if no_last is not None else None
-    scores, firsts, sizes = [], [], []
+    scores, heads, sizes = [], [], []
     for size in range(2, max_piece_length + 1):
         bounds = np.flatnonzero(common < size)  # where each run of rows sharing ``size`` ids starts
         starts = bounds[lengths[bounds] >= size]  # a run of rows shorter than ``size`` is no substring
@@ -70,19 +70,19 @@ def top_substrings(segments: Sequence[str], counts: Sequence[int], max_piece_len
         if last_id is not None:
             keep &= ids[size - 1, starts] != last_id
         scores.append(total[keep] * size)
-        firsts.append(starts[keep])
+        heads.append(starts[keep])  # each substring's first row
         sizes.append(np.full(int(keep.sum()), size, dtype=np.int64))
     if not scores:
         return [], []
-    score, first, size = (np.concatenate(x) for x in (scores, firsts, sizes))
+    score, head, size = (np.concatenate(x) for x in (scores, heads, sizes))
     if len(score) > want:  # only the pieces that can make the cut are sorted
         floor = np.partition(score, len(score) - want)[len(score) - want]
         chosen = np.flatnonzero(score >= floor)
-        score, first, size = score[chosen], first[chosen], size[chosen]
-    best = np.lexsort((size, first, -score))[:want]  # score descending, then string order
+        score, head, size = score[chosen], head[chosen], size[chosen]
+    best = np.lexsort((size, head, -score))[:want]  # score descending, then string order
     segment_of, start_of = origin[0], origin[1]
-    pieces = [segments[s][a:a + n] for s, a, n in zip(segment_of[first[best]].tolist(),
-                                                      start_of[first[best]].tolist(), size[best].tolist())]
+    pieces = [segments[s][a:a + n] for s, a, n in zip(segment_of[head[best]].tolist(),
+                                                      start_of[head[best]].tolist(), size[best].tolist())]
     return pieces, (-score[best]).tolist()
 
 
