@@ -7,8 +7,9 @@ training, and the one hook in ``counting.count_pretokens``. The stages of :meth:
 1. ``byte_ranges.plan_ranges`` cuts the files into ranges at document boundaries, on this machine,
    reading only a small window near each cut. The workers read the ranges themselves, so the
    files must be at the same path on every worker (a shared corpus folder). The ranges shrink
-   towards the end (``byte_ranges.guided_range_bytes``), so the threads finish within a small range of
-   each other: with 16 equal ranges of 66 MB one thread idled for seconds while the other ended.
+   towards the end (``byte_ranges.guided_range_bytes``), so the threads finish within a small
+   range of each other: with 16 equal ranges of 66 MB one thread idled for seconds while the
+   other ended.
 2. One *lane* per thread of the cluster. A task counts one range with the trainer's own split,
    special tokens and normalizer (the specs travel, pickled; no closure over this process),
    starting from a copy of its lane's running count, the previous task's result, which Dask

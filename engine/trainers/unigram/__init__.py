@@ -3,12 +3,12 @@
 Training works on a table of distinct pre-tokens (``▁``-prefixed words, ``words``) with
 counts, never on repeated sentences. Stages (numbered in :func:`train_on_counts`): bounds
 (over-long words skipped, a table too big to seed here refused, ``bounds``) → required
-characters (``character_coverage``) → the lattice workers start on the words, while this
-process seeds the vocabulary (frequent right-branching substrings, ``seed``) → the corpus
-lattice (``lattice``) → repeat {``n_sub_iterations`` × (E-step,
-M-step, ``em``); prune to ``shrinking_factor`` of its size, weighing pieces by their Viterbi
-counts (``prune``); stop once the vocabulary is at most 1.1 × ``vocab_size``} → finalize: the
-required characters, then the highest-scoring pieces until ``vocab_size``.
+characters (``character_coverage``) → the lattice workers start on the words and seed the
+vocabulary (frequent right-branching substrings, ``seed``) → the corpus lattice (``lattice``)
+→ repeat {``n_sub_iterations`` × (E-step, M-step, ``em``); prune to ``shrinking_factor`` of its
+size, weighing pieces by their Viterbi counts (``prune``); stop once the vocabulary is at most
+1.1 × ``vocab_size``} → finalize: the required characters, then the highest-scoring pieces until
+``vocab_size``.
 
 Tie-break rule: pieces with equal scores are ordered by the piece string (code point order); in
 seeding, equal ``count × length`` goes to the smaller string; in pruning, equal loss keeps the
@@ -76,8 +76,8 @@ def train_on_counts(word_counts: Mapping[str, int], options: UnigramOptions,
             f"or lower character_coverage.",
             option="vocab_size",
         )
-    # 2. The lattice workers start on the words (``parallel``: their tries need no pieces) while
-    #    this process seeds. Worker processes only where the table makes several slices.
+    # 2. The lattice workers start on the words (``parallel``: their tries need no pieces), and
+    #    do the seed's heavy steps. Worker processes only where the table makes several slices.
     workers = min(options.num_workers or max_workers(), slice_count(word_counts))
     with Shards(word_counts, workers=workers, reporter=reporter) as shards:
         # 3. Seed vocabulary; piece id ``unk`` (one past the seed) is "unknown character".
