@@ -172,7 +172,12 @@ class Tokenizer:
         if later or not self._first_is_aligned:
             return self.normalizer.normalize(text), later
         normalized, align = normalize_aligned(self.normalizer, text)
-        return normalized, bool(normalized) and align[0] > 0
+        return normalized, self._start_removed(normalized, align)
+
+    def _start_removed(self, normalized: str, align: list[int]) -> bool:
+        """Whether the normalizer removed the first characters of text that starts the input, so
+        that no piece keeps offset 0 (where a Metaspace "first" prepends its space)."""
+        return self._first_is_aligned and bool(normalized) and align[0] > 0
 
     def _pre_tokens(self, text: str, *, later: bool = False) -> list[str]:
         """The pre-tokens of ``text`` already normalized."""
@@ -326,7 +331,7 @@ class Tokenizer:
                 return
         if self.normalizer is not None:
             normalized, align = normalize_aligned(self.normalizer, segment)
-            later = later or (self._first_is_aligned and bool(normalized) and align[0] > 0)
+            later = later or self._start_removed(normalized, align)
         else:
             normalized, align = segment, None
         if not self.specials.on_normalized:

@@ -273,7 +273,7 @@ class Shards:
         """``suffixes.top_substrings``, in the workers, one range of first characters each
         (``suffixes.first_char_cuts``): a worker's ranking is in string order, and the ranges
         follow each other, so a stable sort by score of the rankings side by side is the whole
-        ranking. Runs while the workers still build their tries: each starts on it after."""
+        ranking."""
         if self.local is not None:
             return top_substrings(segments, counts, max_len, want, no_last=no_last)
         self._fed()
