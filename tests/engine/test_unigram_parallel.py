@@ -17,7 +17,8 @@ from engine.trainers import limits
 from engine.trainers.base import Reporter
 from engine.trainers.unigram import UnigramOptions, build_tokenizer, parallel, train_on_counts
 from engine.trainers.unigram.lattice import PieceIndex
-from engine.trainers.unigram.parallel import Shards, cut_slices, grid_scale
+from engine.trainers.unigram.packed import PackedStrings
+from engine.trainers.unigram.parallel import Shards, SlicePlan, grid_scale
 from engine.trainers.unigram.prune import alternative_paths
 from engine.trainers.unigram.seed import required_chars, seed_pieces
 from engine.trainers.unigram.suffixes import first_char_cuts
@@ -51,16 +52,36 @@ def train_json(counts: dict[str, int], workers: int, reporter: Reporter | None =
     return build_tokenizer(model, options).to_json()
 
 
-def test_slices_follow_the_data_not_the_workers(small_slices: None) -> None:
+def test_slices_follow_the_data_not_the_workers_or_the_table_order(small_slices: None) -> None:
     counts = corpus_counts()
-    slices = cut_slices(counts)
+    plan = SlicePlan.of(counts)
+    slices = plan.slices()
     chars = sum(map(len, counts))
-    assert len(slices) == chars // 2000 >= 4
+    assert len(slices) == chars // 2000 >= 4  # the nearest prefix boundaries: no slice lost here
     words = [w for ws, _ in slices for w in ws]
     assert words == sorted(counts)  # in string order, every word once
     assert [n for _, ns in slices for n in ns] == [counts[w] for w in words]
-    assert cut_slices({"▁a": 3, "▁b": 1}) == [(["▁a", "▁b"], [3, 1])]  # one slice: table order
+    # A cut falls only where the first three characters change.
+    assert all(a[-1][:3] != b[0][:3] for (a, _), (b, _) in zip(slices, slices[1:]))
+    # What travels to a worker unpacks to the same slices, and a shuffled table cuts the same.
+    assert plan.pack(1, 3).slices() == slices[1:3]
+    shuffled = list(counts.items())
+    random.Random(3).shuffle(shuffled)
+    again = SlicePlan.of(dict(shuffled))
+    assert again.slices() == slices
+    assert again.pack(0, len(again)).slices() == slices
+    assert SlicePlan.of({"▁b": 1, "▁a": 3}).slices() == [(["▁a", "▁b"], [3, 1])]  # one slice, sorted too
     assert grid_scale({"▁ab": 2}) == 2.0**47  # 6 characters: ceil(log2(8)) = 3 bits for counts
+
+
+def test_a_slice_cut_snaps_to_the_nearest_prefix_boundary(small_slices: None) -> None:
+    # Code points past U+FFFF and words shorter than three characters key like strings too.
+    counts = {"a": 1, "ab": 1, "abc" + "x" * 2000: 1, "abd" + "y" * 1990: 1, "\U0001F600" * 2100: 1, "b": 1}
+    slices = SlicePlan.of(counts).slices()
+    assert [words for words, _ in slices] == [["a", "ab", "abc" + "x" * 2000], ["abd" + "y" * 1990, "b"],
+                                              ["\U0001F600" * 2100]]
+    same_prefix = {"abc" + str(i) * 500: i for i in range(10)}  # one prefix: nowhere to cut
+    assert len(SlicePlan.of(same_prefix).slices()) == 1
 
 
 def test_one_two_and_three_workers_write_the_same_tokenizer_json(small_slices: None) -> None:
@@ -86,10 +107,10 @@ def test_the_seed_is_the_same_ranked_here_or_by_first_characters_in_workers(smal
 
 def test_first_character_ranges_share_the_suffixes_and_cover_every_character() -> None:
     segments = ["▁ab", "▁ba", "ccc", "dd"] * 3 + ["ze"]
-    cuts = first_char_cuts(segments, 3)
+    cuts = first_char_cuts(PackedStrings.of(segments), 3)
     assert cuts[0][0] == 0 and cuts[-1][1] == 0x110000
     assert all(a[1] == b[0] for a, b in zip(cuts, cuts[1:]))
-    assert first_char_cuts(segments, 50) == [(0, ord("b")), (ord("b"), ord("c")), (ord("c"), ord("d")),
+    assert first_char_cuts(PackedStrings.of(segments), 50) == [(0, ord("b")), (ord("b"), ord("c")), (ord("c"), ord("d")),
                                              (ord("d"), ord("z")), (ord("z"), ord("▁")), (ord("▁"), 0x110000)]
 
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from engine.trainers.unigram import seed
 from engine.trainers.unigram import segments as segments_module
+from engine.trainers.unigram.packed import PackedStrings
 from engine.trainers.unigram.scripts import INHERITED, char_class
 from engine.trainers.unigram.seed import seed_pieces
 from engine.trainers.unigram.suffixes import top_substrings
@@ -170,5 +171,5 @@ def test_sorted_suffixes_count_like_one_by_one(alphabet_size: int) -> None:
         segments[rare[i] + rare[i + 1] + common[i % 6]] += 1 + i % 3
     for length in (2, 5, 16):
         for want in (10, 10_000):
-            pieces, scores = top_substrings(list(segments), list(segments.values()), length, want)
+            pieces, scores = top_substrings(PackedStrings.of(list(segments)), list(segments.values()), length, want)
             assert list(zip(pieces, scores)) == brute_top_substrings(segments, length, want)

@@ -26,11 +26,12 @@ Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Protocol
 
 import numpy as np
 
+from engine.trainers.unigram.packed import PackedStrings
 from engine.trainers.unigram.scripts import INHERITED, char_class
 from engine.trainers.unigram.segments import segment_counts
 from engine.trainers.unigram.suffixes import top_substrings
@@ -42,12 +43,12 @@ class SeedWork(Protocol):
     """Where the seed's two heavy steps run: here (:class:`InProcess`) or in the lattice workers
     (``parallel.Shards``, each on its own words, then on its own first characters)."""
 
-    def segments(self, classes: Mapping[str, str], space: str) -> tuple[list[str], list[int]]:
+    def segments(self, classes: Mapping[str, str], space: str) -> tuple[PackedStrings, np.ndarray]:
         """The words' segments and their counts (``segments.segment_counts``; a segment may come
         more than once, from different workers: the ranking adds its counts up)."""
         ...
 
-    def top_substrings(self, segments: Sequence[str], counts: Sequence[int], max_piece_length: int, want: int, *,
+    def top_substrings(self, segments: PackedStrings, counts: np.ndarray, max_piece_length: int, want: int, *,
                        no_last: str | None = None) -> tuple[list[str], list[int]]:
         """``suffixes.top_substrings``."""
         ...
@@ -59,12 +60,12 @@ class InProcess:
     def __init__(self, word_counts: Mapping[str, int]) -> None:
         self.word_counts = word_counts
 
-    def segments(self, classes: Mapping[str, str], space: str) -> tuple[list[str], list[int]]:
+    def segments(self, classes: Mapping[str, str], space: str) -> tuple[PackedStrings, np.ndarray]:
         found = segment_counts(self.word_counts, classes, space)
-        return list(found), list(found.values())
+        return PackedStrings.of(list(found)), np.fromiter(found.values(), np.int64, len(found))
 
     @staticmethod
-    def top_substrings(segments: Sequence[str], counts: Sequence[int], max_piece_length: int, want: int, *,
+    def top_substrings(segments: PackedStrings, counts: np.ndarray, max_piece_length: int, want: int, *,
                        no_last: str | None = None) -> tuple[list[str], list[int]]:
         return top_substrings(segments, counts, max_piece_length, want, no_last=no_last)
 

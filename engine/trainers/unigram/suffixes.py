@@ -30,12 +30,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from engine.trainers.unigram.packed import PackedStrings
+
 __all__ = ["first_char_cuts", "top_substrings"]
 
 BITS_PER_WORD = 64
 
 
-def top_substrings(segments: Sequence[str], counts: Sequence[int], max_piece_length: int, want: int, *,
+def top_substrings(segments: PackedStrings, counts: Sequence[int] | np.ndarray, max_piece_length: int, want: int, *,
                    no_last: str | None = None, first: tuple[int, int] | None = None) -> tuple[list[str], list[int]]:
     """The best ``want`` right-branching substrings of 2 to ``max_piece_length`` characters that
     occur more than once (weighting each segment by its count), none ending with ``no_last``;
@@ -44,7 +46,7 @@ def top_substrings(segments: Sequence[str], counts: Sequence[int], max_piece_len
     Returns the pieces and their negated scores (``-count × length``), best first, ties in
     string order.
     """
-    if want <= 0 or max_piece_length < 2 or not segments:
+    if want <= 0 or max_piece_length < 2 or not len(segments):
         return [], []
     width = max_piece_length + 1  # one more than the longest piece: its extensions decide branching
     rows = _suffix_rows(segments, counts, width, first)
@@ -80,19 +82,18 @@ def top_substrings(segments: Sequence[str], counts: Sequence[int], max_piece_len
         chosen = np.flatnonzero(score >= floor)
         score, head, size = score[chosen], head[chosen], size[chosen]
     best = np.lexsort((size, head, -score))[:want]  # score descending, then string order
-    segment_of, start_of = origin[0], origin[1]
-    pieces = [segments[s][a:a + n] for s, a, n in zip(segment_of[head[best]].tolist(),
-                                                      start_of[head[best]].tolist(), size[best].tolist())]
+    at = segments.starts()[origin[0, head[best]]] + origin[1, head[best]]  # where each piece starts in the text
+    text = segments.text()
+    pieces = [text[a:a + n] for a, n in zip(at.tolist(), size[best].tolist())]
     return pieces, (-score[best]).tolist()
 
 
-def first_char_cuts(segments: Sequence[str], parts: int) -> list[tuple[int, int]]:
+def first_char_cuts(segments: PackedStrings, parts: int) -> list[tuple[int, int]]:
     """Up to ``parts`` ranges of code points, in order, with about as many suffixes starting in
     each: a substring's occurrences all start with its first character, so each range's
     substrings are counted and ranked on their own (in a worker each), and the rankings, taken
     in range order, are already in string order between ranges."""
-    lens = np.fromiter(map(len, segments), dtype=np.int64, count=len(segments))
-    codes = np.frombuffer("".join(segments).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    lens, codes = segments.lengths, segments.codes
     ends = np.cumsum(lens)
     starts = np.ones(len(codes), bool)  # a suffix starts at every character but a segment's last
     starts[ends[lens > 0] - 1] = False
@@ -106,14 +107,14 @@ def first_char_cuts(segments: Sequence[str], parts: int) -> list[tuple[int, int]
     return list(zip(bounds, bounds[1:]))
 
 
-def _suffix_rows(segments: Sequence[str], counts: Sequence[int], width: int, first: tuple[int, int] | None
+def _suffix_rows(segments: PackedStrings, counts: Sequence[int] | np.ndarray, width: int,
+                 first: tuple[int, int] | None
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """Every suffix of every segment but its last character (starting in ``first``'s code points,
     if given): its first ``width`` character ids (one column per suffix, 0 past its end), its
     length (at most ``width``), its segment's count, where it comes from (segment number,
     start), and the characters (code points) by id - 1."""
-    lens = np.fromiter(map(len, segments), dtype=np.int64, count=len(segments))
-    codes = np.frombuffer("".join(segments).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    lens, codes = segments.lengths, segments.codes
     alphabet, char_ids = np.unique(codes, return_inverse=True)
     dtype = np.uint16 if len(alphabet) < (1 << 16) else np.uint32
     char_ids = (char_ids + 1).astype(dtype)
