@@ -115,9 +115,14 @@ def _suffix_rows(segments: PackedStrings, counts: Sequence[int] | np.ndarray, wi
     length (at most ``width``), its segment's count, where it comes from (segment number,
     start), and the characters (code points) by id - 1."""
     lens, codes = segments.lengths, segments.codes
-    alphabet, char_ids = np.unique(codes, return_inverse=True)
+    # The characters in code point order, and each one's id (its rank, from 1): a scatter and a
+    # gather over the code points, where np.unique sorts them all (en_25M: 0.01 s, not 0.11 s,
+    # in every worker, since each reads every segment).
+    seen = np.zeros(0x110000, dtype=bool)
+    seen[codes] = True
+    alphabet = np.flatnonzero(seen)
     dtype = np.uint16 if len(alphabet) < (1 << 16) else np.uint32
-    char_ids = (char_ids + 1).astype(dtype)
+    char_ids = np.cumsum(seen, dtype=np.uint32).astype(dtype)[codes]
     seg_start = np.concatenate(([0], np.cumsum(lens)[:-1]))
     segment = np.repeat(np.arange(len(segments)), lens)
     position = np.arange(len(codes)) - seg_start[segment]
