@@ -20,6 +20,7 @@ Left out: HTML (``spans_html.py`` escapes everything) and the comparison of toke
 
 from __future__ import annotations
 
+import json
 import threading
 import weakref
 from collections.abc import Iterable, Sequence
@@ -88,13 +89,13 @@ class DisplaySpan:
         return " ".join(str(p.id) for p in parts)
 
 
-# id -> (vocabulary string, hex bytes, hover line), one memo per tokenizer, dropped with it
+# id -> (vocabulary string, hex bytes, hover line, the line as a JSON member), one memo per tokenizer, dropped with it
 # (``tokenizers/loaded.py`` keeps at most a few tokenizers). Real text repeats its tokens and a cached
 # tokenizer serves many keystrokes, so after the first few requests nearly every id is found
-# here. It fills only with the ids shown, about 400 bytes each: ~1 MB for a few thousand ids,
+# here. It fills only with the ids shown, about 500 bytes each: ~1 MB for a few thousand ids,
 # 20 MB if every one of GPT-2's 50k ids were shown. Threads that race to fill an id compute the
 # same tuple, and one dict assignment is atomic.
-_Description = tuple[str, str, str]
+_Description = tuple[str, str, str, str]
 _memos: weakref.WeakKeyDictionary[Tokenizer, dict[int, _Description]] = weakref.WeakKeyDictionary()
 _memos_lock = threading.Lock()
 
@@ -108,7 +109,8 @@ def _memo_for(tokenizer: Tokenizer) -> dict[int, _Description]:
 
 
 def _described(tokenizer: Tokenizer, token_id: int, memo: dict[int, _Description]) -> _Description:
-    """(vocabulary string, bytes in hex, hover line) of an id, from ``memo`` or made and kept there."""
+    """(vocabulary string, bytes in hex, hover line, ``"<id>":<hover line>`` as JSON) of an id, from
+    ``memo`` or made and kept there."""
     found = memo.get(token_id)
     if found is not None:
         return found
@@ -119,7 +121,8 @@ def _described(tokenizer: Tokenizer, token_id: int, memo: dict[int, _Description
     token = tokenizer.id_to_token(token_id)
     token = token if token is not None else "?"
     hex_ = data.hex(" ")
-    found = memo[token_id] = (token, hex_, f"{token_id}  {token}  [{hex_}]")
+    line = f"{token_id}  {token}  [{hex_}]"
+    found = memo[token_id] = (token, hex_, line, f'"{token_id}":{json.dumps(line, ensure_ascii=False)}')
     return found
 
 
@@ -154,17 +157,26 @@ class SpanTable:
             parts = []
             for index in range(first, first + size):
                 token_id = self.token_ids[index]
-                token, hex_, line = _described(tokenizer, token_id, memo)
+                token, hex_, line, _ = _described(tokenizer, token_id, memo)
                 parts.append(TokenPart(index, token_id, token, hex_, self.token_special[index], line))
             out.append(DisplaySpan(start, end, label, parts, special, colour))
         return out
 
 
-def hover_lines_of(tokenizer: Tokenizer, ids: Iterable[int]) -> dict[int, str]:
-    """Each distinct id's hover line, ``"<id>  <vocabulary string>  [<bytes in hex>]"``, in order
-    of first appearance, memoised per tokenizer."""
+def hover_lines_json(tokenizer: Tokenizer, ids: Iterable[int]) -> str:
+    """``{"<id>": "<id>  <vocabulary string>  [<bytes in hex>]"}`` for each distinct id, in order of
+    first appearance, as compact JSON (``json.dumps(..., ensure_ascii=False, separators=(",", ":"))``).
+
+    Each id's member is memoised already encoded, so an answer joins strings instead of building a
+    dict and encoding it again: encoding was half of this on every keystroke.
+    """
     memo = _memo_for(tokenizer)
-    return {token_id: _described(tokenizer, token_id, memo)[2] for token_id in dict.fromkeys(ids)}
+    get = memo.get
+    members = []
+    for token_id in dict.fromkeys(ids):
+        found = get(token_id)
+        members.append((found if found is not None else _described(tokenizer, token_id, memo))[3])
+    return "{" + ",".join(members) + "}"
 
 
 _Columns = tuple[list[int], list[int], list[int], list[int], list[bool]]  # starts, ends, firsts, sizes, alone

@@ -42,7 +42,6 @@ Left out: which spans there are (``spans.py``).
 from __future__ import annotations
 
 import functools
-import json
 import sys
 from collections.abc import Collection
 
@@ -50,7 +49,7 @@ from flask import has_request_context
 from markupsafe import Markup, escape
 
 from webapp.playground.encode_view import Encoded
-from webapp.playground.spans import hover_lines_of
+from webapp.playground.spans import hover_lines_json
 from webapp.web.htmx import is_htmx
 
 _CACHED_LENGTH = 200  # longer strings are escaped without the cache (bounds its memory)
@@ -151,8 +150,7 @@ def spans_markup(result: Encoded, differs: Collection[int] = (), *, drawn: int |
 def hover_lines(result: Encoded) -> str:
     """``{id: hover line}`` of every id shown, as JSON for the spans' ``data-lines`` attribute
     (Jinja escapes it there); a span of several tokens shows their lines one under another."""
-    return json.dumps(hover_lines_of(result.tokenizer, result.table.token_ids), ensure_ascii=False,
-                      separators=(",", ":"))
+    return hover_lines_json(result.tokenizer, result.table.token_ids)
 
 
 def ids_markup(result: Encoded, *, drawn: int | None = None) -> Markup:

@@ -37,6 +37,18 @@ def test_text_is_escaped_and_the_hover_lines_are_one_per_id() -> None:
     assert sorted(map(int, lines)) == sorted(set(result.ids))  # one line per distinct id
 
 
+def test_the_hover_lines_are_the_json_of_each_distinct_ids_line_cold_and_warm() -> None:
+    # The members are memoised already encoded; joined they must be exactly what encoding the
+    # dict gives, in order of first appearance, whether each id's member is made now or reused.
+    tok = byte_bpe()
+    text = f'the "quoted" \\ back\tslash\x01 café 👩‍🚀 {EOT} the "'
+    result = encode_for_display(tok, text, allowed_special=True)
+    lines = {i: f"{i}  {tok.id_to_token(i)}  [{tok.token_bytes(i).hex(' ')}]" for i in result.ids}
+    expected = json.dumps(lines, ensure_ascii=False, separators=(",", ":"))
+    assert hover_lines(result) == expected  # cold: this tokenizer's memo is new
+    assert hover_lines(encode_for_display(tok, text, allowed_special=True)) == expected  # warm
+
+
 def test_the_hover_lines_are_escaped_in_the_page(client: FlaskClient, app: Flask) -> None:
     ref = store(app, byte_bpe())
     html = client.post(f"/tokenizers/{ref}/encode", data={"text": '<"the">'}, headers=HX).get_data(as_text=True)
