@@ -35,6 +35,7 @@ from webapp.transfer import views as transfer
 from webapp.web import converters, errors, filters, requests, security, slots, time_budget
 from webapp.web.config import finish_settings, load_settings
 from webapp.web.forms import MAX_NAME
+from webapp.web.signatures import RememberingSessionInterface
 
 csrf = CSRFProtect()
 
@@ -54,6 +55,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     # applies after decompression in storage.py. One multipart text field stays under 1 MiB.
     app.config["MAX_FORM_MEMORY_SIZE"] = (test_config or {}).get("MAX_FORM_MEMORY_SIZE", 1 << 20)
     app.config.update(SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_SAMESITE="Lax")
+    app.session_interface = RememberingSessionInterface()  # a cookie's signature checked once per value
     app.config.setdefault("UPLOAD_TMP_DIR", str(Path(app.config["CORPUS_DIR"]) / "tmp"))
     Path(app.config["UPLOAD_TMP_DIR"]).mkdir(parents=True, exist_ok=True)
 
