@@ -32,7 +32,7 @@ from webapp.tokenizers import views as tokenizers
 from webapp.training import views as training
 from webapp.transfer import imports
 from webapp.transfer import views as transfer
-from webapp.web import converters, errors, filters, requests, security, slots, time_budget
+from webapp.web import converters, errors, filters, requests, security, slots, time_budget, urls
 from webapp.web.config import finish_settings, load_settings
 from webapp.web.forms import MAX_NAME
 from webapp.web.signatures import RememberingSessionInterface
@@ -67,6 +67,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     csrf.init_app(app)
     errors.init_app(app)
     filters.init_app(app)
+    urls.init_app(app)  # the templates' url_for remembers the paths it built
     auth.init_app(app)  # login sessions, API keys, and the gate in front of every view
     security.init_app(app)  # CSP and security headers, API rate limits, busy-database answers
     time_budget.init_app(app)  # ENCODE_TIMEOUT seconds of pattern matching per request, then a 422
