@@ -260,17 +260,49 @@ def scoped_by_id(model: type[Row], row_id: int, *, shared_ids: list[int] | None 
     return row
 
 
+def scoped_list(model: type[Row], *, shared_ids: list[int] | None = None, presets: bool = False,
+                options: Sequence[Any] = (), order_by: Sequence[Any] = (), limit: int | None = None,
+                offset: int = 0) -> list[Row]:
+    """``scoped(model, ...)`` with ``options``, ``order_by``, ``limit`` and ``offset``: the rows.
+
+    The list counterpart of :func:`scoped_by_id`, through a statement built once per shape (the
+    pickers of every encode page run it); ``options`` and ``order_by`` must be tuples built once.
+    """
+    teams = team_ids()
+    statement = _listed(model, bool(shared_ids), presets and bool(teams), tuple(options), tuple(order_by),
+                        limit is not None, bool(offset))
+    params: dict[str, Any] = {"teams": teams, "limit": limit, "offset": offset}
+    if shared_ids:
+        params["shared"] = shared_ids
+    return list(get_session().scalars(statement, params))
+
+
 @functools.lru_cache(maxsize=64)
-def _by_id(model: type[Row], shared: bool, presets: bool, options: tuple[Any, ...]) -> Select[tuple[Row]]:
-    """:func:`scoped`'s condition (in the same order) with its values as parameters, and the id."""
+def _scoped_statement(model: type[Row], shared: bool, presets: bool, options: tuple[Any, ...]) -> Select[tuple[Row]]:
+    """:func:`scoped`'s condition (in the same order) with its values as parameters."""
     column = model.team_id  # type: ignore[attr-defined]
     condition = column.in_(bindparam("teams", expanding=True))
     if shared:
         condition = or_(condition, model.id.in_(bindparam("shared", expanding=True)))  # type: ignore[attr-defined]
     if presets:
         condition = or_(condition, column.is_(None))
-    return (select(model).where(condition).where(model.id == bindparam("row_id"))  # type: ignore[attr-defined]
-            .options(*options))
+    return select(model).where(condition).options(*options)
+
+
+@functools.lru_cache(maxsize=64)
+def _by_id(model: type[Row], shared: bool, presets: bool, options: tuple[Any, ...]) -> Select[tuple[Row]]:
+    """:func:`_scoped_statement` and the id."""
+    return _scoped_statement(model, shared, presets, options).where(model.id == bindparam("row_id"))  # type: ignore[attr-defined]
+
+
+@functools.lru_cache(maxsize=64)
+def _listed(model: type[Row], shared: bool, presets: bool, options: tuple[Any, ...], order_by: tuple[Any, ...],
+            limited: bool, offset: bool) -> Select[tuple[Row]]:
+    """:func:`_scoped_statement` in ``order_by``, with the limit and offset as parameters where given."""
+    statement = _scoped_statement(model, shared, presets, options).order_by(*order_by)
+    if limited:
+        statement = statement.limit(bindparam("limit"))
+    return statement.offset(bindparam("offset")) if offset else statement
 
 
 def owned_or_404(model: type[Row], row_id: int) -> Row:

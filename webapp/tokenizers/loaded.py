@@ -39,7 +39,7 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.orm import defer
 
 from engine import TokenforgeError, Tokenizer
-from webapp.access.auth import scoped, scoped_by_id
+from webapp.access.auth import scoped, scoped_by_id, scoped_list
 from webapp.access.visitors import shared_tokenizer_ids
 from webapp.store.db import get_session
 from webapp.store.model_base import MAX_NAME
@@ -144,6 +144,8 @@ class Loaded:
 # imported ``.model``), left out of every row read here; each loads when read. Built once: the
 # options cost more to construct than the rest of the query, and every encode runs one.
 _WITHOUT_LARGE_COLUMNS = (defer(TokenizerRow.tokenizer_json), defer(TokenizerRow.stats), defer(TokenizerRow.config))
+# The lists' order (see rows_query), built once for the same reason.
+_LIST_ORDER = (TokenizerRow.team_id.is_not(None), TokenizerRow.id.desc())
 
 
 def readable_rows() -> Select[tuple[TokenizerRow]]:
@@ -161,17 +163,18 @@ def readable_row(row_id: int) -> TokenizerRow | None:
 def rows_query() -> Select[tuple[TokenizerRow]]:
     """:func:`readable_rows` as lists show them: the presets (``presets.py``) first, so a cut list
     still offers them, then their teams' and those shared with this visitor by link, newest first."""
-    return readable_rows().order_by(TokenizerRow.team_id.is_not(None), TokenizerRow.id.desc())
+    return readable_rows().order_by(*_LIST_ORDER)
 
 
 def all_rows(*, limit: int | None = None, offset: int = 0) -> list[TokenizerRow]:
     """The tokenizers the current user may read, presets first (see :func:`rows_query`).
 
     The one list every picker offers (encode, compare, the API list) and the tokenizer list
-    page shows; ``row.preset`` tells the presets apart.
+    page shows; ``row.preset`` tells the presets apart. The rows of :func:`rows_query`, through a
+    statement built once (``auth.scoped_list``): building it cost more than running it.
     """
-    query = rows_query().offset(offset or None)
-    return list(get_session().scalars(query.limit(limit) if limit is not None else query))
+    return scoped_list(TokenizerRow, shared_ids=shared_tokenizer_ids(), presets=True, options=_WITHOUT_LARGE_COLUMNS,
+                       order_by=_LIST_ORDER, limit=limit, offset=offset)
 
 
 def rows_with_ids(ids: Collection[int]) -> list[TokenizerRow]:

@@ -1,17 +1,20 @@
 """The lookups every request makes, made cheaply and still answering as before.
 
 A login session's user is read with their teams in one statement (``auth._load_user``), and a
-tokenizer's scope through a statement built once per shape (``auth.scoped_by_id``). Nothing is
-kept between requests, so a change made elsewhere (another web process, an admin) is seen by
-the very next request: joining or leaving a team, ending the sessions, a share link.
+tokenizer's scope and the pickers' lists through statements built once per shape
+(``auth.scoped_by_id``, ``auth.scoped_list``). Nothing is kept between requests, so a change made
+elsewhere (another web process, an admin) is seen by the very next request: joining or leaving a
+team, ending the sessions, a share link.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from flask import Flask
+import pytest
+from flask import Flask, g
 from flask.testing import FlaskClient
+from flask_login import login_user
 from sqlalchemy import delete, update
 from sqlalchemy.orm import Session
 
@@ -19,6 +22,7 @@ from tests.webapp.conftest import add_user, login_as, statements
 from tests.webapp.playground_samples import byte_bpe, store
 from webapp.store import db
 from webapp.store.models import Membership, Tokenizer, User
+from webapp.tokenizers.loaded import all_rows, rows_query
 
 HTMX = {"HX-Request": "true"}
 
@@ -96,3 +100,32 @@ def test_a_view_that_changes_the_teams_reads_them_again(app: Flask) -> None:
     assert answer.status_code == 200
     page = answer.get_data(as_text=True)
     assert "You started" in page and "no longer to" not in page
+
+
+@pytest.mark.parametrize("who", ["member", "member-with-a-link", "visitor-with-a-link", "in-no-team"])
+def test_the_list_statement_built_once_lists_what_the_scoped_query_does(app: Flask, who: str) -> None:
+    """``all_rows`` (a statement built once per shape) against ``rows_query`` built anew, with
+    limits and offsets: the same rows in the same order for every kind of visitor."""
+    def add_preset(session: Session) -> None:
+        session.add(Tokenizer(team_id=None, preset="tiny_bytes", source="preset", name="Tiny bytes", algorithm="bpe",
+                              tokenizer_json=byte_bpe("Tiny bytes").to_json(), vocab_size=260, stats={}, config={}))
+
+    change(app, add_preset)
+    _bob, bobs_team = add_user(app, "bob@example.com", "Bob")
+    carol, carols_team = add_user(app, "carol@example.com", "Carol")
+    change(app, lambda s: s.execute(delete(Membership).where(Membership.team_id == carols_team)))
+    mine = [store(app, byte_bpe(f"alice-{i}")) for i in range(3)]
+    theirs = [store(app, byte_bpe(f"bob-{i}"), team_id=bobs_team) for i in range(2)]
+    with app.test_request_context():
+        if who != "visitor-with-a-link":
+            login_user(db.get_session().get(User, carol if who == "in-no-team" else 1))
+        if "link" in who:
+            g.shares_by_tokenizer = {theirs[1]: "token"}  # what visitors.py reads from the session
+        seen = set()
+        for limit, offset in [(None, 0), (2, 0), (2, 1), (10, 3), (1, 5), (None, 2)]:
+            expected = db.get_session().scalars(rows_query().offset(offset or None).limit(limit)).all()
+            listed = all_rows(limit=limit, offset=offset)
+            assert [r.id for r in listed] == [r.id for r in expected], (limit, offset)
+            seen.update(r.id for r in listed)
+    assert seen == {"member": {1, *mine}, "member-with-a-link": {1, *mine, theirs[1]},
+                    "visitor-with-a-link": {theirs[1]}, "in-no-team": set()}[who]
