@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from flask import current_app, request, url_for
+from flask import current_app, request
 from werkzeug.wrappers import Response
 
 from engine import TokenforgeError
@@ -23,6 +23,7 @@ from webapp.store.models import Tokenizer as TokenizerRow
 from webapp.tokenizers.loaded import Loaded, all_rows, rows_with_ids
 from webapp.web.htmx import is_htmx, render
 from webapp.web.lists import PICKER_ROWS
+from webapp.web.urls import url_for
 
 # Off, as in tiktoken and the JSON API (``"allowed_special": []``): text that spells a special token
 # is ordinary text unless the box is ticked, so the page and the API give the same ids for the

@@ -14,14 +14,14 @@ Left out: the views (``views.py``, ``sharing/views.py``) and the storage itself 
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import quote
-
-from flask import url_for
 
 from webapp.access.auth import team_ids
 from webapp.access.visitors import share_token, shared_tokenizer_ids
 from webapp.playground.compare import MIN_TOKENIZERS
 from webapp.store.models import Tokenizer
+from webapp.web.urls import url_for
 
 # Longest ``?text=`` value, URL-encoded; a UTF-8 byte is at most 3 characters encoded, so this
 # keeps the whole URL well under the 4,094-byte request line with room for the rest.
@@ -49,10 +49,12 @@ def offers_compare(row: Tokenizer) -> bool:
 def play_url(row: Tokenizer, text: str | None = None, *, external: bool = False) -> str:
     """The encode page of ``row`` for this visitor, with ``text`` in it when short."""
     token, carried = visitor_token(row), url_text(text)
-    args = {"text": carried} if carried is not None else {}
+    args: dict[str, Any] = {"text": carried} if carried is not None else {}
+    if external:  # only then: a relative path is remembered (web/urls.py), an external URL is not
+        args["_external"] = True
     if token is not None:
-        return url_for("sharing.open_link", token=token, _external=external, **args)
-    return url_for("playground.play", tokenizer_id=row.id, _external=external, **args)
+        return url_for("sharing.open_link", token=token, **args)
+    return url_for("playground.play", tokenizer_id=row.id, **args)
 
 
 def page_url(row: Tokenizer, page: str) -> str:

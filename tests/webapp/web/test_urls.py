@@ -76,6 +76,18 @@ def test_the_memo_is_bounded(app: Flask, built: list[str], monkeypatch: pytest.M
     assert len(built) == 4  # 1 and 2 were forgotten when 3 came
 
 
-def test_the_page_uses_it(app: Flask) -> None:
-    assert app.jinja_env.globals["url_for"] is not app.url_for
-    assert app.jinja_env.globals["url_for"].__qualname__.startswith("remembering_url_for")
+def test_long_strings_are_not_remembered(app: Flask, built: list[str]) -> None:
+    url_for = remembering_url_for(app)
+    short, long = "a" * urls.LONGEST, "a" * (urls.LONGEST + 1)
+    with app.test_request_context("/"):
+        for text in (short, short, long, long):
+            assert url_for("playground.play", tokenizer_id=3, text=text) == f"/tokenizers/3/play?text={text}"
+    assert len(built) == 3
+
+
+def test_the_pages_and_the_playgrounds_links_use_it(app: Flask) -> None:
+    remembering = app.jinja_env.globals["url_for"]
+    assert remembering is not app.url_for and remembering.__qualname__.startswith("remembering_url_for")
+    assert app.extensions["tokenforge.url_for"] is remembering
+    with app.test_request_context("/"):
+        assert urls.url_for("playground.play", tokenizer_id=3) == "/tokenizers/3/play"
