@@ -49,7 +49,7 @@ from flask import has_request_context
 from markupsafe import Markup, escape
 
 from webapp.playground.encode_view import Encoded
-from webapp.playground.spans import hover_lines_json
+from webapp.playground.spans import PALETTE_SIZE, hover_lines_json
 from webapp.web.htmx import is_htmx
 
 _CACHED_LENGTH = 200  # longer strings are escaped without the cache (bounds its memory)
@@ -62,6 +62,8 @@ LINE = 95
 FIRST_IDS = 500
 REST_CHUNK = 400  # spans (or ids) per data block: each takes the browser ~10-20 ms to draw
 ALL = sys.maxsize  # drawn: every span and id
+# The opening of a plain token span of each colour, up to its indices: made once, not per span.
+_PLAIN_HEADS = [f'<span class="tok c{colour}" role="button" data-t="' for colour in range(PALETTE_SIZE)]
 _SEPARATOR = "\0"  # joins the spans' texts for one escape (escaped_all); escaping leaves it alone
 
 
@@ -132,18 +134,21 @@ def spans_markup(result: Encoded, differs: Collection[int] = (), *, drawn: int |
         if not size:
             append(f'<span class="gap">{text}</span>')
             continue
-        classes = f"tok c{colour}"
-        if special:
-            classes += " special"
-        if differs and position in differs:
-            classes += " differs"
+        if stop or special or (differs and position in differs):
+            classes = f"tok c{colour}"
+            if special:
+                classes += " special"
+            if differs and position in differs:
+                classes += " differs"
+            head = f'<span class="{classes}"{stop} role="button" data-t="'
+            stop = ""
+        else:  # most spans: one of the palette's ready-made openings
+            head = _PLAIN_HEADS[colour]
         if size == 1:  # most spans
-            indices, ids = str(first), id_strings[first]
+            append(f'{head}{first}" data-ids="{id_strings[first]}">{text}</span>')
         else:
             indices = " ".join(map(str, range(first, first + size)))
-            ids = " ".join(id_strings[first:first + size])
-        append(f'<span class="{classes}"{stop} role="button" data-t="{indices}" data-ids="{ids}">{text}</span>')
-        stop = ""
+            append(f'{head}{indices}" data-ids="{" ".join(id_strings[first:first + size])}">{text}</span>')
     return Markup(_drawn_then_rest(out, drawn))
 
 

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection
 from html import unescape
 
+import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 from markupsafe import escape
 
 from tests.webapp.conftest import HX, shown_ids
 from tests.webapp.playground_samples import EOT, byte_bpe, store
-from webapp.playground.encode_view import encode_for_display
+from webapp.playground.encode_view import Encoded, encode_for_display
 from webapp.playground.spans_html import (
+    ALL,
     _escape_short,
     escaped,
     escaped_all,
@@ -145,3 +148,28 @@ def test_first_spans_counts_characters_and_a_newline_as_a_line() -> None:
     assert first_spans(["ab"] * 10, chars=6) == 3
     assert first_spans(["a\n", "b", "c"], chars=50) == 1  # the newline fills a line's worth
     assert first_spans(["ab"] * 2, chars=100) == 2
+
+
+def _reference_spans(result: Encoded, differs: Collection[int]) -> str:
+    """Every span written out on its own, the obvious way (the fast path reuses ready-made openings)."""
+    out, stop = [], True
+    for position, span in enumerate(result.spans):
+        text = escape(result.shown[position])
+        if span.is_gap:
+            out.append(f'<span class="gap">{text}</span>')
+            continue
+        classes = " ".join(["tok", f"c{span.colour}", *(["special"] if span.special else []),
+                            *(["differs"] if position in differs else [])])
+        tab = ' tabindex="0"' if stop else ""
+        out.append(f'<span class="{classes}"{tab} role="button" data-t="{span.indices}" data-ids="{span.ids}">{text}</span>')
+        stop = False
+    return "".join(out)
+
+
+@pytest.mark.parametrize("differs", [(), (0,), (1, 3, 4, 9)], ids=["none", "first", "some"])
+def test_the_spans_are_the_reference_spans(differs: tuple[int, ...]) -> None:
+    text = f"{EOT}the wo café 👩‍🚀 <&> {EOT}\n\tthe thé" * 3
+    for allowed in (True, False):
+        result = encode_for_display(byte_bpe(), text, allowed_special=allowed)
+        assert any(len(span.parts) > 1 for span in result.spans) and len({s.colour for s in result.spans}) > 6
+        assert str(spans_markup(result, set(differs), drawn=ALL)) == _reference_spans(result, differs)
