@@ -32,9 +32,12 @@ Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from engine.byte_unicode import BYTE_TO_UNICODE
 from engine.decoders import BPESuffixDecoder
@@ -45,7 +48,7 @@ from engine.presets import byte_level_bpe
 from engine.pretokenizers import get_pretokenizer
 from engine.tokenizer import Tokenizer
 from engine.trainers.base import Reporter, TrainResult
-from engine.trainers.bpe_char import char_alphabet, char_words, symbol_count
+from engine.trainers.bpe_char import char_alphabet, char_words
 from engine.trainers.bpe_merge import merge_words, words_from_counts
 from engine.trainers.counting import count_pretokens
 from engine.trainers.limits import MAX_VOCAB, check_special_count, check_workers
@@ -235,21 +238,33 @@ def learn_chars(
     return vocab, pairs, stats
 
 
-def compression_curve(
-    word_counts: dict[str, int], merge_stats: list[tuple[int, int, int, int]], base_vocab: int,
-    *, start_tokens: int | None = None,
-) -> list[list[float]]:
+def corpus_size(word_counts: Mapping[str, int], *, prefix: str = "") -> tuple[int, int]:
+    """The UTF-8 bytes and the characters of the text the words spell, each word read with
+    ``prefix`` before it: the two ends of the compression curve. In numpy, from the code points
+    (encoding the words one by one took ~0.1 s for 400,000 words)."""
+    words = list(word_counts)
+    counts = np.fromiter(word_counts.values(), np.int64, len(words))
+    lengths = np.fromiter(map(len, words), np.int64, len(words))
+    codes = np.frombuffer("".join(words).encode("utf-32-le", "surrogatepass"), np.uint32)
+    width = 1 + (codes >= 0x80).astype(np.int64) + (codes >= 0x800) + (codes >= 0x10000)  # UTF-8 bytes each
+    before = np.concatenate(([0], np.cumsum(width)))
+    ends = np.cumsum(lengths)
+    word_bytes = before[ends] - before[ends - lengths] + len(prefix.encode("utf-8", "surrogatepass"))
+    return int(counts @ word_bytes), int(counts @ (lengths + len(prefix)))
+
+
+def compression_curve(total_bytes: int, start_tokens: int, merge_stats: list[tuple[int, int, int, int]],
+                      base_vocab: int) -> list[list[float]]:
     """``[vocab_size, bytes_per_token]`` points over training (at most ~256), exact and free.
 
-    The corpus starts as ``start_tokens`` tokens (default: one per byte) and each merge removes
-    a known number of tokens (its count, except for overlapping pairs), so the token count is a
+    The corpus of ``total_bytes`` starts as ``start_tokens`` tokens and each merge removes a
+    known number of tokens (its count, except for overlapping pairs), so the token count is a
     running subtraction.
     """
-    total_bytes = sum(len(w.encode("utf-8")) * n for w, n in word_counts.items())
     if not total_bytes:
         return []
     step = max(1, len(merge_stats) // CURVE_POINTS)
-    tokens = total_bytes if start_tokens is None else start_tokens
+    tokens = start_tokens
     curve = [[base_vocab, round(total_bytes / tokens, 4)]]
     for rank, (_, _, _, removed) in enumerate(merge_stats, start=1):
         tokens -= removed
@@ -274,18 +289,21 @@ def train(files: list[Path], options: BpeOptions, *, reporter: Reporter) -> Trai
     if options.level == "byte":
         vocab, merges, merge_stats = learn(counts, options, reporter=reporter)
         tokenizer = byte_level_bpe(vocab, merges, pretokenizer=options.split, special_tokens=specials)
-        base_vocab, start_tokens = len(specials) + 256, None
+        base_vocab = len(specials) + 256
     else:
         strings, char_merges, merge_stats = learn_chars(counts, options, reporter=reporter)
         model = CharBPE(strings, char_merges, unk_token=options.unk_token,
                         end_of_word_suffix=options.end_of_word_suffix)
         tokenizer = Tokenizer(model, pre_tokenizer=get_pretokenizer(options.split), special_tokens=specials,
                               decoder=BPESuffixDecoder(options.end_of_word_suffix))
-        base_vocab, start_tokens = len(strings) - len(model.origins), symbol_count(counts.items())
-    # 3. The statistics the playground shows.
+        base_vocab = len(strings) - len(model.origins)
+    # 3. The statistics the playground shows: a byte-level corpus starts as one token per byte,
+    #    a character-level one as one per character.
+    total_bytes, chars = corpus_size(counts)
     stats: dict[str, Any] = {
         "merges": [[left, right, count] for left, right, count, _ in merge_stats],
-        "curve": compression_curve(counts, merge_stats, base_vocab, start_tokens=start_tokens),
+        "curve": compression_curve(total_bytes, total_bytes if options.level == "byte" else chars, merge_stats,
+                                   base_vocab),
         "distinct_pretokens": len(counts),
         "stopped_early": len(merge_stats) < options.vocab_size - base_vocab,
     }

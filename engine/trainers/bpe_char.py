@@ -18,7 +18,6 @@ Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
 
 
 def word_symbols(word: str, suffix: str) -> list[str]:
@@ -61,8 +60,3 @@ def char_words(counts: dict[str, int], alphabet: list[str], suffix: str) -> tupl
         if run:
             runs["".join(run)] += n
     return list(runs), list(runs.values())
-
-
-def symbol_count(counts: Iterable[tuple[str, int]]) -> int:
-    """How many symbols (characters) the corpus starts as: the first point of the curve."""
-    return sum(len(word) * n for word, n in counts)

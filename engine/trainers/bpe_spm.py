@@ -5,7 +5,8 @@ What sentencepiece's BPE trainer (``bpe_model_trainer.cc``) does, on our shared 
 1. Lines are sentences. sentencepiece's normalization with the identity rule: a dummy ``▁``
    before each line, every space as ``▁`` (extra spaces kept, as Llama 2 keeps them). Words
    start at each ``▁`` (``split_by_whitespace``); they are counted on every core by
-   ``counting.count_pretokens`` (:func:`unmarked_words`).
+   ``counting.count_pretokens`` (:func:`unmarked_words`), without their ``▁``, which the steps
+   after read before each word (``prefix``).
 2. The alphabet is characters, not bytes: the most frequent ones covering
    ``character_coverage`` of the text (``unigram.seed.required_chars``). A rarer character
    is spelled as ``<0xNN>`` byte pieces at encode time (``byte_fallback``), else ``<unk>``.
@@ -47,8 +48,7 @@ from engine.models.spm_bpe import BYTE_PIECES, SpmBPE
 from engine.spm_normalizer import SPACE, SpmNormalizer
 from engine.tokenizer import Tokenizer
 from engine.trainers.base import Reporter, TrainResult
-from engine.trainers.bpe import compression_curve
-from engine.trainers.bpe_char import symbol_count
+from engine.trainers.bpe import compression_curve, corpus_size
 from engine.trainers.bpe_merge import merge_words
 from engine.trainers.bpe_spm_options import LEVEL_HELP, SPECIAL_TOKENS, SpmBpeOptions, options_from
 from engine.trainers.counting import count_pretokens
@@ -65,14 +65,14 @@ IN_PROCESS_BYTES = 12 << 20
 _DIGITS = "0123456789" + "".join(map(chr, range(0xFF10, 0xFF1A)))  # sentencepiece's IsDecimalDigit
 _NEVER_IN_A_PIECE = "\u2047\x00"  # kUNKChar (what rare characters become) and NUL
 OPTIONS = SpmBpeOptions
-__all__ = ["LEVEL_HELP", "OPTIONS", "SpmBpeOptions", "build_tokenizer", "learn", "marked", "options_from", "spelled",
-           "train", "unmarked_words"]
+__all__ = ["LEVEL_HELP", "OPTIONS", "SpmBpeOptions", "build_tokenizer", "learn", "options_from", "spelled", "train",
+           "unmarked_words"]
 
 
 # ----------------------------------------------------------------------- training
 def unmarked_words(text: str) -> list[str]:
     """sentencepiece's words of a chunk of lines, each *without* its leading ``▁`` (a picklable
-    splitter for ``count_pretokens``; :func:`marked` puts the ``▁`` back on the distinct words).
+    splitter for ``count_pretokens``; the later steps read the ``▁`` before each distinct word).
 
     Each line gets the dummy ``▁`` and its spaces become ``▁``; a word is a ``▁`` and what follows
     up to the next one, so "a  b" gives "▁a", "▁", "▁b": here "a", "", "b", the line split at its
@@ -96,17 +96,13 @@ def unmarked_words(text: str) -> list[str]:
     return words[1:] if mid_line else words
 
 
-def marked(word_counts: Mapping[str, int]) -> dict[str, int]:
-    """The counts of :func:`unmarked_words`, each word with its ``▁``."""
-    return {SPACE + word: count for word, count in word_counts.items()}
-
-
 def segments(word_counts: Mapping[str, int], alphabet: Iterable[str], *, split_digits: bool) -> dict[str, int]:
     """The distinct segments of two characters or more (the stretches a piece may lie in) with
-    their summed counts: words cut wherever sentencepiece would refuse the pair of neighbours."""
+    their summed counts: words (each read after its ``▁``) cut wherever sentencepiece would
+    refuse the pair of neighbours."""
     classes = {c: char_class(c, split_by_unicode_script=True, split_by_number=True) for c in alphabet
                if c not in _NEVER_IN_A_PIECE and not (split_digits and c in _DIGITS)}
-    return segment_counts(word_counts, classes, SPACE)
+    return segment_counts(word_counts, classes, SPACE, prefix=SPACE)
 
 
 def spelled(segs: Collection[str], alphabet: Sequence[str]) -> list[str]:
@@ -129,11 +125,12 @@ def spelled(segs: Collection[str], alphabet: Sequence[str]) -> list[str]:
 
 def learn(word_counts: Mapping[str, int], options: SpmBpeOptions, reporter: Reporter | None = None
           ) -> tuple[list[tuple[str, float]], list[tuple[int, int, int, int]], int]:
-    """``(pieces, merge_stats, alphabet_size)``: every piece with its score, in id order, and
-    ``merge_stats[r] = (left_id, right_id, count, removed)`` of each merge kept (see ``merge_words``)."""
+    """``(pieces, merge_stats, alphabet_size)`` from the counts of :func:`unmarked_words`: every
+    piece with its score, in id order, and ``merge_stats[r] = (left_id, right_id, count,
+    removed)`` of each merge kept (see ``merge_words``)."""
     reporter = reporter or Reporter()
     # 1. The alphabet, by descending count (ties: code point), as sentencepiece orders it.
-    alphabet = list(required_chars(word_counts, options.character_coverage))
+    alphabet = list(required_chars(word_counts, options.character_coverage, prefix=SPACE))
     pieces: list[tuple[str, float]] = [(t, 0.0) for t in SPECIAL_TOKENS]
     if options.byte_fallback:
         pieces += [(b, 0.0) for b in BYTE_PIECES]
@@ -199,8 +196,8 @@ def train(files: list[Path], options: SpmBpeOptions, *, reporter: Reporter) -> T
     """Train sentencepiece-style BPE on ``files``; ``train("bpe", ..., {"level": "spm"})`` calls this."""
     # 1. Count the ▁-prefixed words of every line on all cores (no special tokens: sentencepiece
     #    reads "<s>" as text too).
-    counts = marked(count_pretokens(files, split=unmarked_words, num_workers=options.num_workers,
-                                    reporter=reporter, safe_cuts=True, in_process_bytes=IN_PROCESS_BYTES))
+    counts = count_pretokens(files, split=unmarked_words, num_workers=options.num_workers, reporter=reporter,
+                             safe_cuts=True, in_process_bytes=IN_PROCESS_BYTES)
     if not counts:
         raise ConfigError("The corpus has no text to train on.")
     # 2. Alphabet, segments, merges and pieces.
@@ -209,7 +206,7 @@ def train(files: list[Path], options: SpmBpeOptions, *, reporter: Reporter) -> T
     base_vocab = len(pieces) - len(merge_stats)
     stats: dict[str, Any] = {
         "merges": [[left, right, count] for left, right, count, _ in merge_stats],
-        "curve": compression_curve(counts, merge_stats, base_vocab, start_tokens=symbol_count(counts.items())),
+        "curve": compression_curve(*corpus_size(counts, prefix=SPACE), merge_stats, base_vocab),
         "distinct_pretokens": len(counts),
         "required_chars": n_chars,
         "stopped_early": len(pieces) < options.vocab_size,

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from engine.byte_unicode import bytes_to_symbols, symbols_to_bytes
 from engine.errors import ConfigError, TrainingCancelled
 from engine.trainers import bpe_merge, option_specs, train
-from engine.trainers.bpe import GPT2_BYTE_ORDER, BpeOptions, learn
+from engine.trainers.bpe import GPT2_BYTE_ORDER, BpeOptions, corpus_size, learn
 from engine.trainers.bpe_merge import merge_words, words_from_counts
 from engine.trainers.limits import max_workers
 from tests.engine.bpe_reference import train_reference
@@ -137,6 +137,15 @@ def test_curve_is_exact(tmp_path: Path, text: str) -> None:
     assert curve[0] == [257, 1.0]
     tokens = len(result.tokenizer.encode(text))
     assert curve[-1] == [257 + len(result.stats["merges"]), round(len(text.encode()) / tokens, 4)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(word_counts=st.dictionaries(st.text(max_size=6), st.integers(0, 10**9), max_size=12),
+       prefix=st.sampled_from(["", "\u2581", "é"]))
+def test_corpus_size_counts_bytes_and_characters(word_counts: dict[str, int], prefix: str) -> None:
+    assert corpus_size(word_counts, prefix=prefix) == (
+        sum(len((prefix + w).encode("utf-8", "surrogatepass")) * n for w, n in word_counts.items()),
+        sum(len(prefix + w) * n for w, n in word_counts.items()))
 
 
 def test_progress_and_determinism(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from engine.cli import main
 from engine.formats.spm_model import load_spm_model
 from engine.tokenizer import Tokenizer
 from engine.trainers import make_options, option_specs, train
-from engine.trainers.bpe_spm import SpmBpeOptions, marked, spelled, unmarked_words
+from engine.trainers.bpe_spm import SpmBpeOptions, spelled, unmarked_words
 from tests.engine.cli_run import run
 from tests.heldout import heldout_lines
 
@@ -27,7 +27,6 @@ def test_words_are_sentencepieces() -> None:
     assert unmarked_words("a  b\n\n\nc d\n  \nx\u2581y\r\n") == ["a", "", "b", "c", "d", "", "", "", "x", "y\r"]
     assert unmarked_words(" cut before a space\nnext") == ["cut", "before", "a", "space", "next"]
     assert unmarked_words("\n\n") == []
-    assert marked({"a": 2, "": 3}) == {"▁a": 2, "▁": 3}
 
 
 def reference_spm_words(text: str) -> list[str]:
@@ -75,6 +74,19 @@ def test_tiny_corpus_pieces(tmp_path: Path) -> None:
     tokenizer = result.tokenizer
     assert tokenizer.encode_ordinary("lowest 12 newer") == [12, 16, 0, 23, 10, 18, 0]
     assert tokenizer.decode(tokenizer.encode_ordinary("lowest 2 new")) == "lowest 2 new"
+
+
+def test_the_compression_curve_counts_each_words_space(tmp_path: Path) -> None:
+    corpus = tmp_path / "tiny.txt"
+    corpus.write_text(TINY, encoding="utf-8")
+    result = train("bpe", [corpus], {"level": "spm", "vocab_size": 30, "byte_fallback": False,
+                                     "character_coverage": 1.0})
+    # Each line's text with a "▁" (3 bytes, one symbol) for every space and before every line.
+    spelled_text = "".join("▁" + line.replace(" ", "▁") for line in TINY.splitlines() if line)
+    curve = result.stats["curve"]
+    assert curve[0][1] == round(len(spelled_text.encode()) / len(spelled_text), 4)
+    tokens = sum(len(result.tokenizer.encode_ordinary(line)) for line in TINY.splitlines() if line)
+    assert curve[-1][1] == round(len(spelled_text.encode()) / tokens, 4)
 
 
 def test_byte_fallback_pieces_come_after_the_specials(tmp_path: Path) -> None:

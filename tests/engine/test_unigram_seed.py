@@ -111,6 +111,13 @@ def test_segment_counts_sum_each_words_segments(word_counts: dict[str, int], spl
     if not split_by_whitespace:
         classes[SPACE] = INHERITED
     assert segments_module.segment_counts(word_counts, classes, SPACE) == expected
+    # A prefix read before every word (sentencepiece-style BPE's words come without their ▁)
+    # counts as if each word had it: words that collide once prefixed add up.
+    marked: Counter[str] = Counter()
+    for word, count in word_counts.items():
+        marked[SPACE + word] += count
+    assert segments_module.segment_counts(word_counts, classes, SPACE, prefix=SPACE) == \
+        segments_module.segment_counts(marked, classes, SPACE)
 
 
 def reference_required_chars(word_counts: Mapping[str, int], coverage: float) -> dict[str, int]:
@@ -137,6 +144,9 @@ def reference_required_chars(word_counts: Mapping[str, int], coverage: float) ->
 def test_required_chars_match_reference(word_counts: dict[str, int], coverage: float) -> None:
     assert list(seed.required_chars(word_counts, coverage).items()) == \
         list(reference_required_chars(word_counts, coverage).items())
+    marked = {SPACE + word: count for word, count in word_counts.items()}
+    assert list(seed.required_chars(word_counts, coverage, prefix=SPACE).items()) == \
+        list(reference_required_chars(marked, coverage).items())
 
 
 def brute_top_substrings(segments: Mapping[str, int], max_piece_length: int, want: int | None, *,

@@ -70,8 +70,9 @@ class InProcess:
         return top_substrings(segments, counts, max_piece_length, want, no_last=no_last)
 
 
-def required_chars(word_counts: Mapping[str, int], coverage: float) -> dict[str, int]:
-    """The most frequent characters that together cover ``coverage`` of all characters.
+def required_chars(word_counts: Mapping[str, int], coverage: float, *, prefix: str = "") -> dict[str, int]:
+    """The most frequent characters that together cover ``coverage`` of all characters (of every
+    word read with ``prefix`` before it, as ``segments.segment_counts`` reads them).
 
     Characters are taken by descending count (ties: smaller code point first) until the covered
     share exceeds ``coverage``; sentencepiece's rule. The characters of every word are counted
@@ -79,13 +80,15 @@ def required_chars(word_counts: Mapping[str, int], coverage: float) -> dict[str,
     group of words of one count, 0.06 s here; zh_5M: 0.25 and 0.05 s).
     """
     words = list(word_counts)
-    codes = np.frombuffer("".join(words).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    if not words:
+        return {}
+    codes = np.frombuffer((prefix + prefix.join(words)).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     if not len(codes):
         return {}
     weights = np.repeat(np.fromiter(word_counts.values(), np.int64, len(words)),
-                        np.fromiter(map(len, words), np.int64, len(words)))
-    totals = np.zeros(int(codes.max()) + 1, dtype=np.int64)
-    np.add.at(totals, codes, weights)
+                        np.fromiter(map(len, words), np.int64, len(words)) + len(prefix))
+    # Float sums of integers stay exact below 2**53 characters; bincount is ~10x np.add.at.
+    totals = np.bincount(codes, weights=weights).astype(np.int64)
     seen = np.zeros(len(totals), dtype=bool)
     seen[codes] = True
     chars = np.flatnonzero(seen)

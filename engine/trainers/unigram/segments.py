@@ -26,9 +26,12 @@ from engine.trainers.unigram.scripts import ANY, INHERITED
 __all__ = ["outside", "segment_counts", "segment_pattern", "sharing_spaces"]
 
 
-def segment_counts(word_counts: Mapping[str, int], classes: Mapping[str, str], space: str) -> Counter[str]:
+def segment_counts(word_counts: Mapping[str, int], classes: Mapping[str, str], space: str, *,
+                   prefix: str = "") -> Counter[str]:
     """The distinct segments of two characters or more, each with the summed count of its words
-    ("▁the", "▁the," and "▁the." all add to "▁the").
+    ("▁the", "▁the," and "▁the." all add to "▁the"), every word read with ``prefix`` before it
+    (sentencepiece-style BPE counts its words without their ``▁``: prefixing them one by one cost
+    0.16 s on en_25M, here it is the separator of one join).
 
     ``classes`` maps each allowed character to its script class (``scripts.char_class``); a
     ``space`` classed ``INHERITED`` may sit inside a piece (``split_by_whitespace=False``).
@@ -45,12 +48,12 @@ def segment_counts(word_counts: Mapping[str, int], classes: Mapping[str, str], s
     # The separator is a character outside the allowed set: it ends a segment and starts none,
     # as a word's end does.
     separator = outside(classes)
-    summed, rest = _plain_segments(word_counts, classes, space, separator)
+    summed, rest = _plain_segments(word_counts, classes, space, separator, prefix)
     run = segment_pattern(classes, space)
     inside = classes.get(space) == INHERITED
     by_count: dict[int, list[str]] = {}
     for word in rest:
-        by_count.setdefault(word_counts[word], []).append(word)
+        by_count.setdefault(word_counts[word], []).append(prefix + word)
     for count, words in sorted(by_count.items(), reverse=True):
         joined = separator.join(words)
         add_weighted(summed, sharing_spaces(run, joined, space) if inside else run.findall(joined), count)
@@ -68,10 +71,10 @@ def outside(chars: Collection[str]) -> str:
 _OUTSIDE, _SPACE, _NOT_PLAIN = -1, -2, -3
 
 
-def _plain_segments(word_counts: Mapping[str, int], classes: Mapping[str, str], space: str, separator: str
-                    ) -> tuple[Counter[str], list[str]]:
-    """The segments of the *plain* words (no wildcard, no mark) with summed counts, and the
-    other words, which only the regex can cut.
+def _plain_segments(word_counts: Mapping[str, int], classes: Mapping[str, str], space: str, separator: str,
+                    prefix: str) -> tuple[Counter[str], list[str]]:
+    """The segments of the *plain* words (no wildcard, no mark; each read after ``prefix``) with
+    summed counts, and the other words (without the prefix), which only the regex can cut.
 
     In a plain word a segment is a run of characters of one script class, or ``space`` and the
     run right after it (``space`` starts a segment, and nothing else may follow it); characters
@@ -93,11 +96,11 @@ def _plain_segments(word_counts: Mapping[str, int], classes: Mapping[str, str], 
              if len(c) == 1}
     if len(space) == 1 and space in kinds:
         kinds[space] = _SPACE
-    codes = np.frombuffer("".join(words).encode("utf-32-le", "surrogatepass"), np.uint32)
+    codes = np.frombuffer((prefix + prefix.join(words)).encode("utf-32-le", "surrogatepass"), np.uint32)
     lookup = np.full(max(int(codes.max(initial=0)), *map(ord, kinds)) + 1, _OUTSIDE, np.int32)
     lookup[np.fromiter(map(ord, kinds), np.int64, len(kinds))] = list(kinds.values())
     kind = lookup[codes]
-    lengths = np.fromiter(map(len, words), np.int64, len(words))
+    lengths = np.fromiter(map(len, words), np.int64, len(words)) + len(prefix)
     word_of = np.repeat(np.arange(len(words), dtype=np.int32), lengths)  # the word each character is in
     plain = np.ones(len(words), bool)
     plain[word_of[kind == _NOT_PLAIN]] = False
