@@ -110,7 +110,7 @@ def login() -> Response:
 def logout() -> Response:
     """Log out: end every session of the account (copies of this cookie too), forget this one."""
     if current_user.is_authenticated:
-        auth.end_sessions(current_user)
+        auth.end_sessions(auth.user_row())
     logout_user()
     session.clear()
     return redirect(url_for("accounts.login"), 303)
@@ -157,13 +157,13 @@ def change_password() -> Response:
         return refused
     form = PasswordForm()
     valid = form.validate()
-    if not auth.check_password(current_user, form.current.data or ""):
+    user = auth.user_row()  # the row itself (current_user is a record): its hash, to update and log in again
+    if not auth.check_password(user, form.current.data or ""):
         form.current.errors = ["That is not your current password; type the one you log in with."]
         valid = False
     if not valid:
         return _account_page(password_errors=form.first_errors(), status=422)
     password = form.password.data
-    user = current_user._get_current_object()  # the row itself, to update and log in again
     user.password_hash = auth.hash_password(password)
     get_session().commit()
     auth.end_sessions(user)
@@ -176,7 +176,7 @@ def change_password() -> Response:
 @login_required
 def logout_elsewhere() -> Response:
     """Sign out everywhere else: every session but this one ends (copies of this cookie too)."""
-    user = current_user._get_current_object()
+    user = auth.user_row()
     auth.end_sessions(user)
     login_user(user)  # this browser gets a new login id; any copy of its old cookie has the old one
     flash("Every other session of your account was signed out.")
@@ -216,7 +216,7 @@ def delete_account() -> Response:
     """Close the account: teams it alone belongs to are deleted with their data."""
     if ConfirmByTypingForm().confirm.data != current_user.email:
         return _account_page(error="Type your e-mail address to confirm closing the account.", status=422)
-    problem = teams.close_account(get_session(), current_user)
+    problem = teams.close_account(get_session(), auth.user_row())
     if problem:
         return _account_page(error=problem, status=409)
     logout_user()

@@ -38,8 +38,10 @@ from werkzeug.security import check_password_hash, generate_password_hash
 from werkzeug.wrappers import Response
 
 from webapp.access.visitors import shared_tokenizer_ids
+from webapp.store import records
 from webapp.store.db import get_session
 from webapp.store.models import ApiKey, Membership, Team, User, utcnow
+from webapp.store.records import SignedIn, TeamRecord
 from webapp.web.numbers import parse_id, parse_int
 
 PRESET_READ_ONLY = ("This is a preset tokenizer, shared read-only with every team: it cannot be renamed, "
@@ -50,6 +52,7 @@ login_manager.login_view = "accounts.login"
 login_manager.login_message = "Log in to see that page."
 
 Row = TypeVar("Row")
+Record = TypeVar("Record")
 LOGIN_AT = "_login_at"  # session key: when this session logged in (epoch seconds)
 MAX_NEXT = 2000  # longest ``next`` path kept after login; longer ones go to the home page
 API_KEY_PREFIX = "tf_"
@@ -92,7 +95,7 @@ def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
-def new_api_key(user: User, name: str) -> tuple[ApiKey, str]:
+def new_api_key(user: User | SignedIn, name: str) -> tuple[ApiKey, str]:
     """Create a key row for ``user``; return it and the key itself (shown once, never stored)."""
     secret = API_KEY_PREFIX + new_token()
     row = ApiKey(user_id=user.id, name=name, prefix=secret[:11], key_hash=digest(secret))
@@ -100,26 +103,40 @@ def new_api_key(user: User, name: str) -> tuple[ApiKey, str]:
 
 
 @login_manager.user_loader
-def _load_user(login_id: str) -> User | None:
-    """The session's user, unless the session has ended (older generation, or too old)."""
+def _load_user(login_id: str) -> SignedIn | None:
+    """The session's user, unless the session has ended (older generation, or too old).
+
+    Read afresh on every request, with the generation, the teams and the roles: a logout
+    everywhere or a membership changed elsewhere holds from the very next request.
+    """
     user_part, _, generation_part = login_id.partition(":")
     user_id = parse_id(user_part)
     # A plain "<id>" (sessions from before generations existed) is generation 0.
     generation = parse_int(generation_part) if generation_part else 0
     if user_id is None or generation is None:
         return None
-    # The user and their teams in one statement (see _USER_AND_TEAMS): every logged-in request
-    # needs both, and a statement costs more in the ORM than in the database.
-    rows = get_session().execute(_USER_AND_TEAMS, {"user_id": user_id}).all()
-    user = rows[0][0] if rows else None
-    if user is None or user.session_generation != generation:
+    # The user and their teams in one statement (see _USER_AND_TEAMS), as records: every
+    # logged-in request needs both, and the ORM cost more than the database (store/records.py).
+    rows = records.read(_USER_AND_TEAMS, {"user_id": user_id})
+    if not rows:
+        return None
+    user = SignedIn(*rows[0][:_USER_FIELDS])
+    if user.session_generation != generation:
         return None
     login_at = session.get(LOGIN_AT)
     if not isinstance(login_at, (int, float)) or isinstance(login_at, bool):
         session[LOGIN_AT] = time.time()  # an older session: its lifetime starts counting now
     elif time.time() - login_at > session_lifetime().total_seconds():
         return None
-    g.memberships = [(team, role) for _, team, role in rows if team is not None]
+    g.memberships = [(TeamRecord(*row[_USER_FIELDS:-1]), row[-1]) for row in rows if row[_USER_FIELDS] is not None]
+    return user
+
+
+def user_row() -> User:
+    """The current user's ORM row, for the views that change it (``current_user`` is a record)."""
+    user = get_session().get(User, current_user.id) if current_user.is_authenticated else None
+    if user is None:  # logged out, or the account was closed during this request
+        abort(404)
     return user
 
 
@@ -149,7 +166,7 @@ def end_sessions(user: User) -> None:
 
 
 @login_manager.request_loader
-def _load_user_from_key(req: Any) -> User | None:
+def _load_user_from_key(req: Any) -> SignedIn | None:
     """``Authorization: Bearer tf_…`` on the JSON API; anything else is ignored here."""
     if not req.path.startswith("/api/"):
         return None
@@ -157,33 +174,38 @@ def _load_user_from_key(req: Any) -> User | None:
     scheme, _, secret = header.partition(" ")
     if scheme.lower() != "bearer" or not secret.strip().startswith(API_KEY_PREFIX):
         return None
-    db = get_session()
-    # The key and its user in one query: the API pays for this on every call.
-    found = db.execute(select(ApiKey, User).join(User, User.id == ApiKey.user_id)
-                       .where(ApiKey.key_hash == digest(secret.strip()))).first()
-    if found is None:
+    # The key and its user in one statement, as a record: the API pays for this on every call.
+    found = records.read(_KEY_AND_USER, {"key_hash": digest(secret.strip())})
+    if not found:
         return None
-    key, user = found
+    key_id, last_used_at, *user = found[0]
     now = utcnow()
-    if key.last_used_at is None or (now - key.last_used_at).total_seconds() > API_KEY_TOUCH_SECONDS:
-        key.last_used_at = now
+    if last_used_at is None or (now - last_used_at).total_seconds() > API_KEY_TOUCH_SECONDS:
+        db = get_session()
+        db.execute(update(ApiKey).where(ApiKey.id == key_id).values(last_used_at=now))
         db.commit()
-    g.api_key_id = key.id
-    return user
+    g.api_key_id = key_id
+    return SignedIn(*user)
 
 
 # Built once (every logged-in request runs them): building a statement cost more than running it.
-_MEMBERSHIPS = (select(Team, Membership.role).join(Membership, Membership.team_id == Team.id)
+# Each reads the columns of its records (store/records.py): the ORM's loading cost more still.
+_USER_FIELDS = len(records.columns(SignedIn, User))
+_MEMBERSHIPS = (select(*records.columns(TeamRecord, Team), Membership.role)
+                .join(Membership, Membership.team_id == Team.id)
                 .where(Membership.user_id == bindparam("user_id")).order_by(Team.name, Team.id))
 # A session's user with each of their teams and their role in it (one row with no team when in
 # none), as _memberships orders them: what _load_user reads, so that it needs no second statement.
-_USER_AND_TEAMS = (select(User, Team, Membership.role)
+_USER_AND_TEAMS = (select(*records.columns(SignedIn, User), *records.columns(TeamRecord, Team), Membership.role)
                    .outerjoin(Membership, Membership.user_id == User.id)
                    .outerjoin(Team, Team.id == Membership.team_id)
                    .where(User.id == bindparam("user_id")).order_by(Team.name, Team.id))
+# An API key's id and last use, then its user's columns.
+_KEY_AND_USER = (select(ApiKey.id, ApiKey.last_used_at, *records.columns(SignedIn, User))
+                 .join(User, User.id == ApiKey.user_id).where(ApiKey.key_hash == bindparam("key_hash")))
 
 
-def _memberships() -> list[tuple[Team, str]]:
+def _memberships() -> list[tuple[TeamRecord, str]]:
     """The current user's teams with their role in each, by name: one query per request.
 
     Every page asks several questions of them (the scope of each read, the header's switcher,
@@ -194,8 +216,8 @@ def _memberships() -> list[tuple[Team, str]]:
     if not current_user.is_authenticated:  # a visitor, or logged out during this request
         return []
     if "memberships" not in g:
-        found = get_session().execute(_MEMBERSHIPS, {"user_id": current_user.id})
-        g.memberships = [(team, role) for team, role in found]
+        found = records.read(_MEMBERSHIPS, {"user_id": current_user.id})
+        g.memberships = [(TeamRecord(team_id, name), role) for team_id, name, role in found]
     return g.memberships
 
 
@@ -260,6 +282,21 @@ def scoped_by_id(model: type[Row], row_id: int, *, shared_ids: list[int] | None 
     return row
 
 
+def scoped_record(record: type[Record], model: type[Any], row_id: int, *, shared_ids: list[int] | None = None,
+                  presets: bool = False) -> Record | None:
+    """:func:`scoped_by_id`'s row as a ``record`` of its columns (``store/records.py``), or None.
+
+    The same condition and parameters, with no ORM work: every encode reads its tokenizer so.
+    """
+    teams = team_ids()
+    statement = _record_by_id(record, model, bool(shared_ids), presets and bool(teams))
+    params: dict[str, Any] = {"row_id": row_id, "teams": teams}
+    if shared_ids:
+        params["shared"] = shared_ids
+    rows = records.read(statement, params)
+    return record(*rows[0]) if rows else None
+
+
 def scoped_list(model: type[Row], *, shared_ids: list[int] | None = None, presets: bool = False,
                 options: Sequence[Any] = (), order_by: Sequence[Any] = (), limit: int | None = None,
                 offset: int = 0) -> list[Row]:
@@ -278,15 +315,28 @@ def scoped_list(model: type[Row], *, shared_ids: list[int] | None = None, preset
 
 
 @functools.lru_cache(maxsize=64)
-def _scoped_statement(model: type[Row], shared: bool, presets: bool, options: tuple[Any, ...]) -> Select[tuple[Row]]:
+def _scoped_condition(model: type[Any], shared: bool, presets: bool) -> Any:
     """:func:`scoped`'s condition (in the same order) with its values as parameters."""
-    column = model.team_id  # type: ignore[attr-defined]
+    column = model.team_id
     condition = column.in_(bindparam("teams", expanding=True))
     if shared:
-        condition = or_(condition, model.id.in_(bindparam("shared", expanding=True)))  # type: ignore[attr-defined]
+        condition = or_(condition, model.id.in_(bindparam("shared", expanding=True)))
     if presets:
         condition = or_(condition, column.is_(None))
-    return select(model).where(condition).options(*options)
+    return condition
+
+
+@functools.lru_cache(maxsize=64)
+def _scoped_statement(model: type[Row], shared: bool, presets: bool, options: tuple[Any, ...]) -> Select[tuple[Row]]:
+    """:func:`scoped`'s rows, with ``options``."""
+    return select(model).where(_scoped_condition(model, shared, presets)).options(*options)
+
+
+@functools.lru_cache(maxsize=64)
+def _record_by_id(record: type[Any], model: type[Any], shared: bool, presets: bool) -> Select[Any]:
+    """The columns of ``record`` of :func:`scoped`'s row with the id."""
+    return (select(*records.columns(record, model))
+            .where(_scoped_condition(model, shared, presets)).where(model.id == bindparam("row_id")))
 
 
 @functools.lru_cache(maxsize=64)
@@ -327,7 +377,7 @@ def readable_or_404(model: type[Row], row_id: int) -> Row:
     return row
 
 
-def current_team() -> Team:
+def current_team() -> TeamRecord:
     """The team new corpora, jobs and tokenizers go to: the one chosen, else the first owned."""
     team = working_team()
     if team is None:
@@ -337,7 +387,7 @@ def current_team() -> Team:
     return team
 
 
-def working_team() -> Team | None:
+def working_team() -> TeamRecord | None:
     """:func:`current_team`, or None for visitors and accounts in no team (the header shows it)."""
     teams = {team.id: (team, role) for team, role in _memberships()}
     if not teams:

@@ -261,7 +261,7 @@ def join(token: str) -> Response:
     # Pin the working team: without a choice it falls back to the lowest team id, which the
     # joined team may have, and the user's next upload would go there unasked.
     session["team_id"] = working.id
-    accept_invite(db, invite, current_user)
+    accept_invite(db, invite, auth.user_row())
     db.commit()
     session.pop("invite", None)
     flash(f"You joined {quoted(team.name) if team else 'the team'}. New work still goes to "

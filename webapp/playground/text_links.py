@@ -20,8 +20,11 @@ from urllib.parse import quote
 from webapp.access.auth import team_ids
 from webapp.access.visitors import share_token, shared_tokenizer_ids
 from webapp.playground.compare import MIN_TOKENIZERS
-from webapp.store.models import Tokenizer
+from webapp.store.models import Tokenizer as TokenizerRow
+from webapp.store.records import TokenizerRecord
 from webapp.web.urls import url_for
+
+Tokenizer = TokenizerRow | TokenizerRecord  # a list's ORM row, or a loaded tokenizer's record
 
 # Longest ``?text=`` value, URL-encoded; a UTF-8 byte is at most 3 characters encoded, so this
 # keeps the whole URL well under the 4,094-byte request line with room for the rest.

@@ -48,7 +48,12 @@ class User(UserMixin, Base):
 
     def get_id(self) -> str:
         """The id flask-login keeps in the session: ``"<user id>:<session generation>"``."""
-        return f"{self.id}:{self.session_generation}"
+        return login_id(self.id, self.session_generation)
+
+
+def login_id(user_id: int, session_generation: int) -> str:
+    """A session's login id: the user and the generation it was issued under (``access/auth.py``)."""
+    return f"{user_id}:{session_generation}"
 
 
 class Team(Base):

@@ -27,6 +27,7 @@ a tokenizer here is scoped. Changing a tokenizer never goes through here (``auth
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections import OrderedDict
@@ -39,11 +40,13 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.orm import defer
 
 from engine import TokenforgeError, Tokenizer
-from webapp.access.auth import scoped, scoped_by_id, scoped_list
+from webapp.access.auth import scoped, scoped_list, scoped_record
 from webapp.access.visitors import shared_tokenizer_ids
+from webapp.store import records
 from webapp.store.db import get_session
 from webapp.store.model_base import MAX_NAME
 from webapp.store.models import Tokenizer as TokenizerRow
+from webapp.store.records import TokenizerRecord
 from webapp.tokenizers import snapshots
 from webapp.tokenizers.originals import originals
 from webapp.web.config import ENV_DEFAULTS
@@ -109,19 +112,19 @@ def clear_cache() -> None:
         _cached_bytes = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Loaded:
-    """A stored tokenizer's row (without its JSON) and the engine tokenizer built from it."""
+    """A stored tokenizer's row (a record, without its large columns) and the engine tokenizer built from it."""
 
-    row: TokenizerRow
+    row: TokenizerRecord
     tokenizer: Tokenizer
     token_strings: dict[int, str | None]  # shared by every request for this tokenizer
     config: dict[str, Any]  # ``row.config`` as parsed on the cache miss: reading it costs no query
 
-    @property
+    @functools.cached_property
     def stats(self) -> dict[str, Any]:
-        """The training statistics; reading them loads the deferred column (one query)."""
-        return self.row.stats or {}
+        """The training statistics, read on first use (one query; half a megabyte for a 32k BPE)."""
+        return _column(TokenizerRow.stats, self.row.id) or {}
 
     def tokens(self, ids: list[int]) -> list[str | None]:
         """The vocabulary string of each id, memoised per cached tokenizer.
@@ -154,10 +157,14 @@ def readable_rows() -> Select[tuple[TokenizerRow]]:
             .options(*_WITHOUT_LARGE_COLUMNS))
 
 
-def readable_row(row_id: int) -> TokenizerRow | None:
-    """The row with ``row_id`` if :func:`readable_rows` holds it (one statement, built once)."""
-    return scoped_by_id(TokenizerRow, row_id, shared_ids=shared_tokenizer_ids(), presets=True,
-                        options=_WITHOUT_LARGE_COLUMNS)
+def readable_row(row_id: int) -> TokenizerRecord | None:
+    """The row with ``row_id`` if :func:`readable_rows` holds it, as a record (one statement, built once)."""
+    return scoped_record(TokenizerRecord, TokenizerRow, row_id, shared_ids=shared_tokenizer_ids(), presets=True)
+
+
+def _column(column: Any, row_id: int) -> Any:
+    """One large column of the row ``row_id`` (the caller may read it)."""
+    return get_session().scalar(select(column).where(TokenizerRow.id == row_id))
 
 
 def rows_query() -> Select[tuple[TokenizerRow]]:
@@ -187,7 +194,7 @@ def count_rows() -> int:
     return get_session().scalar(select(func.count()).select_from(rows_query().order_by(None).subquery())) or 0
 
 
-def _parse(row: TokenizerRow, config: dict[str, Any]) -> Tokenizer:
+def _parse(row: TokenizerRecord, config: dict[str, Any]) -> Tokenizer:
     """The row's tokenizer: from the ``.model`` an import kept (``originals.py``), else its JSON."""
     model_file = originals(config).get("spm_model")
     try:
@@ -195,7 +202,7 @@ def _parse(row: TokenizerRow, config: dict[str, Any]) -> Tokenizer:
             from engine.formats.spm_model import load_spm_model
 
             return load_spm_model(model_file)
-        text = get_session().scalar(select(TokenizerRow.tokenizer_json).where(TokenizerRow.id == row.id))
+        text = _column(TokenizerRow.tokenizer_json, row.id)
         if text is None:
             abort(404)
         return snapshots.parse(text)
@@ -213,7 +220,7 @@ def load(row_id: int) -> Loaded:
     return _loaded(row)
 
 
-def _loaded(row: TokenizerRow) -> Loaded:
+def _loaded(row: TokenizerRecord) -> Loaded:
     """Pair a row the caller may read with its parsed tokenizer, from the cache if possible."""
     global _cached_bytes
     key = (row.id, row.created_at.isoformat() if row.created_at else "")
@@ -225,7 +232,7 @@ def _loaded(row: TokenizerRow) -> Loaded:
         size, budget = estimated_bytes(row.vocab_size), cache_budget()
         with _lock:
             _make_room(size, budget)  # before parsing: never the whole cache plus the newcomer
-        config = row.config or {}  # the deferred column: one query, on the miss only
+        config = _column(TokenizerRow.config, row.id) or {}  # one query, on the miss only
         tokenizer = _parse(row, config)
         tokenizer.name = row.name
         with _lock:
@@ -250,8 +257,11 @@ def find(ref: object) -> Loaded | None:
         row = readable_row(row_id)
     elif isinstance(ref, str) and ref and not (ref.isascii() and ref.isdigit()):
         # Names repeat: the one a list shows first (a preset, else the newest) is found.
-        query = rows_query().where(TokenizerRow.name == ref[:MAX_NAME])  # no longer name exists
-        row = get_session().scalar(query.limit(1))
+        query = (scoped(TokenizerRow, shared_ids=shared_tokenizer_ids(), presets=True)  # rows_query's rows
+                 .with_only_columns(*records.columns(TokenizerRecord, TokenizerRow)).order_by(*_LIST_ORDER)
+                 .where(TokenizerRow.name == ref[:MAX_NAME]).limit(1))  # no longer name exists
+        found = records.read(query, {})
+        row = TokenizerRecord(*found[0]) if found else None
     else:
         return None
     return _loaded(row) if row is not None else None

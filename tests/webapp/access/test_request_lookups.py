@@ -15,13 +15,14 @@ import pytest
 from flask import Flask, g
 from flask.testing import FlaskClient
 from flask_login import login_user
-from sqlalchemy import delete, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from tests.webapp.conftest import add_user, login_as, statements
 from tests.webapp.playground_samples import byte_bpe, store
+from webapp.access import auth
 from webapp.store import db
-from webapp.store.models import Membership, Tokenizer, User
+from webapp.store.models import ApiKey, Membership, ShareLink, Tokenizer, User, utcnow
 from webapp.tokenizers.loaded import all_rows, rows_query
 
 HTMX = {"HX-Request": "true"}
@@ -129,3 +130,42 @@ def test_the_list_statement_built_once_lists_what_the_scoped_query_does(app: Fla
             seen.update(r.id for r in listed)
     assert seen == {"member": {1, *mine}, "member-with-a-link": {1, *mine, theirs[1]},
                     "visitor-with-a-link": {theirs[1]}, "in-no-team": set()}[who]
+
+
+def test_a_revoked_share_link_stops_the_next_encode(app: Flask, client: FlaskClient) -> None:
+    """A visitor encoding through a link (member or not) is refused on the next request after
+    the link is revoked elsewhere; a member of another team who had the link too."""
+    mine = store(app, byte_bpe("alice-bpe"))
+    assert client.post(f"/tokenizers/{mine}/share", data={"days": ""}).status_code == 303
+    with app.app_context():
+        token = db.get_session().scalar(select(ShareLink.token))
+    _bob, _ = add_user(app, "bob@example.com", "Bob")
+    visitors = [app.test_client(), login_as(app.test_client(), 2)]
+    for visitor in visitors:
+        assert visitor.get(f"/s/{token}").status_code == 200
+        assert visitor.post(f"/tokenizers/{mine}/encode", data={"text": "hi"}, headers=HTMX).status_code == 200
+    change(app, lambda s: s.execute(update(ShareLink).values(revoked_at=utcnow())))
+    assert visitors[0].post(f"/tokenizers/{mine}/encode", data={"text": "hi"}, headers=HTMX).status_code == 303
+    assert visitors[1].post(f"/tokenizers/{mine}/encode", data={"text": "hi"}, headers=HTMX).status_code == 404
+
+
+def test_a_deleted_api_key_or_a_removed_member_is_refused_by_the_next_api_call(app: Flask) -> None:
+    mine = store(app, byte_bpe("alice-bpe"))
+    bob, _ = add_user(app, "bob@example.com", "Bob", team_id=1, role="member")
+    with app.app_context():
+        session = db.get_session()
+        rows = [auth.new_api_key(session.get(User, user), "test") for user in (1, bob)]
+        session.add_all(row for row, _ in rows)
+        session.commit()
+    api = app.test_client()
+
+    def encode(secret: str) -> int:
+        return api.post("/api/v1/encode", json={"tokenizer": mine, "text": "hi"},
+                        headers={"Authorization": f"Bearer {secret}"}).status_code
+
+    alices, bobs = (secret for _, secret in rows)
+    assert (encode(alices), encode(bobs)) == (200, 200)
+    change(app, lambda s: s.execute(delete(Membership).where(Membership.user_id == bob)))
+    assert (encode(alices), encode(bobs)) == (200, 404)
+    change(app, lambda s: s.execute(delete(ApiKey).where(ApiKey.user_id == 1)))
+    assert encode(alices) == 401
