@@ -297,21 +297,21 @@ def scoped_record(record: type[Record], model: type[Any], row_id: int, *, shared
     return record(*rows[0]) if rows else None
 
 
-def scoped_list(model: type[Row], *, shared_ids: list[int] | None = None, presets: bool = False,
-                options: Sequence[Any] = (), order_by: Sequence[Any] = (), limit: int | None = None,
-                offset: int = 0) -> list[Row]:
-    """``scoped(model, ...)`` with ``options``, ``order_by``, ``limit`` and ``offset``: the rows.
+def scoped_list(record: type[Record], model: type[Any], *, shared_ids: list[int] | None = None,
+                presets: bool = False, order_by: Sequence[Any] = (), limit: int | None = None,
+                offset: int = 0) -> list[Record]:
+    """``scoped(model, ...)`` in ``order_by``, with ``limit`` and ``offset``: the rows, each a ``record``.
 
-    The list counterpart of :func:`scoped_by_id`, through a statement built once per shape (the
-    pickers of every encode page run it); ``options`` and ``order_by`` must be tuples built once.
+    The list counterpart of :func:`scoped_record`, through a statement built once per shape (the
+    pickers of every encode page run it); ``order_by`` must be a tuple built once.
     """
     teams = team_ids()
-    statement = _listed(model, bool(shared_ids), presets and bool(teams), tuple(options), tuple(order_by),
+    statement = _listed(record, model, bool(shared_ids), presets and bool(teams), tuple(order_by),
                         limit is not None, bool(offset))
     params: dict[str, Any] = {"teams": teams, "limit": limit, "offset": offset}
     if shared_ids:
         params["shared"] = shared_ids
-    return list(get_session().scalars(statement, params))
+    return [record(*row) for row in records.read(statement, params)]
 
 
 @functools.lru_cache(maxsize=64)
@@ -333,10 +333,15 @@ def _scoped_statement(model: type[Row], shared: bool, presets: bool, options: tu
 
 
 @functools.lru_cache(maxsize=64)
+def _record_statement(record: type[Any], model: type[Any], shared: bool, presets: bool) -> Select[Any]:
+    """The columns of ``record`` of :func:`scoped`'s rows."""
+    return select(*records.columns(record, model)).where(_scoped_condition(model, shared, presets))
+
+
+@functools.lru_cache(maxsize=64)
 def _record_by_id(record: type[Any], model: type[Any], shared: bool, presets: bool) -> Select[Any]:
-    """The columns of ``record`` of :func:`scoped`'s row with the id."""
-    return (select(*records.columns(record, model))
-            .where(_scoped_condition(model, shared, presets)).where(model.id == bindparam("row_id")))
+    """:func:`_record_statement` and the id."""
+    return _record_statement(record, model, shared, presets).where(model.id == bindparam("row_id"))
 
 
 @functools.lru_cache(maxsize=64)
@@ -346,10 +351,10 @@ def _by_id(model: type[Row], shared: bool, presets: bool, options: tuple[Any, ..
 
 
 @functools.lru_cache(maxsize=64)
-def _listed(model: type[Row], shared: bool, presets: bool, options: tuple[Any, ...], order_by: tuple[Any, ...],
-            limited: bool, offset: bool) -> Select[tuple[Row]]:
-    """:func:`_scoped_statement` in ``order_by``, with the limit and offset as parameters where given."""
-    statement = _scoped_statement(model, shared, presets, options).order_by(*order_by)
+def _listed(record: type[Any], model: type[Any], shared: bool, presets: bool, order_by: tuple[Any, ...],
+            limited: bool, offset: bool) -> Select[Any]:
+    """:func:`_record_statement` in ``order_by``, with the limit and offset as parameters where given."""
+    statement = _record_statement(record, model, shared, presets).order_by(*order_by)
     if limited:
         statement = statement.limit(bindparam("limit"))
     return statement.offset(bindparam("offset")) if offset else statement

@@ -19,7 +19,7 @@ from werkzeug.wrappers import Response
 
 from engine import TokenforgeError
 from webapp.playground.encode_view import MAX_CHARS, RENDER_TOKENS, encode_for_display
-from webapp.store.models import Tokenizer as TokenizerRow
+from webapp.store.records import TokenizerRecord
 from webapp.tokenizers.loaded import Loaded, all_rows, rows_with_ids
 from webapp.web.htmx import is_htmx, render
 from webapp.web.lists import PICKER_ROWS
@@ -80,7 +80,7 @@ def encode_context(loaded: Loaded, text: str) -> tuple[dict[str, Any], int]:
     return context, 200
 
 
-def picker_rows(chosen: Collection[int] = ()) -> list[TokenizerRow]:
+def picker_rows(chosen: Collection[int] = ()) -> list[TokenizerRecord]:
     """A picker's choices: what this visitor can read (``loaded.all_rows``: presets, then their
     teams' newest first, or what was shared with them), bounded, and always the ``chosen`` ones."""
     rows = all_rows(limit=PICKER_ROWS)

@@ -18,7 +18,7 @@ from flask import Blueprint, abort, current_app, request
 from werkzeug.wrappers import Response
 
 from engine import LineDiff, TokenforgeError, diff, line_diff, shown_piece
-from webapp.store.models import Tokenizer as TokenizerRow
+from webapp.store.records import TokenizerRecord
 from webapp.tokenizers.loaded import Loaded, all_rows, load, rows_with_ids
 from webapp.web.htmx import is_htmx, render
 from webapp.web.lists import PICKER_ROWS
@@ -40,7 +40,7 @@ def choice(source: Any, name: str) -> int | None:
     return value
 
 
-def picker(chosen: list[int]) -> list[TokenizerRow]:
+def picker(chosen: list[int]) -> list[TokenizerRecord]:
     """What this visitor can read, bounded, always with the chosen ones."""
     rows = all_rows(limit=PICKER_ROWS)
     missing = set(chosen) - {r.id for r in rows}

@@ -173,20 +173,28 @@ def rows_query() -> Select[tuple[TokenizerRow]]:
     return readable_rows().order_by(*_LIST_ORDER)
 
 
-def all_rows(*, limit: int | None = None, offset: int = 0) -> list[TokenizerRow]:
+def all_rows(*, limit: int | None = None, offset: int = 0) -> list[TokenizerRecord]:
     """The tokenizers the current user may read, presets first (see :func:`rows_query`).
 
     The one list every picker offers (encode, compare, the API list) and the tokenizer list
-    page shows; ``row.preset`` tells the presets apart. The rows of :func:`rows_query`, through a
-    statement built once (``auth.scoped_list``): building it cost more than running it.
+    page shows; ``row.preset`` tells the presets apart. The rows of :func:`rows_query` as records,
+    through a statement built once (``auth.scoped_list``): building it cost more than running it,
+    and loading ORM rows more still.
     """
-    return scoped_list(TokenizerRow, shared_ids=shared_tokenizer_ids(), presets=True, options=_WITHOUT_LARGE_COLUMNS,
+    return scoped_list(TokenizerRecord, TokenizerRow, shared_ids=shared_tokenizer_ids(), presets=True,
                        order_by=_LIST_ORDER, limit=limit, offset=offset)
 
 
-def rows_with_ids(ids: Collection[int]) -> list[TokenizerRow]:
+def _record_query() -> Select[Any]:
+    """:func:`rows_query`'s rows and order, as the columns of :class:`TokenizerRecord`."""
+    return (scoped(TokenizerRow, shared_ids=shared_tokenizer_ids(), presets=True)
+            .with_only_columns(*records.columns(TokenizerRecord, TokenizerRow)).order_by(*_LIST_ORDER))
+
+
+def rows_with_ids(ids: Collection[int]) -> list[TokenizerRecord]:
     """The rows among ``ids`` that the current user may read (a short list: a picker's choices)."""
-    return list(get_session().scalars(rows_query().where(TokenizerRow.id.in_(ids)))) if ids else []
+    found = records.read(_record_query().where(TokenizerRow.id.in_(ids)), {}) if ids else []
+    return [TokenizerRecord(*row) for row in found]
 
 
 def count_rows() -> int:
@@ -257,9 +265,7 @@ def find(ref: object) -> Loaded | None:
         row = readable_row(row_id)
     elif isinstance(ref, str) and ref and not (ref.isascii() and ref.isdigit()):
         # Names repeat: the one a list shows first (a preset, else the newest) is found.
-        query = (scoped(TokenizerRow, shared_ids=shared_tokenizer_ids(), presets=True)  # rows_query's rows
-                 .with_only_columns(*records.columns(TokenizerRecord, TokenizerRow)).order_by(*_LIST_ORDER)
-                 .where(TokenizerRow.name == ref[:MAX_NAME]).limit(1))  # no longer name exists
+        query = _record_query().where(TokenizerRow.name == ref[:MAX_NAME]).limit(1)  # no longer name exists
         found = records.read(query, {})
         row = TokenizerRecord(*found[0]) if found else None
     else:

@@ -10,6 +10,7 @@ team, ending the sessions, a share link.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import fields
 
 import pytest
 from flask import Flask, g
@@ -23,6 +24,7 @@ from tests.webapp.playground_samples import byte_bpe, store
 from webapp.access import auth
 from webapp.store import db
 from webapp.store.models import ApiKey, Membership, ShareLink, Tokenizer, User, utcnow
+from webapp.store.records import TokenizerRecord
 from webapp.tokenizers.loaded import all_rows, rows_query
 
 HTMX = {"HX-Request": "true"}
@@ -105,8 +107,8 @@ def test_a_view_that_changes_the_teams_reads_them_again(app: Flask) -> None:
 
 @pytest.mark.parametrize("who", ["member", "member-with-a-link", "visitor-with-a-link", "in-no-team"])
 def test_the_list_statement_built_once_lists_what_the_scoped_query_does(app: Flask, who: str) -> None:
-    """``all_rows`` (a statement built once per shape) against ``rows_query`` built anew, with
-    limits and offsets: the same rows in the same order for every kind of visitor."""
+    """``all_rows`` (a statement built once per shape, records) against ``rows_query`` built anew
+    (ORM rows), with limits and offsets: the same rows in the same order for every kind of visitor."""
     def add_preset(session: Session) -> None:
         session.add(Tokenizer(team_id=None, preset="tiny_bytes", source="preset", name="Tiny bytes", algorithm="bpe",
                               tokenizer_json=byte_bpe("Tiny bytes").to_json(), vocab_size=260, stats={}, config={}))
@@ -126,7 +128,8 @@ def test_the_list_statement_built_once_lists_what_the_scoped_query_does(app: Fla
         for limit, offset in [(None, 0), (2, 0), (2, 1), (10, 3), (1, 5), (None, 2)]:
             expected = db.get_session().scalars(rows_query().offset(offset or None).limit(limit)).all()
             listed = all_rows(limit=limit, offset=offset)
-            assert [r.id for r in listed] == [r.id for r in expected], (limit, offset)
+            assert listed == [TokenizerRecord(**{f.name: getattr(r, f.name) for f in fields(TokenizerRecord)})
+                              for r in expected], (limit, offset)
             seen.update(r.id for r in listed)
     assert seen == {"member": {1, *mine}, "member-with-a-link": {1, *mine, theirs[1]},
                     "visitor-with-a-link": {theirs[1]}, "in-no-team": set()}[who]
@@ -169,3 +172,20 @@ def test_a_deleted_api_key_or_a_removed_member_is_refused_by_the_next_api_call(a
     assert (encode(alices), encode(bobs)) == (200, 404)
     change(app, lambda s: s.execute(delete(ApiKey).where(ApiKey.user_id == 1)))
     assert encode(alices) == 401
+
+
+def test_a_picker_keeps_a_chosen_tokenizer_beyond_its_bound(app: Flask, client: FlaskClient,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chosen tokenizers a bounded list leaves out come first (``rows_with_ids``), as records
+    of what this visitor may read: never another team's."""
+    from webapp.playground import encode_page
+
+    monkeypatch.setattr(encode_page, "PICKER_ROWS", 2)
+    _bob, bobs_team = add_user(app, "bob@example.com", "Bob")
+    mine = [store(app, byte_bpe(f"alice-{i}")) for i in range(4)]
+    theirs = store(app, byte_bpe("bob"), team_id=bobs_team)
+    with app.test_request_context():
+        login_user(db.get_session().get(User, 1))
+        rows = encode_page.picker_rows([mine[0], theirs])
+    assert [r.id for r in rows] == [mine[0], mine[3], mine[2]] and isinstance(rows[0], TokenizerRecord)
+    assert rows[0].name == "alice-0"
