@@ -15,8 +15,12 @@ or a valid ``Authorization: Bearer`` key.
 A session ends for good: its login id is ``"<user id>:<session generation>"`` (``User.get_id``),
 and :func:`end_sessions` raises the generation on logout, password change and "sign out
 everywhere", so every cookie issued before (a copied one too) stops working. A session also
-ends ``SESSION_DAYS`` after its login, however active it stays. Left out: the pages
-(``accounts.py``, ``teams.py``).
+ends ``SESSION_DAYS`` after its login, however active it stays.
+
+Every request reads its user, their teams and roles afresh (one statement), into records
+(``store/records.py``): ``current_user`` is a :class:`~webapp.store.records.SignedIn`, not the ORM
+row, and a view that changes the account loads that with :func:`user_row`. Nothing about access
+is kept between requests. Left out: the pages (``accounts.py``, ``teams.py``).
 """
 
 from __future__ import annotations
