@@ -2,8 +2,8 @@
 string tables travel between its processes.
 
 Why: a list of strings pickles and unpickles string by string. In an en_25M training the leader
-spent 0.34 s pickling the workers' words, ~0.1 s on the seed's segments and ~0.1 s on the
-seed's million pieces, all time in which no worker could start. Two arrays travel as their
+spent 0.34 s pickling the workers' words and ~0.1 s each on the seed's segments and its
+415,000 pieces, all time in which no worker could start. Two arrays travel as their
 bytes, and the numpy steps that read the strings (slicing the words, sorting the suffixes)
 want the code points anyway.
 

@@ -13,9 +13,9 @@ bits, so the slices are fixed by the data alone (:class:`SlicePlan`: about
 by the worker count or the order of the word table, and one worker or fifty see the same
 slices. Each slice's expected counts are rounded to a grid of ``2**-k`` (:func:`grid_scale`,
 fine enough to hold the largest possible count exactly), so adding them is integer arithmetic
-in floats: exact, in any order. The log-likelihoods (one
-float per slice) are added in slice order. Viterbi counts are integer sums already. A table
-small enough for one slice is one lattice in this process, as before this module existed.
+in floats: exact, in any order. The log-likelihoods (one float per slice) are added in slice
+order. Viterbi counts are integer sums already. A table small enough for one slice is one
+lattice in this process, as before this module existed.
 
 The lattice workers are spawned as soon as the words are known (a fork would carry every page
 this process holds: :func:`_shard_context`) and receive their slices through their pipes; every
