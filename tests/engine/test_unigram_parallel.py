@@ -15,9 +15,9 @@ import pytest
 from engine.errors import TrainingCancelled
 from engine.trainers import limits
 from engine.trainers.base import Reporter
+from engine.trainers.packed import PackedStrings
 from engine.trainers.unigram import UnigramOptions, build_tokenizer, parallel, train_on_counts
 from engine.trainers.unigram.lattice import PieceIndex
-from engine.trainers.unigram.packed import PackedStrings
 from engine.trainers.unigram.parallel import Shards, SlicePlan, grid_scale
 from engine.trainers.unigram.prune import alternative_paths
 from engine.trainers.unigram.seed import required_chars, seed_pieces

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.trainers.packed import PackedStrings
 from engine.trainers.unigram import seed
 from engine.trainers.unigram import segments as segments_module
-from engine.trainers.unigram.packed import PackedStrings
 from engine.trainers.unigram.scripts import INHERITED, char_class
 from engine.trainers.unigram.seed import seed_pieces
 from engine.trainers.unigram.suffixes import top_substrings

@@ -19,7 +19,7 @@ lattice in this process, as before this module existed.
 
 The lattice workers are spawned as soon as the words are known (a fork would carry every page
 this process holds: :func:`_shard_context`) and receive their slices through their pipes; every
-string table travels packed as arrays (``packed.PackedStrings``). They build the words' tries,
+string table travels packed as arrays (``trainers.packed.PackedStrings``). They build the words' tries,
 cut their words into the seed's segments (:meth:`Shards.segments`), rank the seed's substrings,
 one range of first characters each (:meth:`Shards.top_substrings`), then receive the pieces and
 build their lattices (:meth:`Shards.build`). Every worker dies with this process
@@ -47,11 +47,11 @@ import numpy as np
 
 from engine.processes import die_with_parent
 from engine.trainers.base import Reporter
+from engine.trainers.packed import PackedStrings
 from engine.trainers.unigram.em import edge_expectations, log_likelihood
 from engine.trainers.unigram.lattice import Lattice, PieceIndex
-from engine.trainers.unigram.packed import PackedStrings
 from engine.trainers.unigram.prune import alternative_paths, viterbi_counts
-from engine.trainers.unigram.segments import segment_counts
+from engine.trainers.unigram.segments import packed_segment_counts
 from engine.trainers.unigram.suffixes import first_char_cuts, top_substrings
 from engine.trainers.unigram.trie import Trie, build_trie, join_tries
 
@@ -203,9 +203,9 @@ class Shard:
 
     def segments(self, classes: Mapping[str, str], space: str) -> tuple[PackedStrings, np.ndarray]:
         """The seed's segments of this shard's words (``segments.segment_counts``), once."""
-        found = segment_counts(dict(zip(self.words, self.counts)), classes, space)
+        found = packed_segment_counts(dict(zip(self.words, self.counts)), classes, space)
         self.words = []
-        return PackedStrings.of(list(found)), np.fromiter(found.values(), np.int64, len(found))
+        return found
 
     @staticmethod
     def top_substrings(segments: bytes, max_len: int, want: int, no_last: str | None,

@@ -20,10 +20,11 @@ from itertools import compress
 
 import numpy as np
 
+from engine.trainers.packed import PackedStrings
 from engine.trainers.tally import add_weighted
 from engine.trainers.unigram.scripts import ANY, INHERITED
 
-__all__ = ["outside", "segment_counts", "segment_pattern", "sharing_spaces"]
+__all__ = ["outside", "packed_segment_counts", "segment_counts", "segment_pattern", "sharing_spaces"]
 
 
 def segment_counts(word_counts: Mapping[str, int], classes: Mapping[str, str], space: str, *,
@@ -62,6 +63,14 @@ def segment_counts(word_counts: Mapping[str, int], classes: Mapping[str, str], s
     return summed
 
 
+def packed_segment_counts(word_counts: Mapping[str, int], classes: Mapping[str, str], space: str
+                          ) -> tuple[PackedStrings, np.ndarray]:
+    """:func:`segment_counts` as the seed's ranking reads it (``suffixes.top_substrings``): the
+    segments packed, and their counts."""
+    found = segment_counts(word_counts, classes, space)
+    return PackedStrings.of(list(found)), np.fromiter(found.values(), np.int64, len(found))
+
+
 def outside(chars: Collection[str]) -> str:
     """The first character from U+000A up that is not one of ``chars``: a separator no segment holds."""
     return next(c for c in map(chr, range(10, sys.maxunicode + 1)) if c not in chars)
@@ -96,11 +105,11 @@ def _plain_segments(word_counts: Mapping[str, int], classes: Mapping[str, str], 
              if len(c) == 1}
     if len(space) == 1 and space in kinds:
         kinds[space] = _SPACE
-    codes = np.frombuffer((prefix + prefix.join(words)).encode("utf-32-le", "surrogatepass"), np.uint32)
+    packed = PackedStrings.of(words, prefix=prefix)
+    codes, lengths = packed.codes, packed.lengths
     lookup = np.full(max(int(codes.max(initial=0)), *map(ord, kinds)) + 1, _OUTSIDE, np.int32)
     lookup[np.fromiter(map(ord, kinds), np.int64, len(kinds))] = list(kinds.values())
     kind = lookup[codes]
-    lengths = np.fromiter(map(len, words), np.int64, len(words)) + len(prefix)
     word_of = np.repeat(np.arange(len(words), dtype=np.int32), lengths)  # the word each character is in
     plain = np.ones(len(words), bool)
     plain[word_of[kind == _NOT_PLAIN]] = False

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from engine.trainers.unigram.packed import PackedStrings
+from engine.trainers.packed import PackedStrings
 
 __all__ = ["first_char_cuts", "top_substrings"]
 

@@ -7,7 +7,7 @@ import pickle
 
 import numpy as np
 
-from engine.trainers.unigram.packed import PackedStrings
+from engine.trainers.packed import PackedStrings
 
 TRICKY = ["▁the", "", "a", "\U0001F600x", "\ud800", "é\u0301", "\x00", "▁" * 5]
 
@@ -28,3 +28,10 @@ def test_take_and_joined_keep_the_strings_in_the_order_asked() -> None:
     assert packed.take(np.array([], np.int64)).strings() == []
     assert PackedStrings.joined([packed, PackedStrings.of(["z"]), packed]).strings() == TRICKY + ["z"] + TRICKY
     assert PackedStrings.joined([]).strings() == []
+
+
+def test_a_prefix_is_read_before_every_string() -> None:
+    packed = PackedStrings.of(TRICKY, prefix="▁")
+    assert packed.strings() == ["▁" + s for s in TRICKY]
+    assert packed.lengths.tolist() == [len(s) + 1 for s in TRICKY]
+    assert PackedStrings.of([], prefix="▁").strings() == []  # no string, no prefix

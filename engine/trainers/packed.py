@@ -1,5 +1,5 @@
 """Many strings as one array of code points and one of lengths: how the Unigram trainer's
-string tables travel between its processes.
+string tables travel between its processes, and how the trainers' numpy steps read words.
 
 Why: a list of strings pickles and unpickles string by string. In an en_25M training the leader
 spent 0.34 s pickling the workers' words and ~0.1 s each on the seed's segments and its
@@ -29,9 +29,13 @@ class PackedStrings:
     lengths: np.ndarray
 
     @classmethod
-    def of(cls, strings: Sequence[str]) -> PackedStrings:
-        codes = np.frombuffer("".join(strings).encode("utf-32-le", "surrogatepass"), np.uint32)
-        return cls(codes, np.fromiter(map(len, strings), np.int64, len(strings)))
+    def of(cls, strings: Sequence[str], *, prefix: str = "") -> PackedStrings:
+        """``strings`` packed, each read with ``prefix`` before it (sentencepiece-style BPE counts
+        its words without their ``▁``; the prefix is the separator of one join, not a new
+        string per word)."""
+        joined = prefix + prefix.join(strings) if strings else ""
+        codes = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), np.uint32)
+        return cls(codes, np.fromiter(map(len, strings), np.int64, len(strings)) + len(prefix))
 
     @classmethod
     def joined(cls, parts: Sequence[PackedStrings]) -> PackedStrings:
