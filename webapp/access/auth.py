@@ -277,11 +277,8 @@ def scoped_by_id(model: type[Row], row_id: int, *, shared_ids: list[int] | None 
     encode reads its tokenizer this way, and building the statement cost more than running it.
     ``options`` must be one tuple built once (it is part of the cache key).
     """
-    teams = team_ids()
+    teams, params = _scope_params(shared_ids, row_id=row_id)
     statement = _by_id(model, bool(shared_ids), presets and bool(teams), tuple(options))
-    params: dict[str, Any] = {"row_id": row_id, "teams": teams}
-    if shared_ids:
-        params["shared"] = shared_ids
     row: Row | None = get_session().scalar(statement, params)
     return row
 
@@ -292,11 +289,8 @@ def scoped_record(record: type[Record], model: type[Any], row_id: int, *, shared
 
     The same condition and parameters, with no ORM work: every encode reads its tokenizer so.
     """
-    teams = team_ids()
+    teams, params = _scope_params(shared_ids, row_id=row_id)
     statement = _record_by_id(record, model, bool(shared_ids), presets and bool(teams))
-    params: dict[str, Any] = {"row_id": row_id, "teams": teams}
-    if shared_ids:
-        params["shared"] = shared_ids
     rows = records.read(statement, params)
     return record(*rows[0]) if rows else None
 
@@ -309,13 +303,20 @@ def scoped_list(record: type[Record], model: type[Any], *, shared_ids: list[int]
     The list counterpart of :func:`scoped_record`, through a statement built once per shape (the
     pickers of every encode page run it); ``order_by`` must be a tuple built once.
     """
-    teams = team_ids()
+    teams, params = _scope_params(shared_ids, limit=limit, offset=offset)
     statement = _listed(record, model, bool(shared_ids), presets and bool(teams), tuple(order_by),
                         limit is not None, bool(offset))
-    params: dict[str, Any] = {"teams": teams, "limit": limit, "offset": offset}
+    return [record(*row) for row in records.read(statement, params)]
+
+
+def _scope_params(shared_ids: list[int] | None, **values: Any) -> tuple[list[int], dict[str, Any]]:
+    """The current user's team ids, and a scoped statement's parameters: those ids, the share
+    links' tokenizer ids where given, and ``values``."""
+    teams = team_ids()
+    params: dict[str, Any] = {"teams": teams, **values}
     if shared_ids:
         params["shared"] = shared_ids
-    return [record(*row) for row in records.read(statement, params)]
+    return teams, params
 
 
 @functools.lru_cache(maxsize=64)
