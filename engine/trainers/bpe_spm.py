@@ -36,7 +36,7 @@ Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,7 @@ from engine.trainers.bpe import compression_curve, corpus_size
 from engine.trainers.bpe_merge import merge_words
 from engine.trainers.bpe_spm_options import LEVEL_HELP, SPECIAL_TOKENS, SpmBpeOptions, options_from
 from engine.trainers.counting import count_pretokens
+from engine.trainers.packed import CountedWords
 from engine.trainers.unigram.scripts import char_class
 from engine.trainers.unigram.seed import required_chars
 from engine.trainers.unigram.segments import outside, segment_counts  # the same validity rule as Unigram
@@ -96,13 +97,13 @@ def unmarked_words(text: str) -> list[str]:
     return words[1:] if mid_line else words
 
 
-def segments(word_counts: Mapping[str, int], alphabet: Iterable[str], *, split_digits: bool) -> dict[str, int]:
+def segments(words: CountedWords, alphabet: Iterable[str], *, split_digits: bool) -> dict[str, int]:
     """The distinct segments of two characters or more (the stretches a piece may lie in) with
     their summed counts: words (each read after its ``▁``) cut wherever sentencepiece would
     refuse the pair of neighbours."""
     classes = {c: char_class(c, split_by_unicode_script=True, split_by_number=True) for c in alphabet
                if c not in _NEVER_IN_A_PIECE and not (split_digits and c in _DIGITS)}
-    return segment_counts(word_counts, classes, SPACE, prefix=SPACE)
+    return segment_counts(words, classes, SPACE)
 
 
 def spelled(segs: Collection[str], alphabet: Sequence[str]) -> list[str]:
@@ -123,14 +124,14 @@ def spelled(segs: Collection[str], alphabet: Sequence[str]) -> list[str]:
     return index[points].tobytes().decode("utf-32-le", "surrogatepass").split(chr(len(alphabet)))
 
 
-def learn(word_counts: Mapping[str, int], options: SpmBpeOptions, reporter: Reporter | None = None
+def learn(words: CountedWords, options: SpmBpeOptions, reporter: Reporter | None = None
           ) -> tuple[list[tuple[str, float]], list[tuple[int, int, int, int]], int]:
-    """``(pieces, merge_stats, alphabet_size)`` from the counts of :func:`unmarked_words`: every
-    piece with its score, in id order, and ``merge_stats[r] = (left_id, right_id, count,
-    removed)`` of each merge kept (see ``merge_words``)."""
+    """``(pieces, merge_stats, alphabet_size)`` from the counts of :func:`unmarked_words`, packed
+    with their ``▁`` prefix: every piece with its score, in id order, and ``merge_stats[r] =
+    (left_id, right_id, count, removed)`` of each merge kept (see ``merge_words``)."""
     reporter = reporter or Reporter()
     # 1. The alphabet, by descending count (ties: code point), as sentencepiece orders it.
-    alphabet = list(required_chars(word_counts, options.character_coverage, prefix=SPACE))
+    alphabet = list(required_chars(words, options.character_coverage))
     pieces: list[tuple[str, float]] = [(t, 0.0) for t in SPECIAL_TOKENS]
     if options.byte_fallback:
         pieces += [(b, 0.0) for b in BYTE_PIECES]
@@ -142,8 +143,8 @@ def learn(word_counts: Mapping[str, int], options: SpmBpeOptions, reporter: Repo
             f"vocab_size of at least {len(pieces) + len(alphabet)} or a lower character_coverage.",
             option="vocab_size", value=options.vocab_size, least=len(pieces) + len(alphabet))
     # 2. Segments spelled one character per symbol (chr(i) is alphabet[i]).
-    found = segments(word_counts, alphabet, split_digits=options.split_digits)
-    words = spelled(found, alphabet)
+    found = segments(words, alphabet, split_digits=options.split_digits)
+    symbols = spelled(found, alphabet)
     # 3. The merge loop; a few merges more than room, for the pieces that come twice.
     want = room + room // 50 + 8 if room else 0
 
@@ -151,7 +152,7 @@ def learn(word_counts: Mapping[str, int], options: SpmBpeOptions, reporter: Repo
         reporter.update("merge", min(done, room), room)
 
     merges, token_bytes = merge_words(
-        words, list(found.values()), want, alphabet=[c.encode("utf-8") for c in alphabet],
+        symbols, list(found.values()), want, alphabet=[c.encode("utf-8") for c in alphabet],
         lengths=[1] * len(alphabet), max_token_length=MAX_PIECE_CHARS, min_frequency=1, tick=tick)
     # 4. Final ids: merged pieces by rank (a repeated string keeps its first), then the alphabet.
     ids = {p: i for i, (p, _) in enumerate(pieces)}
@@ -201,12 +202,13 @@ def train(files: list[Path], options: SpmBpeOptions, *, reporter: Reporter) -> T
     if not counts:
         raise ConfigError("The corpus has no text to train on.")
     # 2. Alphabet, segments, merges and pieces.
-    pieces, merge_stats, n_chars = learn(counts, options, reporter)
+    words = CountedWords.of(counts, prefix=SPACE)
+    pieces, merge_stats, n_chars = learn(words, options, reporter)
     # 3. The tokenizer and the statistics the playground shows.
     base_vocab = len(pieces) - len(merge_stats)
     stats: dict[str, Any] = {
         "merges": [[left, right, count] for left, right, count, _ in merge_stats],
-        "curve": compression_curve(*corpus_size(counts, prefix=SPACE), merge_stats, base_vocab),
+        "curve": compression_curve(*corpus_size(words), merge_stats, base_vocab),
         "distinct_pretokens": len(counts),
         "required_chars": n_chars,
         "stopped_early": len(pieces) < options.vocab_size,

@@ -12,12 +12,12 @@ Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["PackedStrings"]
+__all__ = ["CountedWords", "PackedStrings"]
 
 
 @dataclass(frozen=True)
@@ -70,3 +70,27 @@ class PackedStrings:
         text = self.text()
         ends = np.cumsum(self.lengths).tolist()
         return [text[a:b] for a, b in zip([0, *ends[:-1]], ends)]
+
+
+@dataclass(frozen=True)
+class CountedWords:
+    """A word-count table as the numpy steps read it: the ``words`` in table order, their
+    ``counts`` (int64), and the words ``packed``, each read with ``prefix`` before it.
+
+    Why: sentencepiece-style BPE reads the same table three times (the required characters, the
+    segments, the corpus's size), and packing 110,000 words cost ~27 ms each time (en_5M).
+    """
+
+    words: list[str]
+    counts: np.ndarray
+    packed: PackedStrings
+    prefix: str = ""
+
+    @classmethod
+    def of(cls, table: Mapping[str, int], *, prefix: str = "") -> CountedWords:
+        words = list(table)
+        return cls(words, np.fromiter(table.values(), np.int64, len(words)),
+                   PackedStrings.of(words, prefix=prefix), prefix)
+
+    def __len__(self) -> int:
+        return len(self.words)

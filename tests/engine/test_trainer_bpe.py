@@ -15,6 +15,7 @@ from engine.trainers import bpe_merge, option_specs, train
 from engine.trainers.bpe import GPT2_BYTE_ORDER, BpeOptions, corpus_size, learn
 from engine.trainers.bpe_merge import merge_words, words_from_counts
 from engine.trainers.limits import max_workers
+from engine.trainers.packed import CountedWords
 from tests.engine.bpe_reference import train_reference
 
 EOT = "<|endoftext|>"
@@ -143,7 +144,7 @@ def test_curve_is_exact(tmp_path: Path, text: str) -> None:
 @given(word_counts=st.dictionaries(st.text(max_size=6), st.integers(0, 10**9), max_size=12),
        prefix=st.sampled_from(["", "\u2581", "é"]))
 def test_corpus_size_counts_bytes_and_characters(word_counts: dict[str, int], prefix: str) -> None:
-    assert corpus_size(word_counts, prefix=prefix) == (
+    assert corpus_size(CountedWords.of(word_counts, prefix=prefix)) == (
         sum(len((prefix + w).encode("utf-8", "surrogatepass")) * n for w, n in word_counts.items()),
         sum(len(prefix + w) * n for w, n in word_counts.items()))
 

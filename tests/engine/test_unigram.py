@@ -19,6 +19,7 @@ from engine.models.unigram import BYTE_PIECES, Unigram
 from engine.models.unigram_sampling import nbest
 from engine.tokenizer import Tokenizer
 from engine.trainers import train
+from engine.trainers.packed import CountedWords
 from engine.trainers.unigram import UnigramOptions, build_tokenizer, rounds_left, train_on_counts
 from engine.trainers.unigram.seed import required_chars, seed_pieces
 
@@ -104,7 +105,7 @@ HUG = Counter({"▁hug": 10, "▁pug": 5, "▁pun": 12, "▁bun": 4, "▁hugs": 
 
 
 def test_seed_by_hand() -> None:
-    required = required_chars(HUG, 0.9995)
+    required = required_chars(CountedWords.of(HUG), 0.9995)
     assert list(required.items()) == [("u", 36), ("▁", 36), ("g", 20), ("p", 17), ("n", 16), ("h", 15), ("s", 5), ("b", 4)]
     seed = seed_pieces(HUG, required, seed_size=100, max_piece_length=16)
     # count x length; "▁hu" (always followed by g), "hu", "▁p" and "bu" are not right-branching.

@@ -15,7 +15,7 @@ import pytest
 from engine.errors import TrainingCancelled
 from engine.trainers import limits
 from engine.trainers.base import Reporter
-from engine.trainers.packed import PackedStrings
+from engine.trainers.packed import CountedWords, PackedStrings
 from engine.trainers.unigram import UnigramOptions, build_tokenizer, parallel, train_on_counts
 from engine.trainers.unigram.lattice import PieceIndex
 from engine.trainers.unigram.parallel import Shards, SlicePlan, grid_scale
@@ -95,7 +95,7 @@ def test_one_two_and_three_workers_write_the_same_tokenizer_json(small_slices: N
 @pytest.mark.parametrize("seed_size", [300, 100_000], ids=["cut", "every-candidate"])
 def test_the_seed_is_the_same_ranked_here_or_by_first_characters_in_workers(small_slices: None, seed_size: int) -> None:
     counts = corpus_counts()
-    required = required_chars(counts, 1.0)
+    required = required_chars(CountedWords.of(counts), 1.0)
     one = seed_pieces(counts, required, seed_size=seed_size, max_piece_length=8)
     with Shards(counts, workers=3, reporter=Reporter()) as shards:
         assert len(shards.procs) == 3

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.trainers.packed import PackedStrings
+from engine.trainers.packed import CountedWords, PackedStrings
 from engine.trainers.unigram import seed
 from engine.trainers.unigram import segments as segments_module
 from engine.trainers.unigram.scripts import INHERITED, char_class
@@ -110,14 +110,14 @@ def test_segment_counts_sum_each_words_segments(word_counts: dict[str, int], spl
                 expected[seg] += count
     if not split_by_whitespace:
         classes[SPACE] = INHERITED
-    assert segments_module.segment_counts(word_counts, classes, SPACE) == expected
+    assert segments_module.segment_counts(CountedWords.of(word_counts), classes, SPACE) == expected
     # A prefix read before every word (sentencepiece-style BPE's words come without their ▁)
     # counts as if each word had it: words that collide once prefixed add up.
     marked: Counter[str] = Counter()
     for word, count in word_counts.items():
         marked[SPACE + word] += count
-    assert segments_module.segment_counts(word_counts, classes, SPACE, prefix=SPACE) == \
-        segments_module.segment_counts(marked, classes, SPACE)
+    assert segments_module.segment_counts(CountedWords.of(word_counts, prefix=SPACE), classes, SPACE) == \
+        segments_module.segment_counts(CountedWords.of(marked), classes, SPACE)
 
 
 def reference_required_chars(word_counts: Mapping[str, int], coverage: float) -> dict[str, int]:
@@ -142,10 +142,10 @@ def reference_required_chars(word_counts: Mapping[str, int], coverage: float) ->
                                    st.integers(0, 10**12), max_size=20),
        coverage=st.sampled_from([0.0, 0.5, 0.9995, 1.0]))
 def test_required_chars_match_reference(word_counts: dict[str, int], coverage: float) -> None:
-    assert list(seed.required_chars(word_counts, coverage).items()) == \
+    assert list(seed.required_chars(CountedWords.of(word_counts), coverage).items()) == \
         list(reference_required_chars(word_counts, coverage).items())
     marked = {SPACE + word: count for word, count in word_counts.items()}
-    assert list(seed.required_chars(word_counts, coverage, prefix=SPACE).items()) == \
+    assert list(seed.required_chars(CountedWords.of(word_counts, prefix=SPACE), coverage).items()) == \
         list(reference_required_chars(marked, coverage).items())
 
 

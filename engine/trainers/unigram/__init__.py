@@ -39,6 +39,7 @@ from engine.pretokenizers import Metaspace
 from engine.tokenizer import Tokenizer
 from engine.trainers.base import Reporter, TrainResult
 from engine.trainers.limits import MAX_SENTENCE_BYTES, max_workers
+from engine.trainers.packed import CountedWords
 from engine.trainers.unigram.bounds import check_memory, skip_long_words
 from engine.trainers.unigram.em import m_step
 from engine.trainers.unigram.options import UnigramOptions
@@ -67,7 +68,7 @@ def train_on_counts(word_counts: Mapping[str, int], options: UnigramOptions,
     check_memory(word_counts, max_piece_length=options.max_piece_length,
                  split_by_whitespace=options.split_by_whitespace)
     # 1. Required characters.
-    required = required_chars(word_counts, options.character_coverage)
+    required = required_chars(CountedWords.of(word_counts), options.character_coverage)
     reserved = len(options.special_tokens) + (256 if options.byte_fallback else 0)
     if options.vocab_size < reserved + len(required):
         raise ConfigError(

@@ -47,7 +47,7 @@ import numpy as np
 
 from engine.processes import die_with_parent
 from engine.trainers.base import Reporter
-from engine.trainers.packed import PackedStrings
+from engine.trainers.packed import CountedWords, PackedStrings
 from engine.trainers.unigram.em import edge_expectations, log_likelihood
 from engine.trainers.unigram.lattice import Lattice, PieceIndex
 from engine.trainers.unigram.prune import alternative_paths, viterbi_counts
@@ -203,7 +203,7 @@ class Shard:
 
     def segments(self, classes: Mapping[str, str], space: str) -> tuple[PackedStrings, np.ndarray]:
         """The seed's segments of this shard's words (``segments.segment_counts``), once."""
-        found = packed_segment_counts(dict(zip(self.words, self.counts)), classes, space)
+        found = packed_segment_counts(CountedWords.of(dict(zip(self.words, self.counts))), classes, space)
         self.words = []
         return found
 

@@ -16,23 +16,20 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Collection, Mapping
-from itertools import compress
 
 import numpy as np
 
-from engine.trainers.packed import PackedStrings
+from engine.trainers.packed import CountedWords, PackedStrings
 from engine.trainers.tally import add_weighted
 from engine.trainers.unigram.scripts import ANY, INHERITED
 
 __all__ = ["outside", "packed_segment_counts", "segment_counts", "segment_pattern", "sharing_spaces"]
 
 
-def segment_counts(word_counts: Mapping[str, int], classes: Mapping[str, str], space: str, *,
-                   prefix: str = "") -> Counter[str]:
+def segment_counts(words: CountedWords, classes: Mapping[str, str], space: str) -> Counter[str]:
     """The distinct segments of two characters or more, each with the summed count of its words
-    ("▁the", "▁the," and "▁the." all add to "▁the"), every word read with ``prefix`` before it
-    (sentencepiece-style BPE counts its words without their ``▁``: prefixing them one by one cost
-    0.16 s on en_25M, here it is the separator of one join).
+    ("▁the", "▁the," and "▁the." all add to "▁the"), every word read with its ``prefix`` before
+    it (sentencepiece-style BPE counts its words without their ``▁``).
 
     ``classes`` maps each allowed character to its script class (``scripts.char_class``); a
     ``space`` classed ``INHERITED`` may sit inside a piece (``split_by_whitespace=False``).
@@ -49,25 +46,26 @@ def segment_counts(word_counts: Mapping[str, int], classes: Mapping[str, str], s
     # The separator is a character outside the allowed set: it ends a segment and starts none,
     # as a word's end does.
     separator = outside(classes)
-    summed, rest = _plain_segments(word_counts, classes, space, separator, prefix)
+    summed, rest = _plain_segments(words, classes, space, separator)
+    if not rest:  # the regex is not compiled (zh_5M: 0.04 s for its 5,000 characters)
+        return summed
     run = segment_pattern(classes, space)
     inside = classes.get(space) == INHERITED
     by_count: dict[int, list[str]] = {}
-    for word in rest:
-        by_count.setdefault(word_counts[word], []).append(prefix + word)
-    for count, words in sorted(by_count.items(), reverse=True):
-        joined = separator.join(words)
-        add_weighted(summed, sharing_spaces(run, joined, space) if inside else run.findall(joined), count)
-    for segment in [s for s in summed if len(s) < 2]:  # single characters and the regex's empty matches
-        del summed[segment]
+    for word, count in rest:
+        by_count.setdefault(count, []).append(words.prefix + word)
+    for count, group in sorted(by_count.items(), reverse=True):
+        joined = separator.join(group)
+        found = sharing_spaces(run, joined, space) if inside else run.findall(joined)
+        add_weighted(summed, [s for s in found if len(s) >= 2], count)  # no single characters, no empty matches
     return summed
 
 
-def packed_segment_counts(word_counts: Mapping[str, int], classes: Mapping[str, str], space: str
+def packed_segment_counts(words: CountedWords, classes: Mapping[str, str], space: str
                           ) -> tuple[PackedStrings, np.ndarray]:
     """:func:`segment_counts` as the seed's ranking reads it (``suffixes.top_substrings``): the
     segments packed, and their counts."""
-    found = segment_counts(word_counts, classes, space)
+    found = segment_counts(words, classes, space)
     return PackedStrings.of(list(found)), np.fromiter(found.values(), np.int64, len(found))
 
 
@@ -80,10 +78,11 @@ def outside(chars: Collection[str]) -> str:
 _OUTSIDE, _SPACE, _NOT_PLAIN = -1, -2, -3
 
 
-def _plain_segments(word_counts: Mapping[str, int], classes: Mapping[str, str], space: str, separator: str,
-                    prefix: str) -> tuple[Counter[str], list[str]]:
-    """The segments of the *plain* words (no wildcard, no mark; each read after ``prefix``) with
-    summed counts, and the other words (without the prefix), which only the regex can cut.
+def _plain_segments(words: CountedWords, classes: Mapping[str, str], space: str, separator: str
+                    ) -> tuple[Counter[str], list[tuple[str, int]]]:
+    """The segments of the *plain* words (no wildcard, no mark; each read after its prefix) with
+    summed counts, and the other words (without the prefix) with their counts, which only the
+    regex can cut.
 
     In a plain word a segment is a run of characters of one script class, or ``space`` and the
     run right after it (``space`` starts a segment, and nothing else may follow it); characters
@@ -91,49 +90,54 @@ def _plain_segments(word_counts: Mapping[str, int], classes: Mapping[str, str], 
     lookup, and a character continues the segment of the one before it when both are in one
     word and that one is ``space`` or of the same class. The segments are then cut out of the
     text by one ``split`` at ``separator`` (a character outside ``classes``), the words taken in
-    order of count so that each count's segments are added up by one C-level Counter call. With
+    order of count so that each count's segments are added up by one C-level Counter call
+    (numbering equal segments with one dict and adding with ``bincount`` took as long). With
     ``space`` inside pieces (``INHERITED``) no word is plain.
     """
-    if classes.get(space) == INHERITED or not word_counts:
-        return Counter(), list(word_counts)
-    counts = np.fromiter(word_counts.values(), np.int64, len(word_counts))
-    order = np.argsort(counts, kind="stable")
-    words, counts = [*map(list(word_counts).__getitem__, order.tolist())], counts[order]
+    if classes.get(space) == INHERITED or not len(words):
+        return Counter(), list(zip(words.words, words.counts.tolist()))
+    order = np.argsort(-words.counts, kind="stable")  # most frequent first, ties in table order
+    packed, counts = words.packed.take(order), words.counts[order]
     # 1. Every character's kind, and which words are plain.
     scripts = sorted({cls for cls in classes.values() if cls not in (ANY, INHERITED)})
     kinds = {c: (_NOT_PLAIN if cls in (ANY, INHERITED) else scripts.index(cls)) for c, cls in classes.items()
              if len(c) == 1}
     if len(space) == 1 and space in kinds:
         kinds[space] = _SPACE
-    packed = PackedStrings.of(words, prefix=prefix)
     codes, lengths = packed.codes, packed.lengths
     lookup = np.full(max(int(codes.max(initial=0)), *map(ord, kinds)) + 1, _OUTSIDE, np.int32)
     lookup[np.fromiter(map(ord, kinds), np.int64, len(kinds))] = list(kinds.values())
     kind = lookup[codes]
-    word_of = np.repeat(np.arange(len(words), dtype=np.int32), lengths)  # the word each character is in
-    plain = np.ones(len(words), bool)
+    word_of = np.repeat(np.arange(len(lengths), dtype=np.int32), lengths)  # the word each character is in
+    plain = np.ones(len(lengths), bool)
     plain[word_of[kind == _NOT_PLAIN]] = False
-    # 2. Where segments start, and which characters are in a kept one (two characters or more,
-    #    in a plain word).
+    rest_at = order[~plain].tolist()
+    rest = list(zip(map(words.words.__getitem__, rest_at), words.counts[rest_at].tolist()))
+    # 2. Where segments start and end (at the next character that does not continue one), and
+    #    which are kept: two characters or more, in a plain word.
     continues = np.zeros(len(kind), bool)
     continues[1:] = (kind[1:] >= 0) & ((kind[:-1] == _SPACE) | (kind[1:] == kind[:-1])) & (word_of[1:] == word_of[:-1])
-    starts = (kind != _OUTSIDE) & ~continues
-    first = np.flatnonzero(starts)
-    rest = list(compress(words, (~plain).tolist()))
+    breaks = np.flatnonzero(~continues)  # every start, and every character outside a segment
+    at_start = kind[breaks] != _OUTSIDE
+    first = breaks[at_start]
+    size = np.append(breaks, len(kind))[np.flatnonzero(at_start) + 1] - first
+    kept = (size >= 2) & plain[word_of[first]]
+    first, size = first[kept], size[kept]
     if not len(first):
         return Counter(), rest
-    size = np.add.reduceat(continues, first) + 1  # a segment's characters after its first all continue it
-    kept = (size >= 2) & plain[word_of[first]]
-    found_counts = counts[word_of[first[kept]]]
-    segment = np.cumsum(starts, dtype=np.int32) - 1  # each character's (outside ones before the first: -1)
-    inside = (kind != _OUTSIDE) & kept[segment]
-    del kind, word_of, continues, segment  # the per-character arrays, before the strings are made
-    # 3. Cut them out: the kept characters, ``separator`` before each segment, one split.
-    marked = np.insert(codes[inside], np.flatnonzero(starts[inside]), ord(separator))
+    found_counts = counts[word_of[first]]
+    del kind, word_of, continues, breaks  # the per-character arrays, before the strings are made
+    # 3. Cut them out: each kept segment's characters after a ``separator``, one split.
+    ends = np.cumsum(size + 1)  # where each segment ends in the marked text
+    before = ends - size  # where its characters start there
+    source = np.repeat(first - (before - np.arange(1, len(first) + 1)), size) + np.arange(int(size.sum()))
+    marked = np.full(int(ends[-1]), ord(separator), np.uint32)
+    marked[source + np.repeat(before - first, size)] = codes[source]
     found = marked.tobytes().decode("utf-32-le", "surrogatepass").split(separator)[1:]
+    # 4. Added up, one C-level Counter call per count, the most frequent words first.
     summed: Counter[str] = Counter()
-    edges = np.flatnonzero(np.diff(found_counts, prepend=0, append=0)).tolist()  # where the count changes
-    for lo, hi in reversed(list(zip(edges, edges[1:]))):  # the most frequent words first
+    edges = np.flatnonzero(np.diff(found_counts, prepend=-1, append=-1)).tolist()  # where the count changes
+    for lo, hi in zip(edges, edges[1:]):
         add_weighted(summed, found[lo:hi], int(found_counts[lo]))
     return summed, rest
 
