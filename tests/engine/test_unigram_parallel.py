@@ -149,6 +149,31 @@ def test_sharded_passes_match_one_lattice(small_slices: None) -> None:
     assert not multiprocessing.active_children()
 
 
+def _pass_maps() -> int:
+    """The mappings of the pass arrays in this process (``pass_arrays``: an anonymous file)."""
+    with open("/proc/self/maps", encoding="utf-8") as maps:
+        return sum("tokenforge-unigram-passes" in line for line in maps)
+
+
+@pytest.mark.skipif(not hasattr(os, "memfd_create") or not Path("/proc/self/fd").is_dir(), reason="Linux: reads /proc")
+def test_the_pass_arrays_are_shared_and_released(small_slices: None) -> None:
+    """The passes go through shared memory, which is gone, with its descriptor, once the shards close."""
+    counts = corpus_counts(400)
+    pieces = sorted({w[i : i + n] for w in counts for i in range(len(w)) for n in (1, 2) if i + n <= len(w)})
+    logp = np.log(np.linspace(0.05, 1.0, len(pieces) + 1))
+    fds, maps = len(list(Path("/proc/self/fd").iterdir())), _pass_maps()
+    with Shards(counts, workers=2, reporter=Reporter(), chars_per_slice=500) as shards:
+        shards.build(pieces, 8, len(pieces))
+        expected, _ = shards.e_step(logp)
+        assert shards.shared is not None and shards.shared.answers.shape == (2, len(logp))
+        assert _pass_maps() == maps + 1
+        # The answer rows hold each worker's part: they add up to the E-step (on the grid).
+        assert np.array_equal(shards.shared.answers.sum(axis=0) / shards.scale, expected)
+    assert _pass_maps() == maps
+    assert len(list(Path("/proc/self/fd").iterdir())) == fds
+    assert not multiprocessing.active_children()
+
+
 def test_spawned_workers_give_the_same_answers(monkeypatch: pytest.MonkeyPatch) -> None:
     # Training spawns its lattice workers (the tests fork them): the same answers either way.
     counts = corpus_counts(400)

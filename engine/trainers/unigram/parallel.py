@@ -4,8 +4,9 @@ The E-step, the Viterbi counts and the pruning alternatives are sums or element-
 over words, so each worker process owns some slices of the (sorted) words, builds their
 lattice itself (the ``lattice`` stage runs in parallel too; a worker's slices are joined side
 by side in one lattice, ``trie.join_tries``) and answers each pass for its slices; the leader
-adds the answers in worker order. Per pass only the piece log-probabilities travel to the
-workers (one float64 array), and one array per worker comes back.
+adds the answers. A pass's arrays (the piece log-probabilities in, one array per worker out) are
+shared memory that the leader and every worker map (``pass_arrays.py``): the pipes carry only
+the request.
 
 Identical output for any worker count: float sums in another grouping differ in the last
 bits, so the slices are fixed by the data alone (:class:`SlicePlan`: about
@@ -40,6 +41,7 @@ import pickle
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from multiprocessing import reduction
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -50,6 +52,7 @@ from engine.trainers.base import Reporter
 from engine.trainers.packed import CountedWords, PackedStrings
 from engine.trainers.unigram.em import edge_expectations, log_likelihood
 from engine.trainers.unigram.lattice import Lattice, PieceIndex
+from engine.trainers.unigram.pass_arrays import PassArrays
 from engine.trainers.unigram.prune import alternative_paths, viterbi_counts
 from engine.trainers.unigram.segments import packed_segment_counts
 from engine.trainers.unigram.suffixes import first_char_cuts, top_substrings
@@ -190,6 +193,8 @@ class Shard:
         self.word_cuts = np.cumsum([0] + [len(words) for words, _ in slices])  # each slice's words
         self.scale = scale
         self._by_slice: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.shared: PassArrays  # in a worker: the leader's pass arrays (attach), and the row it answers in
+        self.row = 0
 
     def build(self, pieces: list[str] | PackedStrings, max_len: int, unk: int) -> None:
         """The lattice of the slices' words over ``pieces`` (the trie and counts go into it)."""
@@ -250,6 +255,22 @@ class Shard:
                           logp: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return alternative_paths(self.pieces, live, owners, freq, logp, self.max_len, self.unk, self.index)
 
+    # The passes in a worker: the inputs are read from the shared arrays, where the answer goes too.
+    def attach(self, n: int, workers: int, row: int, fd: int) -> None:
+        """Map the leader's pass arrays (``pass_arrays``); this worker answers in ``row``."""
+        self.shared, self.row = PassArrays.attach(fd, n, workers), row
+
+    def shared_e_step(self) -> list[float]:
+        self.shared.answers[self.row], logliks = self.e_step(self.shared.logp)
+        return logliks
+
+    def shared_viterbi_counts(self) -> None:
+        self.shared.answers[self.row] = self.viterbi_counts(self.shared.logp)
+
+    def shared_alternative_paths(self, live: int, first: int, last: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        shared = self.shared
+        return self.alternative_paths(shared.live[:live], shared.owners[first:last], shared.freq, shared.logp)
+
 
 def _serve(conn: Connection, parent_pid: int) -> None:
     """A worker: receive its slices and build their trie, then answer ``(method, args)``
@@ -264,6 +285,8 @@ def _serve(conn: Connection, parent_pid: int) -> None:
                 method, call_args = conn.recv()
             except EOFError:
                 return
+            if method == "attach":  # the pass arrays' descriptor follows the request on the pipe
+                call_args = (*call_args, reduction.recv_handle(conn))
             conn.send(("ok", getattr(shard, method)(*call_args)))
     except BaseException as exc:  # noqa: BLE001 - handed to the leader, which re-raises it
         try:
@@ -330,6 +353,7 @@ class Shards:
         self.scale = scale
         self.reporter = reporter
         self.local: Shard | None = None
+        self.shared: PassArrays | None = None  # made on the first pass (``_pass_arrays``)
         self.procs: list[multiprocessing.process.BaseProcess] = []
         self.conns: list[Connection] = []
         self._feeder: threading.Thread | None = None
@@ -411,6 +435,9 @@ class Shards:
             self._feeder = None
         _stop(self.procs, self.conns)
         self.conns, self.procs = [], []
+        if self.shared is not None:
+            self.shared.close()
+            self.shared = None
 
     def _gather(self) -> list[Any]:
         return _gather(self.procs, self.conns, self.reporter)
@@ -426,17 +453,37 @@ class Shards:
             pass  # a worker that died: its closed pipe says so in the gather
         return self._gather()
 
+    def _pass_arrays(self, n: int) -> PassArrays:
+        """The arrays the workers' passes read and answer in, made and handed to every worker
+        on the first pass (their descriptor travels on each worker's pipe)."""
+        if self.shared is None or self.shared.n != n:
+            if self.shared is not None:
+                self.shared.close()
+            self.shared = PassArrays.create(n, len(self.conns))
+            try:
+                for row, (proc, conn) in enumerate(zip(self.procs, self.conns)):
+                    conn.send(("attach", (n, len(self.conns), row)))
+                    reduction.send_handle(conn, self.shared.fd, proc.pid)
+            except OSError:
+                pass  # a worker that died: its closed pipe says so in the gather
+            self._gather()
+        return self.shared
+
     def e_step(self, logp: np.ndarray) -> tuple[np.ndarray, float]:
         """Expected count of every piece id and the corpus log-likelihood, the same for any
         number of workers."""
-        parts = [self.local.e_step(logp)] if self.local is not None else self._call("e_step", logp)
-        expected = parts[0][0]
-        for part, _ in parts[1:]:
-            expected += part
+        if self.local is not None:
+            expected, logliks = self.local.e_step(logp)
+            parts = [logliks]
+        else:
+            shared = self._pass_arrays(len(logp))
+            shared.logp[:] = logp
+            parts = self._call("shared_e_step")
+            expected = shared.answers.sum(axis=0)  # whole numbers of grid steps: exact in any order
         if self.scale is not None:
             expected /= self.scale  # a power of two: exact
         loglik = 0.0
-        for _, logliks in parts:  # in slice order
+        for logliks in parts:  # in slice order
             for value in logliks:
                 loglik += value
         return expected, loglik
@@ -445,10 +492,10 @@ class Shards:
         """Each piece id's count in the best paths (integers: exact in any order)."""
         if self.local is not None:
             return self.local.viterbi_counts(logp)
-        parts = self._call("viterbi_counts", logp)
-        for part in parts[1:]:
-            parts[0] += part
-        return parts[0]
+        shared = self._pass_arrays(len(logp))
+        shared.logp[:] = logp
+        self._call("shared_viterbi_counts")
+        return shared.answers.sum(axis=0)
 
     def alternative_paths(self, live: np.ndarray, owners: np.ndarray, freq: np.ndarray,
                           logp: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -456,8 +503,11 @@ class Shards:
         owner's answer is its own string's: any cut gives the same values)."""
         if self.local is not None:
             return self.local.alternative_paths(live, owners, freq, logp)
+        shared = self._pass_arrays(len(logp))
+        shared.logp[:], shared.freq[:] = logp, freq
+        shared.live[:len(live)], shared.owners[:len(owners)] = live, owners
         cuts = np.linspace(0, len(owners), len(self.conns) + 1).astype(np.int64)
         for conn, a, b in zip(self.conns, cuts, cuts[1:]):
-            conn.send(("alternative_paths", (live, owners[a:b], freq, logp)))
+            conn.send(("shared_alternative_paths", (len(live), int(a), int(b))))
         parts = self._gather()
         return tuple(np.concatenate([part[i] for part in parts]) for i in range(3))  # type: ignore[return-value]
