@@ -87,7 +87,12 @@ class CountedWords:
     prefix: str = ""
 
     @classmethod
-    def of(cls, table: Mapping[str, int], *, prefix: str = "") -> CountedWords:
+    def of(cls, table: Mapping[str, int] | CountedWords, *, prefix: str = "") -> CountedWords:
+        """``table`` packed (a table packed already with the same prefix is returned as it is)."""
+        if isinstance(table, CountedWords) and table.prefix == prefix:
+            return table
+        if isinstance(table, CountedWords):
+            table = dict(zip(table.words, table.counts.tolist()))
         words = list(table)
         return cls(words, np.fromiter(table.values(), np.int64, len(words)),
                    PackedStrings.of(words, prefix=prefix), prefix)

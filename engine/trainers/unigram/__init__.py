@@ -67,8 +67,9 @@ def train_on_counts(word_counts: Mapping[str, int], options: UnigramOptions,
                           f"{MAX_SENTENCE_BYTES:,} bytes, sentencepiece's max_sentence_length, so all were skipped.")
     check_memory(word_counts, max_piece_length=options.max_piece_length,
                  split_by_whitespace=options.split_by_whitespace)
-    # 1. Required characters.
-    required = required_chars(CountedWords.of(word_counts), options.character_coverage)
+    # 1. Required characters (the words packed once: the slices read them too).
+    words = CountedWords.of(word_counts)
+    required = required_chars(words, options.character_coverage)
     reserved = len(options.special_tokens) + (256 if options.byte_fallback else 0)
     if options.vocab_size < reserved + len(required):
         raise ConfigError(
@@ -79,8 +80,8 @@ def train_on_counts(word_counts: Mapping[str, int], options: UnigramOptions,
         )
     # 2. The lattice workers start on the words (``parallel``: their tries need no pieces), and
     #    do the seed's heavy steps. Worker processes only where the table makes several slices.
-    workers = min(options.num_workers or max_workers(), slice_count(word_counts))
-    with Shards(word_counts, workers=workers, reporter=reporter) as shards:
+    workers = min(options.num_workers or max_workers(), slice_count(words))
+    with Shards(words, workers=workers, reporter=reporter) as shards:
         # 3. Seed vocabulary; piece id ``unk`` (one past the seed) is "unknown character".
         reporter.update("seeding", 0, force=True)
         seed = seed_pieces(
@@ -88,7 +89,7 @@ def train_on_counts(word_counts: Mapping[str, int], options: UnigramOptions,
             split_by_unicode_script=options.split_by_unicode_script, split_by_number=options.split_by_number,
             split_by_whitespace=options.split_by_whitespace, work=shards,
         )
-        del word_counts  # the workers hold the words now; the caller's table may be the only other copy
+        del word_counts, words  # the workers hold the words now; the caller's table may be the only other copy
         pieces = [p for p, _ in seed]
         unk = len(pieces)
         scores = np.array([s for _, s in seed] + [1.0])

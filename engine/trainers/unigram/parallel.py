@@ -63,9 +63,9 @@ MAX_SLICES = 64  # enough for as many workers as limits.MAX_WORKERS allows, twic
 Slice = tuple[list[str], list[int]]
 
 
-def slice_count(word_counts: Mapping[str, int], chars_per_slice: int | None = None) -> int:
+def slice_count(word_counts: Mapping[str, int] | CountedWords, chars_per_slice: int | None = None) -> int:
     """How many slices the words make: one per ``chars_per_slice`` characters, at least one."""
-    return _slice_count(sum(map(len, word_counts)), chars_per_slice)
+    return _slice_count(int(CountedWords.of(word_counts).packed.lengths.sum()), chars_per_slice)
 
 
 def _slice_count(chars: int, chars_per_slice: int | None) -> int:
@@ -116,14 +116,13 @@ class SlicePlan:
     cuts: list[int]  # slice i is order[cuts[i]:cuts[i + 1]]
 
     @classmethod
-    def of(cls, word_counts: Mapping[str, int], chars_per_slice: int | None = None) -> SlicePlan:
-        words = list(word_counts)
-        counts = np.fromiter(word_counts.values(), np.int64, len(words))
-        n = _slice_count(sum(map(len, words)), chars_per_slice)
+    def of(cls, word_counts: Mapping[str, int] | CountedWords, chars_per_slice: int | None = None) -> SlicePlan:
+        table = CountedWords.of(word_counts)
+        words, counts, packed = table.words, table.counts, table.packed
+        lengths = packed.lengths
+        n = _slice_count(int(lengths.sum()), chars_per_slice)
         if n == 1:
             return cls(words, None, counts, np.arange(len(words)), [0, len(words)])
-        packed = PackedStrings.of(words)
-        lengths = packed.lengths
         keys = _prefix_keys(packed)
         order = np.argsort(keys, kind="stable")
         keys = keys[order]
@@ -169,10 +168,11 @@ def _prefix_keys(words: PackedStrings) -> np.ndarray:
     return keys
 
 
-def grid_scale(word_counts: Mapping[str, int]) -> float:
+def grid_scale(word_counts: Mapping[str, int] | CountedWords) -> float:
     """A power of two ``2**k`` such that every expected count times it stays an exact integer
     in a float64: no piece is expected more often than the corpus has characters."""
-    total = sum(len(w) * n for w, n in word_counts.items())
+    table = CountedWords.of(word_counts)
+    total = int(table.counts @ table.packed.lengths)  # the corpus's characters: far inside int64
     return 2.0 ** (50 - math.ceil(math.log2(total + 2)))
 
 
@@ -346,10 +346,11 @@ class Shards:
     since a pipe takes them only as fast as a worker, still importing, reads them.
     """
 
-    def __init__(self, word_counts: Mapping[str, int], *, workers: int, reporter: Reporter,
+    def __init__(self, word_counts: Mapping[str, int] | CountedWords, *, workers: int, reporter: Reporter,
                  chars_per_slice: int | None = None) -> None:
-        plan = SlicePlan.of(word_counts, chars_per_slice)
-        scale = grid_scale(word_counts) if len(plan) > 1 else None
+        words = CountedWords.of(word_counts)
+        plan = SlicePlan.of(words, chars_per_slice)
+        scale = grid_scale(words) if len(plan) > 1 else None
         self.scale = scale
         self.reporter = reporter
         self.local: Shard | None = None
