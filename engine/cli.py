@@ -29,6 +29,7 @@ from engine.cli_train import add_train_arguments, cmd_train
 from engine.errors import SpecialTokenError, TokenforgeError
 from engine.formats import read_utf8
 from engine.limits import time_budget
+from engine.processes import one_blas_thread
 
 __all__ = ["build_parser", "main", "one_line_errors", "register"]
 
@@ -232,6 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one engine command; returns the exit status."""
+    one_blas_thread()
     args = build_parser().parse_args(argv)
     return int(args.func(args) or 0)
 

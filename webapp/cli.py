@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.cli import one_line_errors, register
-from engine.processes import stop_processes
+from engine.processes import one_blas_thread, stop_processes
 from webapp.jobs.supervisor import WORKER_STOP_SECONDS, stop_with_parent
 from webapp.store.job_states import JOB_KINDS
 from webapp.web.config import SettingsError, finish_settings, load_settings
@@ -341,6 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tokenforge`` console script."""
+    one_blas_thread()  # before numpy: the web workers, jobs and trainings started from here inherit it
     args = build_parser().parse_args(argv)
     result = args.func(args)
     return int(result or 0)

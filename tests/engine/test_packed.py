@@ -7,7 +7,7 @@ import pickle
 
 import numpy as np
 
-from engine.trainers.packed import PackedStrings
+from engine.trainers.packed import CountedWords, PackedStrings
 
 TRICKY = ["▁the", "", "a", "\U0001F600x", "\ud800", "é\u0301", "\x00", "▁" * 5]
 
@@ -35,3 +35,14 @@ def test_a_prefix_is_read_before_every_string() -> None:
     assert packed.strings() == ["▁" + s for s in TRICKY]
     assert packed.lengths.tolist() == [len(s) + 1 for s in TRICKY]
     assert PackedStrings.of([], prefix="▁").strings() == []  # no string, no prefix
+
+
+def test_counted_words_pack_a_table_once_and_are_reused() -> None:
+    table = {word: i + 1 for i, word in enumerate(TRICKY)}
+    words = CountedWords.of(table, prefix="▁")
+    assert words.words == TRICKY and len(words) == len(TRICKY)
+    assert words.counts.tolist() == list(table.values())
+    assert words.packed.strings() == ["▁" + s for s in TRICKY]
+    assert CountedWords.of(words, prefix="▁") is words  # packed already: the same object
+    again = CountedWords.of(words)  # another prefix: packed again
+    assert again.packed.strings() == TRICKY and again.counts.tolist() == words.counts.tolist()
