@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from engine.trainers.unigram.em import digamma, e_step, m_step
-from engine.trainers.unigram.lattice import Lattice
+from engine.trainers.unigram.lattice import Lattice, PieceIndex
 from engine.trainers.unigram.trie import build_trie
 from tests.engine.unigram_reference import e_step_reference
 
@@ -52,6 +52,16 @@ def test_edges_equal_brute_force(seed: int, max_len: int) -> None:
     assert list(zip(lat.in_src.tolist(), lat.in_dst.tolist(), lat.in_sid.tolist())) == expected
     assert sorted(zip(lat.out_src.tolist(), lat.out_dst.tolist(), lat.out_sid.tolist())) == sorted(expected)
     assert lat.out_src.tolist() == sorted(lat.out_src.tolist())
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_an_index_of_a_list_numbers_the_pieces_in_order(seed: int) -> None:
+    words, counts, sid_of, unk = random_case(seed)  # sid_of numbers its pieces in order
+    from_list, from_dict = PieceIndex.of(list(sid_of)), PieceIndex.of(sid_of)
+    for a, b in zip(from_list, from_dict):
+        assert a.tolist() == b.tolist()
+    assert sorted(from_list.sid_at[from_list.sid_at >= 0].tolist()) == list(range(len(sid_of)))
+    assert Lattice(words, counts, from_list, 16, unk).in_sid.tolist() == Lattice(words, counts, sid_of, 16, unk).in_sid.tolist()
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])

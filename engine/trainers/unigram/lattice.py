@@ -37,11 +37,15 @@ class PieceIndex(NamedTuple):
     sid_at: np.ndarray
 
     @classmethod
-    def of(cls, sid_of: Mapping[str, int]) -> PieceIndex:
-        """The index of the pieces of ``sid_of`` (built once, shared by the lattices of many slices)."""
-        pieces_trie = build_trie(list(sid_of))
+    def of(cls, sid_of: Mapping[str, int] | Sequence[str]) -> PieceIndex:
+        """The index of the pieces of ``sid_of`` (built once, shared by the lattices of many slices),
+        or of a list of pieces, piece ``i`` having id ``i`` (a worker's million seed pieces: the
+        dict of them cost 0.16 s)."""
+        pieces = list(sid_of)
+        pieces_trie = build_trie(pieces)
         sid_at = np.full(pieces_trie.n_nodes, -1, np.int32)  # the piece each pieces-trie node spells, or -1
-        sid_at[pieces_trie.terminal] = np.fromiter(sid_of.values(), dtype=np.int32, count=len(sid_of))
+        sid_at[pieces_trie.terminal] = (np.fromiter(sid_of.values(), dtype=np.int32, count=len(sid_of))
+                                        if isinstance(sid_of, Mapping) else np.arange(len(pieces), dtype=np.int32))
         keys, child = pieces_trie.children()
         return cls(keys, child.astype(np.int32), sid_at)
 

@@ -201,7 +201,7 @@ class Shard:
         assert self.trie is not None, "a shard's lattice is built once"
         if isinstance(pieces, PackedStrings):  # as a worker receives them
             pieces = pieces.strings()
-        self.index = PieceIndex.of({p: s for s, p in enumerate(pieces)})  # the alternatives use it too
+        self.index = PieceIndex.of(pieces)  # the alternatives use it too
         self.lat = Lattice(self.trie, self.counts, self.index, max_len, unk)
         self.trie, self.counts = None, []
         self.pieces, self.max_len, self.unk = pieces, max_len, unk
