@@ -25,11 +25,12 @@ import threading
 import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from operator import lt
 from typing import NamedTuple
 
 import numpy as np
 
-from engine import Tokenizer, TokenSpan
+from engine import SpanColumns, Tokenizer, TokenSpan
 from webapp.playground.graphemes import inside_graphemes
 
 PALETTE_SIZE = 12
@@ -182,28 +183,32 @@ def hover_lines_json(tokenizer: Tokenizer, ids: Iterable[int]) -> str:
 _Columns = tuple[list[int], list[int], list[int], list[int], list[bool]]  # starts, ends, firsts, sizes, alone
 
 
-def span_table(text: str, token_spans: Sequence[TokenSpan], tokenizer: Tokenizer, *,
+def span_table(text: str, token_spans: SpanColumns | Sequence[TokenSpan], tokenizer: Tokenizer, *,
                limit: int | None = None, colour_by_id: bool = False) -> SpanTable:
     """Group the first ``limit`` tokens into display spans ending on whole graphemes.
 
     A token joins the current span while the span's end is inside a grapheme or the token starts
     before that end (tokens that share a character). Special tokens always stand alone; a
     special token the post-processor added (``[CLS]``) covers no text and shows its own name.
+    The tokens come as the engine's columns (``Tokenizer.encode_span_columns``) or as spans.
     """
-    truncated = limit is not None and len(token_spans) > limit
-    shown = token_spans[:limit] if truncated else token_spans
+    columns = token_spans if isinstance(token_spans, SpanColumns) else SpanColumns.of(token_spans)
+    token_ids, char_starts, char_ends, specials = columns.ids, columns.char_starts, columns.char_ends, columns.special
+    truncated = limit is not None and len(token_ids) > limit
+    if truncated:
+        token_ids, char_starts, char_ends, specials = (
+            column[:limit] for column in (token_ids, char_starts, char_ends, specials))
     # Graphemes are looked at only in the text that is shown (plus slack for the last cluster).
-    stop = min(len(text), shown[-1].char_end + _TAIL) if truncated and shown else len(text)
+    stop = min(len(text), char_ends[-1] + _TAIL) if truncated and token_ids else len(text)
     inside = inside_graphemes(text, stop)
     text_end = stop if truncated else len(text)  # where a trailing gap would end (none when truncated)
-    token_ids, _, _, char_starts, char_ends, specials = (list(column) for column in zip(*shown)) if shown else ([],) * 6
-    if shown and not any(specials) and all(start < end for start, end in zip(char_starts, char_ends)):
-        columns = grouped_plain(char_starts, char_ends, inside, stop, trailing=not truncated, text_end=text_end)
+    if token_ids and True not in specials and all(map(lt, char_starts, char_ends)):
+        found = grouped_plain(char_starts, char_ends, inside, stop, trailing=not truncated, text_end=text_end)
     else:
-        columns = grouped(shown, inside, stop, trailing=not truncated, text_end=text_end)
-    starts, ends, firsts, sizes, alone = columns
+        found = grouped(char_starts, char_ends, specials, inside, stop, trailing=not truncated, text_end=text_end)
+    starts, ends, firsts, sizes, alone = found
     labels = [text[start:end] for start, end in zip(starts, ends)]
-    if any(alone):
+    if True in alone:
         memo = _memo_for(tokenizer)
         for k, (special, start, end) in enumerate(zip(alone, starts, ends)):
             if special and start == end:  # a token that covers no text shows its own name
@@ -218,14 +223,15 @@ def span_table(text: str, token_spans: Sequence[TokenSpan], tokenizer: Tokenizer
     return SpanTable(text, starts, ends, firsts, sizes, alone, token_ids, specials, colours, labels)
 
 
-def grouped(shown: Sequence[TokenSpan], inside: set[int], stop: int, *, trailing: bool, text_end: int) -> _Columns:
+def grouped(char_starts: Sequence[int], char_ends: Sequence[int], specials: Sequence[bool], inside: set[int],
+            stop: int, *, trailing: bool, text_end: int) -> _Columns:
     """The spans' columns, token by token: any tokens (special ones, tokens that cover no text)."""
     rows: list[tuple[int, int, int, int, bool]] = []  # (start, end, first token, tokens, alone) per span
     emit = rows.append
     open_first = -1  # the first token of the open span; -1 when no span is open
     open_start = open_end = 0  # the open span's start and (token) end
     position = 0  # end of what has been emitted so far
-    for index, (_, _, _, char_start, char_end, special) in enumerate(shown):
+    for index, (char_start, char_end, special) in enumerate(zip(char_starts, char_ends, specials)):
         if not special and char_start < char_end:
             if open_first >= 0:
                 if char_start < open_end or open_end in inside:
@@ -251,9 +257,9 @@ def grouped(shown: Sequence[TokenSpan], inside: set[int], stop: int, *, trailing
         position = max(position, char_end)
     if open_first >= 0:
         position = _boundary_after(open_end, inside, stop)
-        emit((open_start, position, open_first, len(shown) - open_first, False))
+        emit((open_start, position, open_first, len(char_starts) - open_first, False))
     if trailing and position < text_end:
-        emit((position, text_end, len(shown), 0, False))
+        emit((position, text_end, len(char_starts), 0, False))
     return tuple(list(column) for column in zip(*rows)) if rows else ([], [], [], [], [])  # type: ignore[return-value]
 
 
@@ -295,7 +301,7 @@ def grouped_plain(char_starts: list[int], char_ends: list[int], inside: set[int]
     return out_starts, out_ends, out_firsts, out_sizes, [False] * len(out_starts)
 
 
-def group_spans(text: str, token_spans: Sequence[TokenSpan], tokenizer: Tokenizer, *,
+def group_spans(text: str, token_spans: SpanColumns | Sequence[TokenSpan], tokenizer: Tokenizer, *,
                 limit: int | None = None, colour_by_id: bool = False) -> list[DisplaySpan]:
     """:func:`span_table` as one :class:`DisplaySpan` per span."""
     return span_table(text, token_spans, tokenizer, limit=limit, colour_by_id=colour_by_id).display_spans(tokenizer)

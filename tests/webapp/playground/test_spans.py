@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.offsets import TokenSpan
 from tests.webapp.playground_samples import EOT, byte_bpe, gpt2, unigram, wordpiece
 from webapp.playground.spans import PALETTE_SIZE, counts, group_spans, grouped, grouped_plain, show_whitespace
 
@@ -157,8 +156,8 @@ def plain_tokens(draw: st.DrawFn) -> tuple[list[tuple[int, int]], set[int], int]
 def test_the_vectorised_grouping_equals_the_step_by_step_one(case: tuple[list[tuple[int, int]], set[int], int],
                                                             trailing: bool) -> None:
     tokens, inside, length = case
-    spans = [TokenSpan(7, start, end, start, end) for start, end in tokens]
     stop = length if trailing else min(length, tokens[-1][1] + 2)
-    expected = grouped(spans, inside, stop, trailing=trailing, text_end=length)
+    expected = grouped([s for s, _ in tokens], [e for _, e in tokens], [False] * len(tokens), inside, stop,
+                       trailing=trailing, text_end=length)
     assert grouped_plain([s for s, _ in tokens], [e for _, e in tokens], inside, stop,
                          trailing=trailing, text_end=length) == expected
