@@ -25,6 +25,7 @@ import threading
 import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import cycle, islice
 from operator import lt
 from typing import NamedTuple
 
@@ -214,12 +215,15 @@ def span_table(text: str, token_spans: SpanColumns | Sequence[TokenSpan], tokeni
             if special and start == end:  # a token that covers no text shows its own name
                 labels[k] = _described(tokenizer, token_ids[firsts[k]], memo)[0]
     # Token spans take the palette's colours in turn (or by their first id); gaps have none.
-    has_tokens = np.array(sizes, dtype=np.int64) > 0
-    if colour_by_id:
-        palette = np.array(token_ids + [0], dtype=np.int64)[firsts] if firsts else np.zeros(0, dtype=np.int64)
+    if not colour_by_id and 0 not in sizes:  # no gaps (most texts): the palette in turn, no numpy
+        colours = list(islice(cycle(range(PALETTE_SIZE)), len(sizes)))
     else:
-        palette = np.cumsum(has_tokens) - 1
-    colours = np.where(has_tokens, palette % PALETTE_SIZE, 0).tolist()
+        has_tokens = np.array(sizes, dtype=np.int64) > 0
+        if colour_by_id:
+            palette = np.array(token_ids + [0], dtype=np.int64)[firsts] if firsts else np.zeros(0, dtype=np.int64)
+        else:
+            palette = np.cumsum(has_tokens) - 1
+        colours = np.where(has_tokens, palette % PALETTE_SIZE, 0).tolist()
     return SpanTable(text, starts, ends, firsts, sizes, alone, token_ids, specials, colours, labels)
 
 
@@ -273,7 +277,35 @@ def grouped_plain(char_starts: list[int], char_ends: list[int], inside: set[int]
     starts before that end or that end is inside a grapheme. A span starts at its first token; the
     text between one span's end and the next one's start is a gap; the last span is carried to the
     next grapheme boundary.
+
+    When each token starts where the one before ends and none of those ends is inside a grapheme
+    (byte-level BPE on text without multi-character graphemes: most of what is typed), no token
+    joins another, and the spans are the tokens themselves: two list comparisons find that, and
+    the numpy passes, ~90 µs for 600 tokens, are skipped (2026-11-28).
     """
+    count = len(char_starts)
+    if char_starts[1:] == char_ends[:-1] and (not inside or inside.isdisjoint(char_ends[:-1])):
+        out_starts, out_ends = list(char_starts), list(char_ends)
+        out_firsts, out_sizes = list(range(count)), [1] * count
+        out_ends[-1] = last = _boundary_after(out_ends[-1], inside, stop)
+        if out_starts[0] > 0:  # text before the first token
+            out_starts.insert(0, 0)
+            out_ends.insert(0, char_starts[0])
+            out_firsts.insert(0, 0)
+            out_sizes.insert(0, 0)
+    else:
+        out_starts, out_ends, out_firsts, out_sizes, last = _grouped_numpy(char_starts, char_ends, inside, stop)
+    if trailing and last < text_end:
+        out_starts.append(last)
+        out_ends.append(text_end)
+        out_firsts.append(count)
+        out_sizes.append(0)
+    return out_starts, out_ends, out_firsts, out_sizes, [False] * len(out_starts)
+
+
+def _grouped_numpy(char_starts: list[int], char_ends: list[int], inside: set[int], stop: int
+                   ) -> tuple[list[int], list[int], list[int], list[int], int]:
+    """:func:`grouped_plain`'s spans and the gaps before them, in numpy, and the last span's end."""
     count = len(char_starts)
     starts, ends = np.array(char_starts, dtype=np.int64), np.array(char_ends, dtype=np.int64)
     reach = np.maximum.accumulate(ends)  # the open span's end after each token
@@ -292,13 +324,7 @@ def grouped_plain(char_starts: list[int], char_ends: list[int], inside: set[int]
     out_ends = np.column_stack([span_starts, span_ends]).ravel()[keep].tolist()
     out_firsts = np.column_stack([firsts, firsts]).ravel()[keep].tolist()
     out_sizes = np.column_stack([np.zeros_like(sizes), sizes]).ravel()[keep].tolist()
-    last = int(span_ends[-1])
-    if trailing and last < text_end:
-        out_starts.append(last)
-        out_ends.append(text_end)
-        out_firsts.append(count)
-        out_sizes.append(0)
-    return out_starts, out_ends, out_firsts, out_sizes, [False] * len(out_starts)
+    return out_starts, out_ends, out_firsts, out_sizes, int(span_ends[-1])
 
 
 def group_spans(text: str, token_spans: SpanColumns | Sequence[TokenSpan], tokenizer: Tokenizer, *,
