@@ -38,6 +38,9 @@ PALETTE_SIZE = 12
 _WHITESPACE = str.maketrans({" ": "·", "\t": "→", "\n": "↵\n", "\r": "␍"})
 # Slack after the last shown token in which a truncated view still completes its last grapheme.
 _TAIL = 256
+# Tokens from which grouped_plain's numpy passes beat the step-by-step grouping: their fixed cost
+# made 50 tokens take 45 against 9 µs, 400 tokens 82 against 67 µs; they win from ~800 (2026-11-28).
+NUMPY_FROM = 800
 
 
 class TokenPart(NamedTuple):
@@ -281,7 +284,8 @@ def grouped_plain(char_starts: list[int], char_ends: list[int], inside: set[int]
     When each token starts where the one before ends and none of those ends is inside a grapheme
     (byte-level BPE on text without multi-character graphemes: most of what is typed), no token
     joins another, and the spans are the tokens themselves: two list comparisons find that, and
-    the numpy passes, ~90 µs for 600 tokens, are skipped (2026-11-28).
+    the numpy passes, ~90 µs for 600 tokens, are skipped (2026-11-28). Otherwise fewer than
+    :data:`NUMPY_FROM` tokens go step by step (:func:`grouped`), which is faster below that.
     """
     count = len(char_starts)
     if char_starts[1:] == char_ends[:-1] and (not inside or inside.isdisjoint(char_ends[:-1])):
@@ -293,6 +297,8 @@ def grouped_plain(char_starts: list[int], char_ends: list[int], inside: set[int]
             out_ends.insert(0, char_starts[0])
             out_firsts.insert(0, 0)
             out_sizes.insert(0, 0)
+    elif count < NUMPY_FROM:
+        return grouped(char_starts, char_ends, [False] * count, inside, stop, trailing=trailing, text_end=text_end)
     else:
         out_starts, out_ends, out_firsts, out_sizes, last = _grouped_numpy(char_starts, char_ends, inside, stop)
     if trailing and last < text_end:
