@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine import SpanColumns, TokenSpan, Tokenizer
+from engine import SpanColumns, Tokenizer, TokenSpan
 from engine.pretokenizers import RegexSplit
 from tests.engine.test_tokenizer import EOT, tiny
 

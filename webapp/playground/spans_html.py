@@ -173,11 +173,11 @@ def _span(text: str, first: int, size: int, special: bool, colour: int, id_strin
     if differs:
         classes += " differs"
     tab = ' tabindex="0"' if stop else ""
+    head = f'<span class="{classes}"{tab} role="button" data-t="'
     if size == 1:
-        return f'<span class="{classes}"{tab} role="button" data-t="{first}" data-ids="{id_strings[first]}">{text}</span>'
+        return f'{head}{first}" data-ids="{id_strings[first]}">{text}</span>'
     indices = " ".join(map(str, range(first, first + size)))
-    return (f'<span class="{classes}"{tab} role="button" data-t="{indices}" '
-            f'data-ids="{" ".join(id_strings[first:first + size])}">{text}</span>')
+    return f'{head}{indices}" data-ids="{" ".join(id_strings[first:first + size])}">{text}</span>'
 
 
 def hover_lines(result: Encoded) -> str:

@@ -2,9 +2,9 @@
 
 ``make_engine`` builds an engine for a URL (SQLite gets WAL, a busy timeout and foreign keys on
 every connection); ``init_app`` attaches one engine per Flask app and closes the request's
-session (and its plain-read connection, ``read_connection``) on teardown; ``upgrade``/``downgrade`` drive Alembic programmatically. Migrations are
-run once by ``tokenforge serve`` (or a test fixture), never by ``create_app``: several gunicorn
-workers migrating at once would race.
+session (and its plain-read connection, ``read_connection``) on teardown; ``upgrade``/``downgrade``
+drive Alembic programmatically. Migrations are run once by ``tokenforge serve`` (or a test
+fixture), never by ``create_app``: several gunicorn workers migrating at once would race.
 """
 
 from __future__ import annotations
