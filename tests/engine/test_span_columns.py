@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from engine import SpanColumns, Tokenizer, TokenSpan
 from engine.pretokenizers import RegexSplit
-from tests.engine.test_tokenizer import EOT, tiny
+from tests.engine.tiny_bpe import EOT, tiny
 
 # ASCII, accents, CJK, emoji (a ZWJ sequence and a flag), a combining mark, CR LF, tabs, specials.
 VARIED = [
