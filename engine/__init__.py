@@ -48,7 +48,7 @@ from engine.models.bpe import BPE
 from engine.models.unigram import Unigram
 from engine.models.wordpiece import WordPiece
 from engine.normalizers import get_normalizer
-from engine.offsets import TokenSpan
+from engine.offsets import SpanColumns, TokenSpan
 from engine.presets import IM_SEP, OPEN_MODELS, TIKTOKEN_ENCODINGS, byte_level_bpe
 from engine.pretokenizers import PATTERNS, get_pretokenizer
 from engine.special_tokens import AllowedSpecial, SpecialTokens
@@ -95,6 +95,7 @@ __all__ = [
     "ByteLevel",
     "CharLevel",
     "MaxMatch",
+    "SpanColumns",
     "SpecialTokens",
     "TrainResult",
     "Unigram",

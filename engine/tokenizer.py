@@ -9,10 +9,10 @@ evicted first; see ``pretoken_cache.py``), which is what makes encoding fast on 
 words repeat. The pre-tokens a call meets for the first time go to the model together
 (``tokenize_many`` where the model has it: byte-level BPE merges them in numpy).
 
-Offsets for highlighting are computed in ``encode_with_offsets`` with the helpers of
-``offsets.py``; file formats and training live elsewhere. Inside an
-``engine.limits.time_budget`` the pre-tokenizer's and the special tokens' patterns are charged
-to the budget and stop when it is spent; the model's merging is not charged.
+Offsets for highlighting are computed in ``encode_span_columns`` (``encode_with_offsets`` gives
+them as one tuple per token) with the helpers of ``offsets.py``; file formats and training live
+elsewhere. Inside an ``engine.limits.time_budget`` the pre-tokenizer's and the special tokens'
+patterns are charged to the budget and stop when it is spent; the model's merging is not charged.
 
 Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,7 @@ from engine.errors import UnknownTokenIdError
 from engine.limits import read_bytes
 from engine.models.base import Model
 from engine.normalizers import Normalizer, normalize_aligned
-from engine.offsets import TokenSpan, char_byte_offsets, token_char_bounds, token_spans, unknown_lengths
+from engine.offsets import SpanColumns, TokenSpan, char_byte_offsets, token_char_bounds, unknown_lengths
 from engine.post_processors import TemplateProcessing
 from engine.pretoken_cache import PreTokenCache
 from engine.pretokenizers import Piece, PreTokenizer, RegexSplit
@@ -249,6 +249,19 @@ class Tokenizer:
         add_special_tokens: bool = True,
     ) -> list[TokenSpan]:
         """Encode ``text`` and give each token its byte and character span in ``text``."""
+        return self.encode_span_columns(text, allowed_special=allowed_special, disallowed_special=disallowed_special,
+                                        add_special_tokens=add_special_tokens).rows()
+
+    def encode_span_columns(
+        self,
+        text: str,
+        *,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: AllowedSpecial = "all",
+        add_special_tokens: bool = True,
+    ) -> SpanColumns:
+        """:meth:`encode_with_offsets` as columns (ids, byte and character starts and ends, special
+        flags), without a :class:`TokenSpan` per token; see ``offsets.SpanColumns``."""
         allowed, disallowed = self.specials.resolve(allowed_special, disallowed_special)
         if disallowed:
             self.specials.check_disallowed(text, disallowed)
@@ -257,22 +270,22 @@ class Tokenizer:
         except UnicodeEncodeError:
             text = replace_surrogates(text)
             byte_at = char_byte_offsets(text)
-        spans: list[TokenSpan] = []
+        columns = SpanColumns.empty()
         for start, end, special_id in self.specials.split(text, allowed):
             if special_id is not None:
-                spans.append(TokenSpan(special_id, byte_at[start], byte_at[end], start, end,
-                                       self.is_special(special_id)))
+                columns.append(TokenSpan(special_id, byte_at[start], byte_at[end], start, end,
+                                         self.is_special(special_id)))
             else:
-                spans.extend(self._segment_spans(text, start, end, byte_at, later=start > 0, allowed=allowed))
+                columns.extend(self._segment_columns(text, start, end, byte_at, later=start > 0, allowed=allowed))
         if add_special_tokens and self.post_processor is not None:
             before, after = self.post_processor.added
             end_char, end_byte = len(text), byte_at[-1]
-            spans = (
-                [TokenSpan(i, 0, 0, 0, 0, True) for i in before]
-                + spans
-                + [TokenSpan(i, end_byte, end_byte, end_char, end_char, True) for i in after]
-            )
-        return spans
+            added = SpanColumns.of(TokenSpan(i, 0, 0, 0, 0, True) for i in before)
+            added.extend(columns)
+            for token_id in after:
+                added.append(TokenSpan(token_id, end_byte, end_byte, end_char, end_char, True))
+            columns = added
+        return columns
 
     def _split_with_offsets(self, text: str, *, aligned: bool, later: bool = False) -> list[Piece]:
         """Pre-tokenize ``text`` into pieces with their spans.
@@ -290,7 +303,7 @@ class Tokenizer:
                 return [Piece(t, p, p + len(t)) for t, p in zip(texts, accumulate(map(len, texts), initial=0))]
         return pre.split(text)
 
-    def _tiled_spans(self, segment: str, start: int, byte_at: list[int]) -> list[TokenSpan] | None:
+    def _tiled_columns(self, segment: str, start: int, byte_at: Sequence[int]) -> SpanColumns | None:
         """All spans of a segment at once, or None where this shortcut does not apply.
 
         When the tokens' surface bytes, joined, are the segment's UTF-8 bytes (byte-level BPE on
@@ -298,14 +311,14 @@ class Tokenizer:
         span is where its bytes lie, a running sum of their lengths, and its character span
         follows from the text's character byte offsets ``byte_at`` (a token that ends inside a
         character gets the whole character, as in ``token_char_bounds``). This replaces a
-        Python loop per pre-token with a few passes over the tokens (spans built by
-        ``offsets.token_spans``), and the playground runs it on every keystroke.
+        Python loop per pre-token with a few C-level passes over the tokens, and the playground
+        runs it on every keystroke.
         """
         texts = self._pieces(segment)
         if sum(map(len, texts)) != len(segment):  # the split drops text (whitespace): nothing can tile it
             return None
         ids = self._cache.encode(texts)
-        surfaces = [self._surfaces[token_id] for token_id in ids]
+        surfaces = list(map(self._surfaces.__getitem__, ids))
         data = segment.encode("utf-8")
         if not all(surfaces) or b"".join(surfaces) != data:
             return None
@@ -313,22 +326,32 @@ class Tokenizer:
         byte_starts, byte_ends = bounds[:-1], bounds[1:]
         if len(data) == len(segment):  # ASCII: a character is a byte, so the two spans differ by one shift
             shift = start - byte_at[start]
-            char_starts, char_ends = [b + shift for b in byte_starts], [b + shift for b in byte_ends]
+            if shift:
+                char_starts, char_ends = [b + shift for b in byte_starts], [b + shift for b in byte_ends]
+            else:
+                char_starts, char_ends = byte_starts[:], byte_ends[:]
         else:
             char_starts = [bisect_right(byte_at, b) - 1 for b in byte_starts]
             char_ends = [bisect_left(byte_at, b) for b in byte_ends]
-        return token_spans(ids, byte_starts, byte_ends, char_starts, char_ends)
+        return SpanColumns(ids, byte_starts, byte_ends, char_starts, char_ends, [False] * len(ids))
+
+    def _segment_columns(
+        self, text: str, start: int, end: int, byte_at: Sequence[int], *, later: bool = False,
+        allowed: frozenset[str] = frozenset(),
+    ) -> SpanColumns:
+        """The spans of ``text[start:end]``, a stretch between special tokens matched on the input."""
+        if self.normalizer is None and type(self.pre_tokenizer) is RegexSplit and not self.specials.on_normalized:
+            columns = self._tiled_columns(text[start:end], start, byte_at)
+            if columns is not None:
+                return columns
+        return SpanColumns.of(self._segment_spans(text, start, end, byte_at, later=later, allowed=allowed))
 
     def _segment_spans(
-        self, text: str, start: int, end: int, byte_at: list[int], *, later: bool = False,
+        self, text: str, start: int, end: int, byte_at: Sequence[int], *, later: bool = False,
         allowed: frozenset[str] = frozenset(),
     ) -> Iterator[TokenSpan]:
+        """The spans of ``text[start:end]`` piece by piece: any normalizer, pre-tokenizer and model."""
         segment = text[start:end]
-        if self.normalizer is None and type(self.pre_tokenizer) is RegexSplit and not self.specials.on_normalized:
-            spans = self._tiled_spans(segment, start, byte_at)
-            if spans is not None:
-                yield from spans
-                return
         if self.normalizer is not None:
             normalized, align = normalize_aligned(self.normalizer, segment)
             later = later or self._start_removed(normalized, align)
@@ -345,7 +368,7 @@ class Tokenizer:
             yield TokenSpan(token_id, byte_at[start + a], byte_at[start + b], start + a, start + b,
                             self.is_special(token_id))
 
-    def _stretch_spans(self, segment: str, normalized: str, align: list[int] | None, start: int, byte_at: list[int],
+    def _stretch_spans(self, segment: str, normalized: str, align: list[int] | None, start: int, byte_at: Sequence[int],
                        later: bool, first: int, last: int) -> Iterator[TokenSpan]:
         """The spans of the tokens of ``normalized[first:last]`` (all of it, but where tokens
         matched on normalized text were split out) in the input, where ``segment`` starts at ``start``."""

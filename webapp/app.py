@@ -32,7 +32,7 @@ from webapp.tokenizers import views as tokenizers
 from webapp.training import views as training
 from webapp.transfer import imports
 from webapp.transfer import views as transfer
-from webapp.web import converters, errors, filters, requests, security, slots, time_budget, urls
+from webapp.web import converters, errors, filters, json_answers, requests, security, slots, time_budget, urls
 from webapp.web.config import finish_settings, load_settings
 from webapp.web.forms import MAX_NAME
 from webapp.web.signatures import RememberingSessionInterface
@@ -60,6 +60,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     Path(app.config["UPLOAD_TMP_DIR"]).mkdir(parents=True, exist_ok=True)
 
     converters.init_app(app)  # before any route: ids beyond 64 bits are a 404, not a 500
+    json_answers.init_app(app)  # the same JSON, without json's check for cycles
     db.init_app(app)
     # Body limits before CSRF, whose check parses the form; the login gate's open views get more.
     requests.init_app(app, open_endpoints=auth.PUBLIC_ENDPOINTS | auth.SHAREABLE_ENDPOINTS)

@@ -22,22 +22,11 @@ from engine.ascii_split import ASCII_TWINS, fastest_split, splitter_for
 from engine.errors import SpecialTokenError, UnknownTokenIdError
 from engine.models.bpe import BPE
 from engine.offsets import TokenSpan
-from engine.presets import byte_level_bpe
 from engine.pretoken_cache import PreTokenCache
 from engine.pretokenizers import PATTERNS, RegexSplit
 from engine.tokenizer import CACHE_SIZE, Tokenizer
 from tests.engine.bpe_encode_reference import reference_encode
-
-EOT = "<|endoftext|>"
-# ids: 0 and 1 are special, 2..257 are the bytes (byte b has id b + 2), then the merges.
-MERGES = [(b"t", b"h"), (b"th", b"e"), (b" ", b"the"), (b"c", b"a"), (b" ", b"ca"), (b" ca", b"t"), (b"\n", b"/")]
-
-
-def tiny(pretokenizer: str = "gpt2") -> Tokenizer:
-    vocab = {b + 2: bytes([b]) for b in range(256)}
-    for index, (left, right) in enumerate(MERGES):
-        vocab[258 + index] = left + right
-    return byte_level_bpe(vocab, MERGES, pretokenizer=pretokenizer, special_tokens={EOT: 0, EOT * 2: 1})
+from tests.engine.tiny_bpe import EOT, tiny
 
 
 @pytest.fixture(scope="module")

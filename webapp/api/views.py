@@ -117,13 +117,13 @@ def encode() -> Response:
         spans = encode_spans(loaded.tokenizer, text, "all" if allowed == "all" else frozenset(allowed))
     except TokenforgeError as exc:
         return _error(str(exc), 422)
-    ids = [s.id for s in spans]
+    ids = spans.ids
     return jsonify({
         "tokenizer": {"id": loaded.row.id, "name": loaded.row.name},
         "ids": ids,
         "tokens": loaded.tokens(ids),
-        "offsets": [[s.char_start, s.char_end] for s in spans],
-        "count": len(spans),
+        "offsets": list(map(list, zip(spans.char_starts, spans.char_ends))),
+        "count": len(ids),
     })
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from engine import AllowedSpecial, Tokenizer, TokenSpan
+from engine import AllowedSpecial, SpanColumns, Tokenizer, TokenSpan
 from webapp.playground.spans import Counts, DisplaySpan, SpanTable, counts, show_whitespace, span_table
 from webapp.web.numbers import MAX_ID, parse_int
 
@@ -70,13 +70,16 @@ class Encoded:
         return ", ".join(self.id_strings)
 
 
-def encode_spans(tokenizer: Tokenizer, text: str, allowed_special: AllowedSpecial) -> list[TokenSpan]:
+def encode_spans(tokenizer: Tokenizer, text: str, allowed_special: AllowedSpecial) -> SpanColumns:
     """Encode under the special-token rule: allowed specials are one token, others plain text.
+
+    The spans come as columns (``Tokenizer.encode_span_columns``): both callers read them field by
+    field, and a tuple per token cost more than the encoding (GPT-2, 2 KB: 420 against 115 µs).
 
     Naming a string that is not one of the tokenizer's special tokens in ``allowed_special``
     still raises the engine's error (a typo should be told, not ignored).
     """
-    return tokenizer.encode_with_offsets(text, allowed_special=allowed_special, disallowed_special=())
+    return tokenizer.encode_span_columns(text, allowed_special=allowed_special, disallowed_special=())
 
 
 def encode_for_display(tokenizer: Tokenizer, text: str, *, allowed_special: bool = False,
@@ -87,10 +90,12 @@ def encode_for_display(tokenizer: Tokenizer, text: str, *, allowed_special: bool
     return display(tokenizer, text, token_spans, show_ws=show_ws, colour_by_id=colour_by_id, limit=limit)
 
 
-def display(tokenizer: Tokenizer, text: str, token_spans: Sequence[TokenSpan], *, show_ws: bool = False,
-            colour_by_id: bool = False, limit: int = RENDER_TOKENS) -> Encoded:
+def display(tokenizer: Tokenizer, text: str, token_spans: SpanColumns | Sequence[TokenSpan], *,
+            show_ws: bool = False, colour_by_id: bool = False, limit: int = RENDER_TOKENS) -> Encoded:
     """The display of ``text`` already encoded as ``token_spans`` (the chat page encodes it in segments)."""
-    ids = [s.id for s in token_spans]
+    if not isinstance(token_spans, SpanColumns):
+        token_spans = SpanColumns.of(token_spans)
+    ids = token_spans.ids
     table = span_table(text, token_spans, tokenizer, limit=limit, colour_by_id=colour_by_id)
     shown_tokens = min(limit, len(ids))
     if show_ws:

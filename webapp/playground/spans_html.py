@@ -48,7 +48,7 @@ from collections.abc import Collection
 from flask import has_request_context
 from markupsafe import Markup, escape
 
-from webapp.playground.encode_view import Encoded
+from webapp.playground.encode_view import RENDER_TOKENS, Encoded
 from webapp.playground.spans import PALETTE_SIZE, hover_lines_json
 from webapp.web.htmx import is_htmx
 
@@ -64,6 +64,8 @@ REST_CHUNK = 400  # spans (or ids) per data block: each takes the browser ~10-20
 ALL = sys.maxsize  # drawn: every span and id
 # The opening of a plain token span of each colour, up to its indices: made once, not per span.
 _PLAIN_HEADS = [f'<span class="tok c{colour}" role="button" data-t="' for colour in range(PALETTE_SIZE)]
+# The token indices a span names, as strings by index, made once: writing 600 ints cost ~25 µs a request.
+_DECIMALS = [str(index) for index in range(RENDER_TOKENS + 1)]
 _SEPARATOR = "\0"  # joins the spans' texts for one escape (escaped_all); escaping leaves it alone
 
 
@@ -120,36 +122,62 @@ def spans_markup(result: Encoded, differs: Collection[int] = (), *, drawn: int |
     The first token span is the group's only tab stop (the roving focus described above). Spans
     after the first ``drawn`` go in the rest's data blocks; by default all are drawn except in an
     answer to htmx, which draws :func:`first_spans`.
+
+    Nearly every span is one ordinary token, so every span is first written as one, by one list
+    comprehension (a ready-made opening of its colour, its index from :data:`_DECIMALS`, its id,
+    its text), and then the few that are not (gaps, spans of several tokens, special tokens, the
+    tab stop, ``differs``) are written again by :func:`_span`. For 2 KB of English (600 spans)
+    that took 90 µs where a loop deciding each span's shape took 200 µs (2026-11-28).
     """
     if drawn is None:
         drawn = first_spans(result.shown) if lazy() else ALL
     table = result.table
-    # The table's token ids are the first ids of the result, so their decimal strings are too.
+    texts = escaped_all(result.shown)
+    firsts, sizes, special = table.firsts, table.sizes, table.special
+    # The table's token ids are the first ids of the result, so their decimal strings are too; a
+    # trailing gap's first token is one past the last, hence the padding (the gap is redone below).
     id_strings = result.id_strings
-    out = []
-    append = out.append
-    stop = ' tabindex="0"'  # the first token span's; empty once given out
-    for position, (text, first, size, special, colour) in enumerate(
-            zip(escaped_all(result.shown), table.firsts, table.sizes, table.special, table.colours)):
-        if not size:
-            append(f'<span class="gap">{text}</span>')
-            continue
-        if stop or special or (differs and position in differs):
-            classes = f"tok c{colour}"
-            if special:
-                classes += " special"
-            if differs and position in differs:
-                classes += " differs"
-            head = f'<span class="{classes}"{stop} role="button" data-t="'
-            stop = ""
-        else:  # most spans: one of the palette's ready-made openings
-            head = _PLAIN_HEADS[colour]
-        if size == 1:  # most spans
-            append(f'{head}{first}" data-ids="{id_strings[first]}">{text}</span>')
-        else:
-            indices = " ".join(map(str, range(first, first + size)))
-            append(f'{head}{indices}" data-ids="{" ".join(id_strings[first:first + size])}">{text}</span>')
+    padded = [*id_strings, ""] if firsts and firsts[-1] >= len(id_strings) else id_strings
+    decimals = _decimals(firsts[-1] if firsts else 0)
+    heads = _PLAIN_HEADS
+    out = [f'{heads[colour]}{decimals[first]}" data-ids="{padded[first]}">{text}</span>'
+           for colour, first, text in zip(table.colours, firsts, texts)]
+    unusual = {position for position in differs if position < len(out)}
+    if sizes.count(1) != len(sizes):
+        unusual.update(position for position, size in enumerate(sizes) if size != 1)
+    if True in special:
+        unusual.update(position for position, alone in enumerate(special) if alone)
+    stop = next((position for position, size in enumerate(sizes) if size), None)  # the first token span
+    if stop is not None:
+        unusual.add(stop)
+    for position in unusual:
+        out[position] = _span(texts[position], firsts[position], sizes[position], special[position],
+                              table.colours[position], id_strings, stop=position == stop,
+                              differs=position in differs)
     return Markup(_drawn_then_rest(out, drawn))
+
+
+def _decimals(largest: int) -> list[str]:
+    """Decimal strings of 0 to at least ``largest``, by index: the list made once, unless it is too short."""
+    return _DECIMALS if largest < len(_DECIMALS) else list(map(str, range(largest + 1)))
+
+
+def _span(text: str, first: int, size: int, special: bool, colour: int, id_strings: list[str], *,
+          stop: bool, differs: bool) -> str:
+    """One span written out in full: a gap, or a token span with its classes, tab stop and tokens."""
+    if not size:
+        return f'<span class="gap">{text}</span>'
+    classes = f"tok c{colour}"
+    if special:
+        classes += " special"
+    if differs:
+        classes += " differs"
+    tab = ' tabindex="0"' if stop else ""
+    head = f'<span class="{classes}"{tab} role="button" data-t="'
+    if size == 1:
+        return f'{head}{first}" data-ids="{id_strings[first]}">{text}</span>'
+    indices = " ".join(map(str, range(first, first + size)))
+    return f'{head}{indices}" data-ids="{" ".join(id_strings[first:first + size])}">{text}</span>'
 
 
 def hover_lines(result: Encoded) -> str:

@@ -3,9 +3,9 @@
 A logged-in request reads its user with their teams, and an encode its tokenizer's row, before
 it does anything else. Through the ORM those reads cost several times the statements themselves
 (identity map, loading, a row object's state; ~0.35 ms of a 2.5 ms htmx encode), so they are
-read as columns through the session's connection (:func:`read`) into frozen records. A record's
-fields are named as the model's attributes, and :func:`columns` selects exactly those, so a record
-reads like the row it stands for; nothing is cached, each request reads afresh.
+read as columns (:func:`read`) into frozen records. A record's fields are named as the model's
+attributes, and :func:`columns` selects exactly those, so a record reads like the row it stands
+for; nothing is cached, each request reads afresh.
 
 Left out: writing. A view that changes a user or a tokenizer loads the ORM row (``auth.user_row``,
 ``auth.owned_or_404``); the large tokenizer columns (the document, the stats, the config) are
@@ -24,7 +24,7 @@ from flask_login import UserMixin
 from sqlalchemy import Row
 from sqlalchemy.sql import Executable
 
-from webapp.store.db import get_session
+from webapp.store.db import read_connection
 from webapp.store.models_auth import login_id
 
 
@@ -76,6 +76,6 @@ def columns(record: type, model: type) -> tuple[Any, ...]:
 
 
 def read(statement: Executable, params: Mapping[str, Any]) -> Sequence[Row[Any]]:
-    """Run a Core ``select`` of columns on the request session's connection (its transaction,
-    so later ORM reads see the same snapshot) and return its rows, with no ORM work."""
-    return get_session().connection().execute(statement, params).all()
+    """Run a Core ``select`` of columns on ``db.read_connection`` (the session's connection once the
+    request has a session) and return its rows, with no ORM work."""
+    return read_connection().execute(statement, params).all()

@@ -15,11 +15,14 @@ from werkzeug.wrappers import Response
 
 
 def is_htmx() -> bool:
-    """Whether this request came from htmx and wants a fragment."""
-    return (
-        request.headers.get("HX-Request") == "true"
-        and request.headers.get("HX-History-Restore-Request") != "true"
-    )
+    """Whether this request came from htmx and wants a fragment.
+
+    Read from the WSGI environ, where ``request.headers.get`` reads them too: a page asks this
+    several times, and Werkzeug's lookup of a header that is absent (``HX-History-Restore-Request``,
+    nearly always) raises and catches a ``KeyError`` each time.
+    """
+    environ = request.environ
+    return environ.get("HTTP_HX_REQUEST") == "true" and environ.get("HTTP_HX_HISTORY_RESTORE_REQUEST") != "true"
 
 
 def render_block(template_name: str, block_name: str, **context: Any) -> str:

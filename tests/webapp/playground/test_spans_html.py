@@ -14,7 +14,7 @@ from flask.testing import FlaskClient
 from markupsafe import escape
 
 from tests.webapp.conftest import HX, shown_ids
-from tests.webapp.playground_samples import EOT, byte_bpe, store
+from tests.webapp.playground_samples import EOT, byte_bpe, store, wordpiece
 from webapp.playground.encode_view import Encoded, encode_for_display
 from webapp.playground.spans_html import (
     ALL,
@@ -166,10 +166,19 @@ def _reference_spans(result: Encoded, differs: Collection[int]) -> str:
     return "".join(out)
 
 
-@pytest.mark.parametrize("differs", [(), (0,), (1, 3, 4, 9)], ids=["none", "first", "some"])
+@pytest.mark.parametrize("differs", [(), (0,), (1, 3, 4, 9), (2, 999)], ids=["none", "first", "some", "past-the-end"])
 def test_the_spans_are_the_reference_spans(differs: tuple[int, ...]) -> None:
     text = f"{EOT}the wo café 👩‍🚀 <&> {EOT}\n\tthe thé" * 3
     for allowed in (True, False):
         result = encode_for_display(byte_bpe(), text, allowed_special=allowed)
         assert any(len(span.parts) > 1 for span in result.spans) and len({s.colour for s in result.spans}) > 6
         assert str(spans_markup(result, set(differs), drawn=ALL)) == _reference_spans(result, differs)
+
+
+@pytest.mark.parametrize("text", ["  the cat  sat\n", "\n\nthe", "the  ", "", "   "], ids=range(5))
+def test_the_spans_with_gaps_are_the_reference_spans(text: str) -> None:
+    # WordPiece drops whitespace: gaps before, between and after the tokens, or nothing but a gap.
+    result = encode_for_display(wordpiece(), text)
+    assert str(spans_markup(result, drawn=ALL)) == _reference_spans(result, ())
+    truncated = encode_for_display(wordpiece(), text, limit=1)
+    assert str(spans_markup(truncated, {0}, drawn=ALL)) == _reference_spans(truncated, {0})
