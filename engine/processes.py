@@ -35,7 +35,7 @@ def one_blas_thread() -> None:
     """Ask numpy's BLAS (OpenBLAS in numpy's wheels) for one thread in this process and the ones
     it starts, unless the user chose otherwise; call it before numpy is first imported.
 
-    Why: the engine makes no BLAS call (its one ``@`` multiplies integers), yet OpenBLAS starts a
+    Why: the engine makes no BLAS call (its ``@`` products are of integers), yet OpenBLAS starts a
     pool of one thread per core in every process that imports numpy. That made ``import numpy``
     0.16 s instead of 0.11 s here, 7% of a whole ``train --level spm`` on en_5M (0.89 against
     0.83 s, 9 alternated pairs), and on a 16-core server it is 15 idle threads in each of 16

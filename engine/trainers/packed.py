@@ -78,7 +78,9 @@ class CountedWords:
     ``counts`` (int64), and the words ``packed``, each read with ``prefix`` before it.
 
     Why: sentencepiece-style BPE reads the same table three times (the required characters, the
-    segments, the corpus's size), and packing 110,000 words cost ~27 ms each time (en_5M).
+    segments, the corpus's size), and packing 110,000 words cost ~27 ms each time (en_5M); the
+    Unigram leader four times (the required characters, the slice count, the slice plan, the
+    grid scale: 0.24 s against 0.15 s packed once on en_25M).
     """
 
     words: list[str]
