@@ -12,7 +12,7 @@ Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -91,13 +91,14 @@ class CountedWords:
     @classmethod
     def of(cls, table: Mapping[str, int] | CountedWords, *, prefix: str = "") -> CountedWords:
         """``table`` packed (a table packed already with the same prefix is returned as it is)."""
-        if isinstance(table, CountedWords) and table.prefix == prefix:
-            return table
         if isinstance(table, CountedWords):
-            table = dict(zip(table.words, table.counts.tolist()))
-        words = list(table)
-        return cls(words, np.fromiter(table.values(), np.int64, len(words)),
-                   PackedStrings.of(words, prefix=prefix), prefix)
+            return table if table.prefix == prefix else cls.pack(table.words, table.counts, prefix=prefix)
+        return cls.pack(list(table), table.values(), prefix=prefix)
+
+    @classmethod
+    def pack(cls, words: list[str], counts: Iterable[int], *, prefix: str = "") -> CountedWords:
+        """Distinct ``words`` with their ``counts``, packed (no table to build first)."""
+        return cls(words, np.fromiter(counts, np.int64, len(words)), PackedStrings.of(words, prefix=prefix), prefix)
 
     def __len__(self) -> int:
         return len(self.words)

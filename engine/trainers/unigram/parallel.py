@@ -208,7 +208,7 @@ class Shard:
 
     def segments(self, classes: Mapping[str, str], space: str) -> tuple[PackedStrings, np.ndarray]:
         """The seed's segments of this shard's words (``segments.segment_counts``), once."""
-        found = packed_segment_counts(CountedWords.of(dict(zip(self.words, self.counts))), classes, space)
+        found = packed_segment_counts(CountedWords.pack(self.words, self.counts), classes, space)
         self.words = []
         return found
 
