@@ -37,14 +37,10 @@ thread's place in it.
 Web processes share one listening socket, and a keep-alive connection stays with the process
 that accepted it. Left alone, 50 users settled unevenly over 3 processes: the busiest one's
 users queued behind each other while another process idled, and the p99 was that queue. So
-the worker balances the way nginx's ``least_conn`` does (:class:`Balance`):
-
-- a process whose threads are all busy stops accepting, so a new connection waits in the
-  kernel's queue for the first process with a free thread;
-- an answer given while every other thread of its process is busy says ``Connection: close``,
-  so that client's next request reconnects and waits in that same kernel queue. Under load every
-  client thus queues once, in arrival order, for whichever thread frees first, as with one
-  shared queue; with threads to spare, connections stay alive.
+the worker balances the way nginx's ``least_conn`` does (``balance.py``): a process whose
+threads are all busy stops accepting, and a crowded process lets a kept-alive client go (its
+answer says ``Connection: close``) when another process has a free thread or fewer
+connections, as the processes' shared :class:`balance.LoadBoard` tells.
 
 A single web process has nobody to balance with: it accepts and keeps connections as gthread does.
 
@@ -92,6 +88,7 @@ from gunicorn.util import split_request_uri
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
 from webapp.web.access_log import options as access_log_options
+from webapp.web.balance import Balance, LoadBoard
 from webapp.web.requests import CUT_OFF_KEY
 
 #: The gunicorn series :class:`BufferingWorker` is tested against (pyproject.toml pins it).
@@ -122,6 +119,9 @@ UPLOAD_THREADS = 8
 #: render runs in one process, a chat request arriving there (most often to be refused at once)
 #: finds a thread that is not waiting out a render.
 RENDER_THREADS = 4
+#: Slots on the processes' shared load board: room for gunicorn's TTIN signal to add workers
+#: (a worker past the last slot balances on its own load alone, as a single process would).
+LOAD_BOARD_SLOTS_PER_WORKER = 2
 #: A client that accepts none of its answer for this long is dropped, freeing the thread.
 SEND_TIMEOUT_SECONDS = 60.0
 _READ_CHUNK = 64 << 10
@@ -332,33 +332,6 @@ class _Conn(TConn):  # type: ignore[misc]
         self.reader.start()
 
 
-class Balance:
-    """How busy one web process is, and what that means for new and kept-alive connections.
-
-    ``threads`` requests run at once; more wait in the process's own queue. Only called with
-    the worker's lock held.
-    """
-
-    def __init__(self, threads: int) -> None:
-        self.threads = threads
-        self.in_flight = 0  # requests handed to the thread pool and not yet finished
-
-    def started(self) -> bool:
-        """Count a request handed to a thread; True when that took the last free thread."""
-        self.in_flight += 1
-        return self.in_flight == self.threads
-
-    def finished(self) -> bool:
-        """Count a finished request; True when that freed the only free thread."""
-        self.in_flight -= 1
-        return self.in_flight == self.threads - 1
-
-    def crowded(self) -> bool:
-        """Whether, besides the request being answered, no thread here is free: the client's next
-        request would wait for this process, so it had better queue for any process."""
-        return self.in_flight >= self.threads
-
-
 class BufferingWorker(ThreadWorker):  # type: ignore[misc]
     """gthread, but a request reaches a thread only when it has arrived, and a busy process
     leaves connections to idle ones (module docstring)."""
@@ -366,14 +339,17 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._gathering: set[_Conn] = set()
-        self._balance = Balance(self.cfg.threads)
         self._balancing = self.cfg.workers > 1  # one process has nobody to leave connections to
+        self._board = _load_board(self.cfg.workers) if self._balancing else None  # in the master, before the fork
+        self._balance = Balance(self.cfg.threads)
         self._paused: dict[socket.socket, Any] = {}  # listener -> its accept callback, while busy
         self._body_rules = BodyRules()  # the app's, once it is loaded
         self._current = threading.local()  # .reader: the body reader of the request this thread runs
 
     def init_process(self) -> None:
         gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
+        if self._board is not None:
+            self._balance = Balance(self.cfg.threads, self._board, self._board.claim())
         self._upload_lane = futures.ThreadPoolExecutor(max_workers=UPLOAD_THREADS, thread_name_prefix="upload")
         self._render_lane = futures.ThreadPoolExecutor(max_workers=RENDER_THREADS, thread_name_prefix="render")
         super().init_process()
@@ -383,6 +359,8 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
             super().run()
         finally:  # uploads still arriving are cut, renders waiting dropped: the process is leaving
             self._close_lanes()
+            if self._board is not None and self._balance.slot is not None:
+                self._board.release(self._balance.slot)
 
     def handle_quit(self, sig: int, frame: Any) -> None:
         self._close_lanes()
@@ -435,6 +413,7 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
         conn = _Conn(self.cfg, sock, client, server, self._body_rules)
         self.nr_conns += 1
         with self._lock:
+            self._balance.connected(self.nr_conns)
             self.poller.register(conn.sock, selectors.EVENT_READ,
                                  partial(self.on_client_socket_readable, conn))
 
@@ -468,6 +447,9 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
                 except (KeyError, ValueError, OSError):
                     pass
             self._drop(conn)
+        self._count_connections()  # gthread's rule closed some too
+        with self._lock:
+            self._follow_balance()
 
     def enqueue_req(self, conn: _Conn) -> None:
         declared = declared_length(conn.reader.pending)
@@ -478,8 +460,8 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
             self._enqueue_in(self._render_lane, conn)
             return
         with self._lock:
-            if self._balance.started() and self._balancing:
-                self._stop_accepting()
+            self._balance.started()
+            self._follow_balance()
         super().enqueue_req(conn)
 
     def _enqueue_in(self, lane: futures.ThreadPoolExecutor, conn: _Conn) -> None:
@@ -492,9 +474,22 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
     def finish_request(self, fs: Any) -> None:
         if not getattr(fs, "off_balance", False):  # the lanes are not the request threads' balance
             with self._lock:
-                if self._balance.finished() and self._balancing:
-                    self._resume_accepting()
+                self._balance.finished()
+                self._follow_balance()
         super().finish_request(fs)
+        self._count_connections()  # closed, unless kept alive
+
+    def _follow_balance(self) -> None:
+        """Accept new connections or not, as the balance says (:meth:`Balance.accepting`); with the
+        lock held. Called as requests start and finish here, and on each turn of the event loop
+        (at least once a second), since the other processes' loads change too."""
+        if not self._balancing:
+            return
+        if self._balance.accepting():
+            if self._paused:
+                self._resume_accepting()
+        elif not self._paused:
+            self._stop_accepting()
 
     def _stop_accepting(self) -> None:
         for listener in self.sockets:
@@ -514,6 +509,12 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
     def _drop(self, conn: _Conn) -> None:
         self.nr_conns -= 1
         conn.close()
+        self._count_connections()
+
+    def _count_connections(self) -> None:
+        """Tell the balance (and so the other processes) how many connections this one holds."""
+        with self._lock:
+            self._balance.connected(self.nr_conns)
 
     def handle_request(self, req: Any, conn: _Conn) -> bool:
         self._current.reader = conn.reader
@@ -524,6 +525,18 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
         reader = req.body.reader if req is not None and req.body is not None else None
         drained = isinstance(reader, LengthReader) and reader.length == 0
         return keepalive and drained  # never read an unread body just to reuse the socket
+
+
+_BOARD: LoadBoard | None = None
+
+
+def _load_board(workers: int) -> LoadBoard:
+    """The load board every web process shares: made once, in gunicorn's master, where each worker
+    object is built before its fork (``Arbiter.spawn_worker``), so every worker inherits it."""
+    global _BOARD
+    if _BOARD is None:
+        _BOARD = LoadBoard(slots=max(1, workers) * LOAD_BOARD_SLOTS_PER_WORKER)
+    return _BOARD
 
 
 def run(app_factory: Callable[[], Any], *, host: str, port: int, workers: int, threads: int,

@@ -1,13 +1,16 @@
-"""Web processes share the load (``webapp.web.server.Balance``): a process with no free thread
-accepts no new connection, and an answer from a crowded process closes its connection.
+"""Web processes share the load (``webapp.web.balance``): a process with no free thread leaves
+new connections to the others, and a crowded process lets a kept-alive client go only where
+another process has a free thread or fewer connections (the processes' shared load board).
 
-Each test runs gunicorn with the real :class:`webapp.web.server.BufferingWorker` around
-``balance_app``, whose ``/hold`` keeps a thread busy until the test removes a file.
+The live tests run gunicorn with the real :class:`webapp.web.server.BufferingWorker` around
+``balance_app``, whose ``/hold`` keeps a thread busy until the test removes a file; the board's
+tests put a forked process beside this one on a real board.
 """
 
 from __future__ import annotations
 
 import http.client
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -19,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.live import REPO, free_port, wait_for
-from webapp.web.server import Balance
+from webapp.web.balance import Balance, LoadBoard, Peers
 
 HERE = Path(__file__).resolve().parent
 
@@ -119,13 +122,113 @@ def test_a_single_process_keeps_connections_alive(server: Server) -> None:
     conn.close()
 
 
-def test_a_process_is_crowded_when_no_other_thread_is_free() -> None:
+@pytest.mark.parametrize("server", [(2, 1)], indirect=True)
+def test_a_crowded_process_keeps_its_client_when_every_other_process_is_as_busy(server: Server) -> None:
+    server.hold.touch()
+    held = server.connect()
+    held.request("GET", "/hold")
+    wait_for(server.entered.exists, "/hold to take its process's only thread", limit=30)
+    # The other process is crowded while it answers (its only thread), but the held one has no
+    # free thread and as many connections: reconnecting would only queue again.
+    conn = server.connect()
+    first, header = answer(conn, "/")
+    assert header != "close"
+    assert answer(conn, "/") == (first, header)  # the same connection, reused
+    conn.close()
+    server.hold.unlink()
+    assert answer(held)[0] != first
+    held.close()
+
+
+def test_a_process_alone_is_crowded_when_no_other_thread_is_free() -> None:
     balance = Balance(threads=2)
-    assert balance.started() is False  # one of two threads taken
-    assert balance.crowded() is False  # the answer leaves a thread free: keep the client
-    assert balance.started() is True  # the last free thread: stop accepting
-    assert balance.crowded() is True
-    assert balance.started() is False  # a third waits in the process's queue
-    assert balance.finished() is False and balance.crowded() is True
-    assert balance.finished() is True  # a thread is free again: accept again
-    assert balance.crowded() is False
+    balance.started()  # one of two threads taken
+    assert balance.crowded() is False and balance.accepting() is True  # the answer leaves a thread free
+    balance.started()  # the last free thread: stop accepting, let clients go
+    assert balance.crowded() is True and balance.accepting() is False
+    balance.started()  # a third waits in the process's queue
+    balance.finished()
+    assert balance.crowded() is True and balance.accepting() is False
+    balance.finished()  # a thread is free again
+    assert balance.crowded() is False and balance.accepting() is True
+
+
+def _peer(board: LoadBoard, in_flight: int, connections: int, ready: object, leave: object) -> None:
+    """Another web process: claim a slot, publish a load, wait to be told to leave."""
+    slot = board.claim()
+    assert slot is not None
+    board.publish(slot, in_flight, connections)
+    ready.set()  # type: ignore[attr-defined]
+    leave.wait(30)  # type: ignore[attr-defined]
+    board.release(slot)
+
+
+class PeerProcess:
+    """A forked process on ``board`` showing ``in_flight`` requests and ``connections``."""
+
+    def __init__(self, board: LoadBoard, in_flight: int, connections: int) -> None:
+        ctx = multiprocessing.get_context("fork")
+        self.ready, self.leave = ctx.Event(), ctx.Event()
+        self.process = ctx.Process(target=_peer, args=(board, in_flight, connections, self.ready, self.leave))
+        self.process.start()
+        assert self.ready.wait(30)
+
+    def stop(self) -> None:
+        self.leave.set()
+        self.process.join(30)
+        assert self.process.exitcode == 0
+
+
+def busy(board: LoadBoard, threads: int, in_flight: int, connections: int) -> Balance:
+    """This process on ``board`` with ``in_flight`` requests and ``connections`` open."""
+    balance = Balance(threads, board, board.claim())
+    for _ in range(in_flight):
+        balance.started()
+    balance.connected(connections)
+    return balance
+
+
+def test_the_board_shows_each_process_the_others_loads() -> None:
+    board = LoadBoard(slots=4)
+    peer = PeerProcess(board, in_flight=3, connections=9)
+    try:
+        mine = board.claim()
+        assert mine is not None
+        assert board.peers(mine) == Peers(least_in_flight=3, fewest_connections=9)
+    finally:
+        peer.stop()
+    assert board.peers(mine) is None  # the peer left its slot
+
+
+def test_a_dead_process_leaves_its_slot_to_the_next() -> None:
+    board = LoadBoard(slots=1)
+    ctx = multiprocessing.get_context("fork")
+    dead = ctx.Process(target=board.claim)  # claims, and exits without releasing
+    dead.start()
+    dead.join(30)
+    assert board.claim() == 0
+
+
+def test_a_crowded_process_weighs_the_others() -> None:
+    board = LoadBoard(slots=4)
+    peer = PeerProcess(board, in_flight=2, connections=10)  # as busy as can be: no free thread
+    try:
+        balance = busy(board, threads=2, in_flight=2, connections=11)
+        assert balance.crowded() is False  # no process is freer, and one connection more is even
+        assert balance.accepting() is True  # no process has fewer requests in flight: someone must accept
+        balance.connected(12)
+        assert balance.crowded() is True  # two connections more than the peer: move one
+        balance.started()
+        assert balance.accepting() is False  # a third request in flight: the peer accepts
+    finally:
+        peer.stop()
+
+
+def test_a_crowded_process_lets_clients_go_to_a_process_with_a_free_thread() -> None:
+    board = LoadBoard(slots=4)
+    peer = PeerProcess(board, in_flight=1, connections=30)
+    try:
+        balance = busy(board, threads=2, in_flight=2, connections=3)
+        assert balance.crowded() is True and balance.accepting() is False
+    finally:
+        peer.stop()
