@@ -3,10 +3,12 @@
 Web processes share one listening socket, and a keep-alive connection stays with the process
 that accepted it, so ``server.BufferingWorker`` balances the way nginx's ``least_conn`` does:
 
-- a process whose threads are all busy stops accepting (:meth:`Balance.started`), so a new
-  connection waits in the kernel's queue for the first process with a free thread;
+- a process whose threads are all busy stops accepting, unless no other process has fewer
+  requests in flight (:meth:`Balance.accepting`): a new connection goes to a process with a free
+  thread, or else to the shortest queue, and never waits in the kernel's queue while every
+  process is busy (kept-alive clients would then be served ahead of it indefinitely);
 - an answer from a *crowded* process (:meth:`Balance.crowded`) says ``Connection: close``, so that
-  client's next request reconnects and goes to whichever process frees a thread first.
+  client's next request reconnects and goes where those rules send it.
 
 A process alone cannot tell whether closing helps: when every process is crowded, the client
 reconnects only to queue again, and the reconnections cost CPU on both sides. The first version
