@@ -61,6 +61,14 @@ class Server:
         finally:
             conn.close()
 
+    def hold_a_thread(self) -> http.client.HTTPConnection:
+        """A connection whose ``/hold`` request has its process's thread (until ``hold`` is removed)."""
+        self.hold.touch()
+        held = self.connect()
+        held.request("GET", "/hold")
+        wait_for(self.entered.exists, "/hold to take its process's thread", limit=30)
+        return held
+
     def stop(self) -> None:
         """SIGTERM; SIGKILL to the whole group (its workers too) if shutdown outlasts 10 s, as on a busy CI host."""
         self.process.terminate()
@@ -92,10 +100,7 @@ def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
 
 @pytest.mark.parametrize("server", [(2, 1)], indirect=True)
 def test_a_process_with_no_free_thread_leaves_new_connections_to_the_others(server: Server) -> None:
-    server.hold.touch()
-    held = server.connect()
-    held.request("GET", "/hold")
-    wait_for(server.entered.exists, "/hold to take its process's only thread", limit=30)
+    held = server.hold_a_thread()
     # Both processes wait on the same listening socket. Without balancing, about half of these
     # connections would go to the busy process and wait there until the hold ends (timeout).
     quick = {server.get("/")[0] for _ in range(8)}
@@ -124,10 +129,7 @@ def test_a_single_process_keeps_connections_alive(server: Server) -> None:
 
 @pytest.mark.parametrize("server", [(2, 1)], indirect=True)
 def test_a_crowded_process_keeps_its_client_when_every_other_process_is_as_busy(server: Server) -> None:
-    server.hold.touch()
-    held = server.connect()
-    held.request("GET", "/hold")
-    wait_for(server.entered.exists, "/hold to take its process's only thread", limit=30)
+    held = server.hold_a_thread()
     # The other process is crowded while it answers (its only thread), but the held one has no
     # free thread and as many connections: reconnecting would only queue again.
     conn = server.connect()
