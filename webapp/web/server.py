@@ -120,7 +120,8 @@ UPLOAD_THREADS = 8
 #: finds a thread that is not waiting out a render.
 RENDER_THREADS = 4
 #: Slots on the processes' shared load board: room for gunicorn's TTIN signal to add workers
-#: (a worker past the last slot balances on its own load alone, as a single process would).
+#: (a worker past the last slot sees no other process's load, and sheds a client whenever it has
+#: no free thread, as every process did before the board).
 LOAD_BOARD_SLOTS_PER_WORKER = 2
 #: A client that accepts none of its answer for this long is dropped, freeing the thread.
 SEND_TIMEOUT_SECONDS = 60.0
@@ -447,8 +448,8 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
                 except (KeyError, ValueError, OSError):
                     pass
             self._drop(conn)
-        self._count_connections()  # gthread's rule closed some too
-        with self._lock:
+        with self._lock:  # gthread's rule closed connections too, and the other processes' loads move
+            self._balance.connected(self.nr_conns)
             self._follow_balance()
 
     def enqueue_req(self, conn: _Conn) -> None:
