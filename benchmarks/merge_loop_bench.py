@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-LOOP = ("bpe_merge", "bpe_pairs", "bpe_step")
+LOOP = ("bpe_merge", "bpe_pairs", "bpe_step", "packed")  # the loop and what it imports
 
 
 class _Captured(Exception):
@@ -51,6 +51,8 @@ def capture(out: Path, train_args: list[str]) -> None:
 
     def save(words: Any, freqs: Any, num_merges: int, **options: Any) -> None:
         options.pop("tick", None)
+        if hasattr(words, "strings"):  # packed (byte-level BPE's bytes): saved as strings, which any checkout reads
+            words, freqs = words.strings(), freqs.tolist()
         out.write_bytes(pickle.dumps((list(words), list(freqs), num_merges, options), protocol=5))
         raise _Captured
 

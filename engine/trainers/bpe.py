@@ -32,6 +32,7 @@ Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,10 +49,11 @@ from engine.pretokenizers import get_pretokenizer
 from engine.tokenizer import Tokenizer
 from engine.trainers.base import Reporter, TrainResult
 from engine.trainers.bpe_char import char_alphabet, char_words
-from engine.trainers.bpe_merge import merge_words, words_from_counts
+from engine.trainers.bpe_merge import merge_words
+from engine.trainers.byte_table import ByteTable
 from engine.trainers.counting import count_pretokens
 from engine.trainers.limits import MAX_VOCAB, check_special_count, check_workers
-from engine.trainers.packed import CountedWords
+from engine.trainers.packed import CountedWords, PackedStrings
 
 # Byte values in GPT-2's vocabulary order (ordered by the code point of their symbol).
 GPT2_BYTE_ORDER: tuple[int, ...] = tuple(sorted(range(256), key=lambda b: ord(BYTE_TO_UNICODE[b])))
@@ -158,8 +160,9 @@ class BpeOptions:
 OPTIONS = BpeOptions
 
 
-def _merge(words: list[str], freqs: list[int], num_merges: int, options: BpeOptions, reporter: Reporter,
-           **alphabet: Any) -> tuple[list[tuple[int, int, int, int]], list[bytes]]:
+def _merge(words: Sequence[str] | PackedStrings, freqs: Sequence[int] | np.ndarray, num_merges: int,
+           options: BpeOptions, reporter: Reporter, **alphabet: Any
+           ) -> tuple[list[tuple[int, int, int, int]], list[bytes]]:
     """Run the merge loop, reporting progress (and so polling cancel) as it goes."""
 
     def tick(done: int) -> None:
@@ -174,19 +177,21 @@ def _merge(words: list[str], freqs: list[int], num_merges: int, options: BpeOpti
 
 
 def learn(
-    word_counts: dict[str, int], options: BpeOptions, *, reporter: Reporter | None = None
+    word_counts: Mapping[str, int] | ByteTable, options: BpeOptions, *, reporter: Reporter | None = None
 ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]], list[tuple[int, int, int, int]]]:
-    """Learn byte-level merges from pre-token counts: ``(vocab, merges, merge_stats)`` in final ids.
+    """Learn byte-level merges from pre-token counts (a dict, or packed as the counting workers
+    send them): ``(vocab, merges, merge_stats)`` in final ids.
 
     ``vocab`` maps every id (special tokens included, as their UTF-8) to its bytes;
     ``merge_stats[r] = (left_id, right_id, count, removed)`` is merge ``r`` with its count when
     made and the number of tokens it removed from the corpus (see ``merge_words``).
     """
     k = len(options.special_tokens)
-    # 1. Distinct pre-tokens as token strings (one character per byte) with their counts.
-    words, freqs = words_from_counts(word_counts.items())
+    # 1. Distinct pre-tokens as their UTF-8 bytes (token b is byte b) with their counts.
+    table = word_counts if isinstance(word_counts, ByteTable) else ByteTable.of(word_counts)
     # 2. The merge loop.
-    merges, token_bytes = _merge(words, freqs, options.vocab_size - k - 256, options, reporter or Reporter())
+    merges, token_bytes = _merge(table.words, table.counts, options.vocab_size - k - 256, options,
+                                 reporter or Reporter())
     # 3. Final ids: specials, bytes in GPT-2 order, then merges in rank order.
     final = [0] * len(token_bytes)
     for position, byte in enumerate(GPT2_BYTE_ORDER):
@@ -271,21 +276,25 @@ def compression_curve(total_bytes: int, start_tokens: int, merge_stats: list[tup
 
 def train(files: list[Path], options: BpeOptions, *, reporter: Reporter) -> TrainResult:
     """Train BPE on ``files``; the registry's ``train("bpe", ...)`` calls this."""
-    # 1. Count pre-tokens (special tokens cut out first) on all cores.
+    # 1. Count pre-tokens (special tokens cut out first) on all cores; byte-level BPE wants their
+    #    bytes, which the workers send packed.
     counts = count_pretokens(
         files,
         special_tokens=options.special_tokens,
         split=options.split,
         num_workers=options.num_workers,
         reporter=reporter,
+        packed=options.level == "byte",
     )
-    # 2. Learn the merges and assemble the tokenizer.
+    # 2. Learn the merges and assemble the tokenizer; the corpus's size in bytes, and in the tokens
+    #    it starts as: one per byte at the byte level, one per character at the character level.
     specials = {token: i for i, token in enumerate(options.special_tokens)}
     tokenizer: Tokenizer
-    if options.level == "byte":
+    if isinstance(counts, ByteTable):
         vocab, merges, merge_stats = learn(counts, options, reporter=reporter)
         tokenizer = byte_level_bpe(vocab, merges, pretokenizer=options.split, special_tokens=specials)
         base_vocab = len(specials) + 256
+        total_bytes = start_tokens = counts.total_bytes()
     else:
         strings, char_merges, merge_stats = learn_chars(counts, options, reporter=reporter)
         model = CharBPE(strings, char_merges, unk_token=options.unk_token,
@@ -293,13 +302,11 @@ def train(files: list[Path], options: BpeOptions, *, reporter: Reporter) -> Trai
         tokenizer = Tokenizer(model, pre_tokenizer=get_pretokenizer(options.split), special_tokens=specials,
                               decoder=BPESuffixDecoder(options.end_of_word_suffix))
         base_vocab = len(strings) - len(model.origins)
-    # 3. The statistics the playground shows: a byte-level corpus starts as one token per byte,
-    #    a character-level one as one per character.
-    total_bytes, chars = corpus_size(CountedWords.of(counts))
+        total_bytes, start_tokens = corpus_size(CountedWords.of(counts))
+    # 3. The statistics the playground shows.
     stats: dict[str, Any] = {
         "merges": [[left, right, count] for left, right, count, _ in merge_stats],
-        "curve": compression_curve(total_bytes, total_bytes if options.level == "byte" else chars, merge_stats,
-                                   base_vocab),
+        "curve": compression_curve(total_bytes, start_tokens, merge_stats, base_vocab),
         "distinct_pretokens": len(counts),
         "stopped_early": len(merge_stats) < options.vocab_size - base_vocab,
     }

@@ -39,15 +39,15 @@ Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from engine.trainers.bpe_pairs import PairQueue, PairTable
 from engine.trainers.bpe_step import Member, Symbols, group
+from engine.trainers.packed import PackedStrings
 
 _END = chr(0x10000)  # sorts after every chr(1..256) used by _invert
-_GAP = chr(0x10FFFF)  # joins words before they become one array; above every token id (MAX_VOCAB)
 BYTES: tuple[bytes, ...] = tuple(bytes([b]) for b in range(256))
 """The byte-level alphabet: internal token ``b`` is byte ``b``."""
 
@@ -90,8 +90,8 @@ def _take(queue: PairQueue, table: PairTable, limit: int, V: int) -> list[Member
 
 
 def merge_words(
-    words: Sequence[str],
-    freqs: Sequence[int],
+    words: Sequence[str] | PackedStrings,
+    freqs: Sequence[int] | np.ndarray,
     num_merges: int,
     *,
     alphabet: Sequence[bytes] = BYTES,
@@ -104,14 +104,16 @@ def merge_words(
 ) -> tuple[list[tuple[int, int, int, int]], list[bytes]]:
     """Learn up to ``num_merges`` merges over ``words``.
 
-    ``words[i]`` spells a distinct pre-token with one character per token (``chr(id)``) and
-    ``freqs[i]`` is how often it occurs. Token ``t < len(alphabet)`` is ``alphabet[t]`` (the 256
-    bytes by default; character-level BPE passes the UTF-8 of its symbols, which then order ties
-    the same way), and ``lengths[t]`` its length as ``max_token_length`` counts it (default: its
-    bytes). Returns ``(merges, token_bytes)`` where ``merges[r] = (left, right, count, removed)``
-    in internal ids (token ``len(alphabet) + r`` is merge ``r``): ``count`` is the pair's count
-    when merged and ``removed`` how many tokens the merge took out of the corpus (less than
-    ``count`` only for overlapping pairs like ``a a a``). ``token_bytes[t]`` is the byte string
+    ``words[i]`` spells a distinct pre-token with one character per token (``chr(id)``), or
+    ``words`` holds those ids packed (byte-level BPE's ``byte_table.ByteTable`` hands over its
+    UTF-8 bytes as they are), and ``freqs[i]`` is how often word ``i`` occurs. Token
+    ``t < len(alphabet)`` is ``alphabet[t]`` (the 256 bytes by default; character-level BPE
+    passes the UTF-8 of its symbols, which then order ties the same way), and ``lengths[t]`` its
+    length as ``max_token_length`` counts it (default: its bytes). Returns ``(merges,
+    token_bytes)`` where ``merges[r] = (left, right, count, removed)`` in internal ids (token
+    ``len(alphabet) + r`` is merge ``r``): ``count`` is the pair's count when merged and
+    ``removed`` how many tokens the merge took out of the corpus (less than ``count`` only for
+    overlapping pairs like ``a a a``). ``token_bytes[t]`` is the byte string
     of internal token ``t``. ``tick(merges_done)`` is called after each merge so the caller can
     report progress and raise to cancel. ``allowed(left, right, merged_bytes)``, where given, is
     asked once per pair before the pair may ever be merged (it never enters the heap otherwise):
@@ -129,15 +131,17 @@ def merge_words(
     # 1. Every word's symbols in one array, -1 between words and at both ends. Positions and
     #    links are int32 where they fit: on text without spaces (Chinese) nearly every symbol
     #    is in a distinct word, so these arrays are the training's memory.
-    codes = np.frombuffer(_GAP.join(["", *words, ""]).encode("utf-32-le"), dtype=np.uint32)
-    sym = np.where(codes == ord(_GAP), -1, codes.astype(np.int32))  # token ids are below MAX_VOCAB
-    del codes
-    n = len(sym)
+    packed = words if isinstance(words, PackedStrings) else PackedStrings.of(words)
+    word_lengths = packed.lengths
+    n = len(packed.codes) + len(word_lengths) + 1
     index = np.int32 if n < 1 << 31 else np.int64
-    gaps = np.flatnonzero(sym < 0)  # word i lies between gaps[i] and gaps[i + 1]
-    freq = np.repeat(np.append(np.asarray(freqs, dtype=np.int64), 0), np.diff(gaps, append=n))
-    freq[gaps] = 0
-    del gaps
+    slot = np.arange(len(packed.codes), dtype=index)  # each symbol's place: after one -1 per word so far
+    slot += np.repeat(np.arange(1, len(word_lengths) + 1, dtype=index), word_lengths)
+    sym = np.full(n, -1, dtype=np.int32)  # token ids are below MAX_VOCAB
+    sym[slot] = packed.codes
+    freq = np.zeros(n, dtype=np.int64)
+    freq[slot] = np.repeat(np.asarray(freqs, dtype=np.int64), word_lengths)
+    del slot
     nxt = np.minimum(np.arange(1, n + 1, dtype=index), n - 1)
     prv = np.maximum(np.arange(-1, n - 1, dtype=index), 0)
 
@@ -191,13 +195,3 @@ def merge_words(
         # 5. Queue the new pairs (their tokens are known now: the queue's key and admissible read them).
         queue.offer(new, counts)
     return merges, token_bytes
-
-
-def words_from_counts(counts: Iterable[tuple[str, int]]) -> tuple[list[str], list[int]]:
-    """Turn ``(pre_token, count)`` pairs into byte strings and frequencies for :func:`merge_words`."""
-    words: list[str] = []
-    freqs: list[int] = []
-    for piece, count in counts:
-        words.append(piece.encode("utf-8").decode("latin-1"))
-        freqs.append(count)
-    return words, freqs

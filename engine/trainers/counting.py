@@ -2,8 +2,9 @@
 
 :func:`count_pretokens` counts the corpus in worker processes, each reading byte ranges of the
 files itself (``byte_ranges.plan_ranges`` cuts them at document boundaries, shrinking towards
-the end so the workers finish together), and adds up one table per worker; a small corpus is
-read here, in the chunks of :func:`engine.trainers.corpus.iter_documents` (whole documents, or
+the end so the workers finish together), and adds up one table per worker (dicts, or for
+byte-level BPE ``byte_table.ByteTable`` arrays, which travel as buffers and add up in numpy); a
+small corpus is read here, in the chunks of :func:`engine.trainers.corpus.iter_documents` (whole documents, or
 over-long ones cut where no piece changes). Both cut where pre-tokenization restarts anyway, so
 the counts are the same. Each process counts with a :class:`tally.Tally`: in each chunk the
 special tokens are cut out (longest match first, so they are never counted); each stretch
@@ -50,12 +51,14 @@ import queue
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any, Literal, overload
 
 from engine.ascii_split import pretoken_split
 from engine.normalizers import Normalizer
 from engine.processes import die_with_parent
 from engine.trainers.base import Reporter
 from engine.trainers.byte_ranges import ByteRange, guided_range_bytes, plan_ranges, tally_range
+from engine.trainers.byte_table import ByteTable, hashed_table
 from engine.trainers.corpus import MAX_CHUNK_CHARS, cuts_are_safe, iter_documents
 from engine.trainers.limits import check_workers, max_workers, pattern_rate
 from engine.trainers.remote_counting import active_cluster
@@ -64,6 +67,12 @@ from engine.trainers.tally import Splitter, Tally, TallyArgs
 __all__ = ["add_counts", "count_pretokens"]
 
 _IN_PROCESS_BYTES = 4 << 20  # smaller corpora are counted without starting workers (the default)
+
+
+@overload
+def count_pretokens(files: Sequence[str | Path], *, packed: Literal[True], **options: Any) -> ByteTable: ...
+@overload
+def count_pretokens(files: Sequence[str | Path], *, packed: Literal[False] = ..., **options: Any) -> dict[str, int]: ...
 
 
 def count_pretokens(
@@ -77,8 +86,11 @@ def count_pretokens(
     max_chunk_chars: int = MAX_CHUNK_CHARS,
     safe_cuts: bool | None = None,
     in_process_bytes: int = _IN_PROCESS_BYTES,
-) -> dict[str, int]:
-    """Count the pre-tokens of ``files``: ``{pre_token: occurrences}``.
+    packed: bool = False,
+) -> dict[str, int] | ByteTable:
+    """Count the pre-tokens of ``files``: ``{pre_token: occurrences}``, or with ``packed`` the
+    same counts as a :class:`ByteTable` (byte-level BPE's: each worker sends its table as arrays
+    and the sum is numpy's, instead of this process adding dicts key by key).
 
     ``split`` is a pre-tokenizer spec for :func:`engine.pretokenizers.get_pretokenizer` (a name
     or a regex; :data:`CHAR_PATTERN` counts characters) or a picklable callable
@@ -114,17 +126,17 @@ def count_pretokens(
             tally.add(text)
             reporter.update("count", done, total)
         counts = tally.result()
-    else:
-        counts = _count_in_workers(files, total, workers, (split, specials, normalizer, rate),
-                                   safe_cuts=safe_cuts, max_chunk_chars=max_chunk_chars, reporter=reporter)
+    else:  # the workers pack their tables when asked
+        counts = _count_in_workers(files, total, workers, (split, specials, normalizer, rate), safe_cuts=safe_cuts,
+                                   max_chunk_chars=max_chunk_chars, reporter=reporter, packed=packed)
     reporter.update("count", total, total, force=True)
-    return counts
+    return ByteTable.of(counts) if packed and isinstance(counts, dict) else counts
 
 
 def _worker(tasks: multiprocessing.Queue, results: multiprocessing.Queue, tally_args: TallyArgs,
-            safe_cuts: bool, max_chunk_chars: int, parent_pid: int) -> None:
+            safe_cuts: bool, max_chunk_chars: int, parent_pid: int, packed: bool) -> None:
     """Count every range from ``tasks``, saying when each is done; send the counts back on the
-    ``None`` sentinel."""
+    ``None`` sentinel (``packed``: as a hashed :class:`ByteTable`)."""
     # A worker waits on ``tasks`` forever (it holds the queue's write end too, so it never sees
     # end-of-file): it must die with its parent, even a SIGKILLed one.
     if not die_with_parent(parent_pid=parent_pid):
@@ -134,13 +146,14 @@ def _worker(tasks: multiprocessing.Queue, results: multiprocessing.Queue, tally_
         while (task := tasks.get()) is not None:
             tally_range(tally, task, safe_cuts=safe_cuts, max_chunk_chars=max_chunk_chars)
             results.put(("done", task.size))
-        results.put(("counts", tally.result()))
+        results.put(("counts", hashed_table(tally.result()) if packed else tally.result()))
     except BaseException as exc:  # noqa: BLE001 - handed to the parent, which re-raises it
         results.put(("error", exc))
 
 
 def _count_in_workers(files: Sequence[str | Path], total: int, workers: int, tally_args: TallyArgs, *,
-                      safe_cuts: bool, max_chunk_chars: int, reporter: Reporter) -> dict[str, int]:
+                      safe_cuts: bool, max_chunk_chars: int, reporter: Reporter, packed: bool
+                      ) -> dict[str, int] | ByteTable:
     # 1. Plan the ranges: each worker reads its own, and takes the next when done.
     ranges: list[ByteRange | None] = list(plan_ranges(files, tally_args[1], safe_cuts=safe_cuts,
                                                       step=functools.partial(guided_range_bytes, workers)))
@@ -151,12 +164,12 @@ def _count_in_workers(files: Sequence[str | Path], total: int, workers: int, tal
     ctx = multiprocessing.get_context("fork" if single else "spawn")
     tasks: multiprocessing.Queue = ctx.Queue()
     results: multiprocessing.Queue = ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(tasks, results, tally_args, safe_cuts, max_chunk_chars, os.getpid()),
-                         daemon=True)
+    procs = [ctx.Process(target=_worker, daemon=True,
+                         args=(tasks, results, tally_args, safe_cuts, max_chunk_chars, os.getpid(), packed))
              for _ in range(workers)]
     for proc in procs:
         proc.start()
-    parts: list[dict[str, int]] = []
+    parts: list[Any] = []  # one table per worker: dicts, or ByteTables when packed
     try:
         # 3. Every range, then one sentinel per worker: a few bytes each, so the queue never fills.
         for task in ranges + [None] * workers:
@@ -192,7 +205,7 @@ def _count_in_workers(files: Sequence[str | Path], total: int, workers: int, tal
                 proc.join()
         tasks.cancel_join_thread()  # after a failure it may be stuck on a full pipe; do not wait at exit
     # 5. Add up.
-    return add_counts(*parts)
+    return ByteTable.summed(parts) if packed else add_counts(*parts)
 
 
 def add_counts(*parts: dict[str, int]) -> dict[str, int]:

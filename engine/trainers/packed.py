@@ -22,8 +22,9 @@ __all__ = ["CountedWords", "PackedStrings"]
 
 @dataclass(frozen=True)
 class PackedStrings:
-    """Strings side by side: ``codes`` (uint32 code points, lone surrogates kept) and each
-    string's ``lengths`` (int64)."""
+    """Strings side by side: ``codes`` (uint32 code points, lone surrogates kept; or uint8 bytes,
+    as ``byte_table.ByteTable`` packs UTF-8, read here as Latin-1) and each string's ``lengths``
+    (int64)."""
 
     codes: np.ndarray
     lengths: np.ndarray
@@ -64,7 +65,9 @@ class PackedStrings:
 
     def text(self) -> str:
         """Every string's characters, side by side (slice it at :meth:`starts`)."""
-        return self.codes.tobytes().decode("utf-32-le", "surrogatepass")
+        if self.codes.dtype == np.uint8:
+            return self.codes.tobytes().decode("latin-1")
+        return self.codes.astype(np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
 
     def strings(self) -> list[str]:
         text = self.text()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,9 +14,10 @@ from engine.byte_unicode import bytes_to_symbols, symbols_to_bytes
 from engine.errors import ConfigError, TrainingCancelled
 from engine.trainers import bpe_merge, option_specs, train
 from engine.trainers.bpe import GPT2_BYTE_ORDER, BpeOptions, corpus_size, learn
-from engine.trainers.bpe_merge import merge_words, words_from_counts
+from engine.trainers.bpe_merge import merge_words
+from engine.trainers.byte_table import ByteTable
 from engine.trainers.limits import max_workers
-from engine.trainers.packed import CountedWords
+from engine.trainers.packed import CountedWords, PackedStrings
 from tests.engine.bpe_reference import train_reference
 
 EOT = "<|endoftext|>"
@@ -203,6 +205,12 @@ def test_learn_returns_final_ids() -> None:
     assert merges == [(b"a", b"a")] and stats == [(a, a, 2, 2)] and vocab[256] == b"aa" and len(vocab) == 257
 
 
+def _bytes_of(words: dict[str, int]) -> tuple[PackedStrings, np.ndarray]:
+    """The merge loop's input as byte-level BPE hands it over: the words' UTF-8 bytes, packed."""
+    table = ByteTable.of(words)
+    return table.words, table.counts
+
+
 _WORDS = st.dictionaries(
     st.text(alphabet="abcé ", min_size=1, max_size=8), st.integers(min_value=1, max_value=5), max_size=12
 )
@@ -216,7 +224,7 @@ _COMMON_WORDS = st.dictionaries(  # counts in the thousands: rare pairs wait out
        max_batch=st.sampled_from([1, 3, 256]))
 def test_fast_merges_equal_the_reference(words: dict[str, int], min_frequency: int, max_len: int | None,
                                          max_batch: int) -> None:
-    fast_words, freqs = words_from_counts(words.items())
+    fast_words, freqs = _bytes_of(words)
     merges, token_bytes = merge_words(fast_words, freqs, 40, min_frequency=min_frequency, max_token_length=max_len,
                                       max_batch=max_batch)
     fast = [(token_bytes[a], token_bytes[b], n) for a, b, n, _ in merges]
@@ -229,7 +237,7 @@ def test_fast_merges_equal_the_reference(words: dict[str, int], min_frequency: i
     ids=["runs", "alternating"],
 )
 def test_touching_occurrences_merge_left_to_right(words: dict[str, int], merge_step: int) -> None:
-    fast_words, freqs = words_from_counts(words.items())
+    fast_words, freqs = _bytes_of(words)
     merges, token_bytes = merge_words(fast_words, freqs, 12)
     assert [(token_bytes[a], token_bytes[b], n) for a, b, n, _ in merges] == train_reference(words, 12)
 
@@ -247,7 +255,7 @@ def test_touching_occurrences_merge_left_to_right(words: dict[str, int], merge_s
 def test_pairs_that_interact_merge_as_one_at_a_time(words: dict[str, int], merge_step: int) -> None:
     # A batched step (bpe_step) must stop before a pair whose occurrences touch an earlier one's,
     # or that a new pair would precede; the reference merges one pair at a time.
-    fast_words, freqs = words_from_counts(words.items())
+    fast_words, freqs = _bytes_of(words)
     merges, token_bytes = merge_words(fast_words, freqs, 10)
     assert [(token_bytes[a], token_bytes[b], n) for a, b, n, _ in merges] == train_reference(words, 10)
 
@@ -255,6 +263,6 @@ def test_pairs_that_interact_merge_as_one_at_a_time(words: dict[str, int], merge
 def test_removed_counts_each_merge_of_a_run_once(merge_step: int) -> None:
     # (a, a) occurs 8 times in "aaaaaaaaa" (x3), once in "aa" and twice in "baaab" (x2): 29.
     # Merged left to right, a run of 9 loses 4 tokens, of 2 one, of 3 one: 4*3 + 1 + 1*2 = 15.
-    fast_words, freqs = words_from_counts({"aaaaaaaaa": 3, "aa": 1, "baaab": 2}.items())
+    fast_words, freqs = _bytes_of({"aaaaaaaaa": 3, "aa": 1, "baaab": 2})
     merges, _ = merge_words(fast_words, freqs, 1)
     assert merges == [(ord("a"), ord("a"), 29, 15)]
