@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import ConfigError
+from engine.gc_pause import collector_paused
 from engine.tokenizer import Tokenizer
 from engine.trainers.base import OptionSpec
 
@@ -272,6 +273,14 @@ def _check_writable(outdir: Path) -> None:
 
 def cmd_train(args: argparse.Namespace) -> int:
     """Train a tokenizer and write OUTDIR/tokenizer.json plus the model's own files."""
+    # One pause of the cyclic collector (engine/gc_pause.py) over the training and the writing:
+    # resumed between them, it walked everything the training had allocated at the first chance,
+    # then again writing the files (~35 ms of an 0.8 s spm BPE training on en_5M).
+    with collector_paused():
+        return _train(args)
+
+
+def _train(args: argparse.Namespace) -> int:
     from engine.trainers import option_specs, train
     from engine.trainers.cluster import counting_on
 

@@ -128,7 +128,8 @@ def to_hf_dict(tokenizer: Pipeline, *, entries: bool = True) -> dict[str, Any]:
 def dumps(tokenizer: Pipeline) -> str:
     """Serialize deterministically: the same tokenizer always gives the same text, that of
     ``json.dumps(..., ensure_ascii=False, indent=2)`` (written faster: ``engine/json_layout.py``)."""
-    return dumps_indented(to_hf_dict(tokenizer))
+    with collector_paused():  # engine/gc_pause.py: the document is many small containers, none in a cycle
+        return dumps_indented(to_hf_dict(tokenizer))
 
 
 def _split_byte_level(data: Any) -> tuple[bool, PreTokenizer | None]:
