@@ -32,6 +32,7 @@ __all__ = ["ByteTable", "hashed_table"]
 
 _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # odd, so every power is a distinct odd number modulo 2**64
 _LENGTH_MIX = np.uint64(0xBF58476D1CE4E5B9)
+_HASH_BYTES = 1 << 22
 
 
 def _packed_bytes(words: Sequence[bytes]) -> PackedStrings:
@@ -40,16 +41,26 @@ def _packed_bytes(words: Sequence[bytes]) -> PackedStrings:
 
 
 def _hashes(words: PackedStrings) -> np.ndarray:
-    """Each word's hash: the sum of (byte + 1) * M**(place + 1) modulo 2**64, mixed with its length."""
+    """Each word's hash: the sum of (byte + 1) * M**(place + 1) modulo 2**64, mixed with its length.
+
+    Words are hashed a few million bytes at a time: a byte's place and term take 16 bytes each,
+    which on a table of long words (text without spaces, where nearly every pre-token is
+    distinct) would otherwise be 16 times the table."""
     lengths = words.lengths
     hashes = np.zeros(len(lengths), np.uint64)
     if len(words.codes):
-        starts = words.starts()
-        place = np.arange(len(words.codes)) - np.repeat(starts, lengths)  # each byte's place in its word
+        ends = np.cumsum(lengths)
+        starts = ends - lengths
         powers = np.cumprod(np.full(int(lengths.max()), _MULTIPLIER, np.uint64))  # wraps, as meant
-        terms = (words.codes.astype(np.uint64) + np.uint64(1)) * powers[place]
-        filled = lengths > 0  # an empty word adds no term (and reduceat needs no empty run)
-        hashes[filled] = np.add.reduceat(terms, starts[filled])
+        first = 0
+        while first < len(lengths):  # words first .. last - 1: at least one, at most ~_HASH_BYTES bytes
+            last = max(first + 1, int(np.searchsorted(ends, starts[first] + _HASH_BYTES, side="right")))
+            part = slice(first, last)
+            place = np.arange(starts[first], ends[last - 1]) - np.repeat(starts[part], lengths[part])
+            terms = (words.codes[starts[first]:ends[last - 1]].astype(np.uint64) + np.uint64(1)) * powers[place]
+            filled = lengths[part] > 0  # an empty word adds no term (and reduceat needs no empty run)
+            hashes[part][filled] = np.add.reduceat(terms, (starts[part] - starts[first])[filled])
+            first = last
     return hashes ^ (lengths.astype(np.uint64) * _LENGTH_MIX)
 
 

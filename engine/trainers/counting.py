@@ -4,8 +4,8 @@
 files itself (``byte_ranges.plan_ranges`` cuts them at document boundaries, shrinking towards
 the end so the workers finish together), and adds up one table per worker (dicts, or for
 byte-level BPE ``byte_table.ByteTable`` arrays, which travel as buffers and add up in numpy); a
-small corpus is read here, in the chunks of :func:`engine.trainers.corpus.iter_documents` (whole documents, or
-over-long ones cut where no piece changes). Both cut where pre-tokenization restarts anyway, so
+small corpus is read here, in the chunks of :func:`engine.trainers.corpus.iter_documents`
+(whole documents, or over-long ones cut where no piece changes). Both cut where pre-tokenization restarts anyway, so
 the counts are the same. Each process counts with a :class:`tally.Tally`: in each chunk the
 special tokens are cut out (longest match first, so they are never counted); each stretch
 between them is normalized, split and counted. How a stretch is counted depends on the split, always with the result of

@@ -67,7 +67,7 @@ class PackedStrings:
         """Every string's characters, side by side (slice it at :meth:`starts`)."""
         if self.codes.dtype == np.uint8:
             return self.codes.tobytes().decode("latin-1")
-        return self.codes.astype(np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
+        return self.codes.astype(np.uint32, copy=False).tobytes().decode("utf-32-le", "surrogatepass")
 
     def strings(self) -> list[str]:
         text = self.text()

@@ -50,6 +50,15 @@ def test_summed_tables_equal_the_added_dicts(tables: list[dict[str, int]]) -> No
     assert ByteTable.summed([summed, ByteTable.of(tables[0])]).as_dict() == _added(tables + tables[:1])
 
 
+def test_words_are_hashed_alike_in_parts_of_any_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    words = ByteTable.of({"": 1, "abc": 2, "x" * 10: 3, "é": 4, "😀😀": 5, "\x00": 6, "z": 7}).words
+    whole = byte_table._hashes(words)
+    assert len(set(whole.tolist())) == len(whole)
+    for size in (1, 2, 3, 7, 1000):
+        monkeypatch.setattr(byte_table, "_HASH_BYTES", size)
+        assert byte_table._hashes(words).tolist() == whole.tolist()
+
+
 def test_words_that_share_a_hash_are_still_added_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
     # A hash that tells only lengths apart: every check finds a collision, and the sum falls back
     # to adding word by word.
