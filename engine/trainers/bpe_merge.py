@@ -114,8 +114,9 @@ def merge_words(
     ``len(alphabet) + r`` is merge ``r``): ``count`` is the pair's count when merged and
     ``removed`` how many tokens the merge took out of the corpus (less than ``count`` only for
     overlapping pairs like ``a a a``). ``token_bytes[t]`` is the byte string
-    of internal token ``t``. ``tick(merges_done)`` is called after each merge so the caller can
-    report progress and raise to cancel. ``allowed(left, right, merged_bytes)``, where given, is
+    of internal token ``t``. ``tick(merges_done)`` is called after each step (one merge or a
+    batch of them: en_100M has 31,743 merges in ~1,650 steps) so the caller can report progress and
+    raise to cancel. ``allowed(left, right, merged_bytes)``, where given, is
     asked once per pair before the pair may ever be merged (it never enters the heap otherwise):
     extending a tokenizer (``engine/extend``) uses it to keep merges off text the base handles.
     Up to ``max_batch`` pairs (default :data:`MAX_BATCH`) merge in one step; the result is the same.
@@ -190,8 +191,8 @@ def merge_words(
             token_len.append(token_len[m.a] + token_len[m.b])
             inv.append(inv[m.a][:-1] + inv[m.b])  # _invert(left + right): one terminator, at the end
             merges.append((m.a, m.b, m.count, r))
-            if tick is not None:
-                tick(len(merges))
+        if tick is not None:
+            tick(len(merges))
         # 5. Queue the new pairs (their tokens are known now: the queue's key and admissible read them).
         queue.offer(new, counts)
     return merges, token_bytes
