@@ -11,7 +11,7 @@ change in the loop. So this script works in two steps:
 
 ``capture`` runs ``tokenforge train`` with the given arguments up to the merge loop and saves
 that call's inputs (the distinct words, their counts and the options) instead of merging.
-``time`` loads ``bpe_merge``, ``bpe_pairs`` and ``bpe_step`` of both checkouts side by side in
+``time`` loads ``bpe_merge``, ``bpe_pairs``, ``bpe_step`` and ``packed`` of both checkouts side by side in
 one process and runs the loop on the saved inputs, the two in turn (A B B A ...), by thread
 CPU time, which other processes on the machine disturb less than wall time; it prints the
 medians and their ratio, and fails if the two learn different merges.
@@ -70,7 +70,7 @@ def capture(out: Path, train_args: list[str]) -> None:
 
 
 def _load_loop(checkout: Path, name: str, scratch: Path) -> Any:
-    """``bpe_merge`` of ``checkout`` as package ``name`` (its three modules import one another relatively)."""
+    """``bpe_merge`` of ``checkout`` as package ``name`` (the modules of :data:`LOOP` import one another relatively)."""
     package = scratch / name
     package.mkdir()
     (package / "__init__.py").write_text("")
