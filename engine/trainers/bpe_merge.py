@@ -113,12 +113,12 @@ def merge_words(
     token_bytes)`` where ``merges[r] = (left, right, count, removed)`` in internal ids (token
     ``len(alphabet) + r`` is merge ``r``): ``count`` is the pair's count when merged and
     ``removed`` how many tokens the merge took out of the corpus (less than ``count`` only for
-    overlapping pairs like ``a a a``). ``token_bytes[t]`` is the byte string
-    of internal token ``t``. ``tick(merges_done)`` is called after each step (one merge or a
-    batch of them: en_100M has 31,743 merges in ~1,650 steps) so the caller can report progress and
-    raise to cancel. ``allowed(left, right, merged_bytes)``, where given, is
-    asked once per pair before the pair may ever be merged (it never enters the heap otherwise):
-    extending a tokenizer (``engine/extend``) uses it to keep merges off text the base handles.
+    overlapping pairs like ``a a a``). ``token_bytes[t]`` is the byte string of internal token
+    ``t``. ``tick(merges_done)`` is called after each step (one merge or a batch of them: en_100M
+    has 31,743 merges in ~1,650 steps) so the caller can report progress and raise to cancel.
+    ``allowed(left, right, merged_bytes)``, where given, is asked once per pair before the pair
+    may ever be merged (it never enters the heap otherwise): extending a tokenizer
+    (``engine/extend``) uses it to keep merges off text the base handles.
     Up to ``max_batch`` pairs (default :data:`MAX_BATCH`) merge in one step; the result is the same.
     """
     token_bytes = list(alphabet)
