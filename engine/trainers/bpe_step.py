@@ -53,19 +53,28 @@ def _stable_order(keys: np.ndarray, bound: int) -> np.ndarray:
     """The stable sort order of ``keys`` (all in ``0 .. bound - 1``).
 
     Keys of 16 bits sort by numpy's radix sort (the first pairs: millions of keys over the
-    alphabet). Wider keys (a step's new pairs) are packed above their index into one int64 and
-    sorted unstably: equal keys then order by index, which is the stable order, and numpy sorts
-    plain integers with SIMD, 3 to 4 times faster than the stable argsort of 32-bit keys
-    (a timsort) at the few thousand keys of a step. Keys too wide to pack use that argsort.
+    alphabet). Keys of 32 bits, when there are many, sort as two 16-bit radix passes, low half
+    first (the first pairs over a large alphabet, e.g. zh_5M's 1.3M over 5,000 characters: 53
+    against 70 ms packed; a step's 20,000 new pairs: 0.26 against 0.75 ms). Otherwise the keys
+    are packed above their index into one int64 and sorted unstably: equal keys then order by
+    index, which is the stable order, and numpy sorts plain integers with SIMD, 3 to 4 times
+    faster than the stable argsort of 32-bit keys (a timsort) at the few hundred keys of most
+    steps. Keys too wide to pack use that argsort.
     """
     if bound <= 1 << 16:
         return np.argsort(keys.astype(np.uint16), kind="stable")
+    if bound <= 1 << 32 and len(keys) >= _TWO_PASSES:
+        order = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
+        return order[np.argsort((keys[order] >> 16).astype(np.uint16), kind="stable")]
     shift = len(keys).bit_length()
     if bound.bit_length() + shift > 63:
         return np.argsort(keys, kind="stable")
     packed = (keys.astype(np.int64) << shift) | np.arange(len(keys))
     packed.sort()
     return packed & ((1 << shift) - 1)
+
+
+_TWO_PASSES = 2048  # from here two radix passes beat the packed sort (1.4x at 2,000 keys, 0.4x at 200)
 
 
 def group(keys: np.ndarray, weights: np.ndarray, at: np.ndarray, bound: int) -> tuple[
