@@ -15,6 +15,7 @@ from engine.errors import ConfigError, TrainingCancelled
 from engine.trainers import bpe_merge, option_specs, train
 from engine.trainers.bpe import GPT2_BYTE_ORDER, BpeOptions, corpus_size, learn
 from engine.trainers.bpe_merge import merge_words
+from engine.trainers.bpe_step import _stable_order
 from engine.trainers.byte_table import ByteTable
 from engine.trainers.limits import max_workers
 from engine.trainers.packed import CountedWords, PackedStrings
@@ -266,3 +267,14 @@ def test_removed_counts_each_merge_of_a_run_once(merge_step: int) -> None:
     fast_words, freqs = _bytes_of({"aaaaaaaaa": 3, "aa": 1, "baaab": 2})
     merges, _ = merge_words(fast_words, freqs, 1)
     assert merges == [(ord("a"), ord("a"), 29, 15)]
+
+
+@pytest.mark.parametrize("bound", [300, 1 << 16, 13_000**2, 1 << 32, 1 << 40], ids=["8-bit", "16-bit", "28-bit",
+                                                                                   "32-bit", "40-bit"])
+@pytest.mark.parametrize("size", [0, 1, 200, 2047, 2048, 50_000])
+def test_the_step_sorts_pair_keys_stably_whatever_their_width_and_number(bound: int, size: int) -> None:
+    # bpe_step groups pairs by key with a radix sort, two 16-bit passes, or keys packed with
+    # their index, by width and number: each must be numpy's stable order (ties keep their order).
+    rng = np.random.default_rng(size)
+    keys = rng.choice(rng.integers(0, bound, max(size // 3, 1)), size)  # wide values, many ties
+    assert np.array_equal(_stable_order(keys.astype(np.int64), bound), np.argsort(keys, kind="stable"))
