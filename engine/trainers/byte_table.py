@@ -32,12 +32,19 @@ __all__ = ["ByteTable", "hashed_table"]
 
 _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # odd, so every power is a distinct odd number modulo 2**64
 _LENGTH_MIX = np.uint64(0xBF58476D1CE4E5B9)
-_HASH_BYTES = 1 << 22
+_HASH_BYTES = 1 << 22  # bytes hashed at a time (see _hashes)
 
 
 def _packed_bytes(words: Sequence[bytes]) -> PackedStrings:
     return PackedStrings(np.frombuffer(b"".join(words), np.uint8),
                          np.fromiter(map(len, words), np.int64, len(words)))
+
+
+def _word_bytes(words: PackedStrings) -> list[bytes]:
+    """Each packed word's bytes: the way back to Python objects, word by word."""
+    text = words.codes.tobytes()
+    ends = np.cumsum(words.lengths).tolist()
+    return [text[a:b] for a, b in zip([0, *ends[:-1]], ends)]
 
 
 def _hashes(words: PackedStrings) -> np.ndarray:
@@ -97,9 +104,7 @@ class ByteTable:
 
     def as_dict(self) -> dict[str, int]:
         """The table as ``{pre_token: count}``."""
-        text = self.words.codes.tobytes()
-        ends = np.cumsum(self.words.lengths).tolist()
-        return {text[a:b].decode("utf-8"): n for a, b, n in zip([0, *ends[:-1]], ends, self.counts.tolist())}
+        return {word.decode("utf-8"): n for word, n in zip(_word_bytes(self.words), self.counts.tolist())}
 
     def hashed(self) -> ByteTable:
         """The table sorted by its words' hashes (as a worker sends it: the sum then merges
@@ -112,8 +117,8 @@ class ByteTable:
 
     @classmethod
     def summed(cls, tables: Sequence[ByteTable]) -> ByteTable:
-        """One table with each word once, its count the sum of its counts in ``tables``; sorted
-        by hash. Exact whatever the hashes do (see the module docstring)."""
+        """One table with each word once, its count the sum of its counts in ``tables`` (one or
+        more); sorted by hash. Exact whatever the hashes do (see the module docstring)."""
         parts = [table.hashed() for table in tables if len(table)] or [table.hashed() for table in tables[:1]]
         if len(parts) == 1:
             return parts[0]
@@ -135,11 +140,9 @@ class ByteTable:
     @classmethod
     def _added_exactly(cls, words: PackedStrings, counts: np.ndarray) -> ByteTable:
         """The sum word by word, in a dict: only when two different words share a hash."""
-        text = words.codes.tobytes()
-        ends = np.cumsum(words.lengths).tolist()
         added: dict[bytes, int] = {}
-        for a, b, n in zip([0, *ends[:-1]], ends, counts.tolist()):
-            added[text[a:b]] = added.get(text[a:b], 0) + n
+        for word, n in zip(_word_bytes(words), counts.tolist()):
+            added[word] = added.get(word, 0) + n
         keys = list(added)
         table = cls(_packed_bytes(keys), np.fromiter(added.values(), np.int64, len(keys)))
         return table.hashed()
