@@ -103,6 +103,7 @@ class SpecialTokens:
         self.on_normalized = frozenset(normalized) & {*self.ids, *self.added}
         self.strip: dict[str, tuple[bool, bool]] = {t: flags for t, flags in (strip or {}).items() if any(flags)}
         self.by_id: dict[int, str] = {i: t for t, i in {**self.ids, **self.added}.items()}
+        self.special_ids = frozenset(self.ids.values())  # what decoding may skip: not the added tokens
         self._patterns: dict[frozenset[str], regex.Pattern[str] | None] = {}
 
     def by_id_of(self, token: str) -> int:

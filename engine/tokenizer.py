@@ -454,8 +454,11 @@ class Tokenizer:
         return [self.token_bytes(i) for i in ids]
 
     def decode_bytes(self, ids: Iterable[int], *, skip_special_tokens: bool = False) -> bytes:
+        """The bytes ``ids`` spell; ``skip_special_tokens`` leaves out the special tokens only, as
+        Hugging Face does: the other added tokens (Gemma's runs of spaces, its newline) are text."""
         if skip_special_tokens:
-            ids = [i for i in ids if i not in self.specials.by_id]
+            special = self.specials.special_ids
+            ids = [i for i in ids if i not in special]
         return self.decoder.decode(self.decode_tokens_bytes(ids))
 
     def decode(self, ids: Iterable[int], errors: str = "replace", *, skip_special_tokens: bool = False) -> str:

@@ -112,6 +112,17 @@ def test_decode_family(tok: Tokenizer) -> None:
         tok.decode(ids, errors="strict")
 
 
+def test_skipping_special_tokens_keeps_the_other_added_tokens(tok: Tokenizer) -> None:
+    # Hugging Face's non-special added tokens (Gemma's runs of spaces) are text: skipping the
+    # special tokens leaves them, as Hugging Face's decode does.
+    added = Tokenizer(tok.model, pre_tokenizer=tok.pre_tokenizer, special_tokens={EOT: 0},
+                      added_tokens={"<br>": 1})
+    ids = added.encode(f"a<br>b{EOT}", allowed_special="all")
+    assert ids == [ord("a") + 2, 1, ord("b") + 2, 0]
+    assert added.decode(ids) == f"a<br>b{EOT}"
+    assert added.decode(ids, skip_special_tokens=True) == "a<br>b"
+
+
 def test_decode_unknown_id(tok: Tokenizer) -> None:
     with pytest.raises(UnknownTokenIdError, match="Token id 9999 is not in this tokenizer's vocabulary"):
         tok.decode([9999])
