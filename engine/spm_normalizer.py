@@ -30,7 +30,7 @@ from typing import Any
 
 import regex
 
-from engine.errors import ConfigError, FormatError
+from engine.errors import FormatError
 
 MAX_TRIE_RESULTS = 32  # Normalizer::kMaxTrieResultsSize: only the first 32 prefixes count
 SPACE = "▁"
@@ -212,9 +212,6 @@ class SpmNormalizer:
 
     def to_hf(self) -> dict[str, Any]:
         """The HF normalizer chain: Precompiled, then the whitespace rules as Replace/Prepend steps."""
-        if self.treat_whitespace_as_suffix and self.add_dummy_prefix:
-            raise ConfigError("Hugging Face has no normalizer that appends the dummy ▁ "
-                              "(treat_whitespace_as_suffix); export the .model instead.")
         steps: list[dict[str, Any]] = []
         if self.charsmap is not None:
             steps.append(Precompiled(self.charsmap.blob).to_hf())
@@ -224,7 +221,11 @@ class SpmNormalizer:
         if self.escape_whitespaces:
             steps.append({"type": "Replace", "pattern": {"String": " "}, "content": SPACE})
         if self.add_dummy_prefix:
-            steps.append({"type": "Prepend", "prepend": SPACE if self.escape_whitespaces else " "})
+            dummy = SPACE if self.escape_whitespaces else " "
+            # Hugging Face has no Append: a Replace of the empty match at the very end (Onig's
+            # \z, which no empty text has) appends the suffix of treat_whitespace_as_suffix.
+            steps.append({"type": "Replace", "pattern": {"Regex": "\\z"}, "content": dummy}
+                         if self.treat_whitespace_as_suffix else {"type": "Prepend", "prepend": dummy})
         return {"type": "Sequence", "normalizers": steps}
 
 

@@ -8,9 +8,11 @@ pieces as special tokens, and ``MetaspaceDecoder``. The parsed proto stays on th
 ``spm_proto``, so :func:`dump_spm_model` gives back the imported file byte for byte; for a
 tokenizer of ours (trained Unigram) it builds a new ModelProto.
 
-Refused, with the part we lack named: WORD and CHAR models, ``treat_whitespace_as_suffix``
-(our decoder strips a leading ``▁`` only), a denormalizer charsmap, a piece that is both a
-CONTROL/BYTE/UNKNOWN piece and a normal one. Export refuses normalizers other than identity or
+``treat_whitespace_as_suffix`` is the normalizer's: the dummy ``▁`` goes after the text (the
+lattice and the merges need nothing else, and sentencepiece's decoding strips only a leading
+``▁`` either way, so "a b" decodes to "a b " there and here). Refused, with the part we lack
+named: WORD and CHAR models, a denormalizer charsmap, a piece that is both a CONTROL/BYTE/UNKNOWN
+piece and a normal one. Export refuses normalizers other than identity or
 a sentencepiece one (we cannot build a charsmap). Decoding is sentencepiece's
 (:class:`SpmDecoder`: CONTROL pieces give nothing, ``<unk>`` gives `` ⁇ ``). Exporting a trained
 tokenizer writes ``remove_extra_whitespaces=false``; its Metaspace pre-tokenizer adds no ``▁``
@@ -70,8 +72,6 @@ def _build(proto: ModelProto) -> Tokenizer:
     if kind not in ("unigram", "bpe"):
         raise FormatError(f"The trainer_spec's model_type is {kind.upper()}; "
                           f"only UNIGRAM and BPE models are supported.")
-    if trainer.treat_whitespace_as_suffix:
-        raise FormatError("The trainer_spec sets treat_whitespace_as_suffix, which our decoder does not support.")
     if proto.denormalizer_spec is not None and proto.denormalizer_spec.precompiled_charsmap:
         raise FormatError("The model has a denormalizer_spec charsmap; decoding through one is not supported.")
     seen: dict[str, int] = {}
@@ -95,7 +95,9 @@ def _build(proto: ModelProto) -> Tokenizer:
                        user_defined=user, unused=unused)
     normalizer = SpmNormalizer(spec.precompiled_charsmap, add_dummy_prefix=spec.add_dummy_prefix,
                                remove_extra_whitespaces=spec.remove_extra_whitespaces,
-                               escape_whitespaces=spec.escape_whitespaces, user_defined=user, name=spec.name)
+                               escape_whitespaces=spec.escape_whitespaces,
+                               treat_whitespace_as_suffix=trainer.treat_whitespace_as_suffix, user_defined=user,
+                               name=spec.name)
     decoder = SpmDecoder(controls, proto.pieces[unk_id].piece, trainer.unk_surface,
                          strip_first=spec.add_dummy_prefix or spec.remove_extra_whitespaces,
                          strip_all=spec.remove_extra_whitespaces, byte_fallback=trainer.byte_fallback)
@@ -211,10 +213,13 @@ def _trainer_spec(tokenizer: Tokenizer) -> TrainerSpec:
     def special(piece: str) -> int:
         return specials.get(piece, -1)
 
+    normalizer = tokenizer.normalizer
     return TrainerSpec(model_type=2 if isinstance(model, SpmBPE) else 1, vocab_size=model.vocab_size,
                        byte_fallback=bool(getattr(model, "byte_fallback", False)), unk_id=unk,
                        bos_id=special("<s>"), eos_id=special("</s>"), pad_id=special("<pad>"),
-                       unk_piece=model.id_to_token(unk) or "<unk>")
+                       unk_piece=model.id_to_token(unk) or "<unk>",
+                       treat_whitespace_as_suffix=isinstance(normalizer, SpmNormalizer)
+                       and normalizer.treat_whitespace_as_suffix)
 
 
 def _normalizer_spec(tokenizer: Tokenizer) -> NormalizerSpec:

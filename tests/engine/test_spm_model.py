@@ -71,6 +71,11 @@ MODELS = {
     "bpe_byte_fallback": {"model_type": "bpe", "vocab_size": 1200, "byte_fallback": True, "split_digits": True,
                           "user_defined_symbols": ["<mask>", "foo"], "control_symbols": ["<ctl>"],
                           "normalization_rule_name": "identity", "remove_extra_whitespaces": False},
+    # The dummy ▁ after the text: "a b" is "a▁b▁", decoded "a b " by sentencepiece.
+    "unigram_suffix": {"model_type": "unigram", "vocab_size": 1000, "treat_whitespace_as_suffix": True},
+    "bpe_suffix_spaces_kept": {"model_type": "bpe", "vocab_size": 1200, "byte_fallback": True,
+                               "treat_whitespace_as_suffix": True, "normalization_rule_name": "identity",
+                               "remove_extra_whitespaces": False, "user_defined_symbols": ["<mask>"]},
 }
 
 
@@ -109,6 +114,21 @@ def test_export_is_byte_identical_and_types_match(models: dict[str, bytes], name
     assert counts["UNKNOWN"] == sum(map(reference.is_unknown, ids)) == 1
     assert counts["UNUSED"] == sum(map(reference.is_unused, ids)) == 0
     assert sum(counts.values()) == reference.get_piece_size() == tokenizer.vocab_size
+
+
+@pytest.mark.parametrize("name", ["unigram_nmt_nfkc", "unigram_suffix", "bpe_suffix_spaces_kept"])
+def test_the_tokenizer_json_download_gives_the_same_ids_in_hugging_face(
+        models: dict[str, bytes], corpora: tuple[Path, list[str]], name: str) -> None:
+    # The dummy ▁ after the text is a Replace of the empty match at the end there (Hugging Face
+    # has no Append). Left out: lines with "<s>" or "</s>", which Hugging Face matches as control
+    # pieces and sentencepiece never does, and with the user-defined "<mask>", which sentencepiece
+    # matches before normalizing and the tokenizer.json keeps as a vocabulary entry.
+    _, held_out = corpora
+    reference = spm.SentencePieceProcessor(model_proto=models[name])
+    exported = hf.Tokenizer.from_str(load_spm_model(models[name]).to_json())
+    lines = [line for line in held_out if not any(piece in line for piece in ("<s>", "</s>", "<mask>"))]
+    assert len(lines) > 1700
+    assert [line for line in lines if exported.encode(line, add_special_tokens=False).ids != reference.encode(line)] == []
 
 
 def test_bpe_model_details(models: dict[str, bytes]) -> None:
