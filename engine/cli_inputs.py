@@ -39,7 +39,6 @@ def chat_settings_beside(path: str) -> dict[str, object]:
 
 def load_tokenizer(path: str) -> Tokenizer:
     """A tokenizer.json, or a sentencepiece .model (by its suffix, or not starting with "{")."""
-    
     data = read_bytes(path, source=path)
     if path.endswith(".model") or not data.lstrip()[:1] == b"{":  # tokenizer.json is an object
         from engine.formats.spm_model import load_spm_model
