@@ -11,7 +11,9 @@ Counting works on lines, as a user encodes text: each line, cut at the base's sp
 tokens, goes through the base's normalizer and pre-tokenizer. A base without a pre-tokenizer
 (the sentencepiece-converted files: the whole line is one piece) is cut for learning only before
 each run of ``▁``, as sentencepiece's trainer splits on whitespace, so no merge is learned across
-words; encoding still runs on whole lines, in HF and here alike.
+words; encoding still runs on whole lines, in HF and here alike. A base whose normalizer puts the
+``▁`` after the text (sentencepiece's ``treat_whitespace_as_suffix``: "a b" is ``a▁b▁``) is cut
+after each run instead, so its new pieces end with ``▁`` as its own do.
 
 The scripts in which the base lacks most of the corpus's characters are *opened*
 (:func:`opened_scripts`): protected mode may then merge the base's own characters of those
@@ -38,6 +40,7 @@ from engine.ascii_split import fastest_split
 from engine.errors import FormatError
 from engine.extend.symbols import by_coverage
 from engine.models.bpe_char import CharBPE
+from engine.normalizers import Normalizer
 from engine.token_scripts import char_script
 from engine.tokenizer import Tokenizer
 from engine.trainers.base import Reporter
@@ -45,16 +48,28 @@ from engine.trainers.bpe_char import word_symbols
 from engine.trainers.corpus import special_pattern
 
 SPACE_MARK = "▁"
-_WORDS = regex.compile(f"[^{SPACE_MARK}]+|{SPACE_MARK}+[^{SPACE_MARK}]*")
+_WORDS = regex.compile(f"[^{SPACE_MARK}]+|{SPACE_MARK}+[^{SPACE_MARK}]*")  # "▁a▁▁b" -> "▁a", "▁▁b"
+_SUFFIX_WORDS = regex.compile(f"[^{SPACE_MARK}]*{SPACE_MARK}+|[^{SPACE_MARK}]+")  # "a▁b▁▁" -> "a▁", "b▁▁"
 
 
-def count_words(base: Tokenizer, files: Sequence[str | Path], *, reporter: Reporter | None = None) -> Counter[str]:
-    """``{word: occurrences}`` over the lines of ``files`` (see the module docstring)."""
+def _marks_after_words(normalizer: Normalizer | None) -> bool:
+    """Whether ``normalizer`` puts the ``▁`` after each word (tried on "a b": a ``.model``'s
+    normalizer and its tokenizer.json chain alike)."""
+    probe = normalizer.normalize("a b") if normalizer is not None else "a b"
+    return probe.endswith(SPACE_MARK) and not probe.startswith(SPACE_MARK)
+
+
+def count_words(base: Tokenizer, files: Sequence[str | Path], *, reporter: Reporter | None = None,
+                marks_after: bool | None = None) -> Counter[str]:
+    """``{word: occurrences}`` over the lines of ``files`` (see the module docstring); without a
+    pre-tokenizer, cut after each run of ``▁`` if ``marks_after`` (default: where the base's
+    normalizer puts it), else before."""
     reporter = reporter or Reporter()
     specials = special_pattern([*base.special_tokens, *base.added_tokens])
-    split: Callable[[str], list[str]] = (fastest_split(base.pre_tokenizer) if base.pre_tokenizer
-                                         else _WORDS.findall)
     normalizer = base.normalizer
+    after = _marks_after_words(normalizer) if marks_after is None else marks_after
+    split: Callable[[str], list[str]] = (fastest_split(base.pre_tokenizer) if base.pre_tokenizer
+                                         else _SUFFIX_WORDS.findall if after else _WORDS.findall)
     counts: Counter[str] = Counter()
     total = sum(Path(f).stat().st_size for f in files) or 1
     done = 0

@@ -72,7 +72,10 @@ def extend_unigram(base: Tokenizer, files: Sequence[str | Path], options: Extend
                           option="tokenizer")
     reporter = reporter or Reporter()
     # 1. Words as the base cuts them; the characters it lacks and the scripts it mostly lacks.
-    counts, _ = skip_long_words(count_words(base, files, reporter=reporter))
+    #    Cut before each ▁ even where the base puts it after words (treat_whitespace_as_suffix): the
+    #    seed makes pieces with ▁ first only, and from words cut after it none would hold a ▁ (held-out
+    #    English, 300 pieces added to a 2,000-piece base: 4.2% fewer tokens against 3.8%).
+    counts, _ = skip_long_words(count_words(base, files, reporter=reporter, marks_after=False))
     chars: Counter[str] = Counter()
     for word, n in counts.items():
         for char, k in Counter(word).items():

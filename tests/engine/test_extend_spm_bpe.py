@@ -48,3 +48,19 @@ def test_a_model_base_grows_its_proto_and_sentencepiece_agrees(base: bytes, tmp_
         assert all(any("\u4e00" <= c <= "\u9fff" for c in data.decode()) for _, data in ext.added)
         assert report["reference"]["lines_changed"] == 0
     assert report["held_out"]["drop"] >= 0.4
+
+
+def test_a_base_with_the_mark_after_words_learns_pieces_that_end_with_it(tmp_path: Path) -> None:
+    # treat_whitespace_as_suffix: "the cat" is "the▁cat▁", so words are cut after each ▁, and a
+    # new piece holds a ▁ only at its end, as the base's own pieces do (before, "▁cat" pieces).
+    data = train_spm(tmp_path, "suffix", english(3000, 1), model_type="bpe", vocab_size=330, byte_fallback=True,
+                     treat_whitespace_as_suffix=True)
+    tokenizer = load_spm_model(data)
+    corpus = tmp_path / "more.txt"
+    corpus.write_text("\n".join(english(2000, 5) + ["a tall green tree by the park"] * 200), encoding="utf-8")
+    ext = extend_bpe(tokenizer, [corpus], ExtendOptions(add=20, protected=False))
+    added = [piece.decode() for _, piece in ext.added]
+    assert any(p.endswith("▁") for p in added) and not any("▁" in p[:-1] for p in added)
+    reference = spm.SentencePieceProcessor(model_proto=dump_spm_model(ext.tokenizer))
+    for line in english(100, 6) + ["a tall green tree by the park"]:
+        assert ext.tokenizer.encode_ordinary(line) == reference.encode(line), line
