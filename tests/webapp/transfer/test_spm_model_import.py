@@ -58,3 +58,25 @@ def test_a_broken_model_is_a_422_naming_the_problem(client: FlaskClient, spm_fil
     response = client.post("/import", data={"kind": "spm_model", "file": (io.BytesIO(spm_file[:-7]), "cut.model")})
     assert response.status_code == 422
     assert "bytes but its message ends at byte" in response.get_data(as_text=True)
+
+
+def test_a_model_with_the_mark_after_words_imports_and_downloads(client: FlaskClient) -> None:
+    # treat_whitespace_as_suffix ("a b" is "a▁b▁") was refused; its tokenizer.json appends the ▁.
+    spm = pytest.importorskip("sentencepiece")
+    tokenizers = pytest.importorskip("tokenizers")
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(LINES), model_writer=model, vocab_size=400,
+                                   hard_vocab_limit=False, model_type="unigram", treat_whitespace_as_suffix=True,
+                                   minloglevel=2)
+    processor = spm.SentencePieceProcessor(model_proto=model.getvalue())
+    response = client.post("/import", data={"kind": "spm_model", "name": "suffix",
+                                            "file": (io.BytesIO(model.getvalue()), "tokenizer.model")})
+    assert response.status_code == 303, response.get_data(as_text=True)[:2000]
+    ref = int(response.headers["Location"].split("/")[2])
+    text = "The lazy dog and 56 pears. 人工智能"
+    assert processor.encode(text, out_type=str)[-1].endswith("▁")
+    assert client.post("/api/v1/encode", json={"tokenizer": ref, "text": text}).json["ids"] == processor.encode(text)
+    with zipfile.ZipFile(io.BytesIO(client.get(f"/tokenizers/{ref}/download.zip").data)) as archive:
+        assert archive.read("tokenizer.model") == model.getvalue()
+        exported = tokenizers.Tokenizer.from_str(archive.read("tokenizer.json").decode())
+    assert exported.encode(text, add_special_tokens=False).ids == processor.encode(text)
