@@ -12,8 +12,8 @@ tokenizer of ours (trained Unigram) it builds a new ModelProto.
 lattice and the merges need nothing else, and sentencepiece's decoding strips only a leading
 ``▁`` either way, so "a b" decodes to "a b " there and here). Refused, with the part we lack
 named: WORD and CHAR models, a denormalizer charsmap, a piece that is both a CONTROL/BYTE/UNKNOWN
-piece and a normal one. Export refuses normalizers other than identity or
-a sentencepiece one (we cannot build a charsmap). Decoding is sentencepiece's
+piece and a normal one. Export refuses normalizers other than identity or a sentencepiece one
+(we cannot build a charsmap). Decoding is sentencepiece's
 (:class:`SpmDecoder`: CONTROL pieces give nothing, ``<unk>`` gives `` ⁇ ``). Exporting a trained
 tokenizer writes ``remove_extra_whitespaces=false``; its Metaspace pre-tokenizer adds no ``▁``
 before a text that starts with a space while sentencepiece does, so only such texts get other ids.
