@@ -4,7 +4,12 @@ A rank file holds only the mergeable tokens; tiktoken keeps the split pattern an
 tokens in code. We put those in a sidecar next to the rank file (``NAME.tiktoken.json``) whose
 keys are the keyword arguments of ``tiktoken.Encoding``, so a file we write loads in tiktoken as
 
-    tiktoken.Encoding(mergeable_ranks=tiktoken.load.load_tiktoken_bpe(path), **json.load(sidecar))
+    tiktoken.Encoding(mergeable_ranks={base64.b64decode(token): int(rank) for token, rank in lines},
+                      **json.load(sidecar))
+
+(the lines split at their space; not ``tiktoken.load.load_tiktoken_bpe(path)``, which keeps a copy
+of each file under its path in a temporary folder and reads that copy for the next file at the
+same path).
 
 tiktoken merges by the rank of the concatenated bytes, while our model (like Hugging Face's)
 stores merges as pairs. Reading makes a merge of every cut of a token into two tokens of the file,

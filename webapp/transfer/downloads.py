@@ -367,10 +367,13 @@ ranks.tiktoken.json (pat_str) when that file is included.
     "tiktoken": """## ranks.tiktoken + ranks.tiktoken.json (tiktoken)
 
 ```python
-import json, tiktoken
-from tiktoken.load import load_tiktoken_bpe
+import base64, json, tiktoken
+# Not tiktoken.load.load_tiktoken_bpe("ranks.tiktoken"): tiktoken keeps a copy of every file it
+# loads under the file's path, so another download at the same path would read this one.
+with open("ranks.tiktoken", "rb") as f:
+    ranks = {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in f if line.strip())}
 with open("ranks.tiktoken.json", encoding="utf-8") as f:
-    enc = tiktoken.Encoding(mergeable_ranks=load_tiktoken_bpe("ranks.tiktoken"), **json.load(f))
+    enc = tiktoken.Encoding(mergeable_ranks=ranks, **json.load(f))
 enc.encode("Hello world")
 ```
 """,

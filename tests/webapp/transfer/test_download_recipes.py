@@ -68,7 +68,9 @@ def probe(code: str) -> str:
 
 def run_recipe(code: str, folder: Path, home: Path) -> list[int]:
     """Run ``probe(code)`` in ``folder`` and return the ids it printed, or fail with its stderr."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HOME": str(home),
+    # TMPDIR: the libraries' caches (tiktoken keeps files it loaded in the temporary folder) are this test's own.
+    home.mkdir(exist_ok=True)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HOME": str(home), "TMPDIR": str(home),
            "TRANSFORMERS_VERBOSITY": "error", "PYTHONWARNINGS": "ignore"}
     done = subprocess.run([sys.executable, "-c", probe(code)], cwd=folder, env=env, capture_output=True,
                           text=True, timeout=120, check=False)
@@ -112,3 +114,17 @@ def test_the_ids_compared_are_worth_comparing() -> None:
                                          100, 32, 240, 159, 145, 139]
     assert wordpiece().encode(SAMPLE) == [2, 4, 5, 8, 9, 1, 1, 1, 6, 7, 8, 1, 5, 1, 3]
     assert unigram().encode(SAMPLE) == [2, 0, 5, 0, 2, 0, 7, 0, 1, 6, 7, 0, 2, 0, 8, 0, 5, 7, 1, 2, 0, 2, 0]
+
+
+def test_the_tiktoken_recipe_reads_each_download_afresh(tmp_path: Path) -> None:
+    """Two downloads unzipped in turn at the same place: the second recipe gives the second
+    tokenizer's ids. tiktoken's ``load_tiktoken_bpe("ranks.tiktoken")``, which the README printed
+    before, kept the first file under its path and gave the first tokenizer's ids."""
+    pytest.importorskip("tiktoken")
+    folder, home = tmp_path / "downloads", tmp_path / "home"
+    for tok in (byte_bpe(), byte_bpe("other", merges=[(b"e", b"s"), (b"h", b"e")])):
+        with zipfile.ZipFile(io.BytesIO(downloads.zip_all(tok, tok.name))) as archive:
+            archive.extractall(folder)
+        code = next(code for heading, code in recipes((folder / "README.md").read_text(encoding="utf-8"))
+                    if "tiktoken" in heading)
+        assert run_recipe(code, folder, home) == tok.encode(SAMPLE)

@@ -168,7 +168,7 @@ def test_zip_holds_every_available_file_and_a_readme(client: FlaskClient, app: F
     assert sorted(archive.namelist()) == ["README.md", "merges.txt", "ranks.tiktoken", "ranks.tiktoken.json",
                                           "tokenizer.json", "tokenizer_config.json", "vocab.json"]
     readme = archive.read("README.md").decode()
-    assert "Tokenizer.from_file(\"tokenizer.json\")" in readme and "load_tiktoken_bpe" in readme
+    assert "Tokenizer.from_file(\"tokenizer.json\")" in readme and "Encoding(mergeable_ranks=ranks" in readme
     assert "GPT2TokenizerFast" in readme and "AutoTokenizer.from_pretrained" in readme and "vocab.txt" not in readme
 
 
