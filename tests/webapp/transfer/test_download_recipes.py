@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from engine import Tokenizer
+from tests.open_models import open_model_file
 from tests.webapp.playground_samples import byte_bpe, unigram, wordpiece
 from webapp.transfer import downloads
 
@@ -86,14 +87,29 @@ def run_recipe(code: str, folder: Path, home: Path) -> list[int]:
 ], ids=["byte-bpe", "wordpiece", "unigram"])
 def test_every_readme_recipe_gives_our_ids(tmp_path: Path, sample: Callable[[], Tokenizer],
                                            sections: list[str]) -> None:
+    _check_every_recipe(sample(), sections, tmp_path)
+
+
+@pytest.mark.parametrize(("name", "sections"), [
+    ("llama2", ["tokenizer.json", "tokenizer.json"]),  # sentencepiece-style BPE, <s> added by its template
+    ("llama3", ["tokenizer.json", "tokenizer.json", "ranks.tiktoken"]),  # ignore_merges, a rank file too
+])
+def test_an_open_models_recipes_give_our_ids(tmp_path: Path, name: str, sections: list[str]) -> None:
+    tok = Tokenizer.from_file(open_model_file(name))
+    tok.name = name
+    _check_every_recipe(tok, sections, tmp_path)
+
+
+def _check_every_recipe(tok: Tokenizer, sections: list[str], tmp_path: Path) -> None:
+    """Run every recipe of ``tok``'s zip, each with only the files its section names, and compare
+    the ids with ours; ``sections`` are the recipes' files, in order (none lost, none unrun)."""
     for library in LIBRARIES:
         pytest.importorskip(library)
-    tok = sample()
     unzipped = tmp_path / "zip"
     with zipfile.ZipFile(io.BytesIO(downloads.zip_all(tok, tok.name))) as archive:
         archive.extractall(unzipped)
     found = recipes((unzipped / "README.md").read_text(encoding="utf-8"))
-    assert [heading.split()[1] for heading, _ in found] == sections  # no recipe lost, none unrun
+    assert [heading.split()[1] for heading, _ in found] == sections
     ours = tok.encode(SAMPLE)
     got = {}
     for n, (heading, code) in enumerate(found):
