@@ -116,7 +116,7 @@ def fastest_split(pre_tokenizer: PreTokenizer) -> Callable[[str], list[str]]:
     The engine's one way to split text into pre-tokens: the tokenizer, the trainers' counting and
     :func:`pretoken_split` all use it, so their pieces always agree.
     """
-    if type(pre_tokenizer) is RegexSplit and (fast := splitter_for(pre_tokenizer.pattern)):
+    if type(pre_tokenizer) is RegexSplit and (fast := splitter_for(pre_tokenizer.source)):
         return fast
     return pre_tokenizer.pieces
 

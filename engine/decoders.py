@@ -34,6 +34,7 @@ import regex
 
 from engine.errors import ConfigError, FormatError
 from engine.limits import check_pattern, run_budgeted, shown
+from engine.onig import from_onig
 
 
 class Decoder(Protocol):
@@ -316,9 +317,8 @@ class Replace(_Step):
     def __init__(self, pattern: str, content: str, *, is_regex: bool = False) -> None:
         self.pattern, self.content, self.is_regex = pattern, content, is_regex
         self._regex: Any = None
-        if is_regex:
-            check_pattern(pattern)
-            self._regex = regex.compile(pattern)
+        if is_regex:  # a tokenizer.json's regex: Onig's meaning (engine/onig.py)
+            self._regex = regex.compile(check_pattern(from_onig(check_pattern(pattern), "decoder's Replace pattern")))
 
     def _replace(self, _index: int, token: str) -> str:
         if self._regex is None:

@@ -33,6 +33,7 @@ import regex
 
 from engine.errors import ConfigError
 from engine.limits import check_pattern, run_budgeted, shown
+from engine.onig import from_onig
 
 # Rust's char::is_whitespace (the White_Space property): what Strip strips and Bert maps to " ".
 RUST_WHITESPACE = ("\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B)))
@@ -199,20 +200,7 @@ class Strip:
         return {"type": "Strip", "strip_left": self.left, "strip_right": self.right}
 
 
-# Escapes and inline options whose meaning in Onig's Ruby syntax differs from the regex module's.
-_ONIG_TOKEN = regex.compile(r"\\.|\(\?[A-Za-z-]*[:)]|.", regex.DOTALL)
-_ONIG_ONLY = {"\\h": "a hex digit", "\\H": "a non-hex-digit", "\\Z": "the end or before a final newline"}
 _SLOW = ("The normalizer's Replace pattern", "simplify the pattern or shorten the text.")
-
-
-def _onig_refusal(pattern: str) -> str | None:
-    """Why ``pattern`` would mean something else to HF than to us, or None."""
-    for token in _ONIG_TOKEN.findall(pattern):
-        if token in _ONIG_ONLY:
-            return f"{token} means {_ONIG_ONLY[token]} in Hugging Face's Onig syntax"
-        if token.startswith("(?") and set(token[2:-1]) - set("ix-"):
-            return f"the option group {token!r} means something else in Onig (there (?m) is dot-all)"
-    return None
 
 
 class Replace:
@@ -236,12 +224,9 @@ class Replace:
         self.name = "replace"
         self._regex: regex.Pattern[str] | None = None
         if pattern is not None:
-            check_pattern(pattern)
-            why = _onig_refusal(pattern)
-            if why:
-                raise ConfigError(f"The Replace pattern {shown(pattern)} is refused: {why}.")
+            source = check_pattern(from_onig(check_pattern(pattern), "Replace pattern"))
             try:
-                self._regex = regex.compile(pattern, regex.MULTILINE)
+                self._regex = regex.compile(source)
             except (regex.error, OverflowError, RecursionError) as exc:
                 raise ConfigError(f"The Replace pattern {shown(pattern)} is not a regex we can compile: "
                                   f"{exc}.") from None

@@ -16,6 +16,7 @@ Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from typing import Any, NamedTuple, Protocol
 
@@ -23,6 +24,7 @@ import regex
 
 from engine.errors import ConfigError
 from engine.limits import check_pattern, run_budgeted, shown
+from engine.onig import from_onig, to_onig
 
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
 GPT4_PATTERN = (
@@ -54,6 +56,12 @@ _SLOW_PATTERN = (
     "it backtracks too much on this input (nested repeats such as (?:.*,){6} do). "
     "Simplify the pattern, or encode a shorter text.",
 )
+
+
+@functools.cache
+def _onig_names() -> dict[str, str]:
+    """The named patterns as our tokenizer.json files write them (``to_onig``), to their names."""
+    return {to_onig(pattern): name for name, pattern in PATTERNS.items()}
 
 
 class Piece(NamedTuple):
@@ -99,14 +107,19 @@ class RegexSplit:
     choice in its own terms (:meth:`to_hf`, :meth:`findall_pattern`).
     """
 
-    def __init__(self, pattern: str, name: str | None = None, *, keep_gaps: bool = True) -> None:
-        check_pattern(pattern)
+    def __init__(self, pattern: str, name: str | None = None, *, keep_gaps: bool = True, onig: bool = False) -> None:
+        # ``onig``: the pattern is a tokenizer.json's, which means what Onig reads (engine/onig.py);
+        # ``source`` is the same in the regex module's terms, and the file gets ``pattern`` back.
+        source = check_pattern(pattern)
+        if onig:
+            named = _onig_names().get(pattern)
+            source = PATTERNS[named] if named else check_pattern(from_onig(pattern, "pre-tokenizer pattern"))
         try:
-            self._regex = regex.compile(pattern)
+            self._regex = regex.compile(source)
         except (regex.error, OverflowError, RecursionError) as exc:
             raise ConfigError(f"The pre-tokenizer pattern {shown(pattern)} is not a valid regex: {exc}.") from None
-        self.pattern = pattern
-        self.name = name or next((n for n, p in PATTERNS.items() if p == pattern), "custom")
+        self.pattern, self.source, self.onig = pattern, source, onig
+        self.name = name or next((n for n, p in PATTERNS.items() if p == source), "custom")
         # The named patterns cover all text: the findall path is theirs, and the same pieces.
         self.keep_gaps = keep_gaps and self.name not in PATTERNS
         self._check_matches()
@@ -169,15 +182,17 @@ class RegexSplit:
         """A pattern whose ``findall`` gives these pieces (tiktoken's ``pat_str``): with
         ``keep_gaps``, a gap is a run of positions where the pattern does not match."""
         if not self.keep_gaps:
-            return self.pattern
-        return f"(?:{self.pattern})|(?:(?!(?:{self.pattern}))[\\s\\S])+"
+            return self.source
+        flags, body = ("(?m)", self.source[4:]) if self.source.startswith("(?m)") else ("", self.source)
+        return f"{flags}(?:{body})|(?:(?!(?:{body}))[\\s\\S])+"
 
     def to_hf(self) -> dict[str, Any]:
         if self.name == "hf-whitespace":
             return {"type": "Whitespace"}
         isolated = self.keep_gaps or self.name in PATTERNS  # (the named patterns leave no gaps)
         # "Removed" with invert: the matches are kept and the rest is dropped (findall).
-        return {"type": "Split", "pattern": {"Regex": self.pattern}, "behavior": "Isolated" if isolated else "Removed",
+        written = self.pattern if self.onig else to_onig(self.pattern)
+        return {"type": "Split", "pattern": {"Regex": written}, "behavior": "Isolated" if isolated else "Removed",
                 "invert": not isolated}
 
 

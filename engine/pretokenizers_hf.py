@@ -29,6 +29,7 @@ import regex
 
 from engine.errors import ConfigError, FormatError
 from engine.limits import check_pattern, run_budgeted, shown
+from engine.onig import from_onig
 from engine.pretokenizers import BertPreTokenizer, Metaspace, Piece, PreTokenizer, RegexSplit, WhitespaceSplit
 
 BEHAVIORS = ("Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous")
@@ -79,7 +80,7 @@ class Split:
         if behavior not in BEHAVIORS:
             raise ConfigError(f"The Split behavior {shown(behavior)} is not one of {', '.join(BEHAVIORS)}.")
         self.pattern, self.literal, self.behavior, self.invert = pattern, literal, behavior, invert
-        source = regex.escape(pattern) if literal else check_pattern(pattern)
+        source = regex.escape(pattern) if literal else check_pattern(from_onig(check_pattern(pattern), "Split pattern"))
         try:
             self._regex = regex.compile(source) if pattern else None
         except (regex.error, OverflowError, RecursionError) as exc:
@@ -219,7 +220,7 @@ def _split_from_hf(data: dict[str, Any], where: str) -> PreTokenizer:
     try:
         # The regex split's two cases have its fast paths (and its own check against empty matches).
         if kind == "Regex" and (behavior, invert) in (("Isolated", False), ("Removed", True)):
-            return RegexSplit(source, keep_gaps=behavior == "Isolated")
+            return RegexSplit(source, keep_gaps=behavior == "Isolated", onig=True)
         return Split(source, literal=kind == "String", behavior=behavior, invert=invert)
     except ConfigError as exc:
         raise FormatError(f"{where}: {exc}") from None

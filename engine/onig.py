@@ -1,0 +1,206 @@
+"""Hugging Face's regexes are Onig's (Ruby syntax); the engine's are the ``regex`` module's.
+
+A ``tokenizer.json`` pattern (a ``Split`` pre-tokenizer, a ``Replace`` normalizer or decoder)
+means what Onig makes of it, and most patterns mean the same in both. Where they differ, checked
+against the ``tokenizers`` library:
+
+- **A quantifier after an interval** repeats it: Onig reads ``\\p{N}{1,3}+`` as
+  ``(?:\\p{N}{1,3})+`` (every run of digits, whole), the ``regex`` module as the possessive
+  ``{1,3}+`` (at most three), as tiktoken does. ``X{2}*`` and ``X{1,2}{3}`` nest the same way,
+  and ``X{2}?`` is ``(?:X{2})?`` in Onig but a lazy ``X{2}`` here; a lazy range ``X{1,3}?`` is
+  lazy in both.
+- **Anchors**: ``^`` and ``$`` hold at every line in Onig (the ``regex`` module's ``(?m)``),
+  at the start and the end (or before a final newline) of the text here: Onig's ``\\A`` and
+  ``\\Z``. Onig's ``\\Z`` is the ``regex`` module's ``$`` without ``(?m)``; ``\\z`` is the end in both.
+- ``\\h``, ``\\H`` and option groups other than ``i``, ``x`` and ``-`` mean other things in each
+  (Onig's ``(?m)`` is dot-all): refused, never read with another meaning.
+
+:func:`from_onig` turns a pattern read from a tokenizer.json into one the ``regex`` module reads
+as Onig does; :func:`to_onig` writes one of ours (tiktoken's meaning, as the GPT-4 pattern's
+``\\p{N}{1,3}+``) so that Onig reads what we mean (``(?>\\p{N}{1,3})``: an atomic group is Onig's
+possessive interval). Both find the intervals and anchors with a small scanner that knows
+escapes, character classes and groups; a pattern it cannot follow (an unbalanced bracket) is
+left to the compiler, which refuses it.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
+"""
+
+from __future__ import annotations
+
+import regex
+
+from engine.errors import ConfigError
+
+__all__ = ["from_onig", "onig_refusal", "to_onig"]
+
+_INTERVAL = regex.compile(r"\{(\d*)(,?)(\d*)\}")
+_QUANTIFIER_STARTS = "*+?{"
+_ONIG_ONLY = {"\\h": "a hex digit", "\\H": "a non-hex-digit"}
+_TOKEN = regex.compile(r"\\.|\(\?[A-Za-z-]*[:)]|.", regex.DOTALL)
+
+
+def onig_refusal(pattern: str) -> str | None:
+    """Why ``pattern`` would mean something else to Onig than to the ``regex`` module (other than
+    what :func:`from_onig` rewrites), or None."""
+    for token in _TOKEN.findall(pattern):
+        if token in _ONIG_ONLY:
+            return f"{token} means {_ONIG_ONLY[token]} in Hugging Face's Onig syntax"
+        if token.startswith("(?") and set(token[2:-1]) - set("ix-"):
+            return f"the option group {token!r} means something else in Onig (there (?m) is dot-all)"
+    return None
+
+
+def from_onig(pattern: str, what: str = "pattern") -> str:
+    """``pattern`` as Onig reads it, for the ``regex`` module (``(?m)`` first where it has ``^`` or
+    ``$``); raises a ConfigError naming ``what`` for a construct we do not reproduce."""
+    why = onig_refusal(pattern)
+    if why:
+        raise ConfigError(f"The {what} {pattern[:200]!r} is refused: {why}.")
+    edits: list[tuple[int, int, str]] = []
+    for atom, end, exact in _intervals(pattern):
+        follower = pattern[end:end + 1]
+        nested = follower in ("+", "*") or (follower == "?" and exact) or (
+            follower == "{" and _INTERVAL.match(pattern, end) is not None)
+        if nested:  # X{..}+ is (?:X{..})+ in Onig
+            edits += [(atom, 0, "(?:"), (end, 0, ")")]
+    anchors = _anchors(pattern)
+    for at, anchor in anchors:
+        if anchor in ("\\Z", "\\z"):
+            edits.append((at, 2, "(?=\\n?\\z)" if anchor == "\\Z" else "\\z"))
+    lines = any(anchor in "^$" for _, anchor in anchors)
+    return ("(?m)" if lines else "") + _apply(pattern, edits)
+
+
+def to_onig(pattern: str) -> str:
+    """One of our patterns (the ``regex`` module's meaning, no flags) written so that Onig reads
+    the same: possessive intervals as atomic groups, a lazy exact interval as the interval alone,
+    ``^``/``$``/``\\Z`` as ``\\A``/``\\Z``/``\\z``. Raises a ConfigError for an option group Onig
+    reads otherwise."""
+    for token in _TOKEN.findall(pattern):
+        if token.startswith("(?") and set(token[2:-1]) - set("ix-"):
+            raise ConfigError(f"The pattern {pattern[:200]!r} has the option group {token!r}, which Hugging Face's "
+                              "Onig syntax reads otherwise ((?m) is dot-all there); it cannot be written to a "
+                              "tokenizer.json.")
+    edits: list[tuple[int, int, str]] = []
+    for atom, end, exact in _intervals(pattern):
+        follower = pattern[end:end + 1]
+        if follower == "+":  # possessive: X{..}+ is (?>X{..})
+            edits += [(atom, 0, "(?>"), (end, 1, ")")]
+        elif follower == "?" and exact:  # a lazy exact interval matches what the interval does
+            edits.append((end, 1, ""))
+    for at, anchor in _anchors(pattern):
+        edits.append((at, len(anchor), {"^": "\\A", "$": "\\Z", "\\Z": "\\z", "\\z": "\\z"}[anchor]))
+    return _apply(pattern, edits)
+
+
+def _apply(pattern: str, edits: list[tuple[int, int, str]]) -> str:
+    """``pattern`` with each ``(position, length, text)`` applied: the ``length`` characters at
+    ``position`` (none for an insertion) replaced by ``text``; insertions at a position go first."""
+    out: list[str] = []
+    last = 0
+    for at, length, text in sorted(edits, key=lambda edit: (edit[0], edit[1])):
+        out += [pattern[last:at], text]
+        last = at + length
+    out.append(pattern[last:])
+    return "".join(out)
+
+
+def _intervals(pattern: str) -> list[tuple[int, int, bool]]:
+    """``(atom start, interval end, exact)`` of each interval quantifier (``{n}``, ``{n,m}``...)
+    outside character classes: where the atom it repeats starts, the position right after its
+    ``}``, and whether it is an exact count."""
+    found: list[tuple[int, int, bool]] = []
+    groups: list[int] = []
+    atom: int | None = None  # where the last atom (a character, escape, class or group) starts
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            atom, i = i, _escape_end(pattern, i)
+            continue
+        if char == "[":
+            end = _class_end(pattern, i)
+            if end is None:
+                return found
+            atom, i = i, end
+            continue
+        if char == "(":
+            groups.append(i)
+            atom, i = None, i + 1
+            continue
+        if char == ")":
+            atom, i = (groups.pop() if groups else None), i + 1
+            continue
+        if char == "|":
+            atom, i = None, i + 1
+            continue
+        if char == "{" and (interval := _INTERVAL.match(pattern, i)) is not None and interval.group(1) + \
+                interval.group(3):
+            if atom is not None:
+                found.append((atom, interval.end(), not interval.group(2)))
+            i = interval.end()
+            continue
+        if char in _QUANTIFIER_STARTS:
+            i += 1
+            continue
+        atom, i = i, i + 1
+    return found
+
+
+def _anchors(pattern: str) -> list[tuple[int, str]]:
+    """``(position, anchor)`` of each ``^``, ``$``, ``\\Z`` and ``\\z`` outside character classes."""
+    found: list[tuple[int, str]] = []
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            if pattern[i + 1:i + 2] in ("Z", "z"):
+                found.append((i, pattern[i:i + 2]))
+            i = _escape_end(pattern, i)
+        elif char == "[":
+            end = _class_end(pattern, i)
+            if end is None:
+                return found
+            i = end
+        else:
+            if char in "^$":
+                found.append((i, char))
+            i += 1
+    return found
+
+
+def _escape_end(pattern: str, i: int) -> int:
+    """The end of the escape at ``i`` (``\\p{L}``, ``\\x{41}``, ``\\N{...}`` and ``\\k<name>`` whole)."""
+    if pattern[i + 1:i + 2] in ("p", "P", "x", "N", "u", "U") and pattern[i + 2:i + 3] == "{":
+        close = pattern.find("}", i + 3)
+        return len(pattern) if close < 0 else close + 1
+    if pattern[i + 1:i + 2] in ("k", "g") and pattern[i + 2:i + 3] == "<":
+        close = pattern.find(">", i + 3)
+        return len(pattern) if close < 0 else close + 1
+    return min(i + 2, len(pattern))
+
+
+def _class_end(pattern: str, i: int) -> int | None:
+    """The position after the character class that starts at ``i`` (nested classes and POSIX
+    brackets included; a ``]`` first in the class is a member), or None if it never closes."""
+    depth = 0
+    j = i
+    while j < len(pattern):
+        char = pattern[j]
+        if char == "\\":
+            j = _escape_end(pattern, j)
+            continue
+        if char == "[":
+            depth += 1
+            j += 1
+            if pattern[j:j + 1] == "^":
+                j += 1
+            if pattern[j:j + 1] == "]":  # a literal ] first
+                j += 1
+            continue
+        if char == "]":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        j += 1
+    return None
