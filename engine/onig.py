@@ -47,6 +47,11 @@ def onig_refusal(pattern: str) -> str | None:
             return f"{token} means {_ONIG_ONLY[token]} in Hugging Face's Onig syntax"
         if token.startswith("(?") and set(token[2:-1]) - set("ix-"):
             return f"the option group {token!r} means something else in Onig (there (?m) is dot-all)"
+    for start, end in _classes(pattern):
+        body = regex.sub(r"\\.|\[:\^?[a-z]+:\]", "", pattern[start + 1:end - 1])  # escapes and POSIX brackets aside
+        if "&&" in body or "[" in body:
+            return (f"the character class {pattern[start:end]!r} has a set operation or a nested set, "
+                    "which Onig reads and the regex module does not")
     return None
 
 
@@ -165,6 +170,24 @@ def _anchors(pattern: str) -> list[tuple[int, str]]:
         else:
             if char in "^$":
                 found.append((i, char))
+            i += 1
+    return found
+
+
+def _classes(pattern: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each outermost character class."""
+    found: list[tuple[int, int]] = []
+    i = 0
+    while i < len(pattern):
+        if pattern[i] == "\\":
+            i = _escape_end(pattern, i)
+        elif pattern[i] == "[":
+            end = _class_end(pattern, i)
+            if end is None:
+                return found
+            found.append((i, end))
+            i = end
+        else:
             i += 1
     return found
 

@@ -69,7 +69,8 @@ def test_the_translations() -> None:
 
 
 @pytest.mark.parametrize(("pattern", "message"), [(r"\h+", "hex digit"), (r"(?m)a.b", "dot-all"),
-                                                  (r"(?s:.)", "option group")])
+                                                  (r"(?s:.)", "option group"), (r"[a-z&&[^aeiou]]+", "set operation"),
+                                                  (r"[a[bc]]", "nested set")])
 def test_patterns_onig_reads_otherwise_are_refused(pattern: str, message: str) -> None:
     with pytest.raises(FormatError, match=message):
         pretokenizer_from_hf({"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False})
