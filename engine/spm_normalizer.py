@@ -216,7 +216,8 @@ class SpmNormalizer:
         if self.charsmap is not None:
             steps.append(Precompiled(self.charsmap.blob).to_hf())
         if self.remove_extra_whitespaces:
-            steps.append({"type": "Replace", "pattern": {"Regex": "^ +| +$"}, "content": ""})
+            # The text's ends, not each line's: ^ and $ hold at every line in Onig (engine/onig.py).
+            steps.append({"type": "Replace", "pattern": {"Regex": "\\A +| +\\z"}, "content": ""})
             steps.append({"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "})
         if self.escape_whitespaces:
             steps.append({"type": "Replace", "pattern": {"String": " "}, "content": SPACE})
