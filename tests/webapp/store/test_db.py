@@ -132,3 +132,36 @@ def test_upgrading_gives_each_tokenizer_its_stored_size(db_app: Flask) -> None:
     with db.get_engine(db_app).connect() as conn:
         assert conn.execute(text("SELECT size_bytes FROM tokenizers")).scalars().all() == [
             stored_bytes(document, stats, config)]
+
+
+def test_upgrading_keeps_the_pieces_of_stored_split_patterns(db_app: Flask) -> None:
+    """Migration 0009: a document stored with the GPT-4 pattern as the engine wrote it before
+    (tiktoken's spelling, which Onig reads as any run of digits) is rewritten so that it still
+    splits "1234" in three and one; a pattern both read alike is left alone, byte for byte."""
+    from engine import Tokenizer
+    from engine.onig import to_onig
+    from engine.pretokenizers import GPT4_PATTERN
+    from tests.engine.tiny_bpe import tiny
+
+    url = db_app.config["DATABASE_URL"]
+    db.get_engine(db_app).dispose()
+    db.downgrade(url, "0008")
+    written = tiny("gpt4").to_json()
+    old = written.replace(json.dumps(to_onig(GPT4_PATTERN), ensure_ascii=False)[1:-1],
+                          json.dumps(GPT4_PATTERN, ensure_ascii=False)[1:-1])
+    assert old != written
+    other = tiny("o200k").to_json()  # o200k's pattern means the same to both
+    engine = db.make_engine(url)
+    with engine.begin() as conn:
+        for row_id, document in ((7, old), (8, other)):
+            conn.execute(text("INSERT INTO tokenizers (id, team_id, name, algorithm, source, tokenizer_json, config, "
+                              "stats, vocab_size, created_at, size_bytes) VALUES (:id, 1, 't', 'bpe', 'trained', :doc, "
+                              "'{}', '{}', 300, '2026-11-01', :size)"),
+                         {"id": row_id, "doc": document, "size": 1000 + len(document.encode())})
+    engine.dispose()
+    db.upgrade(url)
+    with db.get_engine(db_app).connect() as conn:
+        rows = dict(conn.execute(text("SELECT id, tokenizer_json FROM tokenizers WHERE id IN (7, 8)")).all())
+        sizes = dict(conn.execute(text("SELECT id, size_bytes FROM tokenizers WHERE id IN (7, 8)")).all())
+    assert rows == {7: written, 8: other} and sizes == {7: 1000 + len(written.encode()), 8: 1000 + len(other.encode())}
+    assert Tokenizer.from_json(rows[7]).encode("x = 1234;") == tiny("gpt4").encode("x = 1234;")
