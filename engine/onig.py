@@ -69,9 +69,7 @@ def from_onig(pattern: str, what: str = "pattern") -> str:
         if nested:  # X{..}+ is (?:X{..})+ in Onig
             edits += [(atom, 0, "(?:"), (end, 0, ")")]
     anchors = _anchors(pattern)
-    for at, anchor in anchors:
-        if anchor in ("\\Z", "\\z"):
-            edits.append((at, 2, "(?=\\n?\\z)" if anchor == "\\Z" else "\\z"))
+    edits += [(at, 2, "(?=\\n?\\z)") for at, anchor in anchors if anchor == "\\Z"]  # the end, or before a final newline
     lines = any(anchor in "^$" for _, anchor in anchors)
     return ("(?m)" if lines else "") + _apply(pattern, edits)
 
@@ -93,8 +91,8 @@ def to_onig(pattern: str) -> str:
             edits += [(atom, 0, "(?>"), (end, 1, ")")]
         elif follower == "?" and exact:  # a lazy exact interval matches what the interval does
             edits.append((end, 1, ""))
-    for at, anchor in _anchors(pattern):
-        edits.append((at, len(anchor), {"^": "\\A", "$": "\\Z", "\\Z": "\\z", "\\z": "\\z"}[anchor]))
+    spelled = {"^": "\\A", "$": "\\Z", "\\Z": "\\z"}
+    edits += [(at, len(anchor), spelled[anchor]) for at, anchor in _anchors(pattern) if anchor in spelled]
     return _apply(pattern, edits)
 
 
