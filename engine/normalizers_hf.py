@@ -25,7 +25,6 @@ Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 from __future__ import annotations
 
 import functools
-import time
 import unicodedata
 from typing import Any
 
@@ -33,7 +32,7 @@ import regex
 
 from engine.errors import ConfigError
 from engine.limits import check_pattern, run_budgeted, shown
-from engine.onig import from_onig
+from engine.onig import from_onig, onig_spans
 
 # Rust's char::is_whitespace (the White_Space property): what Strip strips and Bert maps to " ".
 RUST_WHITESPACE = ("\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B)))
@@ -244,10 +243,7 @@ class Replace:
                 at = text.find(needle, at + len(needle))
             return found
         compiled = self._regex
-        spans = run_budgeted(lambda timeout: [m.span() for m in compiled.finditer(text, timeout=timeout)], *_SLOW)
-        if all(a != b for a, b in spans):
-            return spans  # without empty matches the two engines agree
-        return run_budgeted(lambda timeout: _onig_find_iter(compiled, text, timeout), *_SLOW)
+        return run_budgeted(lambda timeout: onig_spans(compiled, text, timeout), *_SLOW)
 
     def normalize(self, text: str) -> str:
         if self._regex is None:
@@ -272,27 +268,6 @@ class Replace:
     def to_hf(self) -> dict[str, Any]:
         key, value = ("String", self.string) if self._regex is None else ("Regex", self.pattern)
         return {"type": "Replace", "pattern": {key: value}, "content": self.content}
-
-
-def _onig_find_iter(compiled: regex.Pattern[str], text: str, timeout: float | None) -> list[tuple[int, int]]:
-    """The onig crate's ``find_iter``: an empty match where the last match ended is skipped."""
-    spans: list[tuple[int, int]] = []
-    position, last_end = 0, -1
-    started = time.process_time()
-    while position <= len(text):
-        left = None if timeout is None else timeout - (time.process_time() - started)
-        if left is not None and left <= 0:
-            raise TimeoutError
-        match = compiled.search(text, position, timeout=left)
-        if match is None:
-            break
-        start, end = match.span()
-        if start == end == last_end:
-            position += 1
-            continue
-        spans.append((start, end))
-        position = last_end = end
-    return spans
 
 
 _NMT_DROP = regex.compile(r"[\x01-\x08\x0b\x0e-\x1f\x7f\x8f\x9f]+")

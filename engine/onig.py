@@ -12,6 +12,9 @@ against the ``tokenizers`` library:
 - **Anchors**: ``^`` and ``$`` hold at every line in Onig (the ``regex`` module's ``(?m)``),
   at the start and the end (or before a final newline) of the text here: Onig's ``\\A`` and
   ``\\Z``. Onig's ``\\Z`` is the ``regex`` module's ``$`` without ``(?m)``; ``\\z`` is the end in both.
+- **Empty matches**: the onig crate's ``find_iter`` skips an empty match right where the last
+  match ended, which the ``regex`` module takes (:func:`onig_spans`); in a ``Split`` an empty
+  match cuts the text like any other.
 - ``\\h``, ``\\H`` and option groups other than ``i``, ``x`` and ``-`` mean other things in each
   (Onig's ``(?m)`` is dot-all): refused, never read with another meaning.
 
@@ -27,11 +30,13 @@ Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 
 from __future__ import annotations
 
+import time
+
 import regex
 
 from engine.errors import ConfigError
 
-__all__ = ["from_onig", "onig_refusal", "to_onig"]
+__all__ = ["from_onig", "onig_refusal", "onig_spans", "to_onig"]
 
 _INTERVAL = regex.compile(r"\{(\d*)(,?)(\d*)\}")
 _QUANTIFIER_STARTS = "*+?{"
@@ -94,6 +99,32 @@ def to_onig(pattern: str) -> str:
     spelled = {"^": "\\A", "$": "\\Z", "\\Z": "\\z"}
     edits += [(at, len(anchor), spelled[anchor]) for at, anchor in _anchors(pattern) if anchor in spelled]
     return _apply(pattern, edits)
+
+
+def onig_spans(compiled: regex.Pattern[str], text: str, timeout: float | None) -> list[tuple[int, int]]:
+    """The ``(start, end)`` of each match of ``compiled`` in ``text``, as the onig crate's
+    ``find_iter`` finds them: empty matches too, except one right where the last match ended
+    (the regex module would take it). Raises TimeoutError past ``timeout`` seconds of CPU."""
+    spans = [m.span() for m in compiled.finditer(text, timeout=timeout)]
+    if all(a != b for a, b in spans):
+        return spans  # without empty matches the two engines agree
+    spans = []
+    position, last_end = 0, -1
+    started = time.process_time()
+    while position <= len(text):
+        left = None if timeout is None else timeout - (time.process_time() - started)
+        if left is not None and left <= 0:
+            raise TimeoutError
+        match = compiled.search(text, position, timeout=left)
+        if match is None:
+            break
+        start, end = match.span()
+        if start == end == last_end:
+            position += 1
+            continue
+        spans.append((start, end))
+        position = last_end = end
+    return spans
 
 
 def _apply(pattern: str, edits: list[tuple[int, int, str]]) -> str:

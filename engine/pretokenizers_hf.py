@@ -29,7 +29,7 @@ import regex
 
 from engine.errors import ConfigError, FormatError
 from engine.limits import check_pattern, run_budgeted, shown
-from engine.onig import from_onig
+from engine.onig import from_onig, onig_spans
 from engine.pretokenizers import BertPreTokenizer, Metaspace, Piece, PreTokenizer, RegexSplit, WhitespaceSplit
 
 BEHAVIORS = ("Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous")
@@ -87,14 +87,13 @@ class Split:
             raise ConfigError(f"The Split pattern {shown(pattern)} is not a valid regex: {exc}.") from None
 
     def _matches(self, text: str, timeout: float | None) -> list[tuple[int, int, bool]]:
-        """The text as alternating gaps and matches; an empty pattern matches nothing (as HF)."""
+        """The text as alternating gaps and matches; an empty pattern matches nothing (as HF). An
+        empty match is a match too, so it cuts a gap in two (its own empty piece is dropped later),
+        found as Onig finds it (``onig.onig_spans``)."""
         found: list[tuple[int, int, bool]] = []
         end = 0
         if self._regex is not None:
-            for match in self._regex.finditer(text, timeout=timeout):
-                start, stop = match.span()
-                if start == stop:  # HF keeps an empty match as an empty piece, which is then dropped
-                    continue
+            for start, stop in onig_spans(self._regex, text, timeout):
                 if start > end:
                     found.append((end, start, False))
                 found.append((start, stop, True))
@@ -220,7 +219,10 @@ def _split_from_hf(data: dict[str, Any], where: str) -> PreTokenizer:
     try:
         # The regex split's two cases have its fast paths (and its own check against empty matches).
         if kind == "Regex" and (behavior, invert) in (("Isolated", False), ("Removed", True)):
-            return RegexSplit(source, keep_gaps=behavior == "Isolated", onig=True)
+            try:
+                return RegexSplit(source, keep_gaps=behavior == "Isolated", onig=True)
+            except ConfigError:
+                pass  # a pattern that matches empty pieces (refused for ours), or a bad one: Split says which
         return Split(source, literal=kind == "String", behavior=behavior, invert=invert)
     except ConfigError as exc:
         raise FormatError(f"{where}: {exc}") from None

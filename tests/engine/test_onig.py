@@ -5,6 +5,8 @@ as we mean them (engine/onig.py)."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.errors import ConfigError, FormatError
 from engine.formats.js_tiktoken import parse_rank_table
@@ -23,7 +25,8 @@ TEXTS = ["aaaaa ababab abc", "In 1999, 2001 and 10000000 people\n  x = 1234;\r\n
 # Read differently by the two engines before (nested intervals, anchors), and a few that never were.
 ONIG_PATTERNS = [r"\p{N}{1,3}+", r"a{2}+", r"a{1,2}+", r"a{1,}+", r"a{2}?b", r"a{2}*b", r"a{1,2}{2}", r"(?:ab){1,2}+",
                  r"[ab]{1,2}+c", r"a{1,2}++", r"a{1,2}?", r"\s+$", r"^\w", r"\w+$|\s+", r"\w+\Z", r"\w+\z",
-                 r"[{]{1,2}", r"\p{N}{1,3}", GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN]
+                 r"[{]{1,2}", r"\p{N}{1,3}", GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN,
+                 r"a*", r"b?|\s"]  # empty matches cut the text too
 OUR_PATTERNS = [GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, r"\p{N}{1,3}+", r"a{2}?", r"\s+$", r"^\w|\w",
                 r"(?:ab){1,2}+", r"[0-9]{3}+|\s+\Z", r"a{1,2}?b"]
 
@@ -99,3 +102,32 @@ def test_the_gpt4_presets_tokenizer_json_gives_tiktokens_ids_in_hugging_face() -
     theirs = tiktoken_encoding(folder, "cl100k_base")
     for text in TEXTS + ["x = 1234;\n", "0.9999999 and 123456789"]:
         assert hf.encode(text, add_special_tokens=False).ids == theirs.encode_ordinary(text), text
+
+
+_SNAKE = {"Isolated": "isolated", "Removed": "removed", "MergedWithPrevious": "merged_with_previous",
+          "MergedWithNext": "merged_with_next", "Contiguous": "contiguous"}
+_ATOMS = ["a", "b", r"\d", "[ab]", "(?:ab)", "(a|b)", ".", r"\s", "[^a]"]
+_QUANTIFIERS = ["", "*", "+", "?", "{2}", "{1,2}", "{2,}", "{,2}", "*+", "++", "?+", "*?", "+?"]
+_TAILS = ["", "+", "?", "*", "{2}"]  # after an interval: what Onig nests
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(st.tuples(st.sampled_from(_ATOMS), st.sampled_from(_QUANTIFIERS), st.sampled_from(_TAILS)),
+                      min_size=1, max_size=4),
+       anchors=st.tuples(st.sampled_from(["", "^", r"\A"]), st.sampled_from(["", "$", r"\z", r"\Z"])),
+       behavior=st.sampled_from(["Isolated", "Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous"]),
+       invert=st.booleans(), text=st.text(alphabet="ab1 \n", max_size=24))
+def test_random_patterns_split_as_hugging_face_splits(parts: list[tuple[str, str, str]], anchors: tuple[str, str],
+                                                      behavior: str, invert: bool, text: str) -> None:
+    body = "".join(atom + quantifier + (tail if quantifier.startswith("{") else "") for atom, quantifier, tail in parts)
+    pattern = anchors[0] + body + anchors[1]
+    try:
+        split = tokenizers.pre_tokenizers.Split(tokenizers.Regex(pattern), _SNAKE[behavior], invert=invert)
+    except Exception:  # noqa: BLE001 - a pattern Onig refuses says nothing here
+        return
+    try:
+        ours = pretokenizer_from_hf({"type": "Split", "pattern": {"Regex": pattern}, "behavior": behavior,
+                                     "invert": invert})
+    except FormatError:  # a pattern the regex module cannot compile once translated: refused, not misread
+        return
+    assert ours.pieces(text) == [piece for piece, _ in split.pre_tokenize_str(text)], pattern
