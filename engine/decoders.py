@@ -34,7 +34,7 @@ import regex
 
 from engine.errors import ConfigError, FormatError
 from engine.limits import check_pattern, run_budgeted, shown
-from engine.onig import from_onig
+from engine.onig import from_onig, onig_spans
 
 
 class Decoder(Protocol):
@@ -323,8 +323,13 @@ class Replace(_Step):
     def _replace(self, _index: int, token: str) -> str:
         if self._regex is None:
             return token.replace(self.pattern, self.content)
-        return run_budgeted(lambda timeout: self._regex.sub(lambda _: self.content, token, timeout=timeout),
-                            "The decoder's Replace pattern", "use a simpler Replace pattern in the decoder.")
+        spans = run_budgeted(lambda timeout: onig_spans(self._regex, token, timeout),
+                             "The decoder's Replace pattern", "use a simpler Replace pattern in the decoder.")
+        out, done = [], 0
+        for start, end in spans:  # the matches as Onig finds them, empty ones included
+            out += [token[done:start], self.content]
+            done = end
+        return "".join(out) + token[done:]
 
     def decode_chain(self, tokens: list[bytes]) -> list[bytes]:
         return _per_token(tokens, self._replace)

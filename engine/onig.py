@@ -15,8 +15,9 @@ against the ``tokenizers`` library:
 - **Empty matches**: the onig crate's ``find_iter`` skips an empty match right where the last
   match ended, which the ``regex`` module takes (:func:`onig_spans`); in a ``Split`` an empty
   match cuts the text like any other.
-- ``\\h``, ``\\H`` and option groups other than ``i``, ``x`` and ``-`` mean other things in each
-  (Onig's ``(?m)`` is dot-all): refused, never read with another meaning.
+- ``\\h``, ``\\H``, option groups other than ``i``, ``x`` and ``-`` (Onig's ``(?m)`` is dot-all), and
+  set operations or nested sets in a character class mean other things in each: refused, never
+  read with another meaning.
 
 :func:`from_onig` turns a pattern read from a tokenizer.json into one the ``regex`` module reads
 as Onig does; :func:`to_onig` writes one of ours (tiktoken's meaning, as the GPT-4 pattern's
@@ -102,9 +103,12 @@ def to_onig(pattern: str) -> str:
 
 
 def onig_spans(compiled: regex.Pattern[str], text: str, timeout: float | None) -> list[tuple[int, int]]:
-    """The ``(start, end)`` of each match of ``compiled`` in ``text``, as the onig crate's
-    ``find_iter`` finds them: empty matches too, except one right where the last match ended
-    (the regex module would take it). Raises TimeoutError past ``timeout`` seconds of CPU."""
+    """The ``(start, end)`` of each match of ``compiled`` in ``text``, as Hugging Face finds them
+    (``find_matches`` over the onig crate's ``find_iter``): none in an empty text, empty matches
+    too, except one right where the last match ended (the regex module would take it). Raises
+    TimeoutError past ``timeout`` seconds of CPU."""
+    if not text:
+        return []
     spans = [m.span() for m in compiled.finditer(text, timeout=timeout)]
     if all(a != b for a, b in spans):
         return spans  # without empty matches the two engines agree

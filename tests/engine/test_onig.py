@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.decoders import decoder_from_hf
 from engine.errors import ConfigError, FormatError
 from engine.formats.js_tiktoken import parse_rank_table
 from engine.formats.tiktoken import build_tiktoken
@@ -131,3 +132,13 @@ def test_random_patterns_split_as_hugging_face_splits(parts: list[tuple[str, str
     except FormatError:  # a pattern the regex module cannot compile once translated: refused, not misread
         return
     assert ours.pieces(text) == [piece for piece, _ in split.pre_tokenize_str(text)], pattern
+
+
+@settings(max_examples=200, deadline=None)
+@given(pattern=st.sampled_from(["a*", "b?", "x", r"\s+", "^a", "a$", "(?:ab)*", r"\p{N}{1,3}+", "a{2}?", r"\Z"]),
+       tokens=st.lists(st.text(alphabet="ab1 x\n", max_size=6), min_size=1, max_size=4))
+def test_the_replace_decoder_replaces_as_hugging_face_does(pattern: str, tokens: list[str]) -> None:
+    # Empty matches as Onig finds them, and none in an empty token (Python's sub replaces both).
+    ours = decoder_from_hf({"type": "Replace", "pattern": {"Regex": pattern}, "content": "-"}, None)
+    theirs = tokenizers.decoders.Replace(tokenizers.Regex(pattern), "-")
+    assert ours.decode([token.encode() for token in tokens]).decode() == theirs.decode(tokens)
