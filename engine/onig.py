@@ -9,7 +9,8 @@ against the ``tokenizers`` library:
   ``{1,3}+`` (at most three), as tiktoken does. ``X{2}*`` and ``X{1,2}{3}`` nest the same way,
   and ``X{2}?`` is ``(?:X{2})?`` in Onig but a lazy ``X{2}`` here; a lazy range ``X{1,3}?`` is
   lazy in both.
-- **Anchors**: ``^`` and ``$`` hold at every line in Onig (the ``regex`` module's ``(?m)``),
+- **Anchors**: ``^`` and ``$`` hold at every line in Onig (the ``regex`` module's ``(?m)``, but
+  for a ``^`` after a final newline, which Onig does not see),
   at the start and the end (or before a final newline) of the text here: Onig's ``\\A`` and
   ``\\Z``. Onig's ``\\Z`` is the ``regex`` module's ``$`` without ``(?m)``; ``\\z`` is the end in both.
 - **Empty matches**: the onig crate's ``find_iter`` skips an empty match right where the last
@@ -76,6 +77,7 @@ def from_onig(pattern: str, what: str = "pattern") -> str:
             edits += [(atom, 0, "(?:"), (end, 0, ")")]
     anchors = _anchors(pattern)
     edits += [(at, 2, "(?=\\n?\\z)") for at, anchor in anchors if anchor == "\\Z"]  # the end, or before a final newline
+    edits += [(at, 1, "^(?!\\z)") for at, anchor in anchors if anchor == "^"]  # no line starts after a final newline
     lines = any(anchor in "^$" for _, anchor in anchors)
     return ("(?m)" if lines else "") + _apply(pattern, edits)
 
