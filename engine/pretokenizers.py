@@ -24,7 +24,7 @@ import regex
 
 from engine.errors import ConfigError
 from engine.limits import check_pattern, run_budgeted, shown
-from engine.onig import from_onig, to_onig
+from engine.onig import from_onig, onig_spans, to_onig
 
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
 GPT4_PATTERN = (
@@ -148,6 +148,9 @@ class RegexSplit:
     def pieces(self, text: str) -> list[str]:
         """The matches of the pattern in ``text`` (and the gaps, with ``keep_gaps``), charged to
         the current time budget."""
+        if self.onig:
+            return [text[a:b] for a, b in run_budgeted(lambda timeout: self._as_hugging_face(text, timeout),
+                                                        *_SLOW_PATTERN)]
         if self.keep_gaps:
             return [piece.text for piece in self.split(text)]
         if self._regex.groups:
@@ -156,6 +159,9 @@ class RegexSplit:
         return run_budgeted(lambda timeout: self._regex.findall(text, timeout=timeout), *_SLOW_PATTERN)
 
     def split(self, text: str) -> list[Piece]:
+        if self.onig:
+            spans = run_budgeted(lambda timeout: self._as_hugging_face(text, timeout), *_SLOW_PATTERN)
+            return [Piece(text[a:b], a, b) for a, b in spans]
         if not self.keep_gaps:
             return run_budgeted(
                 lambda timeout: [Piece(m.group(), m.start(), m.end())
@@ -176,6 +182,21 @@ class RegexSplit:
             end = match.end()
         if end < len(text):
             found.append(Piece(text[end:], end, len(text)))
+        return found
+
+    def _as_hugging_face(self, text: str, timeout: float | None) -> list[tuple[int, int]]:
+        """A tokenizer.json's split, as spans: the matches as Onig finds them (``onig.onig_spans``),
+        where an empty match cuts a gap too and makes no piece, and the gaps with ``keep_gaps``."""
+        found: list[tuple[int, int]] = []
+        end = 0
+        for start, stop in onig_spans(self._regex, text, timeout):
+            if self.keep_gaps and start > end:
+                found.append((end, start))
+            if stop > start:
+                found.append((start, stop))
+            end = stop
+        if self.keep_gaps and end < len(text):
+            found.append((end, len(text)))
         return found
 
     def findall_pattern(self) -> str:

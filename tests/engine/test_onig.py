@@ -116,7 +116,8 @@ _TAILS = ["", "+", "?", "*", "{2}"]  # after an interval: what Onig nests
 @settings(max_examples=300, deadline=None)
 @given(parts=st.lists(st.tuples(st.sampled_from(_ATOMS), st.sampled_from(_QUANTIFIERS), st.sampled_from(_TAILS)),
                       min_size=1, max_size=4),
-       anchors=st.tuples(st.sampled_from(["", "^", r"\A"]), st.sampled_from(["", "$", r"\z", r"\Z"])),
+       anchors=st.tuples(st.sampled_from(["", "^", r"\A", "(?:^|x)"]),
+                         st.sampled_from(["", "$", r"\z", r"\Z", "(?:$|y)"])),
        behavior=st.sampled_from(["Isolated", "Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous"]),
        invert=st.booleans(), text=st.text(alphabet="ab1 \n", max_size=24))
 def test_random_patterns_split_as_hugging_face_splits(parts: list[tuple[str, str, str]], anchors: tuple[str, str],
@@ -132,7 +133,10 @@ def test_random_patterns_split_as_hugging_face_splits(parts: list[tuple[str, str
                                      "invert": invert})
     except FormatError:  # a pattern the regex module cannot compile once translated: refused, not misread
         return
-    assert ours.pieces(text) == [piece for piece, _ in split.pre_tokenize_str(text)], pattern
+    theirs = split.pre_tokenize_str(text)
+    assert ours.pieces(text) == [piece for piece, _ in theirs], pattern
+    assert [(piece.text, piece.start, piece.end) for piece in ours.split(text)] == [
+        (piece, start, end) for piece, (start, end) in theirs], pattern
 
 
 @settings(max_examples=200, deadline=None)
@@ -161,3 +165,19 @@ def test_random_patterns_replace_as_hugging_face_replaces(parts: list[tuple[str,
         return
     ours = normalizer_from_hf({"type": "Replace", "pattern": {"Regex": pattern}, "content": "-"})
     assert ours.normalize(text) == theirs.normalize_str(text), pattern
+
+
+@pytest.mark.parametrize(("pattern", "behavior", "invert", "text"), [
+    (r"^b*[^a]*?$", "Isolated", False, "  1\n\nb"),  # after an empty match Onig moves on one character
+    (r"^(?:ab)*+$", "Isolated", False, "bbbb\nb1 \n\nab 11b bba"),  # an empty match cuts the gap
+    (r"^\d?$", "Removed", True, "\n aa"),  # and is no piece
+    (r"^.{,2}$", "Removed", True, " 1 \n\na "),
+])
+def test_empty_matches_of_the_fast_split_as_hugging_face(pattern: str, behavior: str, invert: bool, text: str) -> None:
+    # Isolated, and Removed with invert, take the fast RegexSplit, whose probe finds no empty match here.
+    ours = pretokenizer_from_hf({"type": "Split", "pattern": {"Regex": pattern}, "behavior": behavior, "invert": invert})
+    assert isinstance(ours, RegexSplit)
+    split = tokenizers.pre_tokenizers.Split(tokenizers.Regex(pattern), _SNAKE[behavior], invert=invert)
+    assert [(p.text, p.start, p.end) for p in ours.split(text)] == [
+        (piece, start, end) for piece, (start, end) in split.pre_tokenize_str(text)]
+    assert ours.pieces(text) == [piece for piece, _ in split.pre_tokenize_str(text)]
