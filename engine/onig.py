@@ -32,6 +32,7 @@ Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 
 from __future__ import annotations
 
+import re
 import time
 
 import regex
@@ -40,10 +41,13 @@ from engine.errors import ConfigError
 
 __all__ = ["from_onig", "onig_refusal", "onig_spans", "to_onig"]
 
-_INTERVAL = regex.compile(r"\{(\d*)(,?)(\d*)\}")
+# The scanner's own patterns are ASCII and simple: the standard library compiles them in a tenth of
+# the regex module's time, which every command would pay at import.
+_INTERVAL = re.compile(r"\{(\d*)(,?)(\d*)\}")
 _QUANTIFIER_STARTS = "*+?{"
 _ONIG_ONLY = {"\\h": "a hex digit", "\\H": "a non-hex-digit"}
-_TOKEN = regex.compile(r"\\.|\(\?[A-Za-z-]*[:)]|.", regex.DOTALL)
+_TOKEN = re.compile(r"\\.|\(\?[A-Za-z-]*[:)]|.", re.DOTALL)
+_CLASS_ASIDE = re.compile(r"\\.|\[:\^?[a-z]+:\]")  # escapes and POSIX brackets inside a class
 
 
 def onig_refusal(pattern: str) -> str | None:
@@ -55,7 +59,7 @@ def onig_refusal(pattern: str) -> str | None:
         if token.startswith("(?") and set(token[2:-1]) - set("ix-"):
             return f"the option group {token!r} means something else in Onig (there (?m) is dot-all)"
     for start, end in _classes(pattern):
-        body = regex.sub(r"\\.|\[:\^?[a-z]+:\]", "", pattern[start + 1:end - 1])  # escapes and POSIX brackets aside
+        body = _CLASS_ASIDE.sub("", pattern[start + 1:end - 1])
         if "&&" in body or "[" in body:
             return (f"the character class {pattern[start:end]!r} has a set operation or a nested set, "
                     "which Onig reads and the regex module does not")
