@@ -33,7 +33,7 @@ from typing import Any, Protocol
 import regex
 
 from engine.errors import ConfigError, FormatError
-from engine.limits import check_pattern, run_budgeted, shown
+from engine.limits import run_budgeted, shown
 from engine.onig import from_onig, onig_spans
 
 
@@ -318,7 +318,7 @@ class Replace(_Step):
         self.pattern, self.content, self.is_regex = pattern, content, is_regex
         self._regex: Any = None
         if is_regex:  # a tokenizer.json's regex: Onig's meaning (engine/onig.py)
-            self._regex = regex.compile(check_pattern(from_onig(check_pattern(pattern), "decoder's Replace pattern")))
+            self._regex = regex.compile(from_onig(pattern, "decoder's Replace pattern"))
 
     def _replace(self, _index: int, token: str) -> str:
         if self._regex is None:

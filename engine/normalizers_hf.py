@@ -31,7 +31,7 @@ from typing import Any
 import regex
 
 from engine.errors import ConfigError
-from engine.limits import check_pattern, run_budgeted, shown
+from engine.limits import run_budgeted, shown
 from engine.onig import from_onig, onig_spans
 
 # Rust's char::is_whitespace (the White_Space property): what Strip strips and Bert maps to " ".
@@ -223,7 +223,7 @@ class Replace:
         self.name = "replace"
         self._regex: regex.Pattern[str] | None = None
         if pattern is not None:
-            source = check_pattern(from_onig(check_pattern(pattern), "Replace pattern"))
+            source = from_onig(pattern, "Replace pattern")
             try:
                 self._regex = regex.compile(source)
             except (regex.error, OverflowError, RecursionError) as exc:

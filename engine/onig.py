@@ -38,8 +38,9 @@ import time
 import regex
 
 from engine.errors import ConfigError
+from engine.limits import check_pattern
 
-__all__ = ["from_onig", "onig_refusal", "onig_spans", "to_onig"]
+__all__ = ["from_onig", "onig_spans", "to_onig"]
 
 # The scanner's own patterns are ASCII and simple: the standard library compiles them in a tenth of
 # the regex module's time, which every command would pay at import.
@@ -50,15 +51,16 @@ _TOKEN = re.compile(r"\\.|\(\?[A-Za-z-]*[:)]|.", re.DOTALL)
 _CLASS_ASIDE = re.compile(r"\\.|\[:\^?[a-z]+:\]")  # escapes and POSIX brackets inside a class
 
 
-def onig_refusal(pattern: str) -> str | None:
-    """Why ``pattern`` would mean something else to Onig than to the ``regex`` module (other than
-    what :func:`from_onig` rewrites), or None."""
-    for token in _TOKEN.findall(pattern):
+def _refusal(pattern: str, classes: list[tuple[int, int]]) -> str | None:
+    """Why ``pattern`` (its character classes at ``classes``) would mean something else to Onig
+    than to the ``regex`` module, other than what :func:`from_onig` rewrites; or None."""
+    tokens = _TOKEN.findall(pattern)
+    for token in tokens:
         if token in _ONIG_ONLY:
             return f"{token} means {_ONIG_ONLY[token]} in Hugging Face's Onig syntax"
-        if token.startswith("(?") and set(token[2:-1]) - set("ix-"):
-            return f"the option group {token!r} means something else in Onig (there (?m) is dot-all)"
-    for start, end in _classes(pattern):
+    if (group := _foreign_option(tokens)) is not None:
+        return f"the option group {group!r} means something else in Onig (there (?m) is dot-all)"
+    for start, end in classes:
         body = _CLASS_ASIDE.sub("", pattern[start + 1:end - 1])
         if "&&" in body or "[" in body:
             return (f"the character class {pattern[start:end]!r} has a set operation or a nested set, "
@@ -68,8 +70,11 @@ def onig_refusal(pattern: str) -> str | None:
 
 def from_onig(pattern: str, what: str = "pattern") -> str:
     """``pattern`` as Onig reads it, for the ``regex`` module (``(?m)`` first where it has ``^`` or
-    ``$``); raises a ConfigError naming ``what`` for a construct we do not reproduce."""
-    why = onig_refusal(pattern)
+    ``$``); raises a ConfigError naming ``what`` for a construct we do not reproduce, or for a
+    pattern past ``engine.limits``' bounds, as given or as translated."""
+    check_pattern(pattern)
+    classes, anchors = _outside_classes(pattern)
+    why = _refusal(pattern, classes)
     if why:
         raise ConfigError(f"The {what} {pattern[:200]!r} is refused: {why}.")
     edits: list[tuple[int, int, str]] = []
@@ -79,11 +84,10 @@ def from_onig(pattern: str, what: str = "pattern") -> str:
             follower == "{" and _INTERVAL.match(pattern, end) is not None)
         if nested:  # X{..}+ is (?:X{..})+ in Onig
             edits += [(atom, 0, "(?:"), (end, 0, ")")]
-    anchors = _anchors(pattern)
     edits += [(at, 2, "(?=\\n?\\z)") for at, anchor in anchors if anchor == "\\Z"]  # the end, or before a final newline
     edits += [(at, 1, "^(?!\\z)") for at, anchor in anchors if anchor == "^"]  # no line starts after a final newline
     lines = any(anchor in "^$" for _, anchor in anchors)
-    return ("(?m)" if lines else "") + _apply(pattern, edits)
+    return check_pattern(("(?m)" if lines else "") + _apply(pattern, edits))
 
 
 def to_onig(pattern: str) -> str:
@@ -91,11 +95,10 @@ def to_onig(pattern: str) -> str:
     the same: possessive intervals as atomic groups, a lazy exact interval as the interval alone,
     ``^``/``$``/``\\Z`` as ``\\A``/``\\Z``/``\\z``. Raises a ConfigError for an option group Onig
     reads otherwise."""
-    for token in _TOKEN.findall(pattern):
-        if token.startswith("(?") and set(token[2:-1]) - set("ix-"):
-            raise ConfigError(f"The pattern {pattern[:200]!r} has the option group {token!r}, which Hugging Face's "
-                              "Onig syntax reads otherwise ((?m) is dot-all there); it cannot be written to a "
-                              "tokenizer.json.")
+    if (group := _foreign_option(_TOKEN.findall(pattern))) is not None:
+        raise ConfigError(f"The pattern {pattern[:200]!r} has the option group {group!r}, which Hugging Face's "
+                          "Onig syntax reads otherwise ((?m) is dot-all there); it cannot be written to a "
+                          "tokenizer.json.")
     edits: list[tuple[int, int, str]] = []
     for atom, end, exact in _intervals(pattern):
         follower = pattern[end:end + 1]
@@ -104,7 +107,7 @@ def to_onig(pattern: str) -> str:
         elif follower == "?" and exact:  # a lazy exact interval matches what the interval does
             edits.append((end, 1, ""))
     spelled = {"^": "\\A", "$": "\\Z", "\\Z": "\\z"}
-    edits += [(at, len(anchor), spelled[anchor]) for at, anchor in _anchors(pattern) if anchor in spelled]
+    edits += [(at, len(anchor), spelled[anchor]) for at, anchor in _outside_classes(pattern)[1] if anchor in spelled]
     return _apply(pattern, edits)
 
 
@@ -191,44 +194,35 @@ def _intervals(pattern: str) -> list[tuple[int, int, bool]]:
     return found
 
 
-def _anchors(pattern: str) -> list[tuple[int, str]]:
-    """``(position, anchor)`` of each ``^``, ``$``, ``\\Z`` and ``\\z`` outside character classes."""
-    found: list[tuple[int, str]] = []
+def _foreign_option(tokens: list[str]) -> str | None:
+    """The first option group other than ``i``, ``x`` and ``-`` among a pattern's ``tokens``
+    (``_TOKEN``'s: Onig's ``(?m)`` is the regex module's ``(?s)``), or None."""
+    return next((token for token in tokens if token.startswith("(?") and set(token[2:-1]) - set("ix-")), None)
+
+
+def _outside_classes(pattern: str) -> tuple[list[tuple[int, int]], list[tuple[int, str]]]:
+    """The ``(start, end)`` of each outermost character class, and the ``(position, anchor)`` of
+    each ``^``, ``$``, ``\\Z`` and ``\\z`` outside them."""
+    classes: list[tuple[int, int]] = []
+    anchors: list[tuple[int, str]] = []
     i = 0
     while i < len(pattern):
         char = pattern[i]
         if char == "\\":
             if pattern[i + 1:i + 2] in ("Z", "z"):
-                found.append((i, pattern[i:i + 2]))
+                anchors.append((i, pattern[i:i + 2]))
             i = _escape_end(pattern, i)
         elif char == "[":
             end = _class_end(pattern, i)
             if end is None:
-                return found
+                break
+            classes.append((i, end))
             i = end
         else:
             if char in "^$":
-                found.append((i, char))
+                anchors.append((i, char))
             i += 1
-    return found
-
-
-def _classes(pattern: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of each outermost character class."""
-    found: list[tuple[int, int]] = []
-    i = 0
-    while i < len(pattern):
-        if pattern[i] == "\\":
-            i = _escape_end(pattern, i)
-        elif pattern[i] == "[":
-            end = _class_end(pattern, i)
-            if end is None:
-                return found
-            found.append((i, end))
-            i = end
-        else:
-            i += 1
-    return found
+    return classes, anchors
 
 
 def _escape_end(pattern: str, i: int) -> int:

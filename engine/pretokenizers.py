@@ -113,7 +113,7 @@ class RegexSplit:
         source = check_pattern(pattern)
         if onig:
             named = _onig_names().get(pattern)
-            source = PATTERNS[named] if named else check_pattern(from_onig(pattern, "pre-tokenizer pattern"))
+            source = PATTERNS[named] if named else from_onig(pattern, "pre-tokenizer pattern")
         try:
             self._regex = regex.compile(source)
         except (regex.error, OverflowError, RecursionError) as exc:

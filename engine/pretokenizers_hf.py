@@ -28,7 +28,7 @@ from typing import Any
 import regex
 
 from engine.errors import ConfigError, FormatError
-from engine.limits import check_pattern, run_budgeted, shown
+from engine.limits import run_budgeted, shown
 from engine.onig import from_onig, onig_spans
 from engine.pretokenizers import BertPreTokenizer, Metaspace, Piece, PreTokenizer, RegexSplit, WhitespaceSplit
 
@@ -80,7 +80,7 @@ class Split:
         if behavior not in BEHAVIORS:
             raise ConfigError(f"The Split behavior {shown(behavior)} is not one of {', '.join(BEHAVIORS)}.")
         self.pattern, self.literal, self.behavior, self.invert = pattern, literal, behavior, invert
-        source = regex.escape(pattern) if literal else check_pattern(from_onig(check_pattern(pattern), "Split pattern"))
+        source = regex.escape(pattern) if literal else from_onig(pattern, "Split pattern")
         try:
             self._regex = regex.compile(source) if pattern else None
         except (regex.error, OverflowError, RecursionError) as exc:
