@@ -64,6 +64,22 @@ def _onig_names() -> dict[str, str]:
     return {to_onig(pattern): name for name, pattern in PATTERNS.items()}
 
 
+def hf_cuts(compiled: regex.Pattern[str], text: str, timeout: float | None) -> list[tuple[int, int, bool]]:
+    """``text`` cut at the matches of a tokenizer.json's regex as Hugging Face cuts it: alternating
+    gaps (False) and matches (True), the matches as Onig finds them (``onig.onig_spans``). An
+    empty match is an entry too, so it cuts its gap in two; whoever makes pieces drops it."""
+    found: list[tuple[int, int, bool]] = []
+    end = 0
+    for start, stop in onig_spans(compiled, text, timeout):
+        if start > end:
+            found.append((end, start, False))
+        found.append((start, stop, True))
+        end = stop
+    if end < len(text):
+        found.append((end, len(text), False))
+    return found
+
+
 class Piece(NamedTuple):
     """One pre-token: its text, and the span ``[start, end)`` of input characters it covers.
 
@@ -185,19 +201,10 @@ class RegexSplit:
         return found
 
     def _as_hugging_face(self, text: str, timeout: float | None) -> list[tuple[int, int]]:
-        """A tokenizer.json's split, as spans: the matches as Onig finds them (``onig.onig_spans``),
-        where an empty match cuts a gap too and makes no piece, and the gaps with ``keep_gaps``."""
-        found: list[tuple[int, int]] = []
-        end = 0
-        for start, stop in onig_spans(self._regex, text, timeout):
-            if self.keep_gaps and start > end:
-                found.append((end, start))
-            if stop > start:
-                found.append((start, stop))
-            end = stop
-        if self.keep_gaps and end < len(text):
-            found.append((end, len(text)))
-        return found
+        """A tokenizer.json's split, as spans (:func:`hf_cuts`): the non-empty matches, and the
+        gaps with ``keep_gaps``."""
+        return [(a, b) for a, b, is_match in hf_cuts(self._regex, text, timeout)
+                if b > a and (is_match or self.keep_gaps)]
 
     def findall_pattern(self) -> str:
         """A pattern whose ``findall`` gives these pieces (tiktoken's ``pat_str``): with

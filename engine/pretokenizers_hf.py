@@ -29,8 +29,8 @@ import regex
 
 from engine.errors import ConfigError, FormatError
 from engine.limits import run_budgeted, shown
-from engine.onig import from_onig, onig_spans
-from engine.pretokenizers import BertPreTokenizer, Metaspace, Piece, PreTokenizer, RegexSplit, WhitespaceSplit
+from engine.onig import from_onig
+from engine.pretokenizers import BertPreTokenizer, Metaspace, Piece, PreTokenizer, RegexSplit, WhitespaceSplit, hf_cuts
 
 BEHAVIORS = ("Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous")
 # A sequence nested deeper than this is refused: real files have one level.
@@ -87,19 +87,11 @@ class Split:
             raise ConfigError(f"The Split pattern {shown(pattern)} is not a valid regex: {exc}.") from None
 
     def _matches(self, text: str, timeout: float | None) -> list[tuple[int, int, bool]]:
-        """The text as alternating gaps and matches; an empty pattern matches nothing (as HF). An
-        empty match is a match too, so it cuts a gap in two (its own empty piece is dropped later),
-        found as Onig finds it (``onig.onig_spans``)."""
-        found: list[tuple[int, int, bool]] = []
-        end = 0
-        if self._regex is not None:
-            for start, stop in onig_spans(self._regex, text, timeout):
-                if start > end:
-                    found.append((end, start, False))
-                found.append((start, stop, True))
-                end = stop
-        if end < len(text) or not found:
-            found.append((end, len(text), False))
+        """The text as alternating gaps and matches (``pretokenizers.hf_cuts``); an empty pattern
+        matches nothing (as HF), and an empty text is one empty gap."""
+        found = hf_cuts(self._regex, text, timeout) if self._regex is not None else []
+        if not found:
+            found = [(0, len(text), False)]
         if self.invert:
             found = [(a, b, not is_match) for a, b, is_match in found]
         return found
