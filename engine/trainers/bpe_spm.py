@@ -58,11 +58,6 @@ from engine.trainers.unigram.seed import required_chars
 from engine.trainers.unigram.segments import outside, segment_counts  # the same validity rule as Unigram
 
 MAX_PIECE_CHARS = 16  # sentencepiece's max_sentencepiece_length
-# The split is a few str methods (en_5M: ~0.2 s to split and count in one process), so by
-# default workers start only above 12 MiB: whole `train --level spm` processes with
-# --num-workers 1 against the default 2 workers took 0.94x (en_5M), 0.96x (zh_5M) and 0.92x
-# (10 MB of English) the wall time, medians of 5-9 alternated pairs on 2 cores at load ~2.
-IN_PROCESS_BYTES = 12 << 20
 _DIGITS = "0123456789" + "".join(map(chr, range(0xFF10, 0xFF1A)))  # sentencepiece's IsDecimalDigit
 _NEVER_IN_A_PIECE = "\u2047\x00"  # kUNKChar (what rare characters become) and NUL
 OPTIONS = SpmBpeOptions
@@ -198,7 +193,7 @@ def train(files: list[Path], options: SpmBpeOptions, *, reporter: Reporter) -> T
     # 1. Count the ▁-prefixed words of every line on all cores (no special tokens: sentencepiece
     #    reads "<s>" as text too).
     counts = count_pretokens(files, split=unmarked_words, num_workers=options.num_workers, reporter=reporter,
-                             safe_cuts=True, in_process_bytes=IN_PROCESS_BYTES)
+                             safe_cuts=True)
     if not counts:
         raise ConfigError("The corpus has no text to train on.")
     # 2. Alphabet, segments, merges and pieces.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -45,6 +46,15 @@ def reference_counts(text: str, split: str, specials: tuple[str, ...] = SPECIALS
     return counts
 
 
+@pytest.fixture
+def small_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ranges of 4 KiB and up instead of 1 MiB, so that a small test corpus is shared out among
+    the workers and this process (one range would be counted here alone)."""
+    from engine.trainers import byte_ranges
+
+    monkeypatch.setattr(byte_ranges, "MIN_RANGE_BYTES", 4096)
+
+
 def write(tmp_path: Path, text: str, name: str = "corpus.txt") -> Path:
     path = tmp_path / name
     path.write_bytes(text.encode("utf-8"))
@@ -77,7 +87,7 @@ def test_counts_equal_the_reference(
 
 
 @pytest.mark.parametrize("split", SPLITS, ids=["bert", "whitespace", "char", "gpt2", "gpt4", "o200k"])
-def test_workers_give_the_reference_counts(tmp_path: Path, split: str) -> None:
+def test_workers_give_the_reference_counts(tmp_path: Path, split: str, small_ranges: None) -> None:
     import random
 
     rng = random.Random(7)
@@ -148,7 +158,7 @@ def test_progress_reports_bytes(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("split", ["gpt2", "bert"])
-def test_cancel_stops_the_workers(tmp_path: Path, split: str) -> None:
+def test_cancel_stops_the_workers(tmp_path: Path, split: str, small_ranges: None) -> None:
     path = write(tmp_path, f"a few words here{EOT}" * 20000)
     calls = []
 
@@ -161,17 +171,24 @@ def test_cancel_stops_the_workers(tmp_path: Path, split: str) -> None:
                         reporter=Reporter(should_cancel=cancel, interval=0.0))
 
 
+_TEST_PROCESS = os.getpid()
+
+
 def _die(text: str) -> list[str]:
-    os._exit(3)
+    """Kills a (forked) worker; this process counts on, slowly, so that the worker surely takes a range."""
+    if os.getpid() != _TEST_PROCESS:
+        os._exit(3)
+    time.sleep(0.01)
+    return text.split()
 
 
-def test_a_dead_worker_raises_instead_of_hanging(tmp_path: Path) -> None:
+def test_a_dead_worker_raises_instead_of_hanging(tmp_path: Path, small_ranges: None) -> None:
     path = write(tmp_path, f"a few words here{EOT}" * 2000)
     with pytest.raises(RuntimeError, match="worker died"):
         count_pretokens([path], special_tokens=[EOT], split=_die, num_workers=2, max_chunk_chars=1000)
 
 
-def test_counting_leaves_no_thread_behind(tmp_path: Path) -> None:
+def test_counting_leaves_no_thread_behind(tmp_path: Path, small_ranges: None) -> None:
     # A leftover queue thread would make the next count spawn workers instead of forking them.
     import threading
 
@@ -182,16 +199,24 @@ def test_counting_leaves_no_thread_behind(tmp_path: Path) -> None:
 
 
 def _counter_pid(text: str) -> list[str]:
+    """Which process counted the chunk."""
+    return [str(os.getpid())]
+
+
+def _counter_pid_slow_here(text: str) -> list[str]:
+    """Which process counted the chunk; this one slowly, so that a worker surely takes ranges too."""
+    if os.getpid() == _TEST_PROCESS:
+        time.sleep(0.01)
     return [str(os.getpid())]
 
 
 @pytest.mark.skipif(max_workers() < 2, reason="one CPU: the default never starts workers")
-def test_auto_workers_start_from_in_process_bytes(tmp_path: Path) -> None:
-    path = write(tmp_path, f"a few words here{EOT}" * 2000)
+def test_auto_workers_start_from_in_process_bytes(tmp_path: Path, small_ranges: None) -> None:
+    path = write(tmp_path, f"{'a few words here ' * 10}{EOT}" * 200)
     size = path.stat().st_size
     here = count_pretokens([path], special_tokens=[EOT], split=_counter_pid, max_chunk_chars=1000,
                            in_process_bytes=size + 1)
     assert set(here) == {str(os.getpid())}
-    there = count_pretokens([path], special_tokens=[EOT], split=_counter_pid, max_chunk_chars=1000,
+    there = count_pretokens([path], special_tokens=[EOT], split=_counter_pid_slow_here, max_chunk_chars=1000,
                             in_process_bytes=size)
-    assert str(os.getpid()) not in there and sum(there.values()) == sum(here.values())
+    assert set(there) - {str(os.getpid())} and sum(there.values()) == sum(here.values())
