@@ -28,6 +28,7 @@ from engine.byte_unicode import UNICODE_TO_BYTE, bytes_to_symbols
 from engine.errors import ConfigError, FormatError
 from engine.formats import read_utf8
 from engine.formats.unreachable import choose_specials
+from engine.json_layout import dumps_indented
 from engine.limits import (
     MAX_MERGES,
     MAX_SPECIAL_TOKENS,
@@ -278,17 +279,14 @@ def _bpe_model(tokenizer: Tokenizer) -> BPE:
 
 def dumps_vocab(tokenizer: Tokenizer) -> str:
     """``vocab.json`` text: every token, special tokens included, in id order."""
-    model = _bpe_model(tokenizer)
-    entries = {i: bytes_to_symbols(data) for i, data in model.items()}
+    entries = _bpe_model(tokenizer).symbol_vocab()
     entries.update({i: token for token, i in tokenizer.special_tokens.items()})
-    return json.dumps({token: i for i, token in sorted(entries.items())}, ensure_ascii=False, indent=2) + "\n"
+    return dumps_indented({token: i for i, token in sorted(entries.items())}) + "\n"
 
 
 def dumps_merges(tokenizer: Tokenizer) -> str:
     """``merges.txt`` text with the ``#version: 0.2`` header, one merge a line in rank order."""
-    model = _bpe_model(tokenizer)
-    lines = [MERGES_HEADER] + [f"{bytes_to_symbols(a)} {bytes_to_symbols(b)}" for a, b in model.merges]
-    return "\n".join(lines) + "\n"
+    return "\n".join([MERGES_HEADER, *_bpe_model(tokenizer).merge_lines()]) + "\n"
 
 
 def save_gpt2(tokenizer: Tokenizer, vocab_path: str | Path, merges_path: str | Path) -> None:

@@ -42,7 +42,8 @@ from itertools import accumulate, islice, repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from engine.byte_unicode import bytes_to_symbols, many_symbols_to_bytes, outside_alphabet, symbols_to_bytes
+from engine.byte_unicode import (bytes_to_symbols, many_bytes_to_symbols, many_symbols_to_bytes, outside_alphabet,
+                                 symbols_to_bytes)
 from engine.errors import FormatError
 from engine.limits import MAX_MERGES, MAX_TOKEN_LENGTH, MAX_VOCAB_SIZE, check_count, check_id, check_token, shown
 from engine.models.base import word_affixes
@@ -310,7 +311,17 @@ class BPE:
 
     def _names(self) -> dict[int, str]:
         """Each id's bytes in the byte-level alphabet."""
-        return {token_id: bytes_to_symbols(data) for token_id, data in self._bytes.items()}
+        return dict(zip(self._bytes, many_bytes_to_symbols(self._bytes.values())))
+
+    def symbol_vocab(self) -> dict[int, str]:
+        """Each id's bytes in the byte-level alphabet, in id order (raw tokens too): ``vocab.json``."""
+        return dict(sorted(self._names().items()))
+
+    def merge_lines(self, names: Mapping[int, str] | None = None) -> list[str]:
+        """Each merge as ``merges.txt`` and tokenizer.json write it, "left right" in the byte-level
+        alphabet, in rank order (``names``: :meth:`_names`, if already made)."""
+        names = self._names() if names is None else names
+        return [f"{names[left]} {names[right]}" for left, right in zip(self._lefts.tolist(), self._rights.tolist())]
 
     def _vocab(self, names: Mapping[int, str]) -> dict[str, int]:
         """The vocabulary from :meth:`_names`: a raw token keeps its string as read."""
@@ -323,8 +334,7 @@ class BPE:
 
     def to_hf(self) -> dict[str, Any]:
         names = self._names()
-        merges = [f"{names[left]} {names[right]}" for left, right in zip(self._lefts, self._rights)]
-        return self._hf_model(self._vocab(names), merges)
+        return self._hf_model(self._vocab(names), self.merge_lines(names))
 
     def hf_fields(self) -> dict[str, Any]:
         """The HF ``model`` object without its vocabulary and merges (a snapshot's header)."""
