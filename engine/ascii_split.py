@@ -18,11 +18,13 @@ Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 
 import regex
 
+from engine.onig_unicode import needs_twin
 from engine.pretokenizers import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, PreTokenizer, RegexSplit, get_pretokenizer
 
 _S = r"[\t-\r ]"  # regex's \s on ASCII
@@ -117,8 +119,14 @@ def fastest_split(pre_tokenizer: PreTokenizer) -> Callable[[str], list[str]]:
     :func:`pretoken_split` all use it, so their pieces always agree.
     """
     if type(pre_tokenizer) is RegexSplit and (fast := splitter_for(pre_tokenizer.source)):
-        return fast
+        return functools.partial(_as_onig_reads, fast, pre_tokenizer) if pre_tokenizer.onig else fast
     return pre_tokenizer.pieces
+
+
+def _as_onig_reads(fast: Callable[[str], list[str]], pre_tokenizer: RegexSplit, text: str) -> list[str]:
+    """A tokenizer.json's named pattern: the fast split, unless Onig's older Unicode tables read
+    ``text`` otherwise (``onig_unicode.py``); then the pre-tokenizer's own split, which knows."""
+    return pre_tokenizer.pieces(text) if needs_twin(pre_tokenizer.source, text) else fast(text)
 
 
 def pretoken_split(name: str) -> Callable[[str], list[str]]:

@@ -16,6 +16,7 @@ against the ``tokenizers`` library:
 - **Empty matches**: the onig crate's ``find_iter`` skips an empty match right where the last
   match ended, which the ``regex`` module takes (:func:`onig_spans`); in a ``Split`` an empty
   match cuts the text like any other.
+- ``\\pL`` (a property without braces) is the letters "pL" in Onig, ``\\p{L}`` here: read as letters.
 - ``\\h``, ``\\H``, option groups other than ``i``, ``x`` and ``-`` (Onig's ``(?m)`` is dot-all), and
   set operations or nested sets in a character class mean other things in each: refused, never
   read with another meaning.
@@ -39,6 +40,8 @@ import regex
 
 from engine.errors import ConfigError
 from engine.limits import check_pattern
+from engine.onig_unicode import needs_twin, twin
+from engine.regex_scan import class_end, escape_end
 
 __all__ = ["from_onig", "onig_spans", "to_onig"]
 
@@ -84,6 +87,7 @@ def from_onig(pattern: str, what: str = "pattern") -> str:
             follower == "{" and _INTERVAL.match(pattern, end) is not None)
         if nested:  # X{..}+ is (?:X{..})+ in Onig
             edits += [(atom, 0, "(?:"), (end, 0, ")")]
+    edits += [(at, 2, letter) for at, letter in _bare_p(pattern)]  # Onig reads \pL as "pL"
     edits += [(at, 2, "(?=\\n?\\z)") for at, anchor in anchors if anchor == "\\Z"]  # the end, or before a final newline
     edits += [(at, 1, "^(?!\\z)") for at, anchor in anchors if anchor == "^"]  # no line starts after a final newline
     lines = any(anchor in "^$" for _, anchor in anchors)
@@ -115,9 +119,12 @@ def onig_spans(compiled: regex.Pattern[str], text: str, timeout: float | None) -
     """The ``(start, end)`` of each match of ``compiled`` in ``text``, as Hugging Face finds them
     (``find_matches`` over the onig crate's ``find_iter``): none in an empty text, empty matches
     too, except one right where the last match ended (the regex module would take it). Raises
-    TimeoutError past ``timeout`` seconds of CPU."""
+    TimeoutError past ``timeout`` seconds of CPU. A text with a character Onig's Unicode tables
+    read otherwise is matched by the pattern's twin (``onig_unicode.py``)."""
     if not text:
         return []
+    if needs_twin(compiled.pattern, text):
+        compiled = twin(compiled)
     spans = [m.span() for m in compiled.finditer(text, timeout=timeout)]
     if all(a != b for a, b in spans):
         return spans  # without empty matches the two engines agree
@@ -163,10 +170,10 @@ def _intervals(pattern: str) -> list[tuple[int, int, bool]]:
     while i < len(pattern):
         char = pattern[i]
         if char == "\\":
-            atom, i = i, _escape_end(pattern, i)
+            atom, i = i, escape_end(pattern, i)
             continue
         if char == "[":
-            end = _class_end(pattern, i)
+            end = class_end(pattern, i)
             if end is None:
                 return found
             atom, i = i, end
@@ -194,6 +201,19 @@ def _intervals(pattern: str) -> list[tuple[int, int, bool]]:
     return found
 
 
+def _bare_p(pattern: str) -> list[tuple[int, str]]:
+    """Where ``\\p`` or ``\\P`` stands without a ``{``, and its letter: Onig has no one-letter
+    property (``\\pL``), so the escape is the letter itself, where the regex module reads ``\\p{L}``."""
+    found = []
+    i = pattern.find("\\")
+    while i >= 0:
+        end = escape_end(pattern, i)
+        if end == i + 2 and pattern[i + 1] in "pP":
+            found.append((i, pattern[i + 1]))
+        i = pattern.find("\\", end)
+    return found
+
+
 def _foreign_option(tokens: list[str]) -> str | None:
     """The first option group other than ``i``, ``x`` and ``-`` among a pattern's ``tokens``
     (``_TOKEN``'s: Onig's ``(?m)`` is the regex module's ``(?s)``), or None."""
@@ -211,9 +231,9 @@ def _outside_classes(pattern: str) -> tuple[list[tuple[int, int]], list[tuple[in
         if char == "\\":
             if pattern[i + 1:i + 2] in ("Z", "z"):
                 anchors.append((i, pattern[i:i + 2]))
-            i = _escape_end(pattern, i)
+            i = escape_end(pattern, i)
         elif char == "[":
-            end = _class_end(pattern, i)
+            end = class_end(pattern, i)
             if end is None:
                 break
             classes.append((i, end))
@@ -223,40 +243,3 @@ def _outside_classes(pattern: str) -> tuple[list[tuple[int, int]], list[tuple[in
                 anchors.append((i, char))
             i += 1
     return classes, anchors
-
-
-def _escape_end(pattern: str, i: int) -> int:
-    """The end of the escape at ``i`` (``\\p{L}``, ``\\x{41}``, ``\\N{...}`` and ``\\k<name>`` whole)."""
-    if pattern[i + 1:i + 2] in ("p", "P", "x", "N", "u", "U") and pattern[i + 2:i + 3] == "{":
-        close = pattern.find("}", i + 3)
-        return len(pattern) if close < 0 else close + 1
-    if pattern[i + 1:i + 2] in ("k", "g") and pattern[i + 2:i + 3] == "<":
-        close = pattern.find(">", i + 3)
-        return len(pattern) if close < 0 else close + 1
-    return min(i + 2, len(pattern))
-
-
-def _class_end(pattern: str, i: int) -> int | None:
-    """The position after the character class that starts at ``i`` (nested classes and POSIX
-    brackets included; a ``]`` first in the class is a member), or None if it never closes."""
-    depth = 0
-    j = i
-    while j < len(pattern):
-        char = pattern[j]
-        if char == "\\":
-            j = _escape_end(pattern, j)
-            continue
-        if char == "[":
-            depth += 1
-            j += 1
-            if pattern[j:j + 1] == "^":
-                j += 1
-            if pattern[j:j + 1] == "]":  # a literal ] first
-                j += 1
-            continue
-        if char == "]":
-            depth -= 1
-            if depth == 0:
-                return j + 1
-        j += 1
-    return None

@@ -156,7 +156,7 @@ def _split_byte_level(data: Any) -> tuple[bool, PreTokenizer | None]:
     if byte_step.get("add_prefix_space", True):
         added.append(PrefixSpace())
     if byte_step.get("use_regex", True):
-        added.append(RegexSplit(GPT2_PATTERN, name="gpt2"))
+        added.append(RegexSplit(GPT2_PATTERN, name="gpt2", onig=True))  # Hugging Face runs it in Onig
     before = pretokenizer_from_hf({"type": "Sequence", "pretokenizers": steps[:-1]}) if len(steps) > 1 else None
     chain = ([*before.steps] if isinstance(before, PreTokenizerSequence) else [before] if before else []) + added
     return True, None if not chain else chain[0] if len(chain) == 1 else PreTokenizerSequence(chain)

@@ -42,8 +42,13 @@ from itertools import accumulate, islice, repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from engine.byte_unicode import (bytes_to_symbols, many_bytes_to_symbols, many_symbols_to_bytes, outside_alphabet,
-                                 symbols_to_bytes)
+from engine.byte_unicode import (
+    bytes_to_symbols,
+    many_bytes_to_symbols,
+    many_symbols_to_bytes,
+    outside_alphabet,
+    symbols_to_bytes,
+)
 from engine.errors import FormatError
 from engine.limits import MAX_MERGES, MAX_TOKEN_LENGTH, MAX_VOCAB_SIZE, check_count, check_id, check_token, shown
 from engine.models.base import word_affixes

@@ -1,0 +1,216 @@
+"""Oniguruma's Unicode tables for a tokenizer.json's regex: a twin pattern for text that needs them.
+
+Hugging Face matches a tokenizer.json's regexes with Oniguruma, whose Unicode tables (16.0 in
+tokenizers 0.23.3) are older than the ``regex`` module's (17.0 in regex 2026.11). A character
+assigned since (the Saudi riyal sign U+20C1, Unicode 17's emoji, CJK Extension J) is unassigned
+(``\\p{Cn}``) to Oniguruma and a symbol or a letter here, so DeepSeek V3's ``[\\p{P}\\p{S}]+``
+took such a symbol and the punctuation after it as one piece where Hugging Face cuts them apart,
+and the ids differed. Checked against the ``tokenizers`` library for the general categories,
+scripts, ``\\w``, ``\\d`` and POSIX classes: every difference is such a character, to which
+Oniguruma gives exactly the properties of an unassigned one; and Oniguruma's ``\\w`` leaves out
+U+200C and U+200D.
+
+So a pattern keeps its compiled form for the text nearly everyone types, and a text with one of
+those characters (:func:`needs_twin`: one numpy lookup, none for ASCII) is matched by its *twin*
+(:func:`twin`): the same pattern with every property (``\\p{..}``, ``\\w``, ``\\d``, POSIX
+classes) and every class holding one read as Oniguruma reads it, and ``\\b``/``\\B`` spelled with
+that ``\\w``. Only the characters the tables disagree on can be read otherwise, and to Oniguruma
+each is unassigned; so a set becomes itself without those it takes here and Oniguruma does not,
+or one of those Oniguruma takes (:func:`_set_twin`). ``onig_unassigned.py`` lists Oniguruma's
+unassigned code points, generated from the ``tokenizers`` library; those the ``regex`` module
+assigns are found when the first twin is made (~0.07 s, once).
+
+A twin is built on first need, one per pattern, and matches 4 to 7 times slower (300,000
+characters of Chinese: 0.05-0.09 s against 0.01-0.02 s). Left out: case-insensitive matching of a
+property (``(?i)\\p{Lu}``), which the twin may read otherwise; and Oniguruma's ``\\w`` on
+``²³¹¼½¾``, which depends on what comes before (in ``\\w+|[^\\w\\s]+`` "Z²" is one piece and so
+is "!²"), so no set of characters reproduces it.
+
+Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import regex
+
+from engine.onig_unassigned import RANGES
+from engine.regex_scan import class_end, escape_end
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["needs_twin", "twin"]
+
+_ONIG_NOT_WORD = "\u200c\u200d"  # in the regex module's \w, not in Oniguruma's
+_WORD_ESCAPES = re.compile(r"\\[wWbB]|\[:\^?word:\]")
+_PROPERTIES = re.compile(r"\\[pPwWdDbB]|\[:")
+_POSIX = re.compile(r"\[:(\^?)([a-z]+):\]")
+_UNASSIGNED_PROBE = "\u0378"  # the first code point Oniguruma leaves unassigned; so far in every Unicode version
+
+
+@lru_cache(maxsize=1)
+def _unassigned_table() -> np.ndarray:
+    """Whether each code point is unassigned to Oniguruma, one bool each (1.1 MB, made in ~1 ms)."""
+    import numpy as np  # not at import: the command lines set numpy's threads first (engine/processes.py)
+
+    table = np.zeros(sys.maxunicode + 1, bool)
+    for span in RANGES.split():
+        first, _, last = span.partition("-")
+        table[int(first, 16):int(last or first, 16) + 1] = True
+    return table
+
+
+@lru_cache(maxsize=1)
+def _newer() -> str:
+    """The characters the ``regex`` module assigns and Oniguruma does not: the only ones on which
+    a property reads otherwise (~18,000, found once, when a twin is first made)."""
+    import numpy as np
+
+    points = np.flatnonzero(_unassigned_table())
+    unassigned = points[(points < 0xD800) | (points > 0xDFFF)].astype(np.uint32).tobytes().decode("utf-32-le")
+    return "".join(regex.findall(r"\P{Cn}", unassigned))
+
+
+def needs_twin(source: str, text: str) -> bool:
+    """Whether ``text`` may match ``source`` otherwise with Oniguruma's tables: the pattern reads a
+    property and the text holds a character Oniguruma leaves unassigned (one numpy lookup; none
+    for ASCII, nor for text below U+0378, the first such character), or U+200C/U+200D where the
+    pattern uses ``\\w``. A few microseconds for a line of Chinese: a fifth of Qwen 3's encode of
+    such a line, a few thousandths of a 2 KB text's."""
+    if text.isascii():
+        return False
+    properties, word = _reads(source)
+    if not properties:
+        return False
+    if word and ("\u200c" in text or "\u200d" in text):
+        return True
+    if max(text) < _UNASSIGNED_PROBE:
+        return False
+    import numpy as np
+
+    return bool(_unassigned_table().take(np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)).any())
+
+
+@lru_cache(maxsize=256)
+def _reads(source: str) -> tuple[bool, bool]:
+    """Whether ``source`` reads a property Oniguruma's tables change, and whether ``\\w`` among them."""
+    return _PROPERTIES.search(source) is not None, _WORD_ESCAPES.search(source) is not None
+
+
+@lru_cache(maxsize=64)
+def twin(compiled: regex.Pattern[str]) -> regex.Pattern[str]:
+    """``compiled`` with Oniguruma's Unicode tables (see the module docstring)."""
+    return regex.compile(_twin_source(compiled.pattern), compiled.flags)
+
+
+def _twin_source(source: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(source):
+        char = source[i]
+        if char == "\\":
+            end = escape_end(source, i)
+            out.append(_escape_twin(source[i:end]))
+            i = end
+        elif char == "[":
+            end = class_end(source, i)
+            if end is None:  # the compiler refused it already; keep it as it is
+                out.append(source[i:])
+                break
+            out.append(_class_twin(source[i:end]))
+            i = end
+        else:
+            out.append(char)
+            i += 1
+    return "".join(out)
+
+
+def _escape_twin(escape: str) -> str:
+    """An escape outside a class: a property as one character's twin, a word boundary spelled
+    with Oniguruma's ``\\w``, anything else as it is."""
+    if escape in ("\\b", "\\B"):
+        word = _set_twin("\\w", [], ["\\w"], negated=False)
+        if escape == "\\b":
+            return f"(?:(?<={word})(?!{word})|(?<!{word})(?={word}))"
+        return f"(?:(?<={word})(?={word})|(?<!{word})(?!{word}))"
+    return _set_twin(escape, [], [escape], negated=False) if _is_property(escape) else escape
+
+
+def _class_twin(text: str) -> str:
+    """A character class whose properties take Oniguruma's tables (itself when it has none)."""
+    negated = text.startswith("[^")
+    body = text[2 if negated else 1:-1]
+    literals: list[str] = []
+    properties: list[str] = []
+    i = 0
+    while i < len(body):
+        if body[i] == "\\":
+            end = escape_end(body, i)
+        elif (posix := _POSIX.match(body, i)) is not None:
+            end = posix.end()
+        else:
+            end = i + 1
+        item = body[i:end]
+        if _is_property(item):
+            properties.append(item)
+            if body[end:end + 1] == "-":  # "a\w-z" must not become the range a-z
+                literals.append("\\")
+        else:
+            literals.append(item)
+        i = end
+    if not properties:
+        return text
+    return _set_twin(text, literals, properties, negated=negated)
+
+
+def _is_property(item: str) -> bool:
+    """Whether ``item`` (an escape or a POSIX bracket) is a property Oniguruma's tables change."""
+    return item in ("\\w", "\\W", "\\d", "\\D") or (len(item) >= 3 and item[0] == "\\" and item[1] in "pP") or \
+        _POSIX.fullmatch(item) is not None
+
+
+def _set_twin(whole: str, literals: list[str], properties: list[str], *, negated: bool) -> str:
+    """One character of the set ``whole`` (a class, or one property escape) as Oniguruma reads it.
+
+    Only the characters the tables disagree on (:func:`_newer`, and U+200C/U+200D for ``\\w``)
+    can be read otherwise, and to Oniguruma a newer character is unassigned: it is in the set
+    when a literal member names it, or when a property holds for unassigned characters (tried on
+    U+0378). So the twin is ``whole`` but for those it takes here and Oniguruma does not, or one
+    of those Oniguruma takes and it does not: two alternatives no character satisfies both of,
+    so a repeat of the twin backtracks no more than a repeat of ``whole``."""
+    joiners = _ONIG_NOT_WORD if any(p in ("\\w", "\\W") for p in properties) else ""
+    candidates = _newer() + joiners
+    taken = set(regex.findall(whole, candidates))
+    literal = regex.compile(f"[{''.join(literals)}]") if literals else None
+    named = set(literal.findall(candidates)) if literal is not None else set()
+    # A newer character is unassigned to Oniguruma: every property reads it as it reads U+0378.
+    newer_in = set(_newer()) if any(regex.match(f"[{p}]", _UNASSIGNED_PROBE) for p in properties) else set()
+    members = named | newer_in | {c for c in joiners if any(_holds_in_onig(p, c) for p in properties)}
+    onig = set(candidates) - members if negated else members
+    excluded, included = taken - onig, onig - taken
+    twin = f"(?!{_char_class(excluded)}){whole}" if excluded else whole
+    return f"(?:{twin}|{_char_class(included)})" if included else (f"(?:{twin})" if excluded else twin)
+
+
+def _holds_in_onig(item: str, joiner: str) -> bool:
+    """Whether property ``item`` holds in Oniguruma for U+200C or U+200D: as here, but that they
+    are not in its ``\\w``."""
+    if item in ("\\w", "\\W"):
+        return item == "\\W"
+    return regex.match(f"[{item}]", joiner) is not None
+
+
+def _char_class(chars: set[str]) -> str:
+    """A character class of ``chars``, as ranges of code points."""
+    ranges: list[list[int]] = []
+    for point in sorted(map(ord, chars)):
+        if ranges and ranges[-1][1] == point - 1:
+            ranges[-1][1] = point
+        else:
+            ranges.append([point, point])
+    return "[" + "".join(f"\\U{a:08x}" + (f"-\\U{b:08x}" if b > a else "") for a, b in ranges) + "]"

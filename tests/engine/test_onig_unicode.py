@@ -1,0 +1,102 @@
+"""Oniguruma's Unicode tables (engine/onig_unicode.py) against the real ``tokenizers`` library: text
+with characters Onig does not know yet splits as Hugging Face splits it."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.ascii_split import fastest_split
+from engine.byte_unicode import bytes_to_symbols
+from engine.normalizers import normalizer_from_hf
+from engine.onig_unassigned import RANGES
+from engine.onig_unicode import _newer, needs_twin
+from engine.pretokenizers import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
+from engine.pretokenizers_hf import pretokenizer_from_hf
+from engine.tokenizer_json import _split_byte_level
+
+tokenizers = pytest.importorskip("tokenizers")
+
+# Assigned in the regex module's Unicode, unassigned in Onig's: the riyal sign (Sc), a CJK Extension J
+# ideograph (Lo), an arrow (So), an Arabic symbol (Sk); and the zero-width joiners, outside Onig's \w.
+NEWER = ["\u20c1", "\U000323b0", "\u2b96", "\ufbc3"]
+JOINERS = ["\u200c", "\u200d"]
+OLD = ["a", "Z", "9", " ", "  ", ",", "!", "é", "世", "\n", "Δ", "٣"]
+ATOMS = [r"\p{L}", r"\p{N}", r"\p{P}", r"\p{S}", r"\p{M}", r"\p{Han}", r"\P{L}", r"\p{Cn}", r"\w", r"\W", r"\d", r"\D",
+         r"[^\s\p{L}\p{N}]", r"[\p{P}\p{S}]", r"[a\w]", r"[^\w\s]", r"[[:alpha:]_]", r"\p{^L}", r"\s", r"."]
+TAILS = ["", "+", "*", "?", "{1,2}"]
+
+
+def test_the_chosen_characters_are_ones_the_tables_disagree_on() -> None:
+    assert set(NEWER) <= set(_newer())
+
+
+def test_the_unassigned_table_is_the_installed_tokenizers() -> None:
+    spec = importlib.util.spec_from_file_location("onig_unicode_script",
+                                                  Path(__file__).resolve().parents[2] / "scripts" / "onig_unicode.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    written = [tuple(int(x, 16) for x in (span.split("-") * 2)[:2]) for span in RANGES.split()]
+    assert script.onig_unassigned() == written, "tokenizers' Onig tables changed: run scripts/onig_unicode.py"
+
+
+def test_a_twin_is_needed_only_for_text_onig_reads_otherwise() -> None:
+    assert not needs_twin(r"\p{L}+", "plain ASCII text, 100%")
+    assert not needs_twin(r"\p{L}+", "déjà vu 世界 \U0001f600")
+    assert needs_twin(r"\p{L}+", "price \u20c1")
+    assert needs_twin(r"\p{L}+", "\U000e0100\u0378")  # unassigned in both: a harmless twin
+    assert not needs_twin(r"\p{L}+", "a\u200cb") and needs_twin(r"\w+", "a\u200cb")
+
+
+def _hf_pieces(pattern: str, text: str, behavior: str = "isolated") -> list[str]:
+    split = tokenizers.pre_tokenizers.Split(tokenizers.Regex(pattern), behavior)
+    return [piece for piece, _ in split.pre_tokenize_str(text)]
+
+
+@settings(max_examples=400, deadline=None)
+@given(parts=st.lists(st.tuples(st.sampled_from(ATOMS), st.sampled_from(TAILS)), min_size=1, max_size=3),
+       alternatives=st.integers(min_value=1, max_value=2),
+       behavior=st.sampled_from(["Isolated", "Removed", "MergedWithPrevious"]),
+       text=st.lists(st.sampled_from(NEWER + JOINERS + OLD), max_size=14).map("".join))
+def test_random_property_patterns_split_as_hugging_face(parts: list[tuple[str, str]], alternatives: int,
+                                                         behavior: str, text: str) -> None:
+    atoms = ["".join(atom + tail for atom, tail in parts[i::alternatives]) for i in range(alternatives)]
+    pattern = "|".join(a for a in atoms if a) or r"\p{L}"
+    ours = pretokenizer_from_hf({"type": "Split", "pattern": {"Regex": pattern}, "behavior": behavior, "invert": False})
+    hf_behavior = {"MergedWithPrevious": "merged_with_previous"}.get(behavior, behavior.lower())
+    assert ours.pieces(text) == _hf_pieces(pattern, text, hf_behavior)
+
+
+TEXTS = ["price \u20c1100, ok\u20c1! \u2b96x", "x \U000323b0\U000323b1字 and \U000323b0the", "join\u200cer\u200dx ١٢٣\u20c1",
+         "\ufbc3\ufbc4 \u0627\ufbc3 a\u20c1b", "mixed " * 400 + "\u20c1 long text " * 300]
+
+
+@pytest.mark.parametrize("pattern", [GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN], ids=["gpt2", "gpt4", "o200k"])
+def test_the_named_patterns_of_a_tokenizer_json_split_as_hugging_face(pattern: str) -> None:
+    # The tokenizer's own route: the fast ASCII split, which hands such text to the twin.
+    split = fastest_split(pretokenizer_from_hf({"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated",
+                                                "invert": False}))
+    for text in TEXTS:
+        assert split(text) == _hf_pieces(pattern, text), text[:40]
+
+
+def test_byte_level_with_its_regex_splits_as_hugging_face() -> None:
+    _, ours = _split_byte_level({"type": "ByteLevel", "add_prefix_space": False, "use_regex": True})
+    assert ours is not None
+    byte_level = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    for text in TEXTS:
+        assert [bytes_to_symbols(p.encode()) for p in fastest_split(ours)(text)] == \
+            [p for p, _ in byte_level.pre_tokenize_str(text)], text[:40]
+
+
+def test_a_replace_normalizer_replaces_as_hugging_face() -> None:
+    for pattern in (r"[\p{S}\p{P}]+", r"\p{Cn}", r"\w+"):
+        ours = normalizer_from_hf({"type": "Replace", "pattern": {"Regex": pattern}, "content": "_"})
+        theirs = tokenizers.normalizers.Replace(tokenizers.Regex(pattern), "_")
+        for text in TEXTS[:4]:
+            assert ours.normalize(text) == theirs.normalize_str(text), (pattern, text)
