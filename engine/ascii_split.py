@@ -24,8 +24,8 @@ from collections.abc import Callable
 
 import regex
 
-from engine.onig_unicode import needs_twin
 from engine.pretokenizers import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, PreTokenizer, RegexSplit, get_pretokenizer
+from engine.unicode_twin import needs_twin
 
 _S = r"[\t-\r ]"  # regex's \s on ASCII
 _NS = r"[^\t-\r ]"  # regex's \S on ASCII
@@ -119,14 +119,16 @@ def fastest_split(pre_tokenizer: PreTokenizer) -> Callable[[str], list[str]]:
     :func:`pretoken_split` all use it, so their pieces always agree.
     """
     if type(pre_tokenizer) is RegexSplit and (fast := splitter_for(pre_tokenizer.source)):
-        return functools.partial(_as_onig_reads, fast, pre_tokenizer) if pre_tokenizer.onig else fast
+        return functools.partial(_as_the_reference_reads, fast, pre_tokenizer)
     return pre_tokenizer.pieces
 
 
-def _as_onig_reads(fast: Callable[[str], list[str]], pre_tokenizer: RegexSplit, text: str) -> list[str]:
-    """A tokenizer.json's named pattern: the fast split, unless Onig's older Unicode tables read
-    ``text`` otherwise (``onig_unicode.py``); then the pre-tokenizer's own split, which knows."""
-    return pre_tokenizer.pieces(text) if needs_twin(pre_tokenizer.source, text) else fast(text)
+def _as_the_reference_reads(fast: Callable[[str], list[str]], pre_tokenizer: RegexSplit, text: str) -> list[str]:
+    """A named pattern: the fast split, unless tiktoken's or Onig's Unicode tables, older than the
+    ``regex`` module's, read ``text`` otherwise (``unicode_twin.py``); then the pre-tokenizer's
+    own split, which knows."""
+    return pre_tokenizer.pieces(text) if needs_twin(pre_tokenizer.source, text, onig_word=pre_tokenizer.onig) \
+        else fast(text)
 
 
 def pretoken_split(name: str) -> Callable[[str], list[str]]:

@@ -40,8 +40,8 @@ import regex
 
 from engine.errors import ConfigError
 from engine.limits import check_pattern
-from engine.onig_unicode import needs_twin, twin
 from engine.regex_scan import class_end, escape_end
+from engine.unicode_twin import needs_twin, twin
 
 __all__ = ["from_onig", "onig_spans", "to_onig"]
 
@@ -120,7 +120,7 @@ def onig_spans(compiled: regex.Pattern[str], text: str, timeout: float | None) -
     (``find_matches`` over the onig crate's ``find_iter``): none in an empty text, empty matches
     too, except one right where the last match ended (the regex module would take it). Raises
     TimeoutError past ``timeout`` seconds of CPU. A text with a character Onig's Unicode tables
-    read otherwise is matched by the pattern's twin (``onig_unicode.py``)."""
+    read otherwise is matched by the pattern's twin (``unicode_twin.py``)."""
     if not text:
         return []
     if needs_twin(compiled.pattern, text):

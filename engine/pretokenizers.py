@@ -25,6 +25,7 @@ import regex
 from engine.errors import ConfigError
 from engine.limits import check_pattern, run_budgeted, shown
 from engine.onig import from_onig, onig_spans, to_onig
+from engine.unicode_twin import needs_twin, twin
 
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
 GPT4_PATTERN = (
@@ -169,27 +170,36 @@ class RegexSplit:
                                                         *_SLOW_PATTERN)]
         if self.keep_gaps:
             return [piece.text for piece in self.split(text)]
-        if self._regex.groups:
-            return run_budgeted(lambda timeout: [m.group() for m in self._regex.finditer(text, timeout=timeout)],
+        compiled = self._matcher(text)
+        if compiled.groups:
+            return run_budgeted(lambda timeout: [m.group() for m in compiled.finditer(text, timeout=timeout)],
                                 *_SLOW_PATTERN)
-        return run_budgeted(lambda timeout: self._regex.findall(text, timeout=timeout), *_SLOW_PATTERN)
+        return run_budgeted(lambda timeout: compiled.findall(text, timeout=timeout), *_SLOW_PATTERN)
 
     def split(self, text: str) -> list[Piece]:
         if self.onig:
             spans = run_budgeted(lambda timeout: self._as_hugging_face(text, timeout), *_SLOW_PATTERN)
             return [Piece(text[a:b], a, b) for a, b in spans]
+        compiled = self._matcher(text)
         if not self.keep_gaps:
             return run_budgeted(
                 lambda timeout: [Piece(m.group(), m.start(), m.end())
-                                 for m in self._regex.finditer(text, timeout=timeout)],
+                                 for m in compiled.finditer(text, timeout=timeout)],
                 *_SLOW_PATTERN,
             )
-        return run_budgeted(lambda timeout: self._with_gaps(text, timeout), *_SLOW_PATTERN)
+        return run_budgeted(lambda timeout: self._with_gaps(compiled, text, timeout), *_SLOW_PATTERN)
 
-    def _with_gaps(self, text: str, timeout: float | None) -> list[Piece]:
+    def _matcher(self, text: str) -> regex.Pattern[str]:
+        """The pattern, or its twin where tiktoken's Unicode tables, older than the ``regex``
+        module's, read ``text`` otherwise (``engine/unicode_twin.py``; a tokenizer.json's pattern
+        goes through ``onig_spans``, which does the same with Onig's)."""
+        return twin(self._regex, onig_word=False) if needs_twin(self.source, text, onig_word=False) else self._regex
+
+    @staticmethod
+    def _with_gaps(compiled: regex.Pattern[str], text: str, timeout: float | None) -> list[Piece]:
         found: list[Piece] = []
         end = 0
-        for match in self._regex.finditer(text, timeout=timeout):
+        for match in compiled.finditer(text, timeout=timeout):
             if match.start() == match.end():  # a lookahead the probe missed: no piece, not an empty one
                 continue
             if match.start() > end:

@@ -1,5 +1,5 @@
 """Where an escape and a character class end in a regex: the scanner ``onig.py`` and
-``onig_unicode.py`` share to rewrite a tokenizer.json's patterns (Onig's syntax, or the ``regex``
+``unicode_twin.py`` share to rewrite a tokenizer.json's patterns (Onig's syntax, or the ``regex``
 module's once translated: both spell escapes and classes alike).
 
 Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).

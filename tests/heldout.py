@@ -37,7 +37,7 @@ EXTRAS = [
     "Combining: e\u0301 a\u0308 Ⓩ\u0307 ﬁ ﬀ ｆｕｌｌｗｉｄｔｈ ＡＢＣ１２３ ㍻ ¼ ² ⁵ Ⅻ",
     "Mixed: Tokenizer测试 カタカナとひらがな 한국어텍스트 Привет,мир! مرحبا بالعالم שלום עולם",
     # Assigned in Unicode 17 (the riyal sign, emoji, CJK Extension J), unassigned in Hugging Face's Oniguruma
-    # (engine/onig_unicode.py); and the zero-width (non-)joiner, outside its \w.
+    # (engine/unicode_twin.py); and the zero-width (non-)joiner, outside its \w.
     "Newer: price \u20c1100, ok\u20c1! \U0001f6d8\U0001f6d9!! \u2b96x \U000323b0\U000323b1字 join\u200cer\u200dx",
 ]
 

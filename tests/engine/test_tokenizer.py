@@ -291,8 +291,8 @@ def test_fast_split_only_for_named_patterns() -> None:
 def test_fastest_split_is_the_twin_or_the_pre_tokenizer_itself(spec: str) -> None:
     pre = get_pretokenizer(spec)
     split = fastest_split(pre)
-    if spec in PATTERNS:
-        assert split is splitter_for(PATTERNS[spec])
+    if spec in PATTERNS:  # the fast split, behind the check for characters newer than tiktoken's tables
+        assert split.args[0] is splitter_for(PATTERNS[spec])  # type: ignore[attr-defined]
     else:
         assert split == pre.pieces
     text = "The cat's 12 naïve  words,\n中文 too."

@@ -1,24 +1,29 @@
-"""Oniguruma's Unicode tables for a tokenizer.json's regex: a twin pattern for text that needs them.
+"""The reference libraries' Unicode tables for a regex: a twin pattern for text that needs them.
 
-Hugging Face matches a tokenizer.json's regexes with Oniguruma, whose Unicode tables (16.0 in
-tokenizers 0.23.3) are older than the ``regex`` module's (17.0 in regex 2026.11). A character
-assigned since (the Saudi riyal sign U+20C1, Unicode 17's emoji, CJK Extension J) is unassigned
-(``\\p{Cn}``) to Oniguruma and a symbol or a letter here, so DeepSeek V3's ``[\\p{P}\\p{S}]+``
-took such a symbol and the punctuation after it as one piece where Hugging Face cuts them apart,
-and the ids differed. Checked against the ``tokenizers`` library for the general categories,
-scripts, ``\\w``, ``\\d`` and POSIX classes: every difference is such a character, to which
-Oniguruma gives exactly the properties of an unassigned one; and Oniguruma's ``\\w`` leaves out
-U+200C and U+200D.
+Hugging Face matches a tokenizer.json's regexes with Oniguruma, and tiktoken with Rust's
+``regex`` crate; both have Unicode 16's tables (tokenizers 0.23.3, tiktoken 0.14: the same
+unassigned code points, tested), older than the ``regex`` module's (17.0 in regex 2026.11). A
+character assigned since (the Saudi riyal sign U+20C1, Unicode 17's emoji, CJK Extension J) is
+unassigned (``\\p{Cn}``) to them and a symbol or a letter here, so DeepSeek V3's
+``[\\p{P}\\p{S}]+`` took such a symbol and the punctuation after it as one piece where Hugging
+Face cuts them apart, and GPT-4's and GPT-4o's presets gave other ids than tiktoken on strings
+of such characters. Checked against both libraries for the general categories, scripts,
+``\\w``, ``\\d`` and POSIX classes: every difference is such a character, which they treat
+exactly as an unassigned one; and Oniguruma's ``\\w`` (not tiktoken's) leaves out U+200C and
+U+200D.
 
 So a pattern keeps its compiled form for the text nearly everyone types, and a text with one of
 those characters (:func:`needs_twin`: one numpy lookup, none for ASCII) is matched by its *twin*
 (:func:`twin`): the same pattern with every property (``\\p{..}``, ``\\w``, ``\\d``, POSIX
-classes) and every class holding one read as Oniguruma reads it, and ``\\b``/``\\B`` spelled with
-that ``\\w``. Only the characters the tables disagree on can be read otherwise, and to Oniguruma
-each is unassigned; so a set becomes itself without those it takes here and Oniguruma does not,
-or one of those Oniguruma takes (:func:`_set_twin`). ``onig_unassigned.py`` lists Oniguruma's
-unassigned code points, generated from the ``tokenizers`` library; those the ``regex`` module
-assigns are found when the first twin is made (~0.07 s, once).
+classes) and every class holding one read as the references read it, and ``\\b``/``\\B`` spelled with
+that ``\\w``. Only the characters the tables disagree on can be read otherwise, and to the
+references each is unassigned; so a set becomes itself without those it takes here and they do
+not, or one of those they take (:func:`_set_twin`). ``onig_unassigned.py`` lists the unassigned
+code points, generated from the ``tokenizers`` library; those the ``regex`` module assigns are
+found when the first twin is made (~0.07 s, once). Used by ``onig.onig_spans`` (a tokenizer.json's
+``Split``, ``Replace`` normalizer and decoder, ``ByteLevel``'s own regex) and by
+``pretokenizers.RegexSplit`` and the named patterns' fast split (tiktoken's, ours, and Hugging
+Face's ``Whitespace``, which runs on Rust's ``regex`` crate too).
 
 A twin is built on first need, one per pattern, and matches 4 to 7 times slower (300,000
 characters of Chinese: 0.05-0.09 s against 0.01-0.02 s). Left out: case-insensitive matching of a
@@ -76,24 +81,25 @@ def _newer() -> str:
     return "".join(regex.findall(r"\P{Cn}", unassigned))
 
 
-def needs_twin(source: str, text: str) -> bool:
-    """Whether ``text`` may match ``source`` otherwise with Oniguruma's tables: the pattern reads a
-    property and the text holds a character Oniguruma leaves unassigned (one numpy lookup; none
-    for ASCII, nor for text below U+0378, the first such character), or U+200C/U+200D where the
-    pattern uses ``\\w``. A few microseconds for a line of Chinese: a fifth of Qwen 3's encode of
-    such a line, a few thousandths of a 2 KB text's."""
+def needs_twin(source: str, text: str, *, onig_word: bool = True) -> bool:
+    """Whether ``text`` may match ``source`` otherwise with the reference libraries' tables: the
+    pattern reads a property and the text holds a character they leave unassigned (one numpy
+    lookup; none for ASCII, nor for text below U+0378, the first such character), or, for an
+    Oniguruma pattern (``onig_word``) that uses ``\\w``, U+200C or U+200D. A few microseconds
+    for a line of Chinese (a fifth of Qwen 3's encode of such a line; a few thousandths of a
+    2 KB text's)."""
     if text.isascii():
         return False
     properties, word = _reads(source)
     if not properties:
         return False
-    if word and ("\u200c" in text or "\u200d" in text):
+    if onig_word and word and ("\u200c" in text or "\u200d" in text):
         return True
-    if max(text) < _UNASSIGNED_PROBE:
-        return False
     import numpy as np
 
-    return bool(_unassigned_table().take(np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)).any())
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
+    high = codes[codes >= ord(_UNASSIGNED_PROBE)]  # Python's max() of a 1 MB chunk took 16 ms, this 1 ms
+    return bool(len(high) and _unassigned_table()[high].any())
 
 
 @lru_cache(maxsize=256)
@@ -103,26 +109,27 @@ def _reads(source: str) -> tuple[bool, bool]:
 
 
 @lru_cache(maxsize=64)
-def twin(compiled: regex.Pattern[str]) -> regex.Pattern[str]:
-    """``compiled`` with Oniguruma's Unicode tables (see the module docstring)."""
-    return regex.compile(_twin_source(compiled.pattern), compiled.flags)
+def twin(compiled: regex.Pattern[str], *, onig_word: bool = True) -> regex.Pattern[str]:
+    """``compiled`` with the reference libraries' Unicode tables (see the module docstring); with
+    ``onig_word``, ``\\w`` without the joiners, as Oniguruma reads it."""
+    return regex.compile(_twin_source(compiled.pattern, onig_word), compiled.flags)
 
 
-def _twin_source(source: str) -> str:
+def _twin_source(source: str, onig_word: bool = True) -> str:
     out: list[str] = []
     i = 0
     while i < len(source):
         char = source[i]
         if char == "\\":
             end = escape_end(source, i)
-            out.append(_escape_twin(source[i:end]))
+            out.append(_escape_twin(source[i:end], onig_word))
             i = end
         elif char == "[":
             end = class_end(source, i)
             if end is None:  # the compiler refused it already; keep it as it is
                 out.append(source[i:])
                 break
-            out.append(_class_twin(source[i:end]))
+            out.append(_class_twin(source[i:end], onig_word))
             i = end
         else:
             out.append(char)
@@ -130,18 +137,18 @@ def _twin_source(source: str) -> str:
     return "".join(out)
 
 
-def _escape_twin(escape: str) -> str:
+def _escape_twin(escape: str, onig_word: bool) -> str:
     """An escape outside a class: a property as one character's twin, a word boundary spelled
     with Oniguruma's ``\\w``, anything else as it is."""
     if escape in ("\\b", "\\B"):
-        word = _set_twin("\\w", [], ["\\w"], negated=False)
+        word = _set_twin("\\w", [], ["\\w"], negated=False, onig_word=onig_word)
         if escape == "\\b":
             return f"(?:(?<={word})(?!{word})|(?<!{word})(?={word}))"
         return f"(?:(?<={word})(?={word})|(?<!{word})(?!{word}))"
-    return _set_twin(escape, [], [escape], negated=False) if _is_property(escape) else escape
+    return _set_twin(escape, [], [escape], negated=False, onig_word=onig_word) if _is_property(escape) else escape
 
 
-def _class_twin(text: str) -> str:
+def _class_twin(text: str, onig_word: bool) -> str:
     """A character class whose properties take Oniguruma's tables (itself when it has none)."""
     negated = text.startswith("[^")
     body = text[2 if negated else 1:-1]
@@ -165,7 +172,7 @@ def _class_twin(text: str) -> str:
         i = end
     if not properties:
         return text
-    return _set_twin(text, literals, properties, negated=negated)
+    return _set_twin(text, literals, properties, negated=negated, onig_word=onig_word)
 
 
 def _is_property(item: str) -> bool:
@@ -174,7 +181,7 @@ def _is_property(item: str) -> bool:
         _POSIX.fullmatch(item) is not None
 
 
-def _set_twin(whole: str, literals: list[str], properties: list[str], *, negated: bool) -> str:
+def _set_twin(whole: str, literals: list[str], properties: list[str], *, negated: bool, onig_word: bool) -> str:
     """One character of the set ``whole`` (a class, or one property escape) as Oniguruma reads it.
 
     Only the characters the tables disagree on (:func:`_newer`, and U+200C/U+200D for ``\\w``)
@@ -183,7 +190,7 @@ def _set_twin(whole: str, literals: list[str], properties: list[str], *, negated
     U+0378). So the twin is ``whole`` but for those it takes here and Oniguruma does not, or one
     of those Oniguruma takes and it does not: two alternatives no character satisfies both of,
     so a repeat of the twin backtracks no more than a repeat of ``whole``."""
-    joiners = _ONIG_NOT_WORD if any(p in ("\\w", "\\W") for p in properties) else ""
+    joiners = _ONIG_NOT_WORD if onig_word and any(p in ("\\w", "\\W") for p in properties) else ""
     candidates = _newer() + joiners
     taken = set(regex.findall(whole, candidates))
     literal = regex.compile(f"[{''.join(literals)}]") if literals else None

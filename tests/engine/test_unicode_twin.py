@@ -1,5 +1,5 @@
-"""Oniguruma's Unicode tables (engine/onig_unicode.py) against the real ``tokenizers`` library: text
-with characters Onig does not know yet splits as Hugging Face splits it."""
+"""The reference libraries' Unicode tables (engine/unicode_twin.py) against the real ``tokenizers`` and
+``tiktoken``: text with characters they do not know yet splits as they split it."""
 
 from __future__ import annotations
 
@@ -12,12 +12,16 @@ from hypothesis import strategies as st
 
 from engine.ascii_split import fastest_split
 from engine.byte_unicode import bytes_to_symbols
+from engine.formats.js_tiktoken import parse_rank_table
+from engine.formats.tiktoken import build_tiktoken
 from engine.normalizers import normalizer_from_hf
 from engine.onig_unassigned import RANGES
-from engine.onig_unicode import _newer, needs_twin
-from engine.pretokenizers import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
+from engine.presets import TIKTOKEN_ENCODINGS
+from engine.pretokenizers import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, RegexSplit
 from engine.pretokenizers_hf import pretokenizer_from_hf
 from engine.tokenizer_json import _split_byte_level
+from engine.unicode_twin import _newer, needs_twin
+from tests.preset_tables import presets_dir, tiktoken_encoding
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -36,13 +40,13 @@ def test_the_chosen_characters_are_ones_the_tables_disagree_on() -> None:
 
 
 def test_the_unassigned_table_is_the_installed_tokenizers() -> None:
-    spec = importlib.util.spec_from_file_location("onig_unicode_script",
-                                                  Path(__file__).resolve().parents[2] / "scripts" / "onig_unicode.py")
+    spec = importlib.util.spec_from_file_location("unicode_twin_script",
+                                                  Path(__file__).resolve().parents[2] / "scripts" / "onig_unassigned.py")
     assert spec is not None and spec.loader is not None
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
     written = [tuple(int(x, 16) for x in (span.split("-") * 2)[:2]) for span in RANGES.split()]
-    assert script.onig_unassigned() == written, "tokenizers' Onig tables changed: run scripts/onig_unicode.py"
+    assert script.onig_unassigned() == written, "tokenizers' Onig tables changed: run scripts/onig_unassigned.py"
 
 
 def test_a_twin_is_needed_only_for_text_onig_reads_otherwise() -> None:
@@ -85,13 +89,15 @@ def test_the_named_patterns_of_a_tokenizer_json_split_as_hugging_face(pattern: s
         assert split(text) == _hf_pieces(pattern, text), text[:40]
 
 
-def test_byte_level_with_its_regex_splits_as_hugging_face() -> None:
+def test_byte_level_with_its_regex_and_whitespace_split_as_hugging_face() -> None:
     _, ours = _split_byte_level({"type": "ByteLevel", "add_prefix_space": False, "use_regex": True})
     assert ours is not None
     byte_level = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    whitespace = pretokenizer_from_hf({"type": "Whitespace"})  # Rust's regex crate: the joiners are in its \w
     for text in TEXTS:
         assert [bytes_to_symbols(p.encode()) for p in fastest_split(ours)(text)] == \
             [p for p, _ in byte_level.pre_tokenize_str(text)], text[:40]
+        assert whitespace.pieces(text) == [p for p, _ in tokenizers.pre_tokenizers.Whitespace().pre_tokenize_str(text)]
 
 
 def test_a_replace_normalizer_replaces_as_hugging_face() -> None:
@@ -100,3 +106,40 @@ def test_a_replace_normalizer_replaces_as_hugging_face() -> None:
         theirs = tokenizers.normalizers.Replace(tokenizers.Regex(pattern), "_")
         for text in TEXTS[:4]:
             assert ours.normalize(text) == theirs.normalize_str(text), (pattern, text)
+
+
+def _tiktoken_matches(pattern: str, text: str) -> str:
+    """The characters of ``text`` that tiktoken's regex (Rust's ``regex`` crate, through
+    fancy-regex) matches with ``pattern``: it encodes only the matches."""
+    tiktoken = pytest.importorskip("tiktoken")
+    encoding = tiktoken.Encoding(name="probe", pat_str=pattern, mergeable_ranks={bytes([i]): i for i in range(256)},
+                                 special_tokens={})
+    return bytes(encoding.encode_ordinary(text)).decode("utf-8")
+
+
+def test_tiktoken_leaves_the_same_code_points_unassigned() -> None:
+    """One table serves both libraries: tiktoken's ``\\p{Cn}`` is Onig's."""
+    text = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    unassigned = {ord(c) for c in _tiktoken_matches(r"\p{Cn}", text)}
+    assert unassigned == {c for span in RANGES.split()
+                          for c in range(int(span.split("-")[0], 16), int(span.split("-")[-1], 16) + 1)}
+
+
+@pytest.mark.parametrize("pattern", [r"\w+|\p{S}+", r"[\p{L}\p{N}]+", r"\p{L}+|\d"])
+def test_a_tiktoken_pattern_matches_as_tiktoken(pattern: str) -> None:
+    """What a pattern matches (a named pattern matches everything: the presets' ids test those)."""
+    split = fastest_split(RegexSplit(pattern, keep_gaps=False))
+    for text in TEXTS:
+        assert "".join(split(text)) == _tiktoken_matches(pattern, text), text[:40]
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_the_openai_presets_give_tiktokens_ids_on_newer_text(name: str) -> None:
+    folder = presets_dir()
+    table = parse_rank_table((folder / f"{name}.js").read_text(encoding="utf-8"))
+    encoding = TIKTOKEN_ENCODINGS[name]
+    ours = build_tiktoken(table.entries, pattern=encoding.pattern, special_tokens=encoding.special_tokens)
+    theirs = tiktoken_encoding(folder, name)
+    # Found by drawing strings of Unicode 17's letters, digits, marks and symbols: other ids before.
+    for text in ["\U0001247a\U0001247aE\ua7cf\u2e61\ufbc7\U000107bb.c.", "\U0001247a\u1ad3 \u1ad4\ua7f1'b", *TEXTS]:
+        assert ours.encode_ordinary(text) == theirs.encode_ordinary(text), text[:40]
