@@ -60,7 +60,7 @@ _UNASSIGNED_PROBE = "\u0378"  # the first code point Oniguruma leaves unassigned
 
 @lru_cache(maxsize=1)
 def _unassigned_table() -> np.ndarray:
-    """Whether each code point is unassigned to Oniguruma, one bool each (1.1 MB, made in ~1 ms)."""
+    """Whether each code point is unassigned to the references, one bool each (1.1 MB, made in ~1 ms)."""
     import numpy as np  # not at import: the command lines set numpy's threads first (engine/processes.py)
 
     table = np.zeros(sys.maxunicode + 1, bool)
@@ -72,7 +72,7 @@ def _unassigned_table() -> np.ndarray:
 
 @lru_cache(maxsize=1)
 def _newer() -> str:
-    """The characters the ``regex`` module assigns and Oniguruma does not: the only ones on which
+    """The characters the ``regex`` module assigns and the references do not: the only ones on which
     a property reads otherwise (~18,000, found once, when a twin is first made)."""
     import numpy as np
 
@@ -104,7 +104,7 @@ def needs_twin(source: str, text: str, *, onig_word: bool = True) -> bool:
 
 @lru_cache(maxsize=256)
 def _reads(source: str) -> tuple[bool, bool]:
-    """Whether ``source`` reads a property Oniguruma's tables change, and whether ``\\w`` among them."""
+    """Whether ``source`` reads a property the tables change, and whether ``\\w`` among them."""
     return _PROPERTIES.search(source) is not None, _WORD_ESCAPES.search(source) is not None
 
 
@@ -139,7 +139,7 @@ def _twin_source(source: str, onig_word: bool = True) -> str:
 
 def _escape_twin(escape: str, onig_word: bool) -> str:
     """An escape outside a class: a property as one character's twin, a word boundary spelled
-    with Oniguruma's ``\\w``, anything else as it is."""
+    with the twin of ``\\w``, anything else as it is."""
     if escape in ("\\b", "\\B"):
         word = _set_twin("\\w", [], ["\\w"], negated=False, onig_word=onig_word)
         if escape == "\\b":
@@ -149,7 +149,7 @@ def _escape_twin(escape: str, onig_word: bool) -> str:
 
 
 def _class_twin(text: str, onig_word: bool) -> str:
-    """A character class whose properties take Oniguruma's tables (itself when it has none)."""
+    """A character class whose properties take the references' tables (itself when it has none)."""
     negated = text.startswith("[^")
     body = text[2 if negated else 1:-1]
     literals: list[str] = []
@@ -176,26 +176,26 @@ def _class_twin(text: str, onig_word: bool) -> str:
 
 
 def _is_property(item: str) -> bool:
-    """Whether ``item`` (an escape or a POSIX bracket) is a property Oniguruma's tables change."""
+    """Whether ``item`` (an escape or a POSIX bracket) is a property the tables change."""
     return item in ("\\w", "\\W", "\\d", "\\D") or (len(item) >= 3 and item[0] == "\\" and item[1] in "pP") or \
         _POSIX.fullmatch(item) is not None
 
 
 def _set_twin(whole: str, literals: list[str], properties: list[str], *, negated: bool, onig_word: bool) -> str:
-    """One character of the set ``whole`` (a class, or one property escape) as Oniguruma reads it.
+    """One character of the set ``whole`` (a class, or one property escape) as the references read it.
 
     Only the characters the tables disagree on (:func:`_newer`, and U+200C/U+200D for ``\\w``)
-    can be read otherwise, and to Oniguruma a newer character is unassigned: it is in the set
+    can be read otherwise, and to the references a newer character is unassigned: it is in the set
     when a literal member names it, or when a property holds for unassigned characters (tried on
-    U+0378). So the twin is ``whole`` but for those it takes here and Oniguruma does not, or one
-    of those Oniguruma takes and it does not: two alternatives no character satisfies both of,
+    U+0378). So the twin is ``whole`` but for those it takes here and they do not, or one of
+    those they take and it does not: two alternatives no character satisfies both of,
     so a repeat of the twin backtracks no more than a repeat of ``whole``."""
     joiners = _ONIG_NOT_WORD if onig_word and any(p in ("\\w", "\\W") for p in properties) else ""
     candidates = _newer() + joiners
     taken = set(regex.findall(whole, candidates))
     literal = regex.compile(f"[{''.join(literals)}]") if literals else None
     named = set(literal.findall(candidates)) if literal is not None else set()
-    # A newer character is unassigned to Oniguruma: every property reads it as it reads U+0378.
+    # A newer character is unassigned to the references: every property reads it as it reads U+0378.
     newer_in = set(_newer()) if any(regex.match(f"[{p}]", _UNASSIGNED_PROBE) for p in properties) else set()
     members = named | newer_in | {c for c in joiners if any(_holds_in_onig(p, c) for p in properties)}
     onig = set(candidates) - members if negated else members

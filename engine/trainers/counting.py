@@ -23,7 +23,7 @@ between them is normalized, split and counted. How a stretch is counted depends 
 
 With ``num_workers`` N, N - 1 workers start and this process counts as the Nth: each takes the
 next range from a shared index as it finishes one, so nobody waits idle and one table fewer
-travels (spm BPE on en_5M counted in 0.10-0.11 s with one worker beside this process, 0.14-0.16 s
+travels (spm BPE on en_5M counted in 0.12-0.13 s with one worker beside this process, 0.14-0.16 s
 with two workers and this process waiting, 0.17 s alone). Workers are forked when this process
 has one thread (fast, no importable ``__main__`` needed), else spawned; a worker that dies raises
 instead of hanging. No process reads text for another: each opens the files and reads its own
