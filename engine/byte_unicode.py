@@ -10,10 +10,10 @@ Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from functools import cache
 from itertools import accumulate
-from typing import Any
+from typing import Any, AnyStr
 
 
 def _build_byte_to_unicode() -> dict[int, str]:
@@ -56,9 +56,13 @@ def bytes_to_symbols(data: bytes) -> str:
 def many_bytes_to_symbols(tokens: Collection[bytes]) -> list[str]:
     """:func:`bytes_to_symbols` of each token, translated together and cut apart (a 32k
     vocabulary and its merges' halves, 96,000 tokens: ~0.02 s against ~0.06 s one by one)."""
-    text = b"".join(tokens).decode("latin-1").translate(_ENCODE_TABLE)
-    ends = list(accumulate(map(len, tokens)))
-    return [text[start:stop] for start, stop in zip([0, *ends], ends)]
+    return _cut(b"".join(tokens).decode("latin-1").translate(_ENCODE_TABLE), map(len, tokens))
+
+
+def _cut(whole: AnyStr, lengths: Iterable[int]) -> list[AnyStr]:
+    """``whole`` cut into consecutive pieces of ``lengths``: the way back from a joined conversion."""
+    ends = list(accumulate(lengths))
+    return [whole[start:stop] for start, stop in zip([0, *ends], ends)]
 
 
 def symbols_to_bytes(symbols: str) -> bytes:
@@ -78,9 +82,7 @@ def many_symbols_to_bytes(strings: Collection[str]) -> list[bytes] | None:
     values = _byte_values(strings)
     if len(values) and int(values.min()) < 0:
         return None
-    data = values.astype("uint8").tobytes()
-    ends = list(accumulate(map(len, strings)))
-    return [data[start:stop] for start, stop in zip([0, *ends], ends)]
+    return _cut(values.astype("uint8").tobytes(), map(len, strings))
 
 
 def outside_alphabet(strings: Collection[str]) -> list[bool]:

@@ -41,7 +41,7 @@ import regex
 from engine.errors import ConfigError
 from engine.limits import check_pattern
 from engine.regex_scan import class_end, escape_end
-from engine.unicode_twin import needs_twin, twin
+from engine.unicode_twin import matcher
 
 __all__ = ["from_onig", "onig_spans", "to_onig"]
 
@@ -123,8 +123,7 @@ def onig_spans(compiled: regex.Pattern[str], text: str, timeout: float | None) -
     read otherwise is matched by the pattern's twin (``unicode_twin.py``)."""
     if not text:
         return []
-    if needs_twin(compiled.pattern, text):
-        compiled = twin(compiled)
+    compiled = matcher(compiled, text)
     spans = [m.span() for m in compiled.finditer(text, timeout=timeout)]
     if all(a != b for a, b in spans):
         return spans  # without empty matches the two engines agree

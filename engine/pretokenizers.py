@@ -25,7 +25,7 @@ import regex
 from engine.errors import ConfigError
 from engine.limits import check_pattern, run_budgeted, shown
 from engine.onig import from_onig, onig_spans, to_onig
-from engine.unicode_twin import needs_twin, twin
+from engine.unicode_twin import matcher
 
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
 GPT4_PATTERN = (
@@ -193,7 +193,7 @@ class RegexSplit:
         """The pattern, or its twin where tiktoken's Unicode tables, older than the ``regex``
         module's, read ``text`` otherwise (``engine/unicode_twin.py``; a tokenizer.json's pattern
         goes through ``onig_spans``, which does the same with Onig's)."""
-        return twin(self._regex, onig_word=False) if needs_twin(self.source, text, onig_word=False) else self._regex
+        return matcher(self._regex, text, onig_word=False)
 
     @staticmethod
     def _with_gaps(compiled: regex.Pattern[str], text: str, timeout: float | None) -> list[Piece]:

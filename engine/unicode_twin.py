@@ -49,7 +49,7 @@ from engine.regex_scan import class_end, escape_end
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["needs_twin", "twin"]
+__all__ = ["matcher", "needs_twin", "twin"]
 
 _ONIG_NOT_WORD = "\u200c\u200d"  # in the regex module's \w, not in Oniguruma's
 _WORD_ESCAPES = re.compile(r"\\[wWbB]|\[:\^?word:\]")
@@ -100,6 +100,11 @@ def needs_twin(source: str, text: str, *, onig_word: bool = True) -> bool:
     codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
     high = codes[codes >= ord(_UNASSIGNED_PROBE)]  # Python's max() of a 1 MB chunk took 16 ms, this 1 ms
     return bool(len(high) and _unassigned_table()[high].any())
+
+
+def matcher(compiled: regex.Pattern[str], text: str, *, onig_word: bool = True) -> regex.Pattern[str]:
+    """``compiled``, or its :func:`twin` where the references' tables read ``text`` otherwise."""
+    return twin(compiled, onig_word=onig_word) if needs_twin(compiled.pattern, text, onig_word=onig_word) else compiled
 
 
 @lru_cache(maxsize=256)

@@ -279,7 +279,7 @@ def _bpe_model(tokenizer: Tokenizer) -> BPE:
 
 def dumps_vocab(tokenizer: Tokenizer) -> str:
     """``vocab.json`` text: every token, special tokens included, in id order."""
-    entries = _bpe_model(tokenizer).symbol_vocab()
+    entries = _bpe_model(tokenizer).symbol_names()
     entries.update({i: token for token, i in tokenizer.special_tokens.items()})
     return dumps_indented({token: i for i, token in sorted(entries.items())}) + "\n"
 

@@ -312,24 +312,20 @@ class BPE:
             return self._raw_ids.get(token)
 
     def vocab(self) -> dict[str, int]:
-        return self._vocab(self._names())
+        return self._vocab(self.symbol_names())
 
-    def _names(self) -> dict[int, str]:
-        """Each id's bytes in the byte-level alphabet."""
+    def symbol_names(self) -> dict[int, str]:
+        """Each id's bytes in the byte-level alphabet (raw tokens too: ``vocab.json`` writes these)."""
         return dict(zip(self._bytes, many_bytes_to_symbols(self._bytes.values())))
-
-    def symbol_vocab(self) -> dict[int, str]:
-        """Each id's bytes in the byte-level alphabet, in id order (raw tokens too): ``vocab.json``."""
-        return dict(sorted(self._names().items()))
 
     def merge_lines(self, names: Mapping[int, str] | None = None) -> list[str]:
         """Each merge as ``merges.txt`` and tokenizer.json write it, "left right" in the byte-level
-        alphabet, in rank order (``names``: :meth:`_names`, if already made)."""
-        names = self._names() if names is None else names
+        alphabet, in rank order (``names``: :meth:`symbol_names`, if already made)."""
+        names = self.symbol_names() if names is None else names
         return [f"{names[left]} {names[right]}" for left, right in zip(self._lefts.tolist(), self._rights.tolist())]
 
     def _vocab(self, names: Mapping[int, str]) -> dict[str, int]:
-        """The vocabulary from :meth:`_names`: a raw token keeps its string as read."""
+        """The vocabulary from :meth:`symbol_names`: a raw token keeps its string as read."""
         raw = self._raw
         return {raw.get(token_id) or name: token_id for token_id, name in names.items()}
 
@@ -338,7 +334,7 @@ class BPE:
         return sorted(self._bytes.items())
 
     def to_hf(self) -> dict[str, Any]:
-        names = self._names()
+        names = self.symbol_names()
         return self._hf_model(self._vocab(names), self.merge_lines(names))
 
     def hf_fields(self) -> dict[str, Any]:
