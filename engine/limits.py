@@ -75,6 +75,12 @@ MAX_PATTERN_SIZE = 100_000
 million). ``regex`` expands them while compiling, which no timeout can stop: that pattern took
 0.2 s, and ``((a{1000}){1000}){1000}``, 24 characters, did not finish compiling."""
 
+MAX_TWIN_LENGTH = 262_144
+"""Characters in a pattern's Unicode twin (``engine/unicode_twin.py``): each property there is a
+class of the characters the Unicode tables disagree on, and ``\\b`` four of them, so 400 ``\\b\\w``
+in a 2 KB pattern made 2.2 MB, compiled in 1.5 s that no timeout stops. Real patterns' twins
+are 1-10 KB; one of this size compiles in about 0.2 s."""
+
 MAX_FILE_BYTES = 256 << 20
 """Bytes of one file the engine's loaders read. Gemma's tokenizer.json, among the largest, is
 about 34 MB; the web app's own upload limit is smaller still."""

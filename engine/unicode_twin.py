@@ -43,6 +43,8 @@ from typing import TYPE_CHECKING
 
 import regex
 
+from engine.errors import ConfigError
+from engine.limits import MAX_TWIN_LENGTH, shown
 from engine.onig_unassigned import RANGES
 from engine.regex_scan import class_end, escape_end
 
@@ -116,8 +118,15 @@ def _reads(source: str) -> tuple[bool, bool]:
 @lru_cache(maxsize=64)
 def twin(compiled: regex.Pattern[str], *, onig_word: bool = True) -> regex.Pattern[str]:
     """``compiled`` with the reference libraries' Unicode tables (see the module docstring); with
-    ``onig_word``, ``\\w`` without the joiners, as Oniguruma reads it."""
-    return regex.compile(_twin_source(compiled.pattern, onig_word), compiled.flags)
+    ``onig_word``, ``\\w`` without the joiners, as Oniguruma reads it. Raises a ConfigError for a
+    twin past ``limits.MAX_TWIN_LENGTH``."""
+    source = _twin_source(compiled.pattern, onig_word)
+    if len(source) > MAX_TWIN_LENGTH:
+        raise ConfigError(
+            f"The pattern {shown(compiled.pattern)} has too many Unicode properties to read this text with the "
+            f"reference libraries' Unicode tables: its twin would have {len(source):,} characters, over "
+            f"{MAX_TWIN_LENGTH:,} (engine.limits.MAX_TWIN_LENGTH).")
+    return regex.compile(source, compiled.flags)
 
 
 def _twin_source(source: str, onig_word: bool = True) -> str:
@@ -146,11 +155,11 @@ def _escape_twin(escape: str, onig_word: bool) -> str:
     """An escape outside a class: a property as one character's twin, a word boundary spelled
     with the twin of ``\\w``, anything else as it is."""
     if escape in ("\\b", "\\B"):
-        word = _set_twin("\\w", [], ["\\w"], negated=False, onig_word=onig_word)
+        word = _set_twin("\\w", (), ("\\w",), negated=False, onig_word=onig_word)
         if escape == "\\b":
             return f"(?:(?<={word})(?!{word})|(?<!{word})(?={word}))"
         return f"(?:(?<={word})(?={word})|(?<!{word})(?!{word}))"
-    return _set_twin(escape, [], [escape], negated=False, onig_word=onig_word) if _is_property(escape) else escape
+    return _set_twin(escape, (), (escape,), negated=False, onig_word=onig_word) if _is_property(escape) else escape
 
 
 def _class_twin(text: str, onig_word: bool) -> str:
@@ -177,7 +186,7 @@ def _class_twin(text: str, onig_word: bool) -> str:
         i = end
     if not properties:
         return text
-    return _set_twin(text, literals, properties, negated=negated, onig_word=onig_word)
+    return _set_twin(text, tuple(literals), tuple(properties), negated=negated, onig_word=onig_word)
 
 
 def _is_property(item: str) -> bool:
@@ -186,7 +195,9 @@ def _is_property(item: str) -> bool:
         _POSIX.fullmatch(item) is not None
 
 
-def _set_twin(whole: str, literals: list[str], properties: list[str], *, negated: bool, onig_word: bool) -> str:
+@lru_cache(maxsize=1024)  # a pattern repeats its sets: each is read against ~18,000 characters once
+def _set_twin(whole: str, literals: tuple[str, ...], properties: tuple[str, ...], *, negated: bool,
+              onig_word: bool) -> str:
     """One character of the set ``whole`` (a class, or one property escape) as the references read it.
 
     Only the characters the tables disagree on (:func:`_newer`, and U+200C/U+200D for ``\\w``)
