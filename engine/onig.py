@@ -17,6 +17,11 @@ against the ``tokenizers`` library:
   match ended, which the ``regex`` module takes (:func:`onig_spans`); in a ``Split`` an empty
   match cuts the text like any other.
 - ``\\pL`` (a property without braces) is the letters "pL" in Onig, ``\\p{L}`` here: read as letters.
+- **POSIX brackets** in a class: Onig's ``[:digit:]`` is every decimal digit (``\\p{Nd}``),
+  ``[:alnum:]`` letters and decimal digits (``\\p{Alnum}``) and ``[:punct:]`` all punctuation and
+  symbols (``\\p{P}\\p{S}``, the circled letters ``Ⓐ`` included); the ``regex`` module's digits
+  are ASCII's and its punctuation leaves out the symbols that are letters. Read as Onig's; a
+  ``[:^punct:]`` beside other members has no spelling here and is refused.
 - ``\\h``, ``\\H``, option groups other than ``i``, ``x`` and ``-`` (Onig's ``(?m)`` is dot-all), and
   set operations or nested sets in a character class mean other things in each: refused, never
   read with another meaning.
@@ -52,6 +57,10 @@ _QUANTIFIER_STARTS = "*+?{"
 _ONIG_ONLY = {"\\h": "a hex digit", "\\H": "a non-hex-digit"}
 _TOKEN = re.compile(r"\\.|\(\?[A-Za-z-]*[:)]|.", re.DOTALL)
 _CLASS_ASIDE = re.compile(r"\\.|\[:\^?[a-z]+:\]")  # escapes and POSIX brackets inside a class
+# The POSIX brackets Onig reads otherwise than the regex module, as the regex module spells Onig's meaning.
+_ONIG_POSIX = {"[:digit:]": "\\p{Nd}", "[:^digit:]": "\\P{Nd}", "[:alnum:]": "\\p{Alnum}",
+               "[:^alnum:]": "\\P{Alnum}", "[:punct:]": "\\p{P}\\p{S}"}
+_LONE_NOT_PUNCT = {"[[:^punct:]]": "[^\\p{P}\\p{S}]", "[^[:^punct:]]": "[\\p{P}\\p{S}]"}
 
 
 def _refusal(pattern: str, classes: list[tuple[int, int]]) -> str | None:
@@ -68,7 +77,26 @@ def _refusal(pattern: str, classes: list[tuple[int, int]]) -> str | None:
         if "&&" in body or "[" in body:
             return (f"the character class {pattern[start:end]!r} has a set operation or a nested set, "
                     "which Onig reads and the regex module does not")
+        if "[:^punct:]" in pattern[start:end] and pattern[start:end] not in _LONE_NOT_PUNCT:
+            return (f"the character class {pattern[start:end]!r} has [:^punct:] beside other members, "
+                    "which Onig reads as neither punctuation nor symbols and the regex module cannot spell")
     return None
+
+
+def _posix_edits(pattern: str, classes: list[tuple[int, int]]) -> list[tuple[int, int, str]]:
+    """The edits that spell the POSIX brackets Onig reads otherwise (:data:`_ONIG_POSIX`) in the
+    ``regex`` module's terms; a lone ``[[:^punct:]]`` (or its negation) becomes a class of its own."""
+    edits: list[tuple[int, int, str]] = []
+    for start, end in classes:
+        whole = pattern[start:end]
+        if whole in _LONE_NOT_PUNCT:
+            edits.append((start, end - start, _LONE_NOT_PUNCT[whole]))
+            continue
+        for item in _CLASS_ASIDE.finditer(pattern, start + 1, end - 1):
+            spelled = _ONIG_POSIX.get(item.group())
+            if spelled is not None:
+                edits.append((item.start(), len(item.group()), spelled))
+    return edits
 
 
 def from_onig(pattern: str, what: str = "pattern") -> str:
@@ -88,6 +116,7 @@ def from_onig(pattern: str, what: str = "pattern") -> str:
         if nested:  # X{..}+ is (?:X{..})+ in Onig
             edits += [(atom, 0, "(?:"), (end, 0, ")")]
     edits += [(at, 2, letter) for at, letter in _bare_p(pattern)]  # Onig reads \pL as "pL"
+    edits += _posix_edits(pattern, classes)
     edits += [(at, 2, "(?=\\n?\\z)") for at, anchor in anchors if anchor == "\\Z"]  # the end, or before a final newline
     edits += [(at, 1, "^(?!\\z)") for at, anchor in anchors if anchor == "^"]  # no line starts after a final newline
     lines = any(anchor in "^$" for _, anchor in anchors)

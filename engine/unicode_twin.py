@@ -25,11 +25,18 @@ found when the first twin is made (~0.07 s, once). Used by ``onig.onig_spans`` (
 ``pretokenizers.RegexSplit`` and the named patterns' fast split (tiktoken's, ours, and Hugging
 Face's ``Whitespace``, which runs on Rust's ``regex`` crate too).
 
+Two more differences, found by comparing every code point's general category and every form of
+``\\w`` with the libraries: one character changed category between the versions (``ʕ`` U+0295 is
+a lowercase letter ``Ll`` to the references, ``Lo`` here), which the twin reads as the references
+do through a stand-in with its old properties (``ʖ`` U+0296, :data:`_CHANGED`); and Oniguruma's
+``\\w``, ``\\p{Word}`` and ``\\b`` *outside* a class also take ``²³¹¼½¾`` (its Latin-1 table's word
+characters; ``[\\w]`` does not, nor does Rust's ``\\w``), so "Z²" is one piece of ``\\w+|[^\\w\\s]+``
+and "!²" another.
+
 A twin is built on first need, one per pattern, and matches 4 to 7 times slower (300,000
 characters of Chinese: 0.05-0.09 s against 0.01-0.02 s). Left out: case-insensitive matching of a
-property (``(?i)\\p{Lu}``), which the twin may read otherwise; and Oniguruma's ``\\w`` on
-``²³¹¼½¾``, which depends on what comes before (in ``\\w+|[^\\w\\s]+`` "Z²" is one piece and so
-is "!²"), so no set of characters reproduces it.
+property (``(?i)\\p{Lu}``, which Oniguruma does not fold and the ``regex`` module does), which the
+twin may read otherwise.
 
 Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
@@ -53,8 +60,13 @@ if TYPE_CHECKING:
 
 __all__ = ["matcher", "needs_twin", "twin"]
 
-_ONIG_NOT_WORD = "\u200c\u200d"  # in the regex module's \w, not in Oniguruma's
-_WORD_ESCAPES = re.compile(r"\\[wWbB]|\[:\^?word:\]")
+_ONIG_NOT_WORD = "\u200c\u200d"  # in the regex module's \w, in no form of Oniguruma's
+_ONIG_BARE_WORD = "\u00b2\u00b3\u00b9\u00bc\u00bd\u00be"  # in Oniguruma's \w outside a class only
+_CHANGED = {"\u0295": "\u0296"}
+"""Characters both tables assign, in other categories, each with a stand-in that has, in the
+``regex`` module, every property the character has to the references (``ʕ``: ``Ll``, Latin, IPA
+Extensions, lowercase, no case mapping; tested against ``tokenizers`` and ``tiktoken``)."""
+_WORD_ESCAPES = re.compile(r"\\[wWbB]|\[:\^?word:\]|\\[pP]\{\^?word\}", re.IGNORECASE)
 _PROPERTIES = re.compile(r"\\[pPwWdDbB]|\[:")
 _POSIX = re.compile(r"\[:(\^?)([a-z]+):\]")
 _UNASSIGNED_PROBE = "\u0378"  # the first code point Oniguruma leaves unassigned; so far in every Unicode version
@@ -86,8 +98,9 @@ def _newer() -> str:
 def needs_twin(source: str, text: str, *, onig_word: bool = True) -> bool:
     """Whether ``text`` may match ``source`` otherwise with the reference libraries' tables: the
     pattern reads a property and the text holds a character they leave unassigned (one numpy
-    lookup; none for ASCII, nor for text below U+0378, the first such character), or, for an
-    Oniguruma pattern (``onig_word``) that uses ``\\w``, U+200C or U+200D. A few microseconds
+    lookup; none for ASCII, nor for text below U+0378, the first such character), one that changed
+    category (:data:`_CHANGED`), or, for an Oniguruma pattern (``onig_word``) that uses ``\\w``,
+    U+200C, U+200D or one of ``²³¹¼½¾``. A few microseconds
     for a line of Chinese (a fifth of Qwen 3's encode of such a line; a few thousandths of a
     2 KB text's)."""
     if text.isascii():
@@ -95,7 +108,9 @@ def needs_twin(source: str, text: str, *, onig_word: bool = True) -> bool:
     properties, word = _reads(source)
     if not properties:
         return False
-    if onig_word and word and ("\u200c" in text or "\u200d" in text):
+    if onig_word and word and any(c in text for c in _ONIG_NOT_WORD + _ONIG_BARE_WORD):
+        return True
+    if any(c in text for c in _CHANGED):
         return True
     import numpy as np
 
@@ -155,11 +170,13 @@ def _escape_twin(escape: str, onig_word: bool) -> str:
     """An escape outside a class: a property as one character's twin, a word boundary spelled
     with the twin of ``\\w``, anything else as it is."""
     if escape in ("\\b", "\\B"):
-        word = _set_twin("\\w", (), ("\\w",), negated=False, onig_word=onig_word)
+        word = _set_twin("\\w", (), ("\\w",), negated=False, onig_word=onig_word, bare=True)
         if escape == "\\b":
             return f"(?:(?<={word})(?!{word})|(?<!{word})(?={word}))"
         return f"(?:(?<={word})(?={word})|(?<!{word})(?!{word}))"
-    return _set_twin(escape, (), (escape,), negated=False, onig_word=onig_word) if _is_property(escape) else escape
+    if not _is_property(escape):
+        return escape
+    return _set_twin(escape, (), (escape,), negated=False, onig_word=onig_word, bare=True)
 
 
 def _class_twin(text: str, onig_word: bool) -> str:
@@ -197,35 +214,54 @@ def _is_property(item: str) -> bool:
 
 @lru_cache(maxsize=1024)  # a pattern repeats its sets: each is read against ~18,000 characters once
 def _set_twin(whole: str, literals: tuple[str, ...], properties: tuple[str, ...], *, negated: bool,
-              onig_word: bool) -> str:
+              onig_word: bool, bare: bool = False) -> str:
     """One character of the set ``whole`` (a class, or one property escape) as the references read it.
 
-    Only the characters the tables disagree on (:func:`_newer`, and U+200C/U+200D for ``\\w``)
-    can be read otherwise, and to the references a newer character is unassigned: it is in the set
-    when a literal member names it, or when a property holds for unassigned characters (tried on
-    U+0378). So the twin is ``whole`` but for those it takes here and they do not, or one of
-    those they take and it does not: two alternatives no character satisfies both of,
-    so a repeat of the twin backtracks no more than a repeat of ``whole``."""
-    joiners = _ONIG_NOT_WORD if onig_word and any(p in ("\\w", "\\W") for p in properties) else ""
-    candidates = _newer() + joiners
+    Only the characters the tables disagree on (:func:`_newer`, :data:`_CHANGED`, and for a form of
+    ``\\w`` in Oniguruma the joiners and, ``bare`` outside a class, ``²³¹¼½¾``) can be read
+    otherwise. To the references a newer character is unassigned: it is in the set when a literal
+    member names it, or when a property holds for unassigned characters (tried on U+0378); a
+    changed one is in it when a literal names it or a property holds for its stand-in. So the twin
+    is ``whole`` but for those it takes here and they do not, or one of those they take and it
+    does not: two alternatives no character satisfies both of, so a repeat of the twin backtracks
+    no more than a repeat of ``whole``."""
+    words = [p for p in properties if _word_sign(p) is not None]
+    extras = _ONIG_NOT_WORD + _ONIG_BARE_WORD if onig_word and words else ""
+    candidates = _newer() + "".join(_CHANGED) + extras
     taken = set(regex.findall(whole, candidates))
     literal = regex.compile(f"[{''.join(literals)}]") if literals else None
     named = set(literal.findall(candidates)) if literal is not None else set()
     # A newer character is unassigned to the references: every property reads it as it reads U+0378.
     newer_in = set(_newer()) if any(regex.match(f"[{p}]", _UNASSIGNED_PROBE) for p in properties) else set()
-    members = named | newer_in | {c for c in joiners if any(_holds_in_onig(p, c) for p in properties)}
+    changed_in = {c for c, stand_in in _CHANGED.items() if any(regex.match(f"[{p}]", stand_in) for p in properties)}
+    extras_in = {c for c in extras if any(_holds_in_onig(p, c, bare) for p in properties)}
+    members = named | newer_in | changed_in | extras_in
     onig = set(candidates) - members if negated else members
     excluded, included = taken - onig, onig - taken
     twin = f"(?!{_char_class(excluded)}){whole}" if excluded else whole
     return f"(?:{twin}|{_char_class(included)})" if included else (f"(?:{twin})" if excluded else twin)
 
 
-def _holds_in_onig(item: str, joiner: str) -> bool:
-    """Whether property ``item`` holds in Oniguruma for U+200C or U+200D: as here, but that they
-    are not in its ``\\w``."""
-    if item in ("\\w", "\\W"):
-        return item == "\\W"
-    return regex.match(f"[{item}]", joiner) is not None
+def _word_sign(item: str) -> bool | None:
+    """Whether ``item`` is a form of ``\\w`` (True), of its complement (False), or neither (None)."""
+    if item in ("\\w", "[:word:]"):
+        return True
+    if item in ("\\W", "[:^word:]"):
+        return False
+    name = item[3:-1].lower() if item[:3].lower() == "\\p{" and item.endswith("}") else ""
+    if name.lstrip("^") != "word":
+        return None
+    return (item[1] == "p") != name.startswith("^")
+
+
+def _holds_in_onig(item: str, char: str, bare: bool) -> bool:
+    """Whether property ``item`` holds in Oniguruma for ``char``, a joiner or one of ``²³¹¼½¾``: as
+    here, but that no form of its ``\\w`` takes a joiner, and one outside a class (``bare``) takes
+    ``²³¹¼½¾``."""
+    sign = _word_sign(item)
+    if sign is None:
+        return regex.match(f"[{item}]", char) is not None
+    return (bare and char in _ONIG_BARE_WORD) == sign
 
 
 def _char_class(chars: set[str]) -> str:

@@ -65,6 +65,9 @@ def test_the_translations() -> None:
     assert from_onig(r"x{2}?|y{1,2}?") == r"(?:x{2})?|y{1,2}?"
     assert from_onig(r"[a{]{2}+\}") == r"(?:[a{]{2})+\}"
     assert from_onig(r"^a\Z") == r"(?m)^(?!\z)a(?=\n?\z)"
+    # POSIX brackets Onig reads with all decimal digits, and with symbols as punctuation.
+    assert from_onig(r"[[:digit:]_][^[:alnum:]][[:^digit:]x]") == r"[\p{Nd}_][^\p{Alnum}][\P{Nd}x]"
+    assert from_onig(r"[[:punct:]]|[[:^punct:]]|[^[:^punct:]]") == r"[\p{P}\p{S}]|[^\p{P}\p{S}]|[\p{P}\p{S}]"
     assert to_onig(GPT4_PATTERN).count(r"(?>\p{N}{1,3})") == 1 and r"\s++\Z" in to_onig(GPT4_PATTERN)
     assert to_onig(r"^a{2}?$") == r"\Aa{2}\Z"
     # Our named patterns, written and read back, are themselves again (with their fast split).
@@ -76,7 +79,8 @@ def test_the_translations() -> None:
 
 @pytest.mark.parametrize(("pattern", "message"), [(r"\h+", "hex digit"), (r"(?m)a.b", "dot-all"),
                                                   (r"(?s:.)", "option group"), (r"[a-z&&[^aeiou]]+", "set operation"),
-                                                  (r"[a[bc]]", "nested set")])
+                                                  (r"[a[bc]]", "nested set"),
+                                                  (r"[a[:^punct:]]", r"\[:\^punct:\] beside other members")])
 def test_patterns_onig_reads_otherwise_are_refused(pattern: str, message: str) -> None:
     with pytest.raises(FormatError, match=message):
         pretokenizer_from_hf({"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False})

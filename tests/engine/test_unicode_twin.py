@@ -30,9 +30,14 @@ tokenizers = pytest.importorskip("tokenizers")
 # ideograph (Lo), an arrow (So), an Arabic symbol (Sk); and the zero-width joiners, outside Onig's \w.
 NEWER = ["\u20c1", "\U000323b0", "\u2b96", "\ufbc3"]
 JOINERS = ["\u200c", "\u200d"]
+# ʕ changed category (Ll to the references, Lo here); ² and ½ are in Onig's \w outside a class only.
+CHANGED = ["\u0295", "\u00b2", "\u00bd"]
 OLD = ["a", "Z", "9", " ", "  ", ",", "!", "é", "世", "\n", "Δ", "٣"]
 ATOMS = [r"\p{L}", r"\p{N}", r"\p{P}", r"\p{S}", r"\p{M}", r"\p{Han}", r"\P{L}", r"\p{Cn}", r"\w", r"\W", r"\d", r"\D",
-         r"[^\s\p{L}\p{N}]", r"[\p{P}\p{S}]", r"[a\w]", r"[^\w\s]", r"[[:alpha:]_]", r"\p{^L}", r"\s", r"."]
+         r"[^\s\p{L}\p{N}]", r"[\p{P}\p{S}]", r"[a\w]", r"[^\w\s]", r"[[:alpha:]_]", r"\p{^L}", r"\s", r".",
+         r"\p{Ll}", r"[\p{Lu}\p{Lo}]", r"(?:\b\w)", r"\p{Word}", r"[[:word:]]"]
+# Every code point but the surrogates, and those both tables assign.
+EVERY = "".join(chr(c) for c in range(0x20, 0x110000) if not 0xD800 <= c <= 0xDFFF)
 TAILS = ["", "+", "*", "?", "{1,2}"]
 
 
@@ -56,6 +61,44 @@ def test_a_twin_is_needed_only_for_text_onig_reads_otherwise() -> None:
     assert needs_twin(r"\p{L}+", "price \u20c1")
     assert needs_twin(r"\p{L}+", "\U000e0100\u0378")  # unassigned in both: a harmless twin
     assert not needs_twin(r"\p{L}+", "a\u200cb") and needs_twin(r"\w+", "a\u200cb")
+    assert needs_twin(r"\p{L}+", "\u0295") and needs_twin(r"\w+", "m\u00b2") and not needs_twin(r"\p{L}+", "m\u00b2")
+    assert not needs_twin(r"\w+", "m\u00b2", onig_word=False)  # Rust's \w is the regex module's there
+
+
+_WORD_FORMS = [r"\w+", r"[\w]+", r"\W+", r"[^\W]+", r"\p{Word}+", r"\P{Word}+", r"\b\w+\b", r"\w+|[^\w\s]+",
+               r"[[:word:]]+", r"[\W\d]+"]
+_POSIX_FORMS = [r"[[:digit:]]+", r"[[:^alnum:]]+", r"[[:punct:]]+", r"[[:^punct:]]+", r"[^[:^punct:]]", r"[x[:^digit:]]+",
+                r"[[:lower:]]+", r"[[:alpha:][:space:]]+"]
+
+
+@pytest.mark.parametrize("pattern", _WORD_FORMS + _POSIX_FORMS)
+def test_every_code_point_splits_as_hugging_face_splits_it(pattern: str) -> None:
+    """The forms of ``\\w`` (Onig's bare ``\\w`` takes ``²³¹¼½¾``, none takes the joiners) and the
+    POSIX brackets Onig reads otherwise (``engine/onig.py``), over every code point at once."""
+    ours = pretokenizer_from_hf({"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False})
+    assert ours.pieces(EVERY) == _hf_pieces(pattern, EVERY)
+
+
+def test_every_general_category_is_the_references() -> None:
+    """Of the characters both tables assign, only ʕ (U+0295) changed category; the twin reads it
+    as Onig and tiktoken do, through its stand-in."""
+    assigned = _hf_pieces(r"\P{Cn}+", EVERY, "removed")  # the gaps: what Onig leaves unassigned
+    text = "".join(_hf_pieces(r"\p{Cn}+", EVERY, "removed"))
+    assert len(text) > 250_000 and assigned
+    for category in ("Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Pc", "Pd", "Ps", "Pe", "Pi",
+                     "Pf", "Po", "Sm", "Sc", "Sk", "So", "Zs", "Cc", "Cf", "Co"):
+        pattern = rf"\p{{{category}}}+"
+        ours = pretokenizer_from_hf({"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated",
+                                     "invert": False})
+        assert ours.pieces(text) == _hf_pieces(pattern, text), category
+
+
+@pytest.mark.parametrize("pattern", [r"\p{Ll}+", r"\p{Lo}+|\p{Lu}+", r"\w+", r"\W+", r"\b\w"])
+def test_rusts_tables_read_the_changed_characters_as_tiktoken(pattern: str) -> None:
+    """tiktoken's regex (Rust's crate) has Onig's categories but its own \\w: joiners in, ``²`` out."""
+    text = "ʕaʕ ʖʕ Aʕ m² ½x a\u200cb ٣ʕ"
+    split = fastest_split(RegexSplit(pattern, keep_gaps=False))
+    assert "".join(split(text)) == _tiktoken_matches(pattern, text)
 
 
 def _hf_pieces(pattern: str, text: str, behavior: str = "isolated") -> list[str]:
@@ -67,7 +110,7 @@ def _hf_pieces(pattern: str, text: str, behavior: str = "isolated") -> list[str]
 @given(parts=st.lists(st.tuples(st.sampled_from(ATOMS), st.sampled_from(TAILS)), min_size=1, max_size=3),
        alternatives=st.integers(min_value=1, max_value=2),
        behavior=st.sampled_from(["Isolated", "Removed", "MergedWithPrevious"]),
-       text=st.lists(st.sampled_from(NEWER + JOINERS + OLD), max_size=14).map("".join))
+       text=st.lists(st.sampled_from(NEWER + JOINERS + CHANGED + OLD), max_size=14).map("".join))
 def test_random_property_patterns_split_as_hugging_face(parts: list[tuple[str, str]], alternatives: int,
                                                          behavior: str, text: str) -> None:
     atoms = ["".join(atom + tail for atom, tail in parts[i::alternatives]) for i in range(alternatives)]
