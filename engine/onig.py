@@ -45,7 +45,7 @@ import regex
 
 from engine.errors import ConfigError
 from engine.limits import check_pattern
-from engine.regex_scan import class_end, escape_end
+from engine.regex_scan import CLASS_ASIDE, apply_edits, class_end, escape_end, outside_classes
 from engine.unicode_twin import matcher
 
 __all__ = ["from_onig", "onig_spans", "to_onig"]
@@ -56,7 +56,6 @@ _INTERVAL = re.compile(r"\{(\d*)(,?)(\d*)\}")
 _QUANTIFIER_STARTS = "*+?{"
 _ONIG_ONLY = {"\\h": "a hex digit", "\\H": "a non-hex-digit"}
 _TOKEN = re.compile(r"\\.|\(\?[A-Za-z-]*[:)]|.", re.DOTALL)
-_CLASS_ASIDE = re.compile(r"\\.|\[:\^?[a-z]+:\]")  # escapes and POSIX brackets inside a class
 # The POSIX brackets Onig reads otherwise than the regex module, as the regex module spells Onig's meaning.
 _ONIG_POSIX = {"[:digit:]": "\\p{Nd}", "[:^digit:]": "\\P{Nd}", "[:alnum:]": "\\p{Alnum}",
                "[:^alnum:]": "\\P{Alnum}", "[:punct:]": "\\p{P}\\p{S}"}
@@ -73,7 +72,7 @@ def _refusal(pattern: str, classes: list[tuple[int, int]]) -> str | None:
     if (group := _foreign_option(tokens)) is not None:
         return f"the option group {group!r} means something else in Onig (there (?m) is dot-all)"
     for start, end in classes:
-        body = _CLASS_ASIDE.sub("", pattern[start + 1:end - 1])
+        body = CLASS_ASIDE.sub("", pattern[start + 1:end - 1])
         if "&&" in body or "[" in body:
             return (f"the character class {pattern[start:end]!r} has a set operation or a nested set, "
                     "which Onig reads and the regex module does not")
@@ -92,7 +91,7 @@ def _posix_edits(pattern: str, classes: list[tuple[int, int]]) -> list[tuple[int
         if whole in _LONE_NOT_PUNCT:
             edits.append((start, end - start, _LONE_NOT_PUNCT[whole]))
             continue
-        for item in _CLASS_ASIDE.finditer(pattern, start + 1, end - 1):
+        for item in CLASS_ASIDE.finditer(pattern, start + 1, end - 1):
             spelled = _ONIG_POSIX.get(item.group())
             if spelled is not None:
                 edits.append((item.start(), len(item.group()), spelled))
@@ -104,7 +103,7 @@ def from_onig(pattern: str, what: str = "pattern") -> str:
     ``$``); raises a ConfigError naming ``what`` for a construct we do not reproduce, or for a
     pattern past ``engine.limits``' bounds, as given or as translated."""
     check_pattern(pattern)
-    classes, anchors = _outside_classes(pattern)
+    classes, anchors = outside_classes(pattern)
     why = _refusal(pattern, classes)
     if why:
         raise ConfigError(f"The {what} {pattern[:200]!r} is refused: {why}.")
@@ -120,14 +119,18 @@ def from_onig(pattern: str, what: str = "pattern") -> str:
     edits += [(at, 2, "(?=\\n?\\z)") for at, anchor in anchors if anchor == "\\Z"]  # the end, or before a final newline
     edits += [(at, 1, "^(?!\\z)") for at, anchor in anchors if anchor == "^"]  # no line starts after a final newline
     lines = any(anchor in "^$" for _, anchor in anchors)
-    return check_pattern(("(?m)" if lines else "") + _apply(pattern, edits))
+    return check_pattern(("(?m)" if lines else "") + apply_edits(pattern, edits))
 
 
 def to_onig(pattern: str) -> str:
-    """One of our patterns (the ``regex`` module's meaning, no flags) written so that Onig reads
-    the same: possessive intervals as atomic groups, a lazy exact interval as the interval alone,
-    ``^``/``$``/``\\Z`` as ``\\A``/``\\Z``/``\\z``. Raises a ConfigError for an option group Onig
+    """One of our patterns (the ``regex`` module's meaning) written so that Onig reads the same:
+    possessive intervals as atomic groups, a lazy exact interval as the interval alone,
+    ``^``/``$``/``\\Z`` as ``\\A``/``\\Z``/``\\z``, or, under a leading ``(?m)``, ``^`` and ``$`` as
+    Onig's own (which hold at every line). Raises a ConfigError for another option group Onig
     reads otherwise."""
+    lines = pattern.startswith("(?m)") and "(?m" not in pattern[4:]
+    if lines:
+        pattern = pattern[4:]
     if (group := _foreign_option(_TOKEN.findall(pattern))) is not None:
         raise ConfigError(f"The pattern {pattern[:200]!r} has the option group {group!r}, which Hugging Face's "
                           "Onig syntax reads otherwise ((?m) is dot-all there); it cannot be written to a "
@@ -139,9 +142,9 @@ def to_onig(pattern: str) -> str:
             edits += [(atom, 0, "(?>"), (end, 1, ")")]
         elif follower == "?" and exact:  # a lazy exact interval matches what the interval does
             edits.append((end, 1, ""))
-    spelled = {"^": "\\A", "$": "\\Z", "\\Z": "\\z"}
-    edits += [(at, len(anchor), spelled[anchor]) for at, anchor in _outside_classes(pattern)[1] if anchor in spelled]
-    return _apply(pattern, edits)
+    spelled = {"\\Z": "\\z"} if lines else {"^": "\\A", "$": "\\Z", "\\Z": "\\z"}
+    edits += [(at, len(anchor), spelled[anchor]) for at, anchor in outside_classes(pattern)[1] if anchor in spelled]
+    return apply_edits(pattern, edits)
 
 
 def onig_spans(compiled: regex.Pattern[str], text: str, timeout: float | None) -> list[tuple[int, int]]:
@@ -173,18 +176,6 @@ def onig_spans(compiled: regex.Pattern[str], text: str, timeout: float | None) -
         spans.append((start, end))
         position = last_end = end
     return spans
-
-
-def _apply(pattern: str, edits: list[tuple[int, int, str]]) -> str:
-    """``pattern`` with each ``(position, length, text)`` applied: the ``length`` characters at
-    ``position`` (none for an insertion) replaced by ``text``; insertions at a position go first."""
-    out: list[str] = []
-    last = 0
-    for at, length, text in sorted(edits, key=lambda edit: (edit[0], edit[1])):
-        out += [pattern[last:at], text]
-        last = at + length
-    out.append(pattern[last:])
-    return "".join(out)
 
 
 def _intervals(pattern: str) -> list[tuple[int, int, bool]]:
@@ -246,28 +237,3 @@ def _foreign_option(tokens: list[str]) -> str | None:
     """The first option group other than ``i``, ``x`` and ``-`` among a pattern's ``tokens``
     (``_TOKEN``'s: Onig's ``(?m)`` is the regex module's ``(?s)``), or None."""
     return next((token for token in tokens if token.startswith("(?") and set(token[2:-1]) - set("ix-")), None)
-
-
-def _outside_classes(pattern: str) -> tuple[list[tuple[int, int]], list[tuple[int, str]]]:
-    """The ``(start, end)`` of each outermost character class, and the ``(position, anchor)`` of
-    each ``^``, ``$``, ``\\Z`` and ``\\z`` outside them."""
-    classes: list[tuple[int, int]] = []
-    anchors: list[tuple[int, str]] = []
-    i = 0
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "\\":
-            if pattern[i + 1:i + 2] in ("Z", "z"):
-                anchors.append((i, pattern[i:i + 2]))
-            i = escape_end(pattern, i)
-        elif char == "[":
-            end = class_end(pattern, i)
-            if end is None:
-                break
-            classes.append((i, end))
-            i = end
-        else:
-            if char in "^$":
-                anchors.append((i, char))
-            i += 1
-    return classes, anchors

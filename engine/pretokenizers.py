@@ -25,6 +25,7 @@ import regex
 from engine.errors import ConfigError
 from engine.limits import check_pattern, run_budgeted, shown
 from engine.onig import from_onig, onig_spans, to_onig
+from engine.rust_syntax import from_rust, refuse_ambiguous, to_rust
 from engine.unicode_twin import matcher
 
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
@@ -124,18 +125,26 @@ class RegexSplit:
     choice in its own terms (:meth:`to_hf`, :meth:`findall_pattern`).
     """
 
-    def __init__(self, pattern: str, name: str | None = None, *, keep_gaps: bool = True, onig: bool = False) -> None:
+    def __init__(self, pattern: str, name: str | None = None, *, keep_gaps: bool = True, onig: bool = False,
+                 rust: bool = False) -> None:
         # ``onig``: the pattern is a tokenizer.json's, which means what Onig reads (engine/onig.py);
-        # ``source`` is the same in the regex module's terms, and the file gets ``pattern`` back.
+        # ``rust``: a tiktoken file's, which means what Rust reads (engine/rust_syntax.py); else
+        # ours, the regex module's. ``source`` is the regex module's spelling, and each file gets
+        # the pattern back in its own engine's terms.
         source = check_pattern(pattern)
         if onig:
             named = _onig_names().get(pattern)
             source = PATTERNS[named] if named else from_onig(pattern, "pre-tokenizer pattern")
+        elif pattern not in PATTERNS.values():  # the named patterns read alike everywhere (tested)
+            if rust:
+                source = from_rust(pattern, "pre-tokenizer pattern")
+            else:
+                refuse_ambiguous(pattern)
         try:
             self._regex = regex.compile(source)
         except (regex.error, OverflowError, RecursionError) as exc:
             raise ConfigError(f"The pre-tokenizer pattern {shown(pattern)} is not a valid regex: {exc}.") from None
-        self.pattern, self.source, self.onig = pattern, source, onig
+        self.pattern, self.source, self.onig, self.rust = pattern, source, onig, rust
         self.name = name or next((n for n, p in PATTERNS.items() if p == source), "custom")
         # The named patterns cover all text: the findall path is theirs, and the same pieces.
         self.keep_gaps = keep_gaps and self.name not in PATTERNS
@@ -217,11 +226,13 @@ class RegexSplit:
                 if b > a and (is_match or self.keep_gaps)]
 
     def findall_pattern(self) -> str:
-        """A pattern whose ``findall`` gives these pieces (tiktoken's ``pat_str``): with
-        ``keep_gaps``, a gap is a run of positions where the pattern does not match."""
+        """A pattern whose ``findall`` gives these pieces in tiktoken (its ``pat_str``, in Rust's
+        terms: ``rust_syntax.to_rust``): with ``keep_gaps``, a gap is a run of positions where the
+        pattern does not match."""
+        written = self.pattern if self.rust or self.name in PATTERNS else to_rust(self.source)
         if not self.keep_gaps:
-            return self.source
-        flags, body = ("(?m)", self.source[4:]) if self.source.startswith("(?m)") else ("", self.source)
+            return written
+        flags, body = ("(?m)", written[4:]) if written.startswith("(?m)") else ("", written)
         return f"{flags}(?:{body})|(?:(?!(?:{body}))[\\s\\S])+"
 
     def to_hf(self) -> dict[str, Any]:
@@ -229,7 +240,7 @@ class RegexSplit:
             return {"type": "Whitespace"}
         isolated = self.keep_gaps or self.name in PATTERNS  # (the named patterns leave no gaps)
         # "Removed" with invert: the matches are kept and the rest is dropped (findall).
-        written = self.pattern if self.onig else to_onig(self.pattern)
+        written = self.pattern if self.onig else to_onig(self.source)
         return {"type": "Split", "pattern": {"Regex": written}, "behavior": "Isolated" if isolated else "Removed",
                 "invert": not isolated}
 
@@ -344,9 +355,10 @@ class Metaspace:
         }
 
 
-def get_pretokenizer(spec: str, *, keep_gaps: bool = True) -> PreTokenizer:
+def get_pretokenizer(spec: str, *, keep_gaps: bool = True, rust: bool = False) -> PreTokenizer:
     """Build a pre-tokenizer from a name (gpt2, gpt4, o200k, whitespace, bert, metaspace) or a regex
-    (whose gaps are pieces too unless ``keep_gaps`` is false: see :class:`RegexSplit`)."""
+    (whose gaps are pieces too unless ``keep_gaps`` is false: see :class:`RegexSplit`; read as
+    tiktoken reads it with ``rust``, else as the ``regex`` module does)."""
     if spec in PATTERNS:
         return RegexSplit(PATTERNS[spec], name=spec)
     if spec == "whitespace":
@@ -359,4 +371,4 @@ def get_pretokenizer(spec: str, *, keep_gaps: bool = True) -> PreTokenizer:
         raise ConfigError(
             "The pre-tokenizer must be one of gpt2, gpt4, o200k, whitespace, bert, metaspace, or a regex."
         )
-    return RegexSplit(spec, keep_gaps=keep_gaps)
+    return RegexSplit(spec, keep_gaps=keep_gaps, rust=rust)

@@ -53,7 +53,7 @@ import regex
 from engine.errors import ConfigError
 from engine.limits import MAX_TWIN_LENGTH, shown
 from engine.onig_unassigned import RANGES
-from engine.regex_scan import class_end, escape_end
+from engine.regex_scan import POSIX_BRACKET, class_end, escape_end
 
 if TYPE_CHECKING:
     import numpy as np
@@ -68,7 +68,6 @@ _CHANGED = {"\u0295": "\u0296"}
 Extensions, lowercase, no case mapping; tested against ``tokenizers`` and ``tiktoken``)."""
 _WORD_ESCAPES = re.compile(r"\\[wWbB]|\[:\^?word:\]|\\[pP]\{\^?word\}", re.IGNORECASE)
 _PROPERTIES = re.compile(r"\\[pPwWdDbB]|\[:")
-_POSIX = re.compile(r"\[:(\^?)([a-z]+):\]")
 _UNASSIGNED_PROBE = "\u0378"  # the first code point Oniguruma leaves unassigned; so far in every Unicode version
 
 
@@ -189,7 +188,7 @@ def _class_twin(text: str, onig_word: bool) -> str:
     while i < len(body):
         if body[i] == "\\":
             end = escape_end(body, i)
-        elif (posix := _POSIX.match(body, i)) is not None:
+        elif (posix := POSIX_BRACKET.match(body, i)) is not None:
             end = posix.end()
         else:
             end = i + 1
@@ -209,7 +208,7 @@ def _class_twin(text: str, onig_word: bool) -> str:
 def _is_property(item: str) -> bool:
     """Whether ``item`` (an escape or a POSIX bracket) is a property the tables change."""
     return item in ("\\w", "\\W", "\\d", "\\D") or (len(item) >= 3 and item[0] == "\\" and item[1] in "pP") or \
-        _POSIX.fullmatch(item) is not None
+        POSIX_BRACKET.fullmatch(item) is not None
 
 
 @lru_cache(maxsize=1024)  # a pattern repeats its sets: each is read against ~18,000 characters once

@@ -168,7 +168,7 @@ def build_tiktoken(
     if clash:
         raise FormatError(f"The special token id {clash[0]} is also the rank of a mergeable token.", source=source)
     # tiktoken keeps only what the pattern matches (findall), so a rank file's pattern does too.
-    pre = pattern if not isinstance(pattern, str) else get_pretokenizer(pattern, keep_gaps=False)
+    pre = pattern if not isinstance(pattern, str) else get_pretokenizer(pattern, keep_gaps=False, rust=True)
     # ignore_merges: tiktoken first looks a whole pre-token up (Llama 3's ".:.:", rank 100421, has no
     # cut into two tokens of lower rank and is reached only so).
     return byte_level_bpe({rank: token for token, rank in ranks.items()}, merges, pretokenizer=pre,
@@ -224,7 +224,7 @@ def loads_tiktoken(
         )
     pattern = pretokenizer if pretokenizer is not None else sidecar["pat_str"]  # type: ignore[index]
     try:
-        pre = get_pretokenizer(pattern, keep_gaps=False)  # tiktoken's findall (see RegexSplit)
+        pre = get_pretokenizer(pattern, keep_gaps=False, rust=True)  # tiktoken's findall and syntax
     except ConfigError as exc:
         if pretokenizer is not None:
             raise
