@@ -34,9 +34,10 @@ characters; ``[\\w]`` does not, nor does Rust's ``\\w``), so "Z²" is one piece 
 and "!²" another.
 
 A twin is built on first need, one per pattern, and matches 4 to 7 times slower (300,000
-characters of Chinese: 0.05-0.09 s against 0.01-0.02 s). Left out: case-insensitive matching of a
-property (``(?i)\\p{Lu}``, which Oniguruma does not fold and the ``regex`` module does), which the
-twin may read otherwise.
+characters of Chinese: 0.05-0.09 s against 0.01-0.02 s). Left out, all case-insensitive: a
+property (``(?i)\\p{Lu}``, which Oniguruma does not fold and the ``regex`` module does), and the
+case pairs Unicode 17 added (``(?i)ß`` takes U+1DF95 here); the twin's own classes name characters
+and never fold (``(?-i:...)``), so ``(?i)\\w`` reads every code point as Oniguruma does.
 
 Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
@@ -237,8 +238,9 @@ def _set_twin(whole: str, literals: tuple[str, ...], properties: tuple[str, ...]
     members = named | newer_in | changed_in | extras_in
     onig = set(candidates) - members if negated else members
     excluded, included = taken - onig, onig - taken
-    twin = f"(?!{_char_class(excluded)}){whole}" if excluded else whole
-    return f"(?:{twin}|{_char_class(included)})" if included else (f"(?:{twin})" if excluded else twin)
+    # The two classes name characters, not letters: under (?i) they must not take their other cases.
+    twin = f"(?!(?-i:{_char_class(excluded)})){whole}" if excluded else whole
+    return f"(?:{twin}|(?-i:{_char_class(included)}))" if included else (f"(?:{twin})" if excluded else twin)
 
 
 def _word_sign(item: str) -> bool | None:

@@ -65,7 +65,7 @@ def test_a_twin_is_needed_only_for_text_onig_reads_otherwise() -> None:
     assert not needs_twin(r"\w+", "m\u00b2", onig_word=False)  # Rust's \w is the regex module's there
 
 
-_WORD_FORMS = [r"\w+", r"[\w]+", r"\W+", r"[^\W]+", r"\p{Word}+", r"\P{Word}+", r"\b\w+\b", r"\w+|[^\w\s]+",
+_WORD_FORMS = [r"\w+", r"(?i)\w+", r"[\w]+", r"\W+", r"[^\W]+", r"\p{Word}+", r"\P{Word}+", r"\b\w+\b", r"\w+|[^\w\s]+",
                r"[[:word:]]+", r"[\W\d]+"]
 _POSIX_FORMS = [r"[[:digit:]]+", r"[[:^alnum:]]+", r"[[:punct:]]+", r"[[:^punct:]]+", r"[^[:^punct:]]", r"[x[:^digit:]]+",
                 r"[[:lower:]]+", r"[[:alpha:][:space:]]+"]
