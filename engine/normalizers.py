@@ -23,7 +23,6 @@ Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 from __future__ import annotations
 
 import importlib
-import unicodedata
 from typing import Any, Protocol
 
 import regex
@@ -40,6 +39,7 @@ from engine.normalizers_hf import (
     StripMarks,
     hf_lowercase,
     hf_marks,
+    hf_normal_form,
     strip_marks,
 )
 
@@ -164,7 +164,7 @@ class Lowercase:
 
 
 class UnicodeForm:
-    """One of the four Unicode normal forms."""
+    """One of the four Unicode normal forms, as Hugging Face's tables make them (``hf_normal_form``)."""
 
     def __init__(self, form: str) -> None:
         if form not in ("NFC", "NFD", "NFKC", "NFKD"):
@@ -174,7 +174,7 @@ class UnicodeForm:
         self.ascii_charwise = True  # ASCII is invariant under all four forms
 
     def normalize(self, text: str) -> str:
-        return unicodedata.normalize(self.form, text)  # type: ignore[arg-type]
+        return hf_normal_form(self.form, text)
 
     def to_hf(self) -> dict[str, Any]:
         return {"type": self.form}
@@ -183,7 +183,7 @@ class UnicodeForm:
 def strip_marks_reference(text: str) -> str:
     """The obviously-correct (slow) StripAccents, for tests: NFD, then drop HF's marks one by one."""
     marks = hf_marks()
-    return "".join(c for c in unicodedata.normalize("NFD", text) if ord(c) not in marks)
+    return "".join(c for c in hf_normal_form("NFD", text) if ord(c) not in marks)
 
 
 class StripAccents:
@@ -193,7 +193,7 @@ class StripAccents:
     ascii_charwise = True
 
     def normalize(self, text: str) -> str:
-        return strip_marks(unicodedata.normalize("NFD", text))
+        return strip_marks(hf_normal_form("NFD", text))
 
     def to_hf(self) -> dict[str, Any]:
         # HF's StripAccents only drops marks; it expects an NFD step before it.

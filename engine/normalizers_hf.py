@@ -8,16 +8,18 @@ gives. It also holds the character semantics of HF's Rust code where Python's di
 - Rust lowercases one character at a time (``Σ`` is always ``σ``; Python makes a word-final one
   ``ς``), with Unicode 16 tables where Python 3.11 has Unicode 14 (``_LOWER_DRIFT``).
 - HF's mark and control sets come from older Unicode tables than Python's ``unicodedata``
-  (``_MARK_DRIFT``, ``_CONTROL_DRIFT``). The drift tables were read from ``tokenizers`` 0.23 and
-  are tested against it over every code point.
+  (``_MARK_DRIFT``, ``_CONTROL_DRIFT``), and so do its NF* forms (``_FORM_DRIFT``: the U+32FF
+  era sign, new modifier letters and marks, which HF neither decomposes, reorders nor composes:
+  :func:`hf_normal_form`). The drift tables were read from ``tokenizers`` 0.23 and are tested
+  against it over every code point.
 - Rust's whitespace (``char::is_whitespace``) is Python's ``str.isspace`` without U+001C-U+001F.
 
 Steps whose output depends on position (``Prepend``, ``Strip``) or whose pattern may span
 grapheme clusters (``Replace``) offer ``aligned(text) -> (out, offsets)``, which
 ``engine.normalizers.normalize_aligned`` uses instead of its cluster-by-cluster map.
 
-Left out: reading a file (``engine.normalizers.normalizer_from_hf``), sentencepiece's
-``Precompiled`` charsmap (``engine.spm_normalizer``), and the Unicode drift of the NF* forms.
+Left out: reading a file (``engine.normalizers.normalizer_from_hf``) and sentencepiece's
+``Precompiled`` charsmap (``engine.spm_normalizer``).
 
 Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
@@ -60,6 +62,12 @@ _BERT_MARK_DRIFT_NOT = (  # Mn to Python, not to BertNormalizer's strip_accents 
 )
 _BERT_MARK_DRIFT_PLUS = "1734"  # Mc to Python 3.11, Mn to BertNormalizer
 _CONTROL_DRIFT_NOT = "0890-0891 08E2 110CD 13430-13438"  # Cf to Python, unassigned (kept) to HF
+_FORM_DRIFT = (  # what Python's NF* forms decompose, reorder or compose and HF's leave alone
+    "07FD 0898-089F 08CA-08D3 09FE 0C3C 0D3B-0D3C 0EBA 1715 1ABF-1ACE 1DF6-1DFA 32FF A7F2-A7F4 A82C "
+    "AB69 10781-10785 10787-107B0 107B2-107BA 10D24-10D27 10EAB-10EAC 10F46-10F50 10F82-10F85 11070 "
+    "1133B 1145E 11839-1183A 11930 11935 11938 1193D-1193E 11943 119E0 11A34 11A47 11A99 11D42 "
+    "11D44-11D45 11D97 16FF0-16FF1 1E130-1E136 1E2AE 1E2EC-1E2EF 1F16C 1FBF0-1FBF9"
+)
 _LOWER_DRIFT = (  # upper-case letters Python 3.11 does not know: first[-last]>lowercase of first
     "1C89>1C8A A7CB>0264 A7CC>A7CD A7CE>A7CF A7D2>A7D3 A7D4>A7D5 A7DA>A7DB A7DC>019B "
     "10D50-10D65>10D70 16EA0-16EB8>16EBB"
@@ -109,6 +117,54 @@ def _bert_mark_pattern() -> regex.Pattern[str]:
     """BertNormalizer's strip_accents drops only nonspacing marks (Mn), from its own tables."""
     python = {code for code in range(0x110000) if unicodedata.category(chr(code)) == "Mn"}
     return regex.compile(_class((python - _codes(_BERT_MARK_DRIFT_NOT)) | _codes(_BERT_MARK_DRIFT_PLUS)) + "+")
+
+
+@functools.cache
+def _form_drift_pattern() -> regex.Pattern[str]:
+    return regex.compile(_class(_codes(_FORM_DRIFT)))
+
+
+@functools.cache
+def _form_drift_chars() -> frozenset[str]:
+    return frozenset(map(chr, _codes(_FORM_DRIFT)))
+
+
+@functools.cache
+def _form_drift_table() -> Any:
+    """Whether each code point is in ``_FORM_DRIFT``, one bool each (1.1 MB, made once)."""
+    import numpy as np  # not at import: the command lines set numpy's threads first (engine/processes.py)
+
+    table = np.zeros(0x110000, bool)
+    table[sorted(_codes(_FORM_DRIFT))] = True
+    return table
+
+
+def _has_form_drift(text: str) -> bool:
+    """Whether ``text`` holds a ``_FORM_DRIFT`` character: a set test for a line, one numpy lookup for
+    a chunk (a regex search of 1 MB took 75 ms, the lookup 2 ms)."""
+    if len(text) < 4096:
+        return not _form_drift_chars().isdisjoint(text)
+    import numpy as np
+
+    return bool(_form_drift_table()[np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)].any())
+
+
+def hf_normal_form(form: str, text: str) -> str:
+    """``unicodedata.normalize(form, text)`` as HF's NF* normalizers give it: a character of
+    ``_FORM_DRIFT`` is unknown to their tables, so it stays as it is and nothing reorders or
+    composes across it (it is a starter with no decomposition), which normalizing the text
+    between such characters on its own gives exactly."""
+    if unicodedata.is_normalized(form, text):  # type: ignore[arg-type]
+        return text  # then so is it to HF's tables, which agree on every character they know
+    if not _has_form_drift(text):
+        return unicodedata.normalize(form, text)  # type: ignore[arg-type]
+    out: list[str] = []
+    last = 0
+    for match in _form_drift_pattern().finditer(text):
+        out += [unicodedata.normalize(form, text[last:match.start()]), match.group()]  # type: ignore[arg-type]
+        last = match.end()
+    out.append(unicodedata.normalize(form, text[last:]))  # type: ignore[arg-type]
+    return "".join(out)
 
 
 def strip_marks(text: str) -> str:
@@ -337,7 +393,7 @@ class BertNormalizer:
     def normalize(self, text: str) -> str:
         text = self.cleanup.normalize(text)
         if self.strip_accents if self.strip_accents is not None else self.lowercase:
-            text = _bert_mark_pattern().sub("", unicodedata.normalize("NFD", text))
+            text = _bert_mark_pattern().sub("", hf_normal_form("NFD", text))
         return hf_lowercase(text) if self.lowercase else text
 
     def to_hf(self) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from engine.errors import EncodeTimeout, FormatError
 from engine.limits import time_budget
 from engine.normalizers import MAX_NORMALIZER_DEPTH, normalize_aligned, normalizer_from_hf
+from engine.normalizers_hf import _FORM_DRIFT, _codes
 
 tokenizers = pytest.importorskip("tokenizers")
 HFTokenizer = tokenizers.Tokenizer
@@ -97,12 +98,40 @@ def test_per_character_steps_match_hf_on_every_code_point(data: dict[str, Any]) 
     assert ours is not None and ours.normalize(EVERY) == hf_normalizer(data).normalize_str(EVERY)
 
 
-def test_bert_strip_accents_matches_hf_where_the_nfd_tables_agree() -> None:
-    nfd = hf.NFD()
-    text = "a".join(c for c in EVERY if nfd.normalize_str(c) == unicodedata.normalize("NFD", c))
+def test_bert_strip_accents_matches_hf_on_every_code_point() -> None:
     data = {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True, "strip_accents": True,
             "lowercase": False}
+    text = "a".join(EVERY)
     assert normalizer_from_hf(data).normalize(text) == hf_normalizer(data).normalize_str(text)  # type: ignore[union-attr]
+
+
+# Every character after U+0345 (combining class 240) and before U+0316 (220): reordered there
+# exactly when its own class is lower, or higher, than HF's tables say; and the one pair whose
+# composition HF's tables lack (U+11935 U+11930 is U+11938 in Python's).
+AROUND_MARKS = "\n".join(f"a\u0345{c}\na{c}\u0316" for c in EVERY) + "\n\U00011935\U00011930"
+
+
+@pytest.mark.parametrize("form", ["NFC", "NFD", "NFKC", "NFKD"])
+def test_the_unicode_forms_match_hf_on_every_code_point_and_around_every_mark(form: str) -> None:
+    """HF's NF* tables are older than Python's: U+32FF, new modifier letters and marks stay as they are."""
+    ours, theirs = normalizer_from_hf({"type": form}), getattr(hf, form)()
+    assert ours is not None
+    assert ours.normalize(EVERY) == theirs.normalize_str(EVERY)
+    assert ours.normalize(AROUND_MARKS) == theirs.normalize_str(AROUND_MARKS)
+    assert ours.normalize("\u32ff \U00011938 e\u0301") == theirs.normalize_str("\u32ff \U00011938 e\u0301")
+
+
+def test_the_form_drift_table_is_what_the_installed_tokenizers_lacks() -> None:
+    """Whatever Python's unicodedata decomposes, gives a combining class or composes, and HF leaves alone."""
+    nfkd, nfd, nfc = hf.NFKD(), hf.NFD(), hf.NFC()
+    found = {ord(c) for c in EVERY if nfkd.normalize_str(c) != unicodedata.normalize("NFKD", c)}
+    found |= {ord(c) for c in EVERY for text in (f"a\u0345{c}", f"a{c}\u0316")
+              if nfd.normalize_str(text) != unicodedata.normalize("NFD", text)}
+    for code in list(found):
+        parts = unicodedata.normalize("NFD", chr(code))
+        if nfc.normalize_str(parts) != unicodedata.normalize("NFC", parts):
+            found |= set(map(ord, parts))
+    assert found == _codes(_FORM_DRIFT), "tokenizers' NF* tables changed: update normalizers_hf._FORM_DRIFT"
 
 
 @pytest.mark.parametrize(("data", "text", "expected"), [
