@@ -10,8 +10,10 @@ gives. It also holds the character semantics of HF's Rust code where Python's di
 - HF's mark and control sets come from older Unicode tables than Python's ``unicodedata``
   (``_MARK_DRIFT``, ``_CONTROL_DRIFT``), and so do its NF* forms (``_FORM_DRIFT``: the U+32FF
   era sign, new modifier letters and marks, which HF neither decomposes, reorders nor composes:
-  :func:`hf_normal_form`). The drift tables were read from ``tokenizers`` 0.23 and are tested
-  against it over every code point.
+  :func:`hf_normal_form`). The ``Punctuation`` and ``BertPreTokenizer`` steps' punctuation comes
+  from older tables still, and ``Digits``' numbers (Rust's ``char::is_numeric``) from other ones
+  than the ``regex`` module's (:func:`hf_punctuation`, :func:`hf_numeric`). The drift tables were
+  read from ``tokenizers`` 0.23 and are tested against it over every code point.
 - Rust's whitespace (``char::is_whitespace``) is Python's ``str.isspace`` without U+001C-U+001F.
 
 Steps whose output depends on position (``Prepend``, ``Strip``) or whose pattern may span
@@ -26,6 +28,7 @@ Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 
 from __future__ import annotations
 
+import array
 import functools
 import unicodedata
 from typing import Any
@@ -68,6 +71,17 @@ _FORM_DRIFT = (  # what Python's NF* forms decompose, reorder or compose and HF'
     "1133B 1145E 11839-1183A 11930 11935 11938 1193D-1193E 11943 119E0 11A34 11A47 11A99 11D42 "
     "11D44-11D45 11D97 16FF0-16FF1 1E130-1E136 1E2AE 1E2EC-1E2EF 1F16C 1FBF0-1FBF9"
 )
+_PUNCTUATION_DRIFT_NOT = (  # P* to the regex module, not punctuation to HF's (older) tables
+    "061D 09FD 0A76 0C77 0C84 1B4E-1B4F 1B7D-1B7F 2E43-2E4F 2E52-2E5D 2E60-2E63 10D6E 10EAD 10ED0 "
+    "10F55-10F59 10F86-10F89 113D4-113D5 113D7-113D8 1144B-1144F 1145A-1145B 1145D 11660-1166C 116B9 "
+    "1183B 11944-11946 119E2 11A3F-11A46 11A9A-11A9C 11A9E-11AA2 11B00-11B09 11BE1 11C41-11C45 "
+    "11C70-11C71 11EF7-11EF8 11F43-11F4F 11FFF 12FF1-12FF2 16D6D-16D6F 16E97-16E9A 16FE2 1E5FF "
+    "1E95E-1E95F"
+)
+_PUNCTUATION_DRIFT_PLUS = "166D 111C9"  # punctuation to HF, other categories since
+_NUMERIC_DRIFT_NOT = "1246F 12475-1247F 12550-12686"  # N* to the regex module, not to Rust's is_numeric
+PUNCTUATION_DRIFT = _PUNCTUATION_DRIFT_NOT + " " + _PUNCTUATION_DRIFT_PLUS
+NUMERIC_DRIFT = _NUMERIC_DRIFT_NOT
 _LOWER_DRIFT = (  # upper-case letters Python 3.11 does not know: first[-last]>lowercase of first
     "1C89>1C8A A7CB>0264 A7CC>A7CD A7CE>A7CF A7D2>A7D3 A7D4>A7D5 A7DA>A7DB A7DC>019B "
     "10D50-10D65>10D70 16EA0-16EB8>16EBB"
@@ -84,16 +98,20 @@ def _ranges(spec: str) -> list[tuple[int, int]]:
     return pairs
 
 
+def _runs(codes: set[int]) -> list[list[int]]:
+    """``codes`` as ``[first, last]`` runs of consecutive code points, in order."""
+    runs: list[list[int]] = []
+    for code in sorted(codes):
+        if runs and runs[-1][1] == code - 1:
+            runs[-1][1] = code
+        else:
+            runs.append([code, code])
+    return runs
+
+
 def _class(codes: set[int]) -> str:
     """A regex character class of ``codes``, as ranges."""
-    parts, run = [], None
-    for code in sorted(codes):
-        if run and run[1] == code - 1:
-            run[1] = code
-        else:
-            run = [code, code]
-            parts.append(run)
-    return "[" + "".join(f"\\U{a:08x}" + (f"-\\U{b:08x}" if b > a else "") for a, b in parts) + "]"
+    return "[" + "".join(f"\\U{a:08x}" + (f"-\\U{b:08x}" if b > a else "") for a, b in _runs(codes)) + "]"
 
 
 def _codes(spec: str) -> set[int]:
@@ -125,28 +143,30 @@ def _form_drift_pattern() -> regex.Pattern[str]:
 
 
 @functools.cache
-def _form_drift_chars() -> frozenset[str]:
-    return frozenset(map(chr, _codes(_FORM_DRIFT)))
+def _drift_chars(spec: str) -> frozenset[str]:
+    return frozenset(map(chr, _codes(spec)))
 
 
 @functools.cache
-def _form_drift_table() -> Any:
-    """Whether each code point is in ``_FORM_DRIFT``, one bool each (1.1 MB, made once)."""
+def _drift_table(spec: str) -> Any:
+    """Whether each code point is in ``spec``, one bool each (1.1 MB, made once per table)."""
     import numpy as np  # not at import: the command lines set numpy's threads first (engine/processes.py)
 
     table = np.zeros(0x110000, bool)
-    table[sorted(_codes(_FORM_DRIFT))] = True
+    table[sorted(_codes(spec))] = True
     return table
 
 
-def _has_form_drift(text: str) -> bool:
-    """Whether ``text`` holds a ``_FORM_DRIFT`` character: a set test for a line, one numpy lookup for
-    a chunk (a regex search of 1 MB took 75 ms, the lookup 2 ms)."""
+def holds_drift(text: str, spec: str) -> bool:
+    """Whether ``text`` holds a character of the drift table ``spec``: a set test for a line, one
+    numpy lookup for a chunk (a regex search of 1 MB took 75 ms, the lookup 2 ms)."""
+    if text.isascii():
+        return False
     if len(text) < 4096:
-        return not _form_drift_chars().isdisjoint(text)
+        return not _drift_chars(spec).isdisjoint(text)
     import numpy as np
 
-    return bool(_form_drift_table()[np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)].any())
+    return bool(_drift_table(spec)[np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)].any())
 
 
 def hf_normal_form(form: str, text: str) -> str:
@@ -156,7 +176,7 @@ def hf_normal_form(form: str, text: str) -> str:
     between such characters on its own gives exactly."""
     if unicodedata.is_normalized(form, text):  # type: ignore[arg-type]
         return text  # then so is it to HF's tables, which agree on every character they know
-    if not _has_form_drift(text):
+    if not holds_drift(text, _FORM_DRIFT):
         return unicodedata.normalize(form, text)  # type: ignore[arg-type]
     out: list[str] = []
     last = 0
@@ -165,6 +185,44 @@ def hf_normal_form(form: str, text: str) -> str:
         last = match.end()
     out.append(unicodedata.normalize(form, text[last:]))  # type: ignore[arg-type]
     return "".join(out)
+
+
+@functools.cache
+def hf_punctuation() -> str:
+    """HF's punctuation (its ``Punctuation`` and ``BertPreTokenizer``: ASCII's, and the P* categories
+    of its tables) as the members of a ``regex`` class, each range once (~600 characters)."""
+    found = _found(r"[!-/:-@\[-`{-~\p{P}]+")
+    return _members((found - _codes(_PUNCTUATION_DRIFT_NOT)) | _codes(_PUNCTUATION_DRIFT_PLUS))
+
+
+@functools.cache
+def hf_numeric() -> str:
+    """What HF's ``Digits`` takes (Rust's ``char::is_numeric``) as the members of a ``regex`` class."""
+    found = _found(r"\p{N}+")
+    return _members(found - _codes(_NUMERIC_DRIFT_NOT))
+
+
+def _found(pattern: str) -> set[int]:
+    """The code points ``pattern`` (a run of a class) matches, one scan of every character (~20 ms)."""
+    every = _every_character()
+    return {ord(c) for match in regex.finditer(pattern, every) for c in match.group()}
+
+
+def _every_character() -> str:
+    """Every code point but the surrogates, in order (an array's bytes: a join of 1.1M ``chr`` took 0.14 s)."""
+    points = array.array("I", range(0xD800))
+    points.extend(range(0xE000, 0x110000))
+    return points.tobytes().decode("utf-32-le")
+
+
+def _members(codes: set[int]) -> str:
+    """``codes`` as the members of a class, in ranges of literal characters (``\\xNN`` below U+0080
+    and for the class's own syntax characters)."""
+    return "".join(_member(first) + (f"-{_member(last)}" if last > first else "") for first, last in _runs(codes))
+
+
+def _member(code: int) -> str:
+    return f"\\x{code:02x}" if code < 0x80 or chr(code) in "\\]^-[" else chr(code)
 
 
 def strip_marks(text: str) -> str:

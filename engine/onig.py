@@ -147,15 +147,17 @@ def to_onig(pattern: str) -> str:
     return apply_edits(pattern, edits)
 
 
-def onig_spans(compiled: regex.Pattern[str], text: str, timeout: float | None) -> list[tuple[int, int]]:
+def onig_spans(compiled: regex.Pattern[str], text: str, timeout: float | None, *,
+               onig_tables: bool = True) -> list[tuple[int, int]]:
     """The ``(start, end)`` of each match of ``compiled`` in ``text``, as Hugging Face finds them
     (``find_matches`` over the onig crate's ``find_iter``): none in an empty text, empty matches
     too, except one right where the last match ended (the regex module would take it). Raises
-    TimeoutError past ``timeout`` seconds of CPU. A text with a character Onig's Unicode tables
-    read otherwise is matched by the pattern's twin (``unicode_twin.py``)."""
+    TimeoutError past ``timeout`` seconds of CPU. With ``onig_tables``, a text with a character
+    Onig's Unicode tables read otherwise is matched by the pattern's twin (``unicode_twin.py``)."""
     if not text:
         return []
-    compiled = matcher(compiled, text)
+    if onig_tables:
+        compiled = matcher(compiled, text)
     spans = [m.span() for m in compiled.finditer(text, timeout=timeout)]
     if all(a != b for a, b in spans):
         return spans  # without empty matches the two engines agree

@@ -22,13 +22,16 @@ Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 
 from __future__ import annotations
 
+import functools
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import regex
 
 from engine.errors import ConfigError, FormatError
 from engine.limits import run_budgeted, shown
+from engine.normalizers_hf import NUMERIC_DRIFT, PUNCTUATION_DRIFT, hf_numeric, hf_punctuation, holds_drift
 from engine.onig import from_onig
 from engine.pretokenizers import BertPreTokenizer, Metaspace, Piece, PreTokenizer, RegexSplit, WhitespaceSplit, hf_cuts
 
@@ -38,9 +41,6 @@ MAX_DEPTH = 8
 # Steps in one sequence (DeepSeek V3 has four).
 MAX_STEPS = 64
 _SLOW = ("The Split pattern", "it backtracks too much on this input. Encode a shorter text.")
-# Rust's char::is_numeric (Unicode N*) and HF's is_punc (ASCII punctuation or Unicode P*).
-DIGITS = r"\p{N}"
-PUNCTUATION = r"[!-/:-@\[-`{-~\p{P}]"
 
 
 def _spans(matches: list[tuple[int, int, bool]], behavior: str) -> list[tuple[int, int]]:
@@ -89,12 +89,16 @@ class Split:
     def _matches(self, text: str, timeout: float | None) -> list[tuple[int, int, bool]]:
         """The text as alternating gaps and matches (``pretokenizers.hf_cuts``); an empty pattern
         matches nothing (as HF), and an empty text is one empty gap."""
-        found = hf_cuts(self._regex, text, timeout) if self._regex is not None else []
+        found = self._cuts(text, timeout) if self._regex is not None else []
         if not found:
             found = [(0, len(text), False)]
         if self.invert:
             found = [(a, b, not is_match) for a, b, is_match in found]
         return found
+
+    def _cuts(self, text: str, timeout: float | None) -> list[tuple[int, int, bool]]:
+        assert self._regex is not None
+        return hf_cuts(self._regex, text, timeout)
 
     def split(self, text: str) -> list[Piece]:
         matches = run_budgeted(lambda timeout: self._matches(text, timeout), *_SLOW)
@@ -108,26 +112,49 @@ class Split:
                 "behavior": self.behavior, "invert": self.invert}
 
 
-class Digits(Split):
-    """Hugging Face's ``Digits``: each digit alone, or runs of digits together."""
+class _TableSplit(Split):
+    """A step that cuts at characters of one of HF's own tables (not at a pattern of the file): the
+    ``regex`` module's property where the tables agree, HF's set spelled out for a text with a
+    character they disagree on (``drift``: a few hundred, none common)."""
+
+    def __init__(self, fast: str, exact: Callable[[], str], drift: str, *, behavior: str) -> None:
+        super().__init__(fast, literal=False, behavior=behavior)
+        self._exact, self._drift = exact, drift
+
+    def _cuts(self, text: str, timeout: float | None) -> list[tuple[int, int, bool]]:
+        compiled = _exact_pattern(self._exact()) if holds_drift(text, self._drift) else self._regex
+        assert compiled is not None
+        return hf_cuts(compiled, text, timeout, onig_tables=False)
+
+
+@functools.cache
+def _exact_pattern(members: str) -> regex.Pattern[str]:
+    return regex.compile(f"[{members}]")
+
+
+class Digits(_TableSplit):
+    """Hugging Face's ``Digits``: each digit alone, or runs of digits together. A digit is what
+    Rust's ``char::is_numeric`` takes (``normalizers_hf.hf_numeric``)."""
 
     name = "digits"
 
     def __init__(self, *, individual_digits: bool = False) -> None:
-        super().__init__(DIGITS, literal=False, behavior="Isolated" if individual_digits else "Contiguous")
+        super().__init__(r"\p{N}", hf_numeric, NUMERIC_DRIFT,
+                         behavior="Isolated" if individual_digits else "Contiguous")
         self.individual_digits = individual_digits
 
     def to_hf(self) -> dict[str, Any]:
         return {"type": "Digits", "individual_digits": self.individual_digits}
 
 
-class Punctuation(Split):
-    """Hugging Face's ``Punctuation``: ASCII punctuation and Unicode P* characters, by ``behavior``."""
+class Punctuation(_TableSplit):
+    """Hugging Face's ``Punctuation``: ASCII punctuation and Unicode P* characters of HF's tables
+    (``normalizers_hf.hf_punctuation``), by ``behavior``."""
 
     name = "punctuation"
 
     def __init__(self, *, behavior: str = "Isolated") -> None:
-        super().__init__(PUNCTUATION, literal=False, behavior=behavior)
+        super().__init__(r"[!-/:-@\[-`{-~\p{P}]", hf_punctuation, PUNCTUATION_DRIFT, behavior=behavior)
 
     def to_hf(self) -> dict[str, Any]:
         return {"type": "Punctuation", "behavior": self.behavior}

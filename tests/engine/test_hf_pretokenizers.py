@@ -11,10 +11,12 @@ import json
 from typing import Any
 
 import pytest
+import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.errors import FormatError
+from engine.normalizers_hf import hf_numeric, hf_punctuation
 from engine.pretokenizers_hf import pretokenizer_from_hf
 from engine.tokenizer import Tokenizer
 
@@ -100,6 +102,45 @@ def test_pieces_and_spans_equal_hugging_face(data: dict[str, Any], text: str) ->
 @given(st.sampled_from(SPLITS), st.text(alphabet=st.sampled_from(list(" a1٣.,!▁\n日本x-")), max_size=24))
 def test_random_text_equals_hugging_face(data: dict[str, Any], text: str) -> None:
     assert our_pieces(data, text) == hf_pieces(data, text)
+
+
+# Every code point, three at a time between letters: what each step cuts by its character tables.
+_CODE_POINTS = "".join(chr(c) for c in range(1, 0x110000) if not 0xD800 <= c <= 0xDFFF)
+EVERY = "a".join(_CODE_POINTS[i:i + 3] for i in range(0, len(_CODE_POINTS), 3))
+TABLE_STEPS = [{"type": "BertPreTokenizer"}, {"type": "Digits", "individual_digits": True},
+               {"type": "Digits", "individual_digits": False}] + [
+    {"type": "Punctuation", "behavior": behavior}
+    for behavior in ("Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous")]
+
+
+@pytest.mark.parametrize("data", TABLE_STEPS, ids=_id)
+def test_every_code_point_is_cut_as_hugging_face_cuts_it(data: dict[str, Any]) -> None:
+    """Punctuation is ASCII's and P* of HF's older tables (145 of the regex module's are not, two
+    more are), a digit is Rust's ``is_numeric`` (not 300 of the regex module's cuneiform numbers)."""
+    assert [piece for piece, _ in our_pieces(data, EVERY)] == [piece for piece, _ in hf_pieces(data, EVERY)]
+
+
+def test_the_punctuation_and_numeric_tables_are_the_installed_tokenizers() -> None:
+    text = "a".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF and c != ord("a"))
+    punctuation = {p for p, _ in hf_pieces({"type": "Punctuation", "behavior": "Isolated"}, text) if "a" not in p}
+    numeric = {p for p, _ in hf_pieces({"type": "Digits", "individual_digits": True}, text) if "a" not in p}
+    assert {chr(c) for a, b in _runs_of(hf_punctuation()) for c in range(a, b + 1)} == punctuation
+    assert {chr(c) for a, b in _runs_of(hf_numeric()) for c in range(a, b + 1)} == numeric
+
+
+def _runs_of(members: str) -> list[tuple[int, int]]:
+    """The ranges of a class's members as ``normalizers_hf._members`` spells them."""
+    chars = regex.findall(r"\\x[0-9a-f]{2}|.", members)
+    points = [int(c[2:], 16) if len(c) == 4 else ord(c) for c in chars]
+    runs, i = [], 0
+    while i < len(points):
+        if i + 2 < len(points) and chars[i + 1] == "-":
+            runs.append((points[i], points[i + 2]))
+            i += 3
+        else:
+            runs.append((points[i], points[i]))
+            i += 1
+    return runs
 
 
 def test_written_back_as_read() -> None:
