@@ -21,6 +21,7 @@ import regex
 
 from engine.errors import SpecialTokenError
 from engine.limits import check_special_tokens, run_budgeted
+from engine.unicode_twin import matcher
 
 AllowedSpecial = Literal["all"] | Collection[str]
 _KEPT_PATTERNS = 8  # alternations kept per tokenizer; more distinct allowed sets start afresh
@@ -29,6 +30,13 @@ _SLOW = ("Looking for special tokens", "encode a shorter text.")
 
 # Hugging Face's lstrip/rstrip take Unicode whitespace (Rust's char::is_whitespace) into the match.
 _SPACE = r"\p{White_Space}*"
+_LEADING_SPACE = regex.compile(_SPACE)
+_WORD = regex.compile(r"\w")
+
+
+def _is_word(char: str) -> bool:
+    """Whether ``char`` is in Rust's ``\\w`` (single_word's test), with its Unicode tables."""
+    return matcher(_WORD, char, onig_word=False).match(char) is not None
 
 
 def _alternation(tokens: Collection[str], strip: Mapping[str, tuple[bool, bool]]) -> regex.Pattern[str] | None:
@@ -87,6 +95,9 @@ class SpecialTokens:
     ``normalized`` names the tokens Hugging Face matches on the normalized text (``"normalized":
     true``, NLLB's ``<mask>``): :meth:`split` leaves them to a second split of each normalized
     stretch (``normalized=True``), as Hugging Face's ``extract_and_normalize`` does.
+    ``single_word`` names those that count only as a word of their own: a match with a word
+    character (Rust's ``\\w``) right before or after it is text, as Hugging Face's ``find_matches``
+    discards it, and the search goes on after it (it never looks inside a discarded match).
     """
 
     def __init__(
@@ -96,11 +107,13 @@ class SpecialTokens:
         added: Mapping[str, int] | None = None,
         strip: Mapping[str, tuple[bool, bool]] | None = None,
         normalized: Collection[str] = (),
+        single_word: Collection[str] = (),
     ) -> None:
         self.ids: dict[str, int] = dict(tokens or {})
         self.added: dict[str, int] = dict(added or {})
         check_special_tokens({**self.ids, **self.added})
         self.on_normalized = frozenset(normalized) & {*self.ids, *self.added}
+        self.single_word = frozenset(single_word) & {*self.ids, *self.added}
         self.strip: dict[str, tuple[bool, bool]] = {t: flags for t, flags in (strip or {}).items() if any(flags)}
         self.by_id: dict[int, str] = {i: t for t, i in {**self.ids, **self.added}.items()}
         self.special_ids = frozenset(self.ids.values())  # what decoding may skip: not the added tokens
@@ -133,6 +146,14 @@ class SpecialTokens:
             if candidate in self.ids or candidate in self.added:
                 return candidate
         raise KeyError(matched)  # pragma: no cover - every alternative is a known token
+
+    def _alone(self, text: str, match: regex.Match[str], token: str) -> bool:
+        """Whether the token of ``match`` (which may hold the whitespace it strips) has no word
+        character right before or after it in ``text``."""
+        lead = len(_LEADING_SPACE.match(match.group()).group()) - len(_LEADING_SPACE.match(token).group())
+        start = match.start() + max(lead, 0) if self.strip.get(token, (False, False))[0] else match.start()
+        end = start + len(token)
+        return not (start > 0 and _is_word(text[start - 1])) and not (end < len(text) and _is_word(text[end]))
 
     def resolve(self, allowed_special: AllowedSpecial,
                 disallowed_special: AllowedSpecial) -> tuple[frozenset[str], frozenset[str]]:
@@ -176,9 +197,12 @@ class SpecialTokens:
         if pattern is not None:
             matches = run_budgeted(lambda timeout: list(pattern.finditer(text, timeout=timeout)), *_SLOW)
             for match in matches:
+                token = self._token(match.group())
+                if token in self.single_word and not self._alone(text, match, token):
+                    continue  # text, as the text around it
                 if match.start() > position:
                     yield position, match.start(), None
-                yield match.start(), match.end(), self.by_id_of(self._token(match.group()))
+                yield match.start(), match.end(), self.by_id_of(token)
                 position = match.end()
         if position < len(text):
             yield position, len(text), None

@@ -81,15 +81,17 @@ class Tokenizer:
         added_tokens: Mapping[str, int] | None = None,
         added_token_strip: Mapping[str, tuple[bool, bool]] | None = None,
         normalized_tokens: Collection[str] = (),
+        single_word_tokens: Collection[str] = (),
     ) -> None:
         self.model = model
         self.normalizer = normalizer
         self.pre_tokenizer = pre_tokenizer
         # Hugging Face's non-special added tokens are matched like special tokens, but always
-        # (see SpecialTokens); ``added_token_strip`` gives (lstrip, rstrip) per token, and
-        # ``normalized_tokens`` those matched on the normalized text.
+        # (see SpecialTokens); ``added_token_strip`` gives (lstrip, rstrip) per token,
+        # ``normalized_tokens`` those matched on the normalized text, and ``single_word_tokens``
+        # those matched only as a word of their own.
         self.specials = SpecialTokens(special_tokens, added=added_tokens, strip=added_token_strip,
-                                      normalized=normalized_tokens)
+                                      normalized=normalized_tokens, single_word=single_word_tokens)
         # Text after a special token does not start the input: a Metaspace with prepend_scheme
         # "first" gives it no prefix there (``Metaspace.later``).
         later = getattr(pre_tokenizer, "later", None)

@@ -79,6 +79,7 @@ def _added_tokens_to_hf(tokenizer: Pipeline) -> list[dict[str, Any]]:
     """The ``added_tokens`` list: special tokens, then the other added tokens, each in id order."""
     strip: dict[str, tuple[bool, bool]] = getattr(getattr(tokenizer, "specials", None), "strip", {})
     normalized: frozenset[str] = getattr(getattr(tokenizer, "specials", None), "on_normalized", frozenset())
+    single_word: frozenset[str] = getattr(getattr(tokenizer, "specials", None), "single_word", frozenset())
     added: dict[str, int] = getattr(tokenizer, "added_tokens", {})
     entries = [(token_id, token, True) for token, token_id in tokenizer.special_tokens.items()]
     entries += [(token_id, token, False) for token, token_id in added.items()]
@@ -86,7 +87,7 @@ def _added_tokens_to_hf(tokenizer: Pipeline) -> list[dict[str, Any]]:
         {
             "id": token_id,
             "content": token,
-            "single_word": False,
+            "single_word": token in single_word,
             "lstrip": strip.get(token, (False, False))[0],
             "rstrip": strip.get(token, (False, False))[1],
             "normalized": token in normalized,
@@ -189,9 +190,9 @@ def _model_class(kind: object, *, char_level: bool = False, byte_symbols: bool =
 
 def _read_added_tokens(
     entries: Any,
-) -> tuple[dict[str, int], dict[str, int], dict[str, tuple[bool, bool]], list[str]]:
+) -> tuple[dict[str, int], dict[str, int], dict[str, tuple[bool, bool]], list[str], list[str]]:
     """``added_tokens`` as (special tokens, other added tokens, their lstrip/rstrip, the contents
-    of those matched on normalized text), checked as read."""
+    of those matched on normalized text, those matched only as a word of their own), checked as read."""
     if not isinstance(entries, list):
         raise FormatError(f'"added_tokens" must be a list, not {type(entries).__name__}.')
     check_count(len(entries), MAX_SPECIAL_TOKENS, "added tokens", name="MAX_SPECIAL_TOKENS")
@@ -199,6 +200,7 @@ def _read_added_tokens(
     added: dict[str, int] = {}
     strip: dict[str, tuple[bool, bool]] = {}
     normalized: list[str] = []
+    single_word: list[str] = []
     for index, entry in enumerate(entries):
         if (not isinstance(entry, dict) or not isinstance(entry.get("content"), str)
                 or not isinstance(entry.get("id"), int)):
@@ -208,14 +210,13 @@ def _read_added_tokens(
         if content in specials or content in added:
             raise FormatError(f"The added token {shown(content)} appears twice (added_tokens[{index}]).")
         if entry.get("single_word"):
-            raise FormatError(f"The added token {shown(content)} has single_word true (added_tokens[{index}]), "
-                              "which is not supported.")
+            single_word.append(content)
         (specials if entry.get("special", True) else added)[content] = entry["id"]
         strip[content] = (bool(entry.get("lstrip")), bool(entry.get("rstrip")))
         if entry.get("normalized"):
             normalized.append(content)
     check_special_tokens({**specials, **added})  # non-empty, short, ids in range, one id each
-    return specials, added, strip, normalized
+    return specials, added, strip, normalized, single_word
 
 
 def pipeline_from_hf_dict(data: Any, *, model: Any = None) -> dict[str, Any]:
@@ -224,7 +225,7 @@ def pipeline_from_hf_dict(data: Any, *, model: Any = None) -> dict[str, Any]:
     ``model``: one already built (``engine/snapshot.py``), instead of reading ``data["model"]``."""
     if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
         raise FormatError("This is not a tokenizer.json document: it has no \"model\" object.")
-    specials, added, strip, normalized = _read_added_tokens(data.get("added_tokens") or [])
+    specials, added, strip, normalized, single_word = _read_added_tokens(data.get("added_tokens") or [])
     byte_level, pre = _split_byte_level(data.get("pre_tokenizer"))
     model_data = data["model"]
     kind = model_data.get("type") or ("BPE" if "merges" in model_data else None)
@@ -243,6 +244,7 @@ def pipeline_from_hf_dict(data: Any, *, model: Any = None) -> dict[str, Any]:
         "added_tokens": added,
         "added_token_strip": strip,
         "normalized_tokens": normalized,
+        "single_word_tokens": single_word,
         "post_processor": post_processor_from_hf(data.get("post_processor"), specials),
         "decoder": ByteLevelDecoder() if byte_level else decoder_from_hf(data.get("decoder"), default_decoder),
     }

@@ -259,11 +259,31 @@ def test_added_tokens_need_no_allowing_special_tokens_do() -> None:
     assert ours.is_special(300) and not ours.is_special(301)
 
 
-def test_single_word_added_tokens_are_refused_by_name() -> None:
-    document = json.loads(_byte_level_document(DOCUMENTS["three-splits"], ADDED))
-    document["added_tokens"][1]["single_word"] = True
-    with pytest.raises(FormatError, match=r"'<sep>' has single_word true \(added_tokens\[1\]\)"):
-        Tokenizer.from_json(json.dumps(document))
+_WORDS_VOCAB = {"[UNK]": 0, "ing": 1, "<mask>": 2, "tok": 3, "a": 4, "is": 5, "é": 6}
+_SINGLE_WORD_CASES = {  # (content, id, special, lstrip, rstrip, normalized) of each added token
+    "plain": [("ing", 1, False, False, False, False)],
+    "lstrip-special": [("<mask>", 2, True, True, False, False)],
+    "both-normalized": [("<mask>", 2, False, True, True, True)],
+    "rstrip-beside-another": [("ing", 1, False, False, True, False), ("tok", 3, False, False, False, False)],
+}
+
+
+@pytest.mark.parametrize("name", list(_SINGLE_WORD_CASES))
+@settings(max_examples=150, deadline=None)
+@given(text=st.lists(st.sampled_from(["ing", "<mask>", "tok", " ", "  ", "a", "é", "_", "\u0301", ".", "\n", "²",
+                                      "\u200c"]), max_size=8).map("".join))
+def test_single_word_added_tokens_match_as_hugging_face(name: str, text: str) -> None:
+    """A single_word token next to a word character (Rust's ``\\w``: ``_``, ``é``, a joiner; not
+    ``²``) is text; its lstrip/rstrip whitespace does not count as that neighbour."""
+    added = [{"id": i, "content": c, "single_word": c != "tok", "lstrip": ls, "rstrip": rs, "normalized": n,
+              "special": sp} for c, i, sp, ls, rs, n in _SINGLE_WORD_CASES[name]]
+    document = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+                "normalizer": {"type": "Lowercase"}, "pre_tokenizer": {"type": "Whitespace"}, "post_processor": None,
+                "decoder": None, "model": {"type": "WordLevel", "vocab": _WORDS_VOCAB, "unk_token": "[UNK]"}}
+    ours = Tokenizer.from_json(json.dumps(document))
+    theirs = tokenizers.Tokenizer.from_str(json.dumps(document))
+    assert ours.encode(text, allowed_special="all") == theirs.encode(text, add_special_tokens=False).ids
+    assert json.loads(ours.to_json())["added_tokens"] == added
 
 
 @pytest.mark.parametrize("text", ["    msg: the text", "msg: the text", "  ", "x <eot> y", "<eot>  y"])
