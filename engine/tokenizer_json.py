@@ -12,8 +12,9 @@ reads any object with the pipeline's attributes and returns the keyword argument
 ``tokenizer.py`` can use it without an import circle. The one way to load a document is
 ``Tokenizer.from_json`` (``from_file`` for a path), and to write one ``Tokenizer.to_json``.
 
-Left out: HF features the playground does not use (truncation, padding, pair sequences, added
-tokens that are not special). Reading them does not fail; they are ignored.
+Left out: HF features that shape a batch for a model rather than split text (truncation,
+padding, pair sequences). Reading them does not fail; they are ignored, so a file that sets
+``truncation`` gives every id of a long text here, where HF's ``encode`` stops at ``max_length``.
 
 Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
