@@ -62,6 +62,27 @@ class CharsMap:
         length, value = found[-1]
         return length, self._string(value)
 
+    def alone_before_ascii(self, byte: int) -> bool:
+        """Whether the ASCII ``byte`` followed by ASCII (or nothing) is left as it is: no rule is
+        the byte itself, and none starts with it and an ASCII byte (letters start rules for the
+        accented letters they compose with, but only before a combining mark)."""
+        return not self._prefixes(bytes([byte]), 0, 1) and not any(
+            self._prefixes(bytes([byte, after]), 0, 2) or self._path(bytes([byte, after])) for after in range(0x80))
+
+    def _path(self, key: bytes) -> bool:
+        """Whether the trie has the path ``key`` from its root (a rule may continue it)."""
+        units = self._units
+        count = len(units)
+        if not count:
+            return False
+        node = _offset(units[0])
+        for byte in key:
+            node ^= byte
+            if node >= count or units[node] & 0x800000FF != byte:
+                return False
+            node ^= _offset(units[node])
+        return True
+
     def shortest(self, chunk: bytes) -> bytes | None:
         """The replacement of the shortest rule that is a prefix of ``chunk`` (up to a NUL), or
         None: Hugging Face's ``transform``, which puts it in place of the whole chunk."""
@@ -133,6 +154,16 @@ class SpmNormalizer:
         self.user_defined = frozenset(p.encode("utf-8") for p in user_defined if p)
         self._user_lengths = sorted({len(p) for p in self.user_defined}, reverse=True)
         self.name = f"spm:{name}" if name else "spm"
+        # ASCII bytes that are a unit of their own, as they are, before ASCII: no rule and no
+        # user-defined piece starts there, and not a space. A run of them is copied whole
+        # (English text through nmt_nfkc: ~10 times faster than a trie walk per byte).
+        plain = bytes(b for b in range(0x21, 0x80)
+                      if (self.charsmap is None or self.charsmap.alone_before_ascii(b))
+                      and not any(p[0] == b for p in self.user_defined))
+        # The run's last byte must be followed by ASCII or the end: before a combining mark a
+        # letter may start a rule.
+        self._plain_run = regex.compile(b"(?:[" + b"".join(b"\\x%02x" % b for b in plain)
+                                        + b"](?![\\x80-\\xff]))+") if plain else None
 
     def _prefix(self, data: bytes, pos: int) -> tuple[bytes, int]:
         """``NormalizePrefix``: the normalized bytes of the next unit and how many input bytes it takes."""
@@ -164,7 +195,13 @@ class SpmNormalizer:
             out += space
             orig += [pos] * len(space)
         prev_space = self.remove_extra_whitespaces
+        plain = self._plain_run
         while pos < end:
+            if plain is not None and (run := plain.match(data, pos)) is not None:
+                out += run.group()
+                orig += range(pos, run.end())
+                pos, prev_space = run.end(), False
+                continue
             piece, size = self._prefix(data, pos)
             if prev_space:
                 piece = piece.lstrip(b" ")

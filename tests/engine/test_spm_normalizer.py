@@ -101,6 +101,19 @@ def test_precompiled_equals_hugging_faces(trained: dict[str, bytes]) -> None:
         assert [t for t in texts if ours.normalize(t) != hf.normalize_str(t)] == []
 
 
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_runs_of_plain_ascii_normalize_as_one_byte_at_a_time(trained: dict[str, bytes], name: str) -> None:
+    """The copied runs give the bytes and the offsets the per-byte walk gives (letters before a
+    combining mark still go through the charsmap: "a\u0301" is "á" under NFKC)."""
+    fast = _normalizer(trained[name])
+    slow = _normalizer(trained[name])
+    slow._plain_run = None
+    assert fast._plain_run is not None
+    for text in random_texts(1500, 13) + SPECIAL_CASES + ["a\u0301 b\u0300c", "foo<mask>bar  baz", "x\u00a0y"]:
+        data = text.encode("utf-8", "surrogatepass")
+        assert fast.normalize_bytes(data) == slow.normalize_bytes(data), text
+
+
 def test_whitespace_rules_without_charsmap() -> None:
     plain = SpmNormalizer()
     assert plain.normalize("  a   b  ") == "▁a▁b"
