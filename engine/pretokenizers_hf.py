@@ -181,6 +181,49 @@ class PrefixSpace:
         return {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": False}
 
 
+class UnicodeScripts:
+    """Hugging Face's ``UnicodeScripts``: a piece starts wherever the script changes, by HF's own
+    table (``engine/hf_scripts.py``: classes of code points, Hiragana, Katakana and U+30FC read
+    as Han). A space, or a character the table does not know, has no script: it stays with the
+    piece before it and never changes the script the next character is compared with. Text
+    before the first character with a script is dropped, as Hugging Face drops it."""
+
+    name = "unicode-scripts"
+
+    def split(self, text: str) -> list[Piece]:
+        import numpy as np  # not at import: the command lines set numpy's threads first (engine/processes.py)
+
+        kinds = _script_table()[np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)]
+        scripted = np.flatnonzero(kinds)
+        if not len(scripted):
+            return []
+        changes = kinds[scripted]
+        starts = scripted[np.concatenate(([True], changes[1:] != changes[:-1]))].tolist()
+        bounds = [*starts, len(text)]
+        return [Piece(text[a:b], a, b) for a, b in zip(bounds, bounds[1:])]
+
+    def pieces(self, text: str) -> list[str]:
+        return [piece.text for piece in self.split(text)]
+
+    def to_hf(self) -> dict[str, Any]:
+        return {"type": "UnicodeScripts"}
+
+
+@functools.cache
+def _script_table() -> Any:
+    """Each code point's script class (``engine/hf_scripts.py``), one byte each (1.1 MB, made once)."""
+    import numpy as np
+
+    from engine.hf_scripts import RANGES
+
+    table = np.zeros(0x110000, np.uint8)
+    for item in RANGES.split():
+        span, _, kind = item.partition(":")
+        first, _, last = span.partition("-")
+        table[int(first, 16):int(last or first, 16) + 1] = int(kind)
+    return table
+
+
 class Sequence:
     """Several pre-tokenizers in order: each splits every piece the one before produced.
 
@@ -298,6 +341,8 @@ def pretokenizer_from_hf(data: Any, where: str = "pre_tokenizer", depth: int = 0
         return _split_from_hf({"pattern": {"String": delimiter}, "behavior": "Removed", "invert": False}, where)
     if kind == "Digits":
         return Digits(individual_digits=bool(data.get("individual_digits", False)))
+    if kind == "UnicodeScripts":
+        return UnicodeScripts()
     if kind == "Punctuation":
         behavior = data.get("behavior", "Isolated")
         if behavior not in BEHAVIORS:

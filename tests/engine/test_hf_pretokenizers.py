@@ -7,7 +7,9 @@ chain several Split steps (DeepSeek V3's shape), ByteLevel's add_prefix_space, a
 
 from __future__ import annotations
 
+import importlib.util
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.errors import FormatError
+from engine.hf_scripts import RANGES
 from engine.normalizers_hf import hf_numeric, hf_punctuation
 from engine.pretokenizers_hf import pretokenizer_from_hf
 from engine.tokenizer import Tokenizer
@@ -107,7 +110,7 @@ def test_random_text_equals_hugging_face(data: dict[str, Any], text: str) -> Non
 # Every code point, three at a time between letters: what each step cuts by its character tables.
 _CODE_POINTS = "".join(chr(c) for c in range(1, 0x110000) if not 0xD800 <= c <= 0xDFFF)
 EVERY = "a".join(_CODE_POINTS[i:i + 3] for i in range(0, len(_CODE_POINTS), 3))
-TABLE_STEPS = [{"type": "BertPreTokenizer"}, {"type": "Digits", "individual_digits": True},
+TABLE_STEPS = [{"type": "BertPreTokenizer"}, {"type": "UnicodeScripts"}, {"type": "Digits", "individual_digits": True},
                {"type": "Digits", "individual_digits": False}] + [
     {"type": "Punctuation", "behavior": behavior}
     for behavior in ("Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous")]
@@ -126,6 +129,25 @@ def test_the_punctuation_and_numeric_tables_are_the_installed_tokenizers() -> No
     numeric = {p for p, _ in hf_pieces({"type": "Digits", "individual_digits": True}, text) if "a" not in p}
     assert {chr(c) for a, b in _runs_of(hf_punctuation()) for c in range(a, b + 1)} == punctuation
     assert {chr(c) for a, b in _runs_of(hf_numeric()) for c in range(a, b + 1)} == numeric
+
+
+def test_the_script_table_is_the_installed_tokenizers() -> None:
+    spec = importlib.util.spec_from_file_location("hf_scripts_script",
+                                                  Path(__file__).resolve().parents[2] / "scripts" / "hf_scripts.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    written = [(int(a, 16), int(b or a, 16), int(k)) for item in RANGES.split()
+               for (a, _, b), k in [(item.partition(":")[0].partition("-"), item.partition(":")[2])]]
+    assert script.hf_script_classes() == written, "tokenizers' script table changed: run scripts/hf_scripts.py"
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.lists(st.sampled_from(["a", "日", "ひ", "カ", "ー", " ", "  ", "1", ".", "é", "Ω", "\u0301", "\u0378",
+                                      "\u20c1", "\n", "Ж", "😀", "ـ"]), max_size=12).map("".join))
+def test_unicode_scripts_cut_as_hugging_face(text: str) -> None:
+    """Spaces and unknown characters stay with the piece before; text before the first script is dropped."""
+    assert our_pieces({"type": "UnicodeScripts"}, text) == hf_pieces({"type": "UnicodeScripts"}, text)
 
 
 def _runs_of(members: str) -> list[tuple[int, int]]:
@@ -165,8 +187,8 @@ def test_written_back_as_read() -> None:
         pytest.param({"type": "Metaspace", "prepend_scheme": "sometimes"}, "pre_tokenizer.prepend_scheme must be", id="scheme"),
         pytest.param({"type": "CharDelimiterSplit", "delimiter": "ab"}, "pre_tokenizer.delimiter must be one character",
                      id="delimiter"),
-        pytest.param({"type": "UnicodeScripts"}, "The pre-tokenizer type 'UnicodeScripts' (pre_tokenizer) is not supported",
-                     id="scripts"),
+        pytest.param({"type": "Scripts"}, "The pre-tokenizer type 'Scripts' (pre_tokenizer) is not supported",
+                     id="unknown"),
     ],
 )
 def test_bad_parts_are_named(data: dict[str, Any], message: str) -> None:
