@@ -7,9 +7,7 @@ chain several Split steps (DeepSeek V3's shape), ByteLevel's add_prefix_space, a
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +20,7 @@ from engine.hf_scripts import RANGES
 from engine.normalizers_hf import hf_numeric, hf_punctuation
 from engine.pretokenizers_hf import pretokenizer_from_hf
 from engine.tokenizer import Tokenizer
+from tests.repo_scripts import load_script
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -132,11 +131,7 @@ def test_the_punctuation_and_numeric_tables_are_the_installed_tokenizers() -> No
 
 
 def test_the_script_table_is_the_installed_tokenizers() -> None:
-    spec = importlib.util.spec_from_file_location("hf_scripts_script",
-                                                  Path(__file__).resolve().parents[2] / "scripts" / "hf_scripts.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script("hf_scripts")
     written = [(int(a, 16), int(b or a, 16), int(k)) for item in RANGES.split()
                for (a, _, b), k in [(item.partition(":")[0].partition("-"), item.partition(":")[2])]]
     assert script.hf_script_classes() == written, "tokenizers' script table changed: run scripts/hf_scripts.py"

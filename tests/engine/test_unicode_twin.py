@@ -3,9 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -23,6 +20,7 @@ from engine.pretokenizers_hf import pretokenizer_from_hf
 from engine.tokenizer_json import _split_byte_level
 from engine.unicode_twin import _newer, needs_twin
 from tests.preset_tables import presets_dir, tiktoken_encoding
+from tests.repo_scripts import load_script
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -46,11 +44,7 @@ def test_the_chosen_characters_are_ones_the_tables_disagree_on() -> None:
 
 
 def test_the_unassigned_table_is_the_installed_tokenizers() -> None:
-    spec = importlib.util.spec_from_file_location("unicode_twin_script",
-                                                  Path(__file__).resolve().parents[2] / "scripts" / "onig_unassigned.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script("onig_unassigned")
     written = [tuple(int(x, 16) for x in (span.split("-") * 2)[:2]) for span in RANGES.split()]
     assert script.onig_unassigned() == written, "tokenizers' Onig tables changed: run scripts/onig_unassigned.py"
 
