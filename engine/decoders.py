@@ -261,7 +261,10 @@ class Metaspace(MetaspaceDecoder):
 
 
 class ByteFallback(_Step):
-    """A run of byte pieces becomes its text when it is valid UTF-8, else one U+FFFD per piece."""
+    """A run of byte pieces becomes its text when it is valid UTF-8, else one U+FFFD per piece.
+
+    A byte piece is a model's fallback byte, or any token spelled ``<0xNN>``: Hugging Face reads
+    token strings, so a vocabulary's own ``<0x2C>`` (a WordLevel or Unigram model's) is the byte too."""
 
     def decode_chain(self, tokens: list[bytes]) -> list[bytes]:
         out: list[bytes] = []
@@ -269,6 +272,10 @@ class ByteFallback(_Step):
         for token in [*tokens, None]:
             if isinstance(token, FallbackByte):
                 run.append(token)
+                continue
+            if token is not None and len(token) == 6 and token.startswith(b"<0x") and \
+                    (value := byte_piece_value(token.decode("ascii", "replace"))) is not None:
+                run.append(bytes((value,)))
                 continue
             if run:
                 data = b"".join(run)

@@ -91,6 +91,20 @@ def test_decode_matches_hf(name: str, tokens: list[str]) -> None:
     assert ours == hf.decode(ids, skip_special_tokens=False)
 
 
+@pytest.mark.parametrize("name", ["byte-fallback", "llama2", "fuse-before-byte-fallback"])
+def test_a_vocabularys_own_byte_pieces_decode_as_hugging_face(name: str) -> None:
+    """A WordLevel vocabulary's ``<0x2C>`` is a token string HF's ByteFallback reads as the byte."""
+    from engine.tokenizer import Tokenizer
+
+    vocab = {token: index for index, token in enumerate(["[UNK]", "<0x2C>", "<0xE2>", "<0x98>", "<0x83>", "▁a", "<0x4g>"])}
+    document = json.dumps({"version": "1.0", "added_tokens": [], "normalizer": None, "pre_tokenizer": None,
+                           "post_processor": None, "decoder": DECODERS[name],
+                           "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "[UNK]"}})
+    hf, ours = HFTokenizer.from_str(document), Tokenizer.from_json(document)
+    for ids in ([1, 5, 1], [2, 3, 4, 5], [2, 3, 5, 6], [6, 1]):
+        assert ours.decode(ids) == hf.decode(ids, skip_special_tokens=False), ids
+
+
 @pytest.mark.parametrize("name", DECODERS)
 def test_to_hf_writes_back_what_was_read(name: str) -> None:
     assert decoder_from_hf(DECODERS[name], ConcatDecoder()).to_hf() == DECODERS[name]
