@@ -54,6 +54,21 @@ def test_the_real_file_gives_hugging_faces_ids(name: str) -> None:
     assert [e.ids for e in again.encode_batch(lines[::20], add_special_tokens=False)] == expected[::20]
 
 
+# Every code point but the surrogates, 2,000 to a text, in "words" of seven.
+_EVERY = "".join(chr(c) for c in range(1, 0x110000) if not 0xD800 <= c <= 0xDFFF)
+EVERY_TEXTS = [" ".join(_EVERY[i + j:i + j + 7] for j in range(0, 2000, 7)) + " The end.\n"
+               for i in range(0, len(_EVERY), 2000)]
+
+
+@pytest.mark.parametrize("name", OPEN_MODEL_NAMES + MORE_MODEL_NAMES)
+def test_every_code_point_gives_hugging_faces_ids(name: str) -> None:
+    """Each table the pipeline reads (Onig's, HF's normal forms, punctuation and scripts) on every character."""
+    ours, hf = _pair(name)
+    expected = [encoding.ids for encoding in hf.encode_batch(EVERY_TEXTS, add_special_tokens=False)]  # type: ignore[attr-defined]
+    differ = [i for i, (text, ids) in enumerate(zip(EVERY_TEXTS, expected)) if ours.encode_ordinary(text) != ids]
+    assert not differ, f"{len(differ)} of {len(EVERY_TEXTS)} texts differ; the first starts at U+{ord(EVERY_TEXTS[differ[0]][0]):04X}"
+
+
 def test_the_document_sentence_counts() -> None:
     """The sentence the team's source document compares the models on, with its counts."""
     sentence = "人工智能是计算机科学、心理学、哲学等学科融合的交叉学科。"
