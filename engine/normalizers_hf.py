@@ -35,6 +35,7 @@ from typing import Any
 
 import regex
 
+from engine.code_points import char_class, codes, holds_any, members, ranges, runs, table
 from engine.errors import ConfigError
 from engine.limits import run_budgeted, shown
 from engine.onig import from_onig, onig_spans
@@ -90,71 +91,33 @@ _LOWER_DRIFT = (  # upper-case letters Python 3.11 does not know: first[-last]>l
 _CJK = "4E00-9FFF 3400-4DBF 20000-2A6DF 2A700-2B73F 2B740-2B81F 2B920-2CEAF F900-FAFF 2F800-2FA1F"
 
 
-def _ranges(spec: str) -> list[tuple[int, int]]:
-    pairs = []
-    for item in spec.split():
-        first, _, last = item.partition("-")
-        pairs.append((int(first, 16), int(last or first, 16)))
-    return pairs
-
-
-def _runs(codes: set[int]) -> list[list[int]]:
-    """``codes`` as ``[first, last]`` runs of consecutive code points, in order."""
-    runs: list[list[int]] = []
-    for code in sorted(codes):
-        if runs and runs[-1][1] == code - 1:
-            runs[-1][1] = code
-        else:
-            runs.append([code, code])
-    return runs
-
-
-def _class(codes: set[int]) -> str:
-    """A regex character class of ``codes``, as ranges."""
-    return "[" + "".join(f"\\U{a:08x}" + (f"-\\U{b:08x}" if b > a else "") for a, b in _runs(codes)) + "]"
-
-
-def _codes(spec: str) -> set[int]:
-    return {code for a, b in _ranges(spec) for code in range(a, b + 1)}
-
-
 @functools.cache
 def hf_marks() -> frozenset[int]:
     """The code points HF's StripAccents drops (General_Category Mark in HF's Unicode tables)."""
     python = {code for code in range(0x110000) if unicodedata.category(chr(code))[0] == "M"}
-    return frozenset((python - _codes(_MARK_DRIFT_NOT)) | _codes(_MARK_DRIFT_PLUS))
+    return frozenset((python - codes(_MARK_DRIFT_NOT)) | codes(_MARK_DRIFT_PLUS))
 
 
 @functools.cache
 def _mark_pattern() -> regex.Pattern[str]:
-    return regex.compile(_class(set(hf_marks())) + "+")
+    return regex.compile(char_class(set(hf_marks())) + "+")
 
 
 @functools.cache
 def _bert_mark_pattern() -> regex.Pattern[str]:
     """BertNormalizer's strip_accents drops only nonspacing marks (Mn), from its own tables."""
     python = {code for code in range(0x110000) if unicodedata.category(chr(code)) == "Mn"}
-    return regex.compile(_class((python - _codes(_BERT_MARK_DRIFT_NOT)) | _codes(_BERT_MARK_DRIFT_PLUS)) + "+")
+    return regex.compile(char_class((python - codes(_BERT_MARK_DRIFT_NOT)) | codes(_BERT_MARK_DRIFT_PLUS)) + "+")
 
 
 @functools.cache
 def _form_drift_pattern() -> regex.Pattern[str]:
-    return regex.compile(_class(_codes(_FORM_DRIFT)))
+    return regex.compile(char_class(codes(_FORM_DRIFT)))
 
 
 @functools.cache
 def _drift_chars(spec: str) -> frozenset[str]:
-    return frozenset(map(chr, _codes(spec)))
-
-
-@functools.cache
-def _drift_table(spec: str) -> Any:
-    """Whether each code point is in ``spec``, one bool each (1.1 MB, made once per table)."""
-    import numpy as np  # not at import: the command lines set numpy's threads first (engine/processes.py)
-
-    table = np.zeros(0x110000, bool)
-    table[sorted(_codes(spec))] = True
-    return table
+    return frozenset(map(chr, codes(spec)))
 
 
 def holds_drift(text: str, spec: str) -> bool:
@@ -164,9 +127,7 @@ def holds_drift(text: str, spec: str) -> bool:
         return False
     if len(text) < 4096:
         return not _drift_chars(spec).isdisjoint(text)
-    import numpy as np
-
-    return bool(_drift_table(spec)[np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)].any())
+    return holds_any(table(spec), text)
 
 
 def hf_normal_form(form: str, text: str) -> str:
@@ -192,14 +153,14 @@ def hf_punctuation() -> str:
     """HF's punctuation (its ``Punctuation`` and ``BertPreTokenizer``: ASCII's, and the P* categories
     of its tables) as the members of a ``regex`` class, each range once (~600 characters)."""
     found = _found(r"[!-/:-@\[-`{-~\p{P}]+")
-    return _members((found - _codes(_PUNCTUATION_DRIFT_NOT)) | _codes(_PUNCTUATION_DRIFT_PLUS))
+    return members(runs((found - codes(_PUNCTUATION_DRIFT_NOT)) | codes(_PUNCTUATION_DRIFT_PLUS)))
 
 
 @functools.cache
 def hf_numeric() -> str:
     """What HF's ``Digits`` takes (Rust's ``char::is_numeric``) as the members of a ``regex`` class."""
     found = _found(r"\p{N}+")
-    return _members(found - _codes(_NUMERIC_DRIFT_NOT))
+    return members(runs(found - codes(_NUMERIC_DRIFT_NOT)))
 
 
 def _found(pattern: str) -> set[int]:
@@ -215,16 +176,6 @@ def _every_character() -> str:
     return points.tobytes().decode("utf-32-le")
 
 
-def _members(codes: set[int]) -> str:
-    """``codes`` as the members of a class, in ranges of literal characters (``\\xNN`` below U+0080
-    and for the class's own syntax characters)."""
-    return "".join(_member(first) + (f"-{_member(last)}" if last > first else "") for first, last in _runs(codes))
-
-
-def _member(code: int) -> str:
-    return f"\\x{code:02x}" if code < 0x80 or chr(code) in "\\]^-[" else chr(code)
-
-
 def strip_marks(text: str) -> str:
     """``text`` without HF's combining marks (no decomposition first)."""
     return _mark_pattern().sub("", text)
@@ -232,13 +183,13 @@ def strip_marks(text: str) -> str:
 
 @functools.cache
 def _lower_table() -> dict[int, int]:
-    table = {}
+    lowered = {}
     for item in _LOWER_DRIFT.split():
         span, _, lower = item.partition(">")
-        (first, last), = _ranges(span)
+        (first, last), = ranges(span)
         for code in range(first, last + 1):
-            table[code] = int(lower, 16) + code - first
-    return table
+            lowered[code] = int(lower, 16) + code - first
+    return lowered
 
 
 def hf_lowercase(text: str) -> str:
@@ -405,9 +356,9 @@ class Nmt:
 @functools.cache
 def _bert_patterns() -> tuple[regex.Pattern[str], dict[int, str], regex.Pattern[str]]:
     controls = {code for code in range(0x110000) if unicodedata.category(chr(code)) in ("Cc", "Cf", "Co")}
-    controls = (controls - _codes(_CONTROL_DRIFT_NOT) - set(map(ord, "\t\n\r"))) | {0, 0xFFFD}
+    controls = (controls - codes(_CONTROL_DRIFT_NOT) - set(map(ord, "\t\n\r"))) | {0, 0xFFFD}
     spaces = str.maketrans(dict.fromkeys(map(ord, RUST_WHITESPACE), " "))
-    return regex.compile(_class(controls) + "+"), spaces, regex.compile(_class(_codes(_CJK)))
+    return regex.compile(char_class(controls) + "+"), spaces, regex.compile(char_class(codes(_CJK)))
 
 
 class BertCleanup:

@@ -29,6 +29,7 @@ from typing import Any
 
 import regex
 
+from engine.code_points import ranges
 from engine.errors import ConfigError, FormatError
 from engine.limits import run_budgeted, shown
 from engine.normalizers_hf import NUMERIC_DRIFT, PUNCTUATION_DRIFT, hf_numeric, hf_punctuation, holds_drift
@@ -216,12 +217,12 @@ def _script_table() -> Any:
 
     from engine.hf_scripts import RANGES
 
-    table = np.zeros(0x110000, np.uint8)
+    kinds = np.zeros(0x110000, np.uint8)
     for item in RANGES.split():
         span, _, kind = item.partition(":")
-        first, _, last = span.partition("-")
-        table[int(first, 16):int(last or first, 16) + 1] = int(kind)
-    return table
+        (first, last), = ranges(span)
+        kinds[first:last + 1] = int(kind)
+    return kinds
 
 
 class Sequence:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 
+from engine.code_points import members
 from engine.errors import ConfigError
 from engine.limits import check_pattern, shown
 from engine.regex_scan import CLASS_ASIDE, POSIX_BRACKET, apply_edits, escape_end, outside_classes
@@ -165,7 +166,8 @@ def _escape_edits(pattern: str, classes: list[tuple[int, int]]) -> list[tuple[in
         token = pattern[i:end]
         in_class = any(i in span for span in inside)
         if (code := _CODE_ESCAPE.fullmatch(token)) is not None:
-            edits.append((i, len(token), _spell(int(code.group(1), 16))))
+            point = int(code.group(1), 16)
+            edits.append((i, len(token), members([(point, point)])))
         elif token == "\\e":
             edits.append((i, 2, "\\x1b"))
         elif token in ("\\h", "\\H") and not in_class:
@@ -174,19 +176,9 @@ def _escape_edits(pattern: str, classes: list[tuple[int, int]]) -> list[tuple[in
     return edits
 
 
-def _ranges(ranges: tuple[tuple[int, int], ...], negated: bool) -> str:
-    """Class members for ``ranges`` of code points, or for every code point outside them."""
+def _ranges(spans: tuple[tuple[int, int], ...], negated: bool) -> str:
+    """Class members for ``spans`` of code points, or for every code point outside them."""
     if negated:
-        edges = [-1, *(x for lo, hi in ranges for x in (lo, hi)), 0x110000]
-        ranges = tuple((lo + 1, hi - 1) for lo, hi in zip(edges[::2], edges[1::2]) if lo + 1 <= hi - 1)
-    return "".join(_spell(lo) + (f"-{_spell(hi)}" if hi > lo else "") for lo, hi in ranges)
-
-
-def _spell(point: int) -> str:
-    """One code point as both the ``regex`` module and Onig read it, in a class or out of one."""
-    if point < 0x80:
-        char = chr(point)
-        return char if char.isalnum() else f"\\x{point:02x}"
-    if 0xD800 <= point <= 0xDFFF:
-        raise ConfigError(f"The pattern names the surrogate U+{point:04X}, which is no character.")
-    return chr(point)
+        edges = [-1, *(x for first, last in spans for x in (first, last)), 0x110000]
+        spans = tuple((lo + 1, hi - 1) for lo, hi in zip(edges[::2], edges[1::2]) if lo + 1 <= hi - 1)
+    return members(list(spans))

@@ -66,8 +66,8 @@ class CharsMap:
         """Whether the ASCII ``byte`` followed by ASCII (or nothing) is left as it is: no rule is
         the byte itself, and none starts with it and an ASCII byte (letters start rules for the
         accented letters they compose with, but only before a combining mark)."""
-        return not self._prefixes(bytes([byte]), 0, 1) and not any(
-            self._prefixes(bytes([byte, after]), 0, 2) or self._path(bytes([byte, after])) for after in range(0x80))
+        return not self._prefixes(bytes([byte]), 0, 1) and not any(self._path(bytes([byte, after]))
+                                                                   for after in range(0x80))
 
     def _path(self, key: bytes) -> bool:
         """Whether the trie has the path ``key`` from its root (a rule may continue it)."""

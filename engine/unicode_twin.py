@@ -45,19 +45,15 @@ Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 from __future__ import annotations
 
 import re
-import sys
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 import regex
 
+from engine.code_points import char_class, holds_any, table
 from engine.errors import ConfigError
 from engine.limits import MAX_TWIN_LENGTH, shown
 from engine.onig_unassigned import RANGES
 from engine.regex_scan import POSIX_BRACKET, class_end, escape_end
-
-if TYPE_CHECKING:
-    import numpy as np
 
 __all__ = ["matcher", "needs_twin", "twin"]
 
@@ -73,24 +69,12 @@ _UNASSIGNED_PROBE = "\u0378"  # the first code point Oniguruma leaves unassigned
 
 
 @lru_cache(maxsize=1)
-def _unassigned_table() -> np.ndarray:
-    """Whether each code point is unassigned to the references, one bool each (1.1 MB, made in ~1 ms)."""
-    import numpy as np  # not at import: the command lines set numpy's threads first (engine/processes.py)
-
-    table = np.zeros(sys.maxunicode + 1, bool)
-    for span in RANGES.split():
-        first, _, last = span.partition("-")
-        table[int(first, 16):int(last or first, 16) + 1] = True
-    return table
-
-
-@lru_cache(maxsize=1)
 def _newer() -> str:
     """The characters the ``regex`` module assigns and the references do not: the only ones on which
     a property reads otherwise (~18,000, found once, when a twin is first made)."""
-    import numpy as np
+    import numpy as np  # not at import: the command lines set numpy's threads first (engine/processes.py)
 
-    points = np.flatnonzero(_unassigned_table())
+    points = np.flatnonzero(table(RANGES))
     unassigned = points[(points < 0xD800) | (points > 0xDFFF)].astype(np.uint32).tobytes().decode("utf-32-le")
     return "".join(regex.findall(r"\P{Cn}", unassigned))
 
@@ -98,7 +82,7 @@ def _newer() -> str:
 def needs_twin(source: str, text: str, *, onig_word: bool = True) -> bool:
     """Whether ``text`` may match ``source`` otherwise with the reference libraries' tables: the
     pattern reads a property and the text holds a character they leave unassigned (one numpy
-    lookup; none for ASCII, nor for text below U+0378, the first such character), one that changed
+    lookup, ``code_points.holds_any``; none for ASCII), one that changed
     category (:data:`_CHANGED`), or, for an Oniguruma pattern (``onig_word``) that uses ``\\w``,
     U+200C, U+200D or one of ``²³¹¼½¾``. A few microseconds
     for a line of Chinese (a fifth of Qwen 3's encode of such a line; a few thousandths of a
@@ -112,11 +96,7 @@ def needs_twin(source: str, text: str, *, onig_word: bool = True) -> bool:
         return True
     if any(c in text for c in _CHANGED):
         return True
-    import numpy as np
-
-    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
-    high = codes[codes >= ord(_UNASSIGNED_PROBE)]  # Python's max() of a 1 MB chunk took 16 ms, this 1 ms
-    return bool(len(high) and _unassigned_table()[high].any())
+    return holds_any(table(RANGES), text)
 
 
 def matcher(compiled: regex.Pattern[str], text: str, *, onig_word: bool = True) -> regex.Pattern[str]:
@@ -239,8 +219,10 @@ def _set_twin(whole: str, literals: tuple[str, ...], properties: tuple[str, ...]
     onig = set(candidates) - members if negated else members
     excluded, included = taken - onig, onig - taken
     # The two classes name characters, not letters: under (?i) they must not take their other cases.
-    twin = f"(?!(?-i:{_char_class(excluded)})){whole}" if excluded else whole
-    return f"(?:{twin}|(?-i:{_char_class(included)}))" if included else (f"(?:{twin})" if excluded else twin)
+    twin = f"(?!(?-i:{char_class(set(map(ord, excluded)))})){whole}" if excluded else whole
+    if not included:
+        return f"(?:{twin})" if excluded else twin
+    return f"(?:{twin}|(?-i:{char_class(set(map(ord, included)))}))"
 
 
 def _word_sign(item: str) -> bool | None:
@@ -263,14 +245,3 @@ def _holds_in_onig(item: str, char: str, bare: bool) -> bool:
     if sign is None:
         return regex.match(f"[{item}]", char) is not None
     return (bare and char in _ONIG_BARE_WORD) == sign
-
-
-def _char_class(chars: set[str]) -> str:
-    """A character class of ``chars``, as ranges of code points."""
-    ranges: list[list[int]] = []
-    for point in sorted(map(ord, chars)):
-        if ranges and ranges[-1][1] == point - 1:
-            ranges[-1][1] = point
-        else:
-            ranges.append([point, point])
-    return "[" + "".join(f"\\U{a:08x}" + (f"-\\U{b:08x}" if b > a else "") for a, b in ranges) + "]"

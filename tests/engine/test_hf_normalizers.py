@@ -13,10 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.code_points import codes
 from engine.errors import EncodeTimeout, FormatError
 from engine.limits import time_budget
 from engine.normalizers import MAX_NORMALIZER_DEPTH, normalize_aligned, normalizer_from_hf
-from engine.normalizers_hf import _FORM_DRIFT, _codes
+from engine.normalizers_hf import _FORM_DRIFT
 
 tokenizers = pytest.importorskip("tokenizers")
 HFTokenizer = tokenizers.Tokenizer
@@ -131,7 +132,7 @@ def test_the_form_drift_table_is_what_the_installed_tokenizers_lacks() -> None:
         parts = unicodedata.normalize("NFD", chr(code))
         if nfc.normalize_str(parts) != unicodedata.normalize("NFC", parts):
             found |= set(map(ord, parts))
-    assert found == _codes(_FORM_DRIFT), "tokenizers' NF* tables changed: update normalizers_hf._FORM_DRIFT"
+    assert found == codes(_FORM_DRIFT), "tokenizers' NF* tables changed: update normalizers_hf._FORM_DRIFT"
 
 
 @pytest.mark.parametrize(("data", "text", "expected"), [
