@@ -55,7 +55,7 @@ def char_class(points: set[int]) -> str:
 def members(spans: list[tuple[int, int]]) -> str:
     """Class members for ``spans`` of code points, as both the ``regex`` module and Onig read them:
     ASCII letters and digits as themselves, other ASCII as ``\\xNN``, the rest as the character.
-    Raises a ConfigError for a surrogate, which is no character."""
+    Raises a ConfigError for a surrogate, which is no character, or a number past U+10FFFF."""
     return "".join(_member(first) + (f"-{_member(last)}" if last > first else "") for first, last in spans)
 
 
@@ -65,6 +65,8 @@ def _member(point: int) -> str:
         return char if char.isalnum() else f"\\x{point:02x}"
     if 0xD800 <= point <= 0xDFFF:
         raise ConfigError(f"The pattern names the surrogate U+{point:04X}, which is no character.")
+    if point > 0x10FFFF:
+        raise ConfigError(f"The pattern names U+{point:X}, past the last code point U+10FFFF.")
     return chr(point)
 
 

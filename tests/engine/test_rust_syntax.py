@@ -57,7 +57,8 @@ def test_the_translations() -> None:
 @pytest.mark.parametrize(("pattern", "message"), [(r"[a-z&&[^aeiou]]+", "set operation"), (r"[a-c--b]", "set operation"),
                                                   (r"[[a]b]", "nested set"), (r"[[:vowel:]]", "no POSIX class"),
                                                   (r"(?m:a)$", r"\(\?m\) is on for a part"),
-                                                  (r"\N{DIGIT ONE}", r"\\N")])
+                                                  (r"\N{DIGIT ONE}", r"\\N"), (r"\x{D800}", "surrogate"),
+                                                  (r"\x{FFFFFF}", "past the last code point")])
 def test_patterns_tiktoken_reads_otherwise_are_refused(pattern: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         RegexSplit(pattern, keep_gaps=False, rust=True)
