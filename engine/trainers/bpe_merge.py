@@ -89,6 +89,36 @@ def _take(queue: PairQueue, table: PairTable, limit: int, V: int) -> list[Member
     return batch
 
 
+def _slots(packed: PackedStrings, index: type[np.signedinteger]) -> np.ndarray:
+    """Each symbol's place in the loop's arrays: the words end to end with one ``-1`` before each,
+    in the order of their leading symbols (as many as one 64-bit key holds).
+
+    Why that order: most occurrences of a common pair are at the start of words ("Ġt h" in every
+    "Ġth…" word), so the words that share a beginning sit side by side, and a step's reads and
+    writes over those occurrences touch fewer cache lines: 0.93x the loop on en_100M and 0.95x on
+    spm en_5M (``merge_loop_bench.py``), sorting included. The order changes no merge: counts are
+    sums over words, and a word's symbols keep their order.
+    """
+    lengths = packed.lengths
+    starts = np.cumsum(lengths) - lengths
+    base = int(packed.codes.max(initial=0)) + 2  # digit 0: the word has ended; c + 1: symbol c
+    digits = 1
+    while base ** (digits + 1) < 1 << 64:
+        digits += 1
+    key = np.zeros(len(lengths), dtype=np.uint64)
+    for j in range(digits):
+        digit = np.zeros(len(lengths), dtype=np.uint64)
+        longer = np.flatnonzero(lengths > j)
+        digit[longer] = packed.codes[starts[longer] + j].astype(np.uint64) + np.uint64(1)
+        key = key * np.uint64(base) + digit
+    order = np.argsort(key, kind="stable")
+    place = np.empty(len(lengths), dtype=np.int64)  # where each word's first symbol goes
+    place[order] = np.cumsum(lengths[order] + 1) - lengths[order]
+    slot = np.repeat((place - starts).astype(index), lengths)
+    slot += np.arange(len(packed.codes), dtype=index)
+    return slot
+
+
 def merge_words(
     words: Sequence[str] | PackedStrings,
     freqs: Sequence[int] | np.ndarray,
@@ -129,19 +159,19 @@ def merge_words(
     V = len(token_bytes) + num_merges  # every pair is left * V + right
     most = MAX_BATCH if max_batch is None else max_batch
 
-    # 1. Every word's symbols in one array, -1 between words and at both ends. Positions and
-    #    links are int32 where they fit: on text without spaces (Chinese) nearly every symbol
-    #    is in a distinct word, so these arrays are the training's memory.
+    # 1. Every word's symbols in one array, -1 between words and at both ends (``_slots``).
+    #    Positions and links are int32 where they fit: on text without spaces (Chinese) nearly
+    #    every symbol is in a distinct word, so these arrays are the training's memory; so are the
+    #    words' counts at each position, which read as int64.
     packed = words if isinstance(words, PackedStrings) else PackedStrings.of(words)
-    word_lengths = packed.lengths
-    n = len(packed.codes) + len(word_lengths) + 1
+    n = len(packed.codes) + len(packed.lengths) + 1
     index = np.int32 if n < 1 << 31 else np.int64
-    slot = np.arange(len(packed.codes), dtype=index)  # each symbol's place: after one -1 per word so far
-    slot += np.repeat(np.arange(1, len(word_lengths) + 1, dtype=index), word_lengths)
+    slot = _slots(packed, index)
     sym = np.full(n, -1, dtype=np.int32)  # token ids are below MAX_VOCAB
     sym[slot] = packed.codes
-    freq = np.zeros(n, dtype=np.int64)
-    freq[slot] = np.repeat(np.asarray(freqs, dtype=np.int64), word_lengths)
+    word_counts = np.asarray(freqs, dtype=np.int64)
+    freq = np.zeros(n, dtype=np.int32 if word_counts.max(initial=0) < 1 << 31 else np.int64)
+    freq[slot] = np.repeat(word_counts, packed.lengths)
     del slot
     nxt = np.minimum(np.arange(1, n + 1, dtype=index), n - 1)
     prv = np.maximum(np.arange(-1, n - 1, dtype=index), 0)
@@ -152,8 +182,8 @@ def merge_words(
     pid = np.full(n, -1, dtype=np.int32 if 3 * n < 1 << 31 else np.int64)  # ids: at most n + 2 per merged symbol
     if len(first):  # keyed by left * A + right over the alphabet's A symbols: few bits, a fast sort
         A = len(alphabet)
-        keys, sums, at, bounds, groups = group(sym[first].astype(np.int64) * A + sym[first + 1], freq[first], first,
-                                               A * A)
+        keys, sums, at, bounds, groups = group(sym[first].astype(np.int64) * A + sym[first + 1],
+                                               freq[first].astype(np.int64), first, A * A)
         left, right = np.divmod(keys, A)
         table.add((left * V + right).tolist(), sums, at, bounds)
         pid[at] = groups

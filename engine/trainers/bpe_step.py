@@ -86,12 +86,30 @@ def group(keys: np.ndarray, weights: np.ndarray, at: np.ndarray, bound: int) -> 
     over the run heads costs several times more)."""
     if not len(keys):
         return keys, weights, at, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    if bound <= 4 * len(keys) and int(weights.sum()) < 1 << 53:
+        return _group_dense(keys, weights, at, bound)
     order = _stable_order(keys, bound)
     keys = keys[order]
     starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
     sums = np.add.reduceat(weights[order], starts)
     bounds = np.append(starts, len(keys))
     return keys[starts], sums, at[order], bounds, np.repeat(np.arange(len(starts)), np.diff(bounds))
+
+
+def _group_dense(keys: np.ndarray, weights: np.ndarray, at: np.ndarray, bound: int) -> tuple[
+        np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`group` for keys that fill much of their range (a loop's first pairs over the 256
+    bytes: 3.1M keys below 65,536 on en_100M): the runs' sizes and sums are counted per key
+    (``bincount``), so the sorted keys, their run heads and their sums need no pass over the sorted
+    entries (0.09 s against 0.17 s). The sums are exact: ``bincount`` adds in float64, and the
+    caller sends only weights that add up to less than 2**53."""
+    sizes = np.bincount(keys, minlength=bound)
+    present = np.flatnonzero(sizes)
+    sums = np.bincount(keys, weights=weights, minlength=bound)[present].astype(np.int64)
+    sizes = sizes[present]
+    bounds = np.zeros(len(present) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=bounds[1:])
+    return present, sums, at[_stable_order(keys, bound)], bounds, np.repeat(np.arange(len(present)), sizes)
 
 
 def _leftmost(p: np.ndarray, member: np.ndarray, nxt: np.ndarray) -> np.ndarray:
@@ -159,7 +177,7 @@ class Symbols:
         same = member[1:] == member[:-1]
         mine_left = np.concatenate(([False], (q[:-1] == left[1:]) & same))  # left is the previous one's q
         mine_right = np.append(mine_left[1:], False)  # right is the next one's p: the same link, seen from there
-        sym_left, sym_right, f = sym[left], sym[right], freq[p]
+        sym_left, sym_right, f = sym[left], sym[right], freq[p].astype(np.int64)  # int32 where counts fit
         made = self._new_pairs(p, left, member, mine_left, mine_right, sym_left, sym_right, f, t)
 
         # 4. How many members stay the best in turn (the first always does); group again without

@@ -15,7 +15,7 @@ from engine.errors import ConfigError, TrainingCancelled
 from engine.trainers import bpe_merge, option_specs, train
 from engine.trainers.bpe import GPT2_BYTE_ORDER, BpeOptions, corpus_size, learn
 from engine.trainers.bpe_merge import merge_words
-from engine.trainers.bpe_step import _stable_order
+from engine.trainers.bpe_step import _group_dense, _stable_order, group
 from engine.trainers.byte_table import ByteTable
 from engine.trainers.limits import max_workers
 from engine.trainers.packed import CountedWords, PackedStrings
@@ -278,3 +278,35 @@ def test_the_step_sorts_pair_keys_stably_whatever_their_width_and_number(bound: 
     rng = np.random.default_rng(size)
     keys = rng.choice(rng.integers(0, bound, max(size // 3, 1)), size)  # wide values, many ties
     assert np.array_equal(_stable_order(keys.astype(np.int64), bound), np.argsort(keys, kind="stable"))
+
+
+@pytest.mark.parametrize("bound", [4, 300, 1 << 16])
+@pytest.mark.parametrize("size", [1, 200, 50_000])
+def test_grouping_keys_that_fill_their_range_equals_grouping_them_by_sorting(bound: int, size: int) -> None:
+    # bpe_step.group counts keys that fill much of their range per key (the loop's first pairs);
+    # it must give what sorting them gives: the keys, their sums, the positions, the runs, the groups.
+    rng = np.random.default_rng(size + bound)
+    keys = rng.integers(0, bound, size).astype(np.int64)
+    weights = rng.integers(1, 1 << 36, size)  # sums past int32's, below the 2**53 that group() asks of them
+    at = rng.permutation(size).astype(np.int32)
+    dense = _group_dense(keys, weights, at, bound)
+    order = np.argsort(keys, kind="stable")
+    distinct, starts, sizes = np.unique(keys[order], return_index=True, return_counts=True)
+    assert np.array_equal(dense[0], distinct)
+    assert dense[1].tolist() == [int(weights[order][a:a + n].sum()) for a, n in zip(starts, sizes)]
+    assert np.array_equal(dense[2], at[order])
+    assert dense[3].tolist() == [*starts.tolist(), size]
+    assert np.array_equal(dense[4], np.repeat(np.arange(len(distinct)), sizes))
+
+
+def test_grouping_weights_past_float64s_exact_range_stays_exact() -> None:
+    # The per-key counting adds in float64; weights that add up to 2**53 or more are sorted instead.
+    keys, weights = np.array([0, 0, 0, 1]), np.array([1 << 52, 1 << 52, 1, 3])
+    distinct, sums, *_ = group(keys, weights, np.arange(4), 4)
+    assert distinct.tolist() == [0, 1] and sums.tolist() == [(1 << 53) + 1, 3]
+
+
+def test_word_counts_past_32_bits_merge_with_their_exact_counts() -> None:
+    # The loop keeps each position's word count in 32 bits where every count fits, else in 64.
+    merges, _ = merge_words(["ab", "abc"], [(1 << 33) + 1, 5], 2)
+    assert merges == [(ord("a"), ord("b"), (1 << 33) + 6, (1 << 33) + 6), (256, ord("c"), 5, 5)]
