@@ -157,21 +157,18 @@ def piece_types(tokenizer: Tokenizer) -> list[int]:
         return [p.type for p in proto.pieces]
     model = tokenizer.model
     byte_fallback = bool(getattr(model, "byte_fallback", False))
+    types = [NORMAL] * tokenizer.vocab_size  # then the other kinds by id, not a look-up per id (8,000: 30 ms)
+    if byte_fallback:
+        for piece in BYTE_PIECES:
+            if (token_id := model.token_to_id(piece)) is not None:
+                types[token_id] = BYTE
     added = tokenizer.added_tokens  # Hugging Face's non-special added tokens: matched whole, as USER_DEFINED
-    byte_pieces = frozenset(BYTE_PIECES)  # the tuple would be scanned for every NORMAL piece
-    types = []
-    for token_id in range(tokenizer.vocab_size):
-        token = tokenizer.id_to_token(token_id)
-        if token_id == getattr(model, "unk_id", None):
-            types.append(UNKNOWN)
-        elif tokenizer.is_special(token_id):
-            types.append(CONTROL)
-        elif token in added:
-            types.append(USER_DEFINED)
-        elif byte_fallback and token in byte_pieces:
-            types.append(BYTE)
-        else:
-            types.append(NORMAL)
+    for token_id, token in tokenizer.specials.by_id.items():  # these ids read as the added token's string
+        types[token_id] = (CONTROL if tokenizer.is_special(token_id) else USER_DEFINED if token in added
+                           else BYTE if byte_fallback and token in BYTE_PIECES else NORMAL)
+    unk = getattr(model, "unk_id", None)
+    if unk is not None and 0 <= unk < len(types):
+        types[unk] = UNKNOWN
     return types
 
 

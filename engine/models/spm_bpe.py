@@ -175,16 +175,17 @@ class SpmBPE(PieceVocabulary):
         score of -0.0 ranks below 0.0 (:func:`_priority`), where the converter would see a tie:
         so the tokenizer.json of a model with pieces appended at score 0 (merge_tokenizers.py)
         gives sentencepiece's ids in Hugging Face too."""
-        found: list[tuple[float, int, int, int, str, str]] = []
+        ids, found = self._ids, []
         for piece, (index, _, priority) in self._merge.items():
-            if piece in self.user_defined:
+            if len(piece) < 2 or piece in self.user_defined:
                 continue
             for cut in range(1, len(piece)):
-                left, right = self._ids.get(piece[:cut]), self._ids.get(piece[cut:])
-                if left is not None and right is not None:
-                    found.append((-priority, index, left, right, piece[:cut], piece[cut:]))
-        found.sort()
-        return [(a, b) for *_, a, b in found]
+                left = ids.get(piece[:cut])
+                right = ids.get(piece[cut:]) if left is not None else None
+                if right is not None:
+                    found.append((-priority, index, left, right))
+        found.sort()  # (index, left, right) is unique: no two entries tie
+        return [(self._pieces[left][0], self._pieces[right][0]) for _, _, left, right in found]
 
     def to_hf(self) -> dict[str, Any]:
         return {
