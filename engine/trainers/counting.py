@@ -236,7 +236,7 @@ def _count_in_workers(files: Sequence[str | Path], total: int, workers: int, tal
         while (task := pool.claim()) is not None:
             tally_range(tally, task, safe_cuts=safe_cuts, max_chunk_chars=max_chunk_chars, stopped=between_chunks)
             counted += task.size
-        mine = hashed_table(tally.result()) if packed else tally.result()
+        mine = ByteTable.of(tally.result()) if packed else tally.result()  # hashed by the sum, unsorted
         del tally
         # 4. Then one table from each worker (before joining: a worker exits once its table is sent).
         while len(heard.parts) < len(procs):
