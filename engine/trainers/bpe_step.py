@@ -49,7 +49,7 @@ class Member(NamedTuple):
     where: Positions
 
 
-def _stable_order(keys: np.ndarray, bound: int) -> np.ndarray:
+def stable_order(keys: np.ndarray, bound: int) -> np.ndarray:
     """The stable sort order of ``keys`` (all in ``0 .. bound - 1``).
 
     Keys of 16 bits sort by numpy's radix sort (the first pairs: millions of keys over the
@@ -88,7 +88,7 @@ def group(keys: np.ndarray, weights: np.ndarray, at: np.ndarray, bound: int) -> 
         return keys, weights, at, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
     if bound <= 4 * len(keys) and int(weights.sum()) < 1 << 53:
         return _group_dense(keys, weights, at, bound)
-    order = _stable_order(keys, bound)
+    order = stable_order(keys, bound)
     keys = keys[order]
     starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
     sums = np.add.reduceat(weights[order], starts)
@@ -109,7 +109,7 @@ def _group_dense(keys: np.ndarray, weights: np.ndarray, at: np.ndarray, bound: i
     sizes = sizes[present]
     bounds = np.zeros(len(present) + 1, dtype=np.int64)
     np.cumsum(sizes, out=bounds[1:])
-    return present, sums, at[_stable_order(keys, bound)], bounds, np.repeat(np.arange(len(present)), sizes)
+    return present, sums, at[stable_order(keys, bound)], bounds, np.repeat(np.arange(len(present)), sizes)
 
 
 def _leftmost(p: np.ndarray, member: np.ndarray, nxt: np.ndarray) -> np.ndarray:

@@ -15,7 +15,7 @@ from engine.errors import ConfigError, TrainingCancelled
 from engine.trainers import bpe_merge, option_specs, train
 from engine.trainers.bpe import GPT2_BYTE_ORDER, BpeOptions, corpus_size, learn
 from engine.trainers.bpe_merge import merge_words
-from engine.trainers.bpe_step import _group_dense, _stable_order, group
+from engine.trainers.bpe_step import _group_dense, group, stable_order
 from engine.trainers.byte_table import ByteTable
 from engine.trainers.limits import max_workers
 from engine.trainers.packed import CountedWords, PackedStrings
@@ -277,7 +277,7 @@ def test_the_step_sorts_pair_keys_stably_whatever_their_width_and_number(bound: 
     # their index, by width and number: each must be numpy's stable order (ties keep their order).
     rng = np.random.default_rng(size)
     keys = rng.choice(rng.integers(0, bound, max(size // 3, 1)), size)  # wide values, many ties
-    assert np.array_equal(_stable_order(keys.astype(np.int64), bound), np.argsort(keys, kind="stable"))
+    assert np.array_equal(stable_order(keys.astype(np.int64), bound), np.argsort(keys, kind="stable"))
 
 
 @pytest.mark.parametrize("bound", [4, 300, 1 << 16])
