@@ -338,10 +338,12 @@ def test_a_cancel_leaves_no_task_on_the_cluster(scheduler: str, tmp_path: Path) 
                   progress=lambda stage, current, total: seen.append(current) if stage == "count" else None,
                   should_cancel=cancel_once_counting)
     assert 0 < seen[-1] < path.stat().st_size
+    # The cancel waits for running tasks to stop (STOP_WAIT_SECONDS); the workers report a task's
+    # end and the scheduler forgets released tasks asynchronously, so both are polled for a while
+    # (checking the workers once, at once, failed once in a full run on a busy machine).
     running, held = _cluster_tasks(scheduler)
-    assert running == set()
-    deadline = time.monotonic() + 10  # the scheduler forgets released tasks asynchronously
-    while held and time.monotonic() < deadline:
+    deadline = time.monotonic() + 10
+    while (running or held) and time.monotonic() < deadline:
         time.sleep(0.05)
         running, held = _cluster_tasks(scheduler)
     assert (running, held) == (set(), 0)
