@@ -18,7 +18,7 @@ between them is normalized, split and counted. How a stretch is counted depends 
 - :data:`tally.CHAR_PATTERN` (one piece per character) counts characters in C.
 - Anything else is split and counted stretch by stretch. The trick is not exact for the
   gpt2/gpt4/o200k patterns, whose pieces take the space before a word (and cost as much to
-  count as to split, ``docs/benchmarks.md``), nor for a custom regex or a callable. The named
+  count as to split, ``docs/perf-notes.md``), nor for a custom regex or a callable. The named
   patterns split ASCII text with their ``re`` twins (``engine.ascii_split``), as encoding does.
 
 With ``num_workers`` N, N - 1 workers start and this process counts as the Nth: each takes the

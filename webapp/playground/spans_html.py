@@ -19,7 +19,7 @@ per distinct id in the group's ``data-lines`` (:func:`hover_lines`), which the s
 the span's ``title`` when the pointer or focus reaches it; and the ids pane is plain text, which
 the script splits into one element per id the first time an id or a span is hovered. Measured
 in Chromium with 20 KB of text (4,000 tokens): the answer went from 654 to 349 KB and its
-parse, layout and paint from 220 to 108 ms (docs/benchmarks.md, "Typing").
+parse, layout and paint from 220 to 108 ms (docs/perf-notes.md, "Typing").
 
 An answer to the page's script (htmx: a keystroke) draws only what fills the two scrolling
 boxes: the spans of the first :data:`FIRST_CHARS` characters and the first :data:`FIRST_IDS` ids.
