@@ -6,8 +6,8 @@ no worker could share. On en_100M with 2 workers it unpickled two tables of ~290
 (0.2 s), added them key by key (0.13 s) and re-encoded all 442,000 words one by one for the
 merge loop (0.08 s): ~0.4 s of every run, and twice that in the serial part of issue #25
 (S = 2 t(2) - t(1)). Here a worker sends three arrays (a table's bytes travel as one buffer)
-with each word's hash, sorted by it, so the leader's sum is a sort of presorted runs and a few
-gathers, and the merge loop reads the bytes as they are.
+with each word's hash, sorted by it, so the leader's sum (its own table joins unsorted) is a sort
+of mostly presorted runs and a few gathers, and the merge loop reads the bytes as they are.
 
 Adding tables: words are grouped by a 64-bit polynomial hash of their bytes, and a group is one
 word only after every member is checked, length and bytes, against its first: the hash only
