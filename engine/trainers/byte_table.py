@@ -122,10 +122,10 @@ class ByteTable:
 
     def hashed(self) -> ByteTable:
         """The table sorted by its words' hashes (as a worker sends it: the sum then merges
-        sorted runs); itself if it is already."""
-        if self.hashes is not None:
+        sorted runs); itself if it is already (a table from :meth:`with_hashes` may not be)."""
+        hashes = self.with_hashes().hashes
+        if self.hashes is not None and bool(np.all(hashes[1:] >= hashes[:-1])):
             return self
-        hashes = _hashes(self.words)
         order = np.argsort(hashes, kind="stable")
         return ByteTable(self.words.take(order), self.counts[order], hashes[order])
 

@@ -105,3 +105,12 @@ def test_merges_from_three_workers_equal_those_from_one(tmp_path: Path) -> None:
     assert learn(three, options) == learn(one, options)
     backwards = dict(reversed(one.items()))
     assert learn(backwards, options) == learn(one, options)
+
+
+def test_a_table_hashed_in_its_own_order_still_sorts_when_asked() -> None:
+    # with_hashes keeps the table's order; hashed() must sort such a table, not take its hashes as sorted.
+    table = ByteTable.of({f"word{i}": i + 1 for i in range(200)}).with_hashes()
+    assert table.hashes is not None and not bool((table.hashes[1:] >= table.hashes[:-1]).all())
+    hashed = table.hashed()
+    assert bool((hashed.hashes[1:] >= hashed.hashes[:-1]).all())
+    assert hashed.as_dict() == table.as_dict() and hashed.hashed() is hashed
