@@ -28,6 +28,7 @@ from engine.cli_merge import add_merge_arguments, cmd_merge
 from engine.cli_train import add_train_arguments, cmd_train
 from engine.errors import SpecialTokenError, TokenforgeError
 from engine.formats import read_utf8
+from engine.gc_pause import frozen_for_exit
 from engine.limits import time_budget
 from engine.processes import one_blas_thread
 
@@ -239,4 +240,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    frozen_for_exit()  # the process ends here
+    sys.exit(status)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.cli import one_line_errors, register
+from engine.gc_pause import frozen_for_exit
 from engine.processes import one_blas_thread, stop_processes
 from webapp.jobs.supervisor import WORKER_STOP_SECONDS, stop_with_parent
 from webapp.store.job_states import JOB_KINDS
@@ -340,12 +341,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``tokenforge`` console script."""
+    """Run one ``tokenforge`` command; returns the exit status."""
     one_blas_thread()  # before numpy: the web workers, jobs and trainings started from here inherit it
     args = build_parser().parse_args(argv)
     result = args.func(args)
     return int(result or 0)
 
 
+def console() -> int:
+    """Entry point of the ``tokenforge`` console script: :func:`main`, then a quick exit."""
+    status = main()
+    frozen_for_exit()
+    return status
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console())

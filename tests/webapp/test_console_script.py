@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 import importlib.metadata
+import tomllib
+from pathlib import Path
 
 import pytest
 
+from webapp import cli
 from webapp.cli import main
 
 
@@ -33,3 +37,15 @@ def test_train_help_per_model_through_the_console_script(capsys: pytest.CaptureF
     out = capsys.readouterr().out
     assert out.startswith("usage: tokenforge train --model byte -o OUTDIR [OPTION ...] FILE [FILE ...]\n")
     assert "--vocab-size" not in out  # the byte model has no vocabulary size to choose
+
+
+def test_the_console_script_runs_main_then_freezes_the_heap_for_its_exit(monkeypatch: pytest.MonkeyPatch) -> None:
+    project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text(encoding="utf-8"))
+    assert project["project"]["scripts"] == {"tokenforge": "webapp.cli:console"}
+    monkeypatch.setattr(cli, "main", lambda: 3)
+    assert gc.get_freeze_count() == 0
+    try:
+        assert cli.console() == 3
+        assert gc.get_freeze_count() > 0  # the exit's collections skip the frozen heap (engine/gc_pause.py)
+    finally:
+        gc.unfreeze()
