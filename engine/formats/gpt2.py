@@ -44,7 +44,7 @@ from engine.presets import byte_level_bpe
 from engine.pretokenizers import PreTokenizer
 from engine.tokenizer import Tokenizer
 
-__all__ = ["build_gpt2", "dumps_merges", "dumps_vocab", "import_gpt2", "load_gpt2", "parse_merges_txt",
+__all__ = ["build_gpt2", "dumps_gpt2", "dumps_merges", "dumps_vocab", "import_gpt2", "load_gpt2", "parse_merges_txt",
            "parse_vocab_json", "save_gpt2"]
 
 MERGES_HEADER = "#version: 0.2"
@@ -279,18 +279,35 @@ def _bpe_model(tokenizer: Tokenizer) -> BPE:
 
 def dumps_vocab(tokenizer: Tokenizer) -> str:
     """``vocab.json`` text: every token, special tokens included, in id order."""
-    entries = _bpe_model(tokenizer).symbol_names()
-    entries.update({i: token for token, i in tokenizer.special_tokens.items()})
-    return dumps_indented({token: i for i, token in sorted(entries.items())}) + "\n"
+    return _vocab_text(tokenizer, _bpe_model(tokenizer).symbol_names())
 
 
 def dumps_merges(tokenizer: Tokenizer) -> str:
     """``merges.txt`` text with the ``#version: 0.2`` header, one merge a line in rank order."""
-    return "\n".join([MERGES_HEADER, *_bpe_model(tokenizer).merge_lines()]) + "\n"
+    return _merges_text(_bpe_model(tokenizer).merge_lines())
+
+
+def dumps_gpt2(tokenizer: Tokenizer) -> tuple[str, str]:
+    """``(vocab.json, merges.txt)`` texts, the tokens' byte-level names made once for both (a 32k
+    vocabulary: ~20 ms each time)."""
+    model = _bpe_model(tokenizer)
+    names = model.symbol_names()
+    merges = model.merge_lines(names)
+    return _vocab_text(tokenizer, names), _merges_text(merges)
+
+
+def _vocab_text(tokenizer: Tokenizer, names: dict[int, str]) -> str:
+    """``vocab.json`` from the model's byte-level ``names`` (changed: the special tokens join them)."""
+    names.update({i: token for token, i in tokenizer.special_tokens.items()})
+    return dumps_indented({token: i for i, token in sorted(names.items())}) + "\n"
+
+
+def _merges_text(lines: list[str]) -> str:
+    return "\n".join([MERGES_HEADER, *lines]) + "\n"
 
 
 def save_gpt2(tokenizer: Tokenizer, vocab_path: str | Path, merges_path: str | Path) -> None:
     """Write ``vocab.json`` and ``merges.txt``."""
-    vocab_text, merges_text = dumps_vocab(tokenizer), dumps_merges(tokenizer)
+    vocab_text, merges_text = dumps_gpt2(tokenizer)
     Path(vocab_path).write_text(vocab_text, encoding="utf-8")
     Path(merges_path).write_text(merges_text, encoding="utf-8")

@@ -16,6 +16,7 @@ from engine.errors import ConfigError, FormatError, TokenforgeError
 from engine.formats.gpt2 import (
     MERGES_HEADER,
     build_gpt2,
+    dumps_gpt2,
     dumps_merges,
     dumps_vocab,
     load_gpt2,
@@ -67,6 +68,7 @@ def test_gpt2_round_trip(tmp_path: Path, pretokenizer: str) -> None:
     assert loaded.special_tokens == {EOT: 0}
     assert loaded.encode(TEXT + EOT, allowed_special="all") == original.encode(TEXT + EOT, allowed_special="all")
     assert dumps_vocab(loaded) == dumps_vocab(original) and dumps_merges(loaded) == dumps_merges(original)
+    assert dumps_gpt2(original) == (dumps_vocab(original), dumps_merges(original))  # the names made once serve both
 
 
 @pytest.mark.parametrize("header", [pytest.param("", id="no-header"), pytest.param("#version: 0.2\n", id="header")])

@@ -130,7 +130,7 @@ def _gpt2_fits(tok: Tokenizer) -> None:
 def _gpt2(tok: Tokenizer, verify: bool) -> dict[str, bytes]:
     from engine.formats import gpt2
 
-    vocab, merges = gpt2.dumps_vocab(tok), gpt2.dumps_merges(tok)
+    vocab, merges = gpt2.dumps_gpt2(tok)
     if verify:
         copy = gpt2.build_gpt2(gpt2.parse_vocab_json(vocab), gpt2.parse_merges_txt(merges),
                                pretokenizer=tok.pre_tokenizer, special_tokens=list(tok.special_tokens))
