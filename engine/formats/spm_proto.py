@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NoReturn
 
 from engine.errors import FormatError
 from engine.limits import MAX_TOKEN_LENGTH, MAX_VOCAB_SIZE, check_count, shown
@@ -105,7 +105,8 @@ class NormalizerSpec:
 
 @dataclass
 class ModelProto:
-    """The decoded views of a ``.model`` plus its top-level fields in file order (``fields``)."""
+    """The decoded views of a ``.model`` plus its top-level fields in file order (``fields``; the
+    pieces are one entry there, the first piece's field, where :func:`write_model` puts them all)."""
 
     pieces: list[Piece]
     trainer_spec: TrainerSpec = field(default_factory=TrainerSpec)
@@ -136,35 +137,45 @@ def read_fields(data: bytes, start: int, end: int, message: str) -> list[RawFiel
     fields: list[RawField] = []
     pos = start
     while pos < end:
-        at = pos
         if len(fields) > MAX_VOCAB_SIZE + MAX_OTHER_FIELDS:
-            check_count(sum(f.number == 1 for f in fields), MAX_VOCAB_SIZE, "pieces", name="MAX_VOCAB_SIZE")
-            raise FormatError(f"The {message} has over {len(fields):,} fields by byte {at}; a .model has far fewer.")
-        key, pos = _varint(data, pos, end, f"a {message} field key")
-        number, wire = key >> 3, key & 7
-        if not 0 < number < 1 << 29:
-            raise FormatError(f"The {message} field at byte {at} has the invalid field number {number}.")
-        what = f"{message} field {number}"
-        value: int | bytes
-        if wire == _VARINT:
-            value, pos = _varint(data, pos, end, what)
-        elif wire in (_FIXED64, _FIXED32):
-            size = 8 if wire == _FIXED64 else 4
-            if pos + size > end:
-                raise FormatError(f"The {what} at byte {at} needs {size} bytes but its message ends at byte {end}.")
-            value = int.from_bytes(data[pos:pos + size], "little")
-            pos += size
-        elif wire == _LEN:
-            length, pos = _varint(data, pos, end, what)
-            if length > end - pos:
-                raise FormatError(f"The {what} at byte {at} claims {length:,} bytes "
-                                  f"but its message ends at byte {end}.")
-            value = data[pos:pos + length]
-            pos += length
-        else:
-            raise FormatError(f"The {what} at byte {at} has wire type {wire}, which a .model file does not use.")
-        fields.append(RawField(number, wire, value, data[at:pos], at))
+            _too_many(message, len(fields), sum(f.number == 1 for f in fields), pos)
+        f, pos = _field(data, pos, end, message)
+        fields.append(f)
     return fields
+
+
+def _too_many(message: str, count: int, pieces: int, at: int) -> NoReturn:
+    check_count(pieces, MAX_VOCAB_SIZE, "pieces", name="MAX_VOCAB_SIZE")
+    raise FormatError(f"The {message} has over {count:,} fields by byte {at}; a .model has far fewer.")
+
+
+def _field(data: bytes, pos: int, end: int, message: str) -> tuple[RawField, int]:
+    """The field that starts at ``pos`` inside a message ending at ``end``, and where it ends."""
+    at = pos
+    key, pos = _varint(data, pos, end, f"a {message} field key")
+    number, wire = key >> 3, key & 7
+    if not 0 < number < 1 << 29:
+        raise FormatError(f"The {message} field at byte {at} has the invalid field number {number}.")
+    what = f"{message} field {number}"
+    value: int | bytes
+    if wire == _VARINT:
+        value, pos = _varint(data, pos, end, what)
+    elif wire in (_FIXED64, _FIXED32):
+        size = 8 if wire == _FIXED64 else 4
+        if pos + size > end:
+            raise FormatError(f"The {what} at byte {at} needs {size} bytes but its message ends at byte {end}.")
+        value = int.from_bytes(data[pos:pos + size], "little")
+        pos += size
+    elif wire == _LEN:
+        length, pos = _varint(data, pos, end, what)
+        if length > end - pos:
+            raise FormatError(f"The {what} at byte {at} claims {length:,} bytes "
+                              f"but its message ends at byte {end}.")
+        value = data[pos:pos + length]
+        pos += length
+    else:
+        raise FormatError(f"The {what} at byte {at} has wire type {wire}, which a .model file does not use.")
+    return RawField(number, wire, value, data[at:pos], at), pos
 
 
 def _scalar(f: RawField, kind: str, message: str) -> Any:
@@ -228,12 +239,71 @@ def _piece(data: bytes, f: RawField, index: int) -> Piece:
     return Piece(piece, score, kind, f.raw, (piece, score, kind))
 
 
+_PIECE_KEY, _TEXT_KEY, _SCORE_KEY, _TYPE_KEY = 1 << 3 | _LEN, 1 << 3 | _LEN, 2 << 3 | _FIXED32, 3 << 3 | _VARINT
+_UNPACK_FLOAT = struct.Struct("<f").unpack_from
+
+
+def _top_level(data: bytes) -> tuple[list[Piece], list[RawField]]:
+    """The pieces of a ``.model`` and its top-level fields in file order, where the pieces are
+    one entry, the first piece's (the writer puts every piece there).
+
+    Why not :func:`read_fields` and :func:`_piece` for every piece: a field object and a slice
+    per field, four per piece, made Gemma's 256,000 pieces 3 s to read. A piece in the layout
+    sentencepiece writes (:func:`_plain_piece`) is read in place; any other field, or a piece
+    laid out otherwise, goes through the general reader, whose errors name it.
+    """
+    pieces: list[Piece] = []
+    fields: list[RawField] = []
+    pos, end = 0, len(data)
+    while pos < end:
+        if len(pieces) + len(fields) > MAX_VOCAB_SIZE + MAX_OTHER_FIELDS:
+            _too_many("ModelProto", len(pieces) + len(fields), len(pieces), pos)
+        if data[pos] == _PIECE_KEY and pieces and pos + 1 < end and data[pos + 1] < 0x80:
+            stop = pos + 2 + data[pos + 1]
+            piece = _plain_piece(data, pos, stop) if stop <= end else None
+            if piece is not None:
+                pieces.append(piece)
+                pos = stop
+                continue
+        f, pos = _field(data, pos, end, "ModelProto")
+        if f.number == 1:
+            if not pieces:
+                fields.append(f)
+            pieces.append(_piece(data, f, len(pieces)))
+        else:
+            fields.append(f)
+    check_count(len(pieces), MAX_VOCAB_SIZE, "pieces", name="MAX_VOCAB_SIZE")
+    return pieces, fields
+
+
+def _plain_piece(data: bytes, start: int, stop: int) -> Piece | None:
+    """The piece whose field is ``data[start:stop]`` when its message is laid out as sentencepiece
+    writes one: its text (under 128 bytes, UTF-8, at most ``MAX_TOKEN_LENGTH`` characters), its
+    score, then its type unless NORMAL, as a known one-byte value; else None."""
+    # [key, size] [text key, text size] text [score key] 4 bytes [type key, type]
+    if stop - start < 9 or data[start + 2] != _TEXT_KEY or data[start + 3] >= 0x80:
+        return None
+    text_end = start + 4 + data[start + 3]
+    if text_end + 5 > stop or data[text_end] != _SCORE_KEY:
+        return None
+    kind = NORMAL
+    if text_end + 5 < stop:
+        if stop - text_end != 7 or data[text_end + 5] != _TYPE_KEY or data[text_end + 6] not in PIECE_TYPES:
+            return None
+        kind = data[text_end + 6]
+    try:
+        piece = data[start + 4:text_end].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if len(piece) > MAX_TOKEN_LENGTH:
+        return None
+    score = _UNPACK_FLOAT(data, text_end + 1)[0]
+    return Piece(piece, score, kind, data[start:stop], (piece, score, kind))
+
+
 def read_model(data: bytes) -> ModelProto:
     """Parse a ``.model`` file (wire format only; :func:`check_model` applies the load checks)."""
-    fields = read_fields(data, 0, len(data), "ModelProto")
-    count = sum(f.number == 1 for f in fields)
-    check_count(count, MAX_VOCAB_SIZE, "pieces", name="MAX_VOCAB_SIZE")
-    pieces = [_piece(data, f, i) for i, f in enumerate(f for f in fields if f.number == 1)]
+    pieces, fields = _top_level(data)
 
     def nested(number: int, message: str) -> list[RawField] | None:
         parts = [f for f in fields if f.number == number]

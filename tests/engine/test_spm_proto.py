@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import struct
 import time
 from pathlib import Path
 
@@ -210,3 +211,68 @@ def test_fuzz_random_bytes(data: bytes) -> None:
 @given(st.integers(0, 2**32))
 def test_fuzz_mutated_real_file(models: dict[str, bytes], seed: int) -> None:
     _only_format_errors(_mutations(models["bpe_bytes"], seed))
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    return bytes([*out, value])
+
+
+def _field(number: int, wire: int, payload: bytes) -> bytes:
+    if wire == 2:
+        payload = _varint(len(payload)) + payload
+    return _varint(number << 3 | wire) + payload
+
+
+_PIECE_PARTS = st.tuples(
+    st.text(max_size=70),  # past 127 UTF-8 bytes with wide characters: a two-byte length
+    st.floats(width=32, allow_nan=False),
+    st.sampled_from([None, 0, 1, 2, 3, 4, 5, 6, 7, 300]),  # None: no type field (NORMAL); 0, 7, 300: unknown
+    st.sampled_from(["plain", "swapped", "extra", "twice"]))
+
+
+def _encoded_piece(text: str, score: float, kind: int | None, layout: str) -> bytes:
+    parts = [_field(1, 2, text.encode("utf-8")), _field(2, 5, struct.pack("<f", score))]
+    if kind is not None:
+        parts.append(_field(3, 0, _varint(kind)))
+    if layout == "swapped":
+        parts.reverse()
+    elif layout == "extra":
+        parts.append(_field(9, 0, b"\x01"))  # a field the reader does not know: kept in the piece's raw bytes
+    elif layout == "twice":
+        parts.insert(0, _field(1, 2, b"old"))  # proto2: the last occurrence wins
+    return _field(1, 2, b"".join(parts))
+
+
+@settings(max_examples=300)
+@given(st.lists(_PIECE_PARTS, min_size=1, max_size=12), st.booleans(), st.integers(0, 12))
+def test_pieces_read_in_place_equal_the_general_readers(parts: list[tuple[str, float, int | None, str]],
+                                                        with_spec: bool, cut: int) -> None:
+    # read_model reads pieces laid out as sentencepiece writes them in place (spm_proto._plain_piece),
+    # every other layout field by field: both must give the same pieces, and the same file back.
+    spec = _field(2, 2, _field(3, 0, b"\x02")) if with_spec else b""
+    pieces = [_encoded_piece(*p) for p in parts]
+    data = spec + b"".join(pieces)
+    general = [spm_proto._piece(data, f, i)
+               for i, f in enumerate(f for f in spm_proto.read_fields(data, 0, len(data), "ModelProto") if f.number == 1)]
+    read = read_model(data).pieces
+    assert [(p.piece, p.score, p.type, p.raw) for p in read] == [(p.piece, p.score, p.type, p.raw) for p in general]
+    assert write_model(read_model(data)) == data
+    # Another field among the pieces: the reading resumes after it (the writer then puts it after them).
+    split = spec + b"".join(pieces[:cut]) + _field(9, 0, b"\x05") + b"".join(pieces[cut:])
+    assert [(p.piece, p.raw) for p in read_model(split).pieces] == [(p.piece, p.raw) for p in read]
+
+
+def test_pieces_as_sentencepiece_writes_them_skip_the_general_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Only the first piece (which marks where the pieces go) takes the field-by-field path.
+    pieces = [UNK, *(Piece(f"▁w{i}", -i / 3, [1, 3, 4, 5][i % 4]) for i in range(50)), Piece("x" * 130, -99.0)]
+    data = write_model(_model(*pieces))
+    general = spm_proto._piece
+    calls: list[int] = []
+    monkeypatch.setattr(spm_proto, "_piece", lambda *args: calls.append(args[2]) or general(*args))
+    assert [(p.piece, p.score, p.type) for p in read_model(data).pieces] == \
+        [(p.piece, struct.unpack("<f", struct.pack("<f", p.score))[0], p.type) for p in pieces]
+    assert calls == [0, 51]  # the first piece, and the one past 127 bytes
