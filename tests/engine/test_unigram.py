@@ -74,11 +74,25 @@ def test_specials_and_byte_pieces_are_not_matched_in_text() -> None:
         pytest.param([], "at least one piece", id="empty"),
         pytest.param([("a", 0.0), ("a", -1.0)], "appears twice", id="duplicate"),
         pytest.param([("a", math.nan)], "finite", id="nan"),
+        pytest.param([("a", 0.0), ("b", -math.inf)], "finite", id="inf"),
+        pytest.param([("a", 0.0), ("b", 2**1000)], "finite", id="int-past-2^1000"),
+        pytest.param([("a", 0.0), ("", 0.0)], "piece 1 must be a non-empty string", id="empty-piece"),
+        pytest.param([("a", 0.0), (3, 0.0)], "piece 1 must be a non-empty string", id="not-a-string"),
+        pytest.param([("a", True)], "piece 0 must be a non-empty string and a number", id="bool-score"),
     ],
 )
 def test_bad_vocabularies(vocab: list[tuple[str, float]], message: str) -> None:
     with pytest.raises(FormatError, match=message):
         Unigram(vocab)
+
+
+def test_scores_at_the_edges_are_read_as_floats() -> None:
+    # An int score, or a float far beyond any real one, is still a finite number, read as a float.
+    for vocab in ([("a", -3), ("b", 2**999), ("c", 0.5)], [("a", -3), ("b", 1e305), ("c", 0.5)]):
+        model = Unigram(vocab)
+        assert model.pieces() == [(p, float(s)) for p, s in vocab]
+        assert all(type(s) is float for _, s in model.pieces())
+        assert [model.token_to_id(p) for p, _ in vocab] == [0, 1, 2]
 
 
 # ----------------------------------------------------------------- sampling
