@@ -15,7 +15,8 @@ is all the web app uses (``tests/test_engine_api.py`` checks):
   ``spm_model``, ``vocab_txt``, ``transformers_config``): files other than ``tokenizer.json``,
   which ``Tokenizer.from_json`` / ``to_json`` read and write;
 - ``engine.cli``: the engine's commands, for a program that adds them to its own parser;
-- ``engine.processes``: child processes that die with their parent, shared with the web app's jobs.
+- ``engine.processes``: child processes that die with their parent, shared with the web app's jobs,
+  and what the entry points set for their own process.
 
 **The rule:** each module of :data:`PUBLIC_MODULES` defines ``__all__``, its API. Every other
 module is internal, and its docstring ends by saying so ("Internal: not part of the engine's

@@ -28,9 +28,8 @@ from engine.cli_merge import add_merge_arguments, cmd_merge
 from engine.cli_train import add_train_arguments, cmd_train
 from engine.errors import SpecialTokenError, TokenforgeError
 from engine.formats import read_utf8
-from engine.gc_pause import frozen_for_exit
 from engine.limits import time_budget
-from engine.processes import one_blas_thread
+from engine.processes import frozen_for_exit, one_blas_thread
 
 __all__ = ["build_parser", "main", "one_line_errors", "register"]
 

@@ -12,7 +12,7 @@ en_5M peaked at 149 MiB paused against 144 MiB collecting.
 Threads of one web process may load at once: the collector is paused while any of them is
 inside, and re-enabled by the last one out, only if it was enabled before the first came in.
 
-The interpreter's exit walks the heap too (:func:`frozen_for_exit`).
+The interpreter's exit walks the heap too (``engine.processes.frozen_for_exit``).
 
 Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 """
@@ -45,16 +45,3 @@ def collector_paused() -> Iterator[None]:
             _inside -= 1
             if _inside == 0 and _was_enabled:
                 gc.enable()
-
-
-def frozen_for_exit() -> None:
-    """Move every object to the collector's permanent generation: for a command that has done its
-    work and whose process is about to exit, never for one that goes on (frozen cycles are never
-    collected).
-
-    Why: the interpreter's exit runs full collections over every object still alive (the
-    modules' functions, types and tables: ~28,000 objects after a training), ~12 ms each here.
-    Frozen, those are skipped, and the objects are still freed as the modules are torn down:
-    ``train --level spm`` on en_5M ends ~0.03 s after its last line instead of ~0.07 s (of a
-    0.85 s run; medians of seven)."""
-    gc.freeze()

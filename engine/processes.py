@@ -13,20 +13,22 @@ Two mechanisms keep any of them from being left behind, each covering what the o
 
 Both are no-ops where the system lacks them (not Linux, no ``killpg``), which leaves the old
 behaviour: processes that notice a dead parent only at their next poll. The entry points also
-call :func:`one_blas_thread` before anything imports numpy. Left out: starting processes
+call :func:`one_blas_thread` before anything imports numpy, and :func:`frozen_for_exit` once their
+command is done. Left out: starting processes
 (callers use ``multiprocessing`` or ``subprocess``) and deciding when to kill.
 """
 
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 import signal
 import subprocess
 import time
 from collections.abc import Callable, Sequence
 
-__all__ = ["die_with_parent", "kill_group", "lead_group", "one_blas_thread", "stop_processes"]
+__all__ = ["die_with_parent", "frozen_for_exit", "kill_group", "lead_group", "one_blas_thread", "stop_processes"]
 
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
@@ -42,6 +44,19 @@ def one_blas_thread() -> None:
     training workers.
     """
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+def frozen_for_exit() -> None:
+    """Move every object to the collector's permanent generation: for a command that has done its
+    work and whose process is about to exit, never for one that goes on (frozen cycles are never
+    collected).
+
+    Why: the interpreter's exit runs full collections over every object still alive (the
+    modules' functions, types and tables: ~28,000 objects after a training), ~12 ms each here.
+    Frozen, those are skipped, and the objects are still freed as the modules are torn down:
+    ``train --level spm`` on en_5M ends ~0.03 s after its last line instead of ~0.07 s (of a
+    0.85 s run; medians of seven)."""
+    gc.freeze()
 
 
 def die_with_parent(signum: int = signal.SIGKILL, *, parent_pid: int | None = None) -> bool:

@@ -28,8 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.cli import one_line_errors, register
-from engine.gc_pause import frozen_for_exit
-from engine.processes import one_blas_thread, stop_processes
+from engine.processes import frozen_for_exit, one_blas_thread, stop_processes
 from webapp.jobs.supervisor import WORKER_STOP_SECONDS, stop_with_parent
 from webapp.store.job_states import JOB_KINDS
 from webapp.web.config import SettingsError, finish_settings, load_settings

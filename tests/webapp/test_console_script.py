@@ -46,6 +46,6 @@ def test_the_console_script_runs_main_then_freezes_the_heap_for_its_exit(monkeyp
     assert gc.get_freeze_count() == 0
     try:
         assert cli.console() == 3
-        assert gc.get_freeze_count() > 0  # the exit's collections skip the frozen heap (engine/gc_pause.py)
+        assert gc.get_freeze_count() > 0  # the exit's collections skip the frozen heap (engine/processes.py)
     finally:
         gc.unfreeze()
