@@ -69,6 +69,18 @@ def test_a_job_counts_on_the_cluster_and_stores_the_local_tokenizer(db_app: Flas
     assert stored.tokenizer_json == train("bpe", [local], {"vocab_size": 300}).tokenizer.to_json()
 
 
+def _set_workers_paused(scheduler: str, paused: bool) -> None:
+    """Pause (or resume) every Dask worker: a paused worker starts no task, so the scheduler holds them."""
+    import distributed
+    from distributed.core import Status
+
+    def set_status(dask_worker: Any) -> None:
+        dask_worker.status = Status.paused if paused else Status.running
+
+    with distributed.Client(scheduler, set_as_default=False) as client:
+        client.run(set_status)
+
+
 def test_a_cancelled_job_leaves_no_task_on_the_cluster(db_app: Flask, scheduler: str) -> None:
     worker = Worker({**db_app.config, "DASK_SCHEDULER": scheduler, "HEARTBEAT_SECONDS": 0.05},
                     worker_id="dask-worker")
@@ -76,25 +88,28 @@ def test_a_cancelled_job_leaves_no_task_on_the_cluster(db_app: Flask, scheduler:
     with session_for(db_app) as session:
         assert jobs.claim(session, worker.worker_id) == job_id
     outcome: list[str] = []
+    # With the workers paused, the job's ranges wait on the scheduler for as long as the test
+    # needs: the cancel lands mid-count however fast the machine (a race with the counting
+    # itself once let a whole 12 MB count finish first).
+    _set_workers_paused(scheduler, True)
     thread = threading.Thread(target=lambda: outcome.append(worker.run_job(job_id)))
-    thread.start()
     try:
-        # Cancel once the cluster has counted some of the corpus, with ranges still to go.
-        def counted_some() -> bool:
-            job = job_row(db_app, job_id)
-            return job.progress_stage == "count" and job.progress_current > 0
-
-        wait_for(counted_some, "the cluster to count the first range", limit=120)
+        thread.start()
+        wait_for(lambda: _on_scheduler(scheduler, _tasks_held) > 0, "the job's ranges on the scheduler", limit=120)
+        wait_for(lambda: job_row(db_app, job_id).progress_stage == "count", "the counting stage", limit=120)
         with session_for(db_app) as session:
             assert jobs.request_cancel(session, job_id) == "running"
+        thread.join(timeout=120)
+        job = job_row(db_app, job_id)
+        assert outcome == ["cancelled"] and job.status == "cancelled"
+        assert job.progress_stage == "count" and 0 == job.progress_current < job.progress_total  # stopped mid-count
+        # The scheduler forgets the cancelled client's tasks asynchronously.
+        wait_for(lambda: _on_scheduler(scheduler, _tasks_held) == 0, "the scheduler to drop the job's tasks",
+                 limit=10)
     finally:
+        _set_workers_paused(scheduler, False)
         thread.join(timeout=120)
         worker.engine.dispose()
-    job = job_row(db_app, job_id)
-    assert outcome == ["cancelled"] and job.status == "cancelled"
-    assert job.progress_stage == "count" and job.progress_current < job.progress_total  # stopped mid-count
-    # The scheduler forgets cancelled tasks asynchronously.
-    wait_for(lambda: _on_scheduler(scheduler, _tasks_held) == 0, "the scheduler to drop the job's tasks", limit=10)
 
 
 def test_an_unreachable_scheduler_fails_the_job_at_once(db_app: Flask) -> None:
