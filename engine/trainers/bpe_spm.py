@@ -6,15 +6,17 @@ What sentencepiece's BPE trainer (``bpe_model_trainer.cc``) does, on our shared 
    before each line, every space as ``▁`` (extra spaces kept, as Llama 2 keeps them). Words
    start at each ``▁`` (``split_by_whitespace``); they are counted on every core by
    ``counting.count_pretokens`` (:func:`unmarked_words`), without their ``▁``, which the steps
-   after read before each word (``prefix``).
+   after read before each word (``prefix``). Each counting process also cuts its own words into
+   segments (step 3) and counts their characters (``bpe_spm_parts.py``).
 2. The alphabet is characters, not bytes: the most frequent ones covering
-   ``character_coverage`` of the text (``unigram.seed.required_chars``). A rarer character
+   ``character_coverage`` of the text (``unigram.seed.covering``). A rarer character
    is spelled as ``<0xNN>`` byte pieces at encode time (``byte_fallback``), else ``<unk>``.
 3. Merges never make a piece sentencepiece would refuse (``IsValidSentencePiece``): ``▁`` only
    first, no two Unicode scripts (letters and punctuation differ: "a." is no piece), no digit
    beside anything (``split_digits``), no rare character, at most 16 characters. Each of these
    forbids a pair of neighbours, so words are cut there into *segments* first
-   (``segments.py``) and the merge loop never sees a forbidden pair.
+   (``unigram/segments.py``, in every counting process: ``bpe_spm_parts.py``) and the merge loop
+   never sees a forbidden pair.
 4. Merges are learned by frequency over the distinct segments (``bpe_merge.merge_words``).
 5. The pieces: ``<unk>``, ``<s>``, ``</s>`` (ids 0, 1, 2), the 256 ``<0xNN>`` pieces, the merged
    pieces scored ``-rank`` (0, -1, -2, ...), then the alphabet by descending frequency, its
@@ -36,7 +38,7 @@ Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,18 +50,14 @@ from engine.models.spm_bpe import BYTE_PIECES, SpmBPE
 from engine.spm_normalizer import SPACE, SpmNormalizer
 from engine.tokenizer import Tokenizer
 from engine.trainers.base import Reporter, TrainResult
-from engine.trainers.bpe import compression_curve, corpus_size
+from engine.trainers.bpe import compression_curve
 from engine.trainers.bpe_merge import merge_words
 from engine.trainers.bpe_spm_options import LEVEL_HELP, SPECIAL_TOKENS, SpmBpeOptions, options_from
+from engine.trainers.bpe_spm_parts import SpmCounts, SpmSegmenting
 from engine.trainers.counting import count_pretokens
-from engine.trainers.packed import CountedWords
-from engine.trainers.unigram.scripts import char_class
-from engine.trainers.unigram.seed import required_chars
-from engine.trainers.unigram.segments import outside, segment_counts  # the same validity rule as Unigram
+from engine.trainers.unigram.segments import outside
 
 MAX_PIECE_CHARS = 16  # sentencepiece's max_sentencepiece_length
-_DIGITS = "0123456789" + "".join(map(chr, range(0xFF10, 0xFF1A)))  # sentencepiece's IsDecimalDigit
-_NEVER_IN_A_PIECE = "\u2047\x00"  # kUNKChar (what rare characters become) and NUL
 OPTIONS = SpmBpeOptions
 __all__ = ["LEVEL_HELP", "OPTIONS", "SpmBpeOptions", "build_tokenizer", "learn", "options_from", "spelled", "train",
            "unmarked_words"]
@@ -92,15 +90,6 @@ def unmarked_words(text: str) -> list[str]:
     return words[1:] if mid_line else words
 
 
-def segments(words: CountedWords, alphabet: Iterable[str], *, split_digits: bool) -> dict[str, int]:
-    """The distinct segments of two characters or more (the stretches a piece may lie in) with
-    their summed counts: words (each read after its ``▁``) cut wherever sentencepiece would
-    refuse the pair of neighbours."""
-    classes = {c: char_class(c, split_by_unicode_script=True, split_by_number=True) for c in alphabet
-               if c not in _NEVER_IN_A_PIECE and not (split_digits and c in _DIGITS)}
-    return segment_counts(words, classes, SPACE)
-
-
 def spelled(segs: Collection[str], alphabet: Sequence[str]) -> list[str]:
     """Each segment with ``chr(i)`` for its character ``alphabet[i]``, as ``merge_words`` reads words.
 
@@ -119,14 +108,14 @@ def spelled(segs: Collection[str], alphabet: Sequence[str]) -> list[str]:
     return index[points].tobytes().decode("utf-32-le", "surrogatepass").split(chr(len(alphabet)))
 
 
-def learn(words: CountedWords, options: SpmBpeOptions, reporter: Reporter | None = None
+def learn(counts: SpmCounts, options: SpmBpeOptions, reporter: Reporter | None = None
           ) -> tuple[list[tuple[str, float]], list[tuple[int, int, int, int]], int]:
-    """``(pieces, merge_stats, alphabet_size)`` from the counts of :func:`unmarked_words`, packed
-    with their ``▁`` prefix: every piece with its score, in id order, and ``merge_stats[r] =
-    (left_id, right_id, count, removed)`` of each merge kept (see ``merge_words``)."""
+    """``(pieces, merge_stats, alphabet_size)`` from the counted corpus (``bpe_spm_parts``): every
+    piece with its score, in id order, and ``merge_stats[r] = (left_id, right_id, count,
+    removed)`` of each merge kept (see ``merge_words``)."""
     reporter = reporter or Reporter()
     # 1. The alphabet, by descending count (ties: code point), as sentencepiece orders it.
-    alphabet = list(required_chars(words, options.character_coverage))
+    alphabet = list(counts.alphabet)
     pieces: list[tuple[str, float]] = [(t, 0.0) for t in SPECIAL_TOKENS]
     if options.byte_fallback:
         pieces += [(b, 0.0) for b in BYTE_PIECES]
@@ -138,8 +127,7 @@ def learn(words: CountedWords, options: SpmBpeOptions, reporter: Reporter | None
             f"vocab_size of at least {len(pieces) + len(alphabet)} or a lower character_coverage.",
             option="vocab_size", value=options.vocab_size, least=len(pieces) + len(alphabet))
     # 2. Segments spelled one character per symbol (chr(i) is alphabet[i]).
-    found = segments(words, alphabet, split_digits=options.split_digits)
-    symbols = spelled(found, alphabet)
+    symbols = spelled(counts.segments, alphabet)
     # 3. The merge loop; a few merges more than room, for the pieces that come twice.
     want = room + room // 50 + 8 if room else 0
 
@@ -147,7 +135,7 @@ def learn(words: CountedWords, options: SpmBpeOptions, reporter: Reporter | None
         reporter.update("merge", min(done, room), room)
 
     merges, token_bytes = merge_words(
-        symbols, list(found.values()), want, alphabet=[c.encode("utf-8") for c in alphabet],
+        symbols, counts.segment_counts, want, alphabet=[c.encode("utf-8") for c in alphabet],
         lengths=[1] * len(alphabet), max_token_length=MAX_PIECE_CHARS, min_frequency=1, tick=tick)
     # 4. Final ids: merged pieces by rank (a repeated string keeps its first), then the alphabet.
     ids = {p: i for i, (p, _) in enumerate(pieces)}
@@ -192,19 +180,20 @@ def train(files: list[Path], options: SpmBpeOptions, *, reporter: Reporter) -> T
     """Train sentencepiece-style BPE on ``files``; ``train("bpe", ..., {"level": "spm"})`` calls this."""
     # 1. Count the ▁-prefixed words of every line on all cores (no special tokens: sentencepiece
     #    reads "<s>" as text too).
-    counts = count_pretokens(files, split=unmarked_words, num_workers=options.num_workers, reporter=reporter,
-                             safe_cuts=True)
-    if not counts:
+    #    Each counting process cuts its words into segments and counts their characters.
+    counts: SpmCounts = count_pretokens(files, split=unmarked_words, num_workers=options.num_workers,
+                                        reporter=reporter, safe_cuts=True,
+                                        summary=SpmSegmenting(options.character_coverage, options.split_digits))
+    if not counts.alphabet:
         raise ConfigError("The corpus has no text to train on.")
-    # 2. Alphabet, segments, merges and pieces.
-    words = CountedWords.of(counts, prefix=SPACE)
-    pieces, merge_stats, n_chars = learn(words, options, reporter)
+    # 2. Alphabet, merges and pieces.
+    pieces, merge_stats, n_chars = learn(counts, options, reporter)
     # 3. The tokenizer and the statistics the playground shows.
     base_vocab = len(pieces) - len(merge_stats)
     stats: dict[str, Any] = {
         "merges": [[left, right, count] for left, right, count, _ in merge_stats],
-        "curve": compression_curve(*corpus_size(words), merge_stats, base_vocab),
-        "distinct_pretokens": len(counts),
+        "curve": compression_curve(*counts.size, merge_stats, base_vocab),
+        "distinct_segments": len(counts.segments),
         "required_chars": n_chars,
         "stopped_early": len(pieces) < options.vocab_size,
     }

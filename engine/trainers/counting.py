@@ -66,7 +66,7 @@ from engine.trainers.byte_table import ByteTable, hashed_table
 from engine.trainers.corpus import MAX_CHUNK_CHARS, cuts_are_safe, iter_documents
 from engine.trainers.limits import check_workers, max_workers, pattern_rate
 from engine.trainers.remote_counting import active_cluster
-from engine.trainers.tally import Splitter, Tally, TallyArgs
+from engine.trainers.tally import Splitter, Summary, Tally, TallyArgs
 
 __all__ = ["add_counts", "count_pretokens"]
 
@@ -95,10 +95,13 @@ def count_pretokens(
     safe_cuts: bool | None = None,
     in_process_bytes: int = _IN_PROCESS_BYTES,
     packed: bool = False,
-) -> dict[str, int] | ByteTable:
+    summary: Summary | None = None,
+) -> Any:
     """Count the pre-tokens of ``files``: ``{pre_token: occurrences}``, or with ``packed`` the
     same counts as a :class:`ByteTable` (byte-level BPE's: each worker sends its table as arrays
-    and the sum is numpy's, instead of this process adding dicts key by key).
+    and the sum is numpy's, instead of this process adding dicts key by key), or with
+    ``summary`` what its parts add up to (each counting process makes its part of its own table:
+    ``tally.Summary``; a Dask cluster's or a single process's table is one part).
 
     ``split`` is a pre-tokenizer spec for :func:`engine.pretokenizers.get_pretokenizer` (a name
     or a regex; :data:`CHAR_PATTERN` counts characters) or a picklable callable
@@ -125,20 +128,25 @@ def count_pretokens(
         check_workers(num_workers, per_cpu=False)  # the options checked the CPUs; a test may want 2 on 1
         workers = num_workers
     reporter.update("count", 0, total, force=True)
-    if (cluster := active_cluster()) is not None:
-        counts = cluster.count(files, (split, specials, normalizer, rate), safe_cuts=safe_cuts,
-                               max_chunk_chars=max_chunk_chars, reporter=reporter)
-    elif workers <= 1:
-        tally = Tally(split, specials, normalizer, rate)
-        for text, done in iter_documents(files, specials, max_chunk_chars=max_chunk_chars, safe_cuts=safe_cuts):
-            tally.add(text)
-            reporter.update("count", done, total)
-        counts = tally.result()
-    else:  # the workers pack their tables when asked
-        counts = _count_in_workers(files, total, workers, (split, specials, normalizer, rate), safe_cuts=safe_cuts,
-                                   max_chunk_chars=max_chunk_chars, reporter=reporter, packed=packed)
+    if (cluster := active_cluster()) is not None or workers <= 1:
+        if cluster is not None:
+            counts = cluster.count(files, (split, specials, normalizer, rate), safe_cuts=safe_cuts,
+                                   max_chunk_chars=max_chunk_chars, reporter=reporter)
+        else:
+            tally = Tally(split, specials, normalizer, rate)
+            for text, done in iter_documents(files, specials, max_chunk_chars=max_chunk_chars, safe_cuts=safe_cuts):
+                tally.add(text)
+                reporter.update("count", done, total)
+            counts = tally.result()
+        if summary is not None:  # one table: one part
+            result = summary.summed([summary.of(counts)])
+        else:
+            result = ByteTable.of(counts) if packed and isinstance(counts, dict) else counts
+    else:  # the workers pack or summarise their tables when asked
+        result = _count_in_workers(files, total, workers, (split, specials, normalizer, rate), safe_cuts=safe_cuts,
+                                   max_chunk_chars=max_chunk_chars, reporter=reporter, packed=packed, summary=summary)
     reporter.update("count", total, total, force=True)
-    return ByteTable.of(counts) if packed and isinstance(counts, dict) else counts
+    return result
 
 
 class _RangePool:
@@ -159,9 +167,9 @@ class _RangePool:
 
 
 def _worker(pool: _RangePool, results: multiprocessing.Queue, tally_args: TallyArgs,
-            safe_cuts: bool, max_chunk_chars: int, parent_pid: int, packed: bool) -> None:
+            safe_cuts: bool, max_chunk_chars: int, parent_pid: int, packed: bool, summary: Summary | None) -> None:
     """Count ranges from ``pool`` until none is left, saying when each is done; then send the
-    counts back (``packed``: as a hashed :class:`ByteTable`)."""
+    counts back (``packed``: as a hashed :class:`ByteTable`; ``summary``: as its part)."""
     # The parent may be SIGKILLed while this counts or sends: never outlive it.
     if not die_with_parent(parent_pid=parent_pid):
         os._exit(1)
@@ -170,7 +178,8 @@ def _worker(pool: _RangePool, results: multiprocessing.Queue, tally_args: TallyA
         while (task := pool.claim()) is not None:
             tally_range(tally, task, safe_cuts=safe_cuts, max_chunk_chars=max_chunk_chars)
             results.put(("done", task.size))
-        results.put(("counts", hashed_table(tally.result()) if packed else tally.result()))
+        table = tally.result()
+        results.put(("counts", summary.of(table) if summary else hashed_table(table) if packed else table))
     except BaseException as exc:  # noqa: BLE001 - handed to the parent, which re-raises it
         results.put(("error", exc))
 
@@ -204,8 +213,8 @@ class _Gathering:
 
 
 def _count_in_workers(files: Sequence[str | Path], total: int, workers: int, tally_args: TallyArgs, *,
-                      safe_cuts: bool, max_chunk_chars: int, reporter: Reporter, packed: bool
-                      ) -> dict[str, int] | ByteTable:
+                      safe_cuts: bool, max_chunk_chars: int, reporter: Reporter, packed: bool,
+                      summary: Summary | None) -> Any:
     # 1. Plan the ranges: each counter reads its own, and takes the next when done.
     ranges = list(plan_ranges(files, tally_args[1], safe_cuts=safe_cuts,
                               step=functools.partial(guided_range_bytes, workers)))
@@ -217,7 +226,7 @@ def _count_in_workers(files: Sequence[str | Path], total: int, workers: int, tal
     pool = _RangePool(ctx, ranges)
     results: multiprocessing.Queue = ctx.Queue()
     procs = [ctx.Process(target=_worker, daemon=True,
-                         args=(pool, results, tally_args, safe_cuts, max_chunk_chars, os.getpid(), packed))
+                         args=(pool, results, tally_args, safe_cuts, max_chunk_chars, os.getpid(), packed, summary))
              for _ in range(workers - 1)]
     for proc in procs:
         proc.start()
@@ -236,7 +245,9 @@ def _count_in_workers(files: Sequence[str | Path], total: int, workers: int, tal
         while (task := pool.claim()) is not None:
             tally_range(tally, task, safe_cuts=safe_cuts, max_chunk_chars=max_chunk_chars, stopped=between_chunks)
             counted += task.size
-        mine = ByteTable.of(tally.result()) if packed else tally.result()  # hashed by the sum, unsorted
+        # Hashed by the sum, unsorted, when packed; summarised while the workers summarise theirs.
+        table = tally.result()
+        mine = summary.of(table) if summary else ByteTable.of(table) if packed else table
         del tally
         # 4. Then one table from each worker (before joining: a worker exits once its table is sent).
         while len(heard.parts) < len(procs):
@@ -251,6 +262,8 @@ def _count_in_workers(files: Sequence[str | Path], total: int, workers: int, tal
                 proc.join()
     # 5. Add up.
     parts = [mine, *heard.parts]
+    if summary is not None:
+        return summary.summed(parts)
     return ByteTable.summed(parts) if packed else add_counts(*parts)
 
 

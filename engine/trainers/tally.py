@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
 
 import regex
 
@@ -29,6 +30,23 @@ Splitter = Callable[[str], list[str]]
 TallyArgs = tuple[str | Splitter, tuple[str, ...], Normalizer | None, float]
 """What :class:`Tally` is built from: the split spec, the special tokens, the normalizer, and the
 pattern budget in seconds per million characters (``limits.pattern_budget``)."""
+
+
+
+class Summary(Protocol):
+    """What each counting process makes of its own count table before handing it over, and how
+    those parts add up (picklable: it travels to the workers).
+
+    Why: work that is linear in the table (cutting words into segments, counting their
+    characters) then runs in every counting process at once, on its own table, instead of in
+    the leader after the tables are added (``trainers/bpe_spm_parts.py``)."""
+
+    def of(self, table: dict[str, int]) -> Any:
+        """This process's part, from its count table (which it may change)."""
+
+    def summed(self, parts: list[Any]) -> Any:
+        """What the parts of every process add up to: the counting's result."""
+
 
 CHAR_PATTERN = r"[\s\S]"
 """One piece per character (the char baseline's pre-tokenizer; Oniguruma and regex agree on it)."""
