@@ -287,7 +287,7 @@ def test_grouping_keys_that_fill_their_range_equals_grouping_them_by_sorting(bou
     # it must give what sorting them gives: the keys, their sums, the positions, the runs, the groups.
     rng = np.random.default_rng(size + bound)
     keys = rng.integers(0, bound, size).astype(np.int64)
-    weights = rng.integers(1, 1 << 36, size)  # sums past int32's, below the 2**53 that group() asks of them
+    weights = rng.integers(1, 1 << 36, size)  # sums past int32's
     at = rng.permutation(size).astype(np.int32)
     dense = _group_dense(keys, weights, at, bound)
     order = np.argsort(keys, kind="stable")
@@ -300,10 +300,21 @@ def test_grouping_keys_that_fill_their_range_equals_grouping_them_by_sorting(bou
 
 
 def test_grouping_weights_past_float64s_exact_range_stays_exact() -> None:
-    # The per-key counting adds in float64; weights that add up to 2**53 or more are sorted instead.
+    # The sums are integer sums, whichever way the keys are grouped (float64 would lose the 1).
     keys, weights = np.array([0, 0, 0, 1]), np.array([1 << 52, 1 << 52, 1, 3])
-    distinct, sums, *_ = group(keys, weights, np.arange(4), 4)
-    assert distinct.tolist() == [0, 1] and sums.tolist() == [(1 << 53) + 1, 3]
+    for bound in (4, 1 << 20):  # counted per key, and sorted
+        distinct, sums, *_ = group(keys, weights, np.arange(4), bound)
+        assert distinct.tolist() == [0, 1] and sums.tolist() == [(1 << 53) + 1, 3]
+
+
+def test_int32_weights_add_up_in_64_bits() -> None:
+    # The loop's first pairs hand over their words' counts as int32 (where every count fits), and
+    # int32 keys where the alphabet's pairs fit: sums past 2**31 must not wrap.
+    keys = np.array([1, 1, 1, 2], dtype=np.int32)
+    weights = np.array([(1 << 31) - 1] * 3 + [7], dtype=np.int32)
+    for bound in (4, 1 << 20):
+        distinct, sums, *_ = group(keys, weights, np.arange(4, dtype=np.int32), bound)
+        assert distinct.tolist() == [1, 2] and sums.tolist() == [3 * ((1 << 31) - 1), 7]
 
 
 def test_word_counts_past_32_bits_merge_with_their_exact_counts() -> None:
