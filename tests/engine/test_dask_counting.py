@@ -221,6 +221,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 TRAININGS = [
     pytest.param("bpe", {"vocab_size": 400}, id="bpe"),
     pytest.param("bpe", {"vocab_size": 300, "level": "char"}, id="bpe-char"),
+    pytest.param("bpe", {"vocab_size": 400, "level": "spm"}, id="bpe-spm"),  # the table summarised in the leader
     pytest.param("wordpiece", {"vocab_size": 300}, id="wordpiece"),
     pytest.param("unigram", {"vocab_size": 400}, id="unigram"),
     pytest.param("wordlevel", {"vocab_size": 200}, id="wordlevel"),
