@@ -128,12 +128,16 @@ def count_pretokens(
         check_workers(num_workers, per_cpu=False)  # the options checked the CPUs; a test may want 2 on 1
         workers = num_workers
     reporter.update("count", 0, total, force=True)
-    if (cluster := active_cluster()) is not None or workers <= 1:
+    tally_args = (split, specials, normalizer, rate)
+    if (cluster := active_cluster()) is None and workers > 1:  # the workers pack or summarise their tables
+        result = _count_in_workers(files, total, workers, tally_args, safe_cuts=safe_cuts,
+                                   max_chunk_chars=max_chunk_chars, reporter=reporter, packed=packed, summary=summary)
+    else:
         if cluster is not None:
-            counts = cluster.count(files, (split, specials, normalizer, rate), safe_cuts=safe_cuts,
-                                   max_chunk_chars=max_chunk_chars, reporter=reporter)
+            counts = cluster.count(files, tally_args, safe_cuts=safe_cuts, max_chunk_chars=max_chunk_chars,
+                                   reporter=reporter)
         else:
-            tally = Tally(split, specials, normalizer, rate)
+            tally = Tally(*tally_args)
             for text, done in iter_documents(files, specials, max_chunk_chars=max_chunk_chars, safe_cuts=safe_cuts):
                 tally.add(text)
                 reporter.update("count", done, total)
@@ -142,9 +146,6 @@ def count_pretokens(
             result = summary.summed([summary.of(counts)])
         else:
             result = ByteTable.of(counts) if packed and isinstance(counts, dict) else counts
-    else:  # the workers pack or summarise their tables when asked
-        result = _count_in_workers(files, total, workers, (split, specials, normalizer, rate), safe_cuts=safe_cuts,
-                                   max_chunk_chars=max_chunk_chars, reporter=reporter, packed=packed, summary=summary)
     reporter.update("count", total, total, force=True)
     return result
 

@@ -32,7 +32,6 @@ TallyArgs = tuple[str | Splitter, tuple[str, ...], Normalizer | None, float]
 pattern budget in seconds per million characters (``limits.pattern_budget``)."""
 
 
-
 class Summary(Protocol):
     """What each counting process makes of its own count table before handing it over, and how
     those parts add up (picklable: it travels to the workers).

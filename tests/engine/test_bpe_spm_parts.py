@@ -56,9 +56,20 @@ tables = st.lists(st.dictionaries(words_of, st.integers(1, 50), max_size=12), mi
 @example([{"aー": 2}, {"aーa": 1, "ーz": 1}], 0.9, False)  # a wildcard: the word comes back uncut
 @example([{"a\u0301b": 1}, {"ab": 5}], 0.9995, True)  # a mark
 @example([{}, {"ab": 1}], 1.0, True)  # a process that counted nothing
+@example([{"\x00\x00": 1}], 0.5, False)  # an alphabet of no character a piece may hold (raised a TypeError)
 def test_the_parts_add_up_to_the_summed_tables_cut(parts: list[dict[str, int]], coverage: float,
                                                    split_digits: bool) -> None:
     assert summed(parts, coverage, split_digits) == reference(parts, coverage, split_digits)
+
+
+def test_an_alphabet_no_piece_may_hold_trains(tmp_path: Path) -> None:
+    """Digits only, split, and a coverage that leaves out the ``▁``: no character may join another,
+    so no merge is learned (this raised a TypeError, a traceback on the command line)."""
+    path = tmp_path / "zeros.txt"
+    path.write_text("0000000000 0000\n00000\n", encoding="utf-8")
+    result = train("bpe", [path], {"level": "spm", "vocab_size": 300, "character_coverage": 0.5})
+    # The dummy "▁" is left out, so it is spelled in byte pieces (3 + 0xE2, 3 + 0x96, 3 + 0x81).
+    assert result.stats["merges"] == [] and result.tokenizer.encode("000") == [229, 153, 132, 259, 259, 259]
 
 
 def test_recut_splits_only_at_left_out_characters() -> None:

@@ -105,7 +105,7 @@ def plain_segments(words: CountedWords, classes: Mapping[str, str], space: str, 
     if len(space) == 1 and space in kinds:
         kinds[space] = _SPACE
     codes, lengths = packed.codes, packed.lengths
-    lookup = np.full(max(int(codes.max(initial=0)), *map(ord, kinds)) + 1, _OUTSIDE, np.int32)
+    lookup = np.full(max([int(codes.max(initial=0)), *map(ord, kinds)]) + 1, _OUTSIDE, np.int32)  # kinds may be empty
     lookup[np.fromiter(map(ord, kinds), np.int64, len(kinds))] = list(kinds.values())
     kind = lookup[codes]
     word_of = np.repeat(np.arange(len(lengths), dtype=np.int32), lengths)  # the word each character is in
