@@ -1,9 +1,12 @@
-"""Files an import keeps verbatim beside its ``tokenizer.json``: today, a sentencepiece ``.model``.
+"""Files a row keeps verbatim beside its ``tokenizer.json``: today, a sentencepiece ``.model``.
 
 The database stores every tokenizer as its ``tokenizer.json``; a ``.model`` holds more than that
 document can say exactly (USER_DEFINED pieces inside sentencepiece's whitespace rules, fields
-we do not use), so an imported one is kept in the row's ``config`` (base64), the tokenizer is
-rebuilt from it (``loaded.py``), and its download is the uploaded file, byte for byte. The chat
+we do not use, and that a BPE merges by its pieces' scores: read back, the document is a
+merge-list BPE), so an imported one is kept in the row's ``config`` (base64), the tokenizer is
+rebuilt from it (``loaded.py``), and its download is the uploaded file, byte for byte. A
+sentencepiece-style BPE trained here, or an extended ``.model``, keeps its ``.model`` the same
+way (the job's child sends it, :func:`take_original` moves it into the config). The chat
 settings of an imported ``tokenizer_config.json`` are kept in the config too (:func:`chat_settings`
 reads them, for the chat page, the downloads and the extensions and merges that keep the base's ids).
 """
@@ -46,6 +49,13 @@ def chat_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
     in a tokenizer row's ``config``, or an extension or merge took from its base (empty when none)."""
     chat = (config or {}).get("chat")
     return chat if isinstance(chat, dict) else {}
+
+
+def take_original(stats: dict[str, Any]) -> dict[str, str]:
+    """The file a job's child kept (``stats["original"]``, made by :func:`keep_original`), taken out
+    of the statistics for the row's config: it is the tokenizer, not a statistic."""
+    original = stats.pop("original", None)
+    return original if isinstance(original, dict) else {}
 
 
 def stored_tokenizer(document: str | bytes) -> Tokenizer:

@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 
 from webapp.store.models import Corpus, Job
 from webapp.tokenizers.extend_form import EXTEND, extension_name
+from webapp.tokenizers.originals import take_original
 
 if TYPE_CHECKING:
     from webapp.corpora.storage import CorpusStore
@@ -53,10 +54,10 @@ def child_args(session: Session, store: "CorpusStore", job: Job, paths: list[str
 def row_fields(job: Job, stats: dict[str, Any]) -> dict[str, Any]:
     """The stored tokenizer's name, algorithm and config for an extension job that succeeded.
 
-    An extended ``.model`` the child sent (``stats["original"]``) moves from the stats into the
-    config, where ``tokenizers/originals.py`` keeps imported files: it is the tokenizer, not a statistic."""
+    An extended ``.model`` the child sent moves from the stats into the config, where
+    ``tokenizers/originals.py`` keeps imported files (``take_original``)."""
     options = dict(job.options or {})
-    original = stats.pop("original", None)
+    original = take_original(stats)
     report = stats.get("report") if isinstance(stats.get("report"), dict) else {}
     added = report.get("pieces_added", options.get("add", 0))
     config = {"algorithm": EXTEND, "extended_from": options.get("base_id"),
@@ -67,8 +68,7 @@ def row_fields(job: Job, stats: dict[str, Any]) -> dict[str, Any]:
               "reference_corpus_id": options.get("reference_corpus_id")}
     if options.get("base_chat"):  # the base's ids are kept, so its chat template still fits
         config["chat"] = options["base_chat"]
-    if isinstance(original, dict):
-        config.update(original)
+    config.update(original)
     return {
         "name": extension_name(str(options.get("base_name", "tokenizer")), int(added),
                                list(options.get("corpus_names", []))),

@@ -21,6 +21,7 @@ from webapp.corpora.storage import CorpusStore
 from webapp.jobs import queue
 from webapp.jobs.kinds import JobKind, Words, register
 from webapp.store.models import Job, Tokenizer
+from webapp.tokenizers.originals import take_original
 from webapp.training import extend_child, extend_job, train_child
 from webapp.training.stages import STAGE_SHARES
 
@@ -32,11 +33,12 @@ def complete(session: Session, job_id: int, worker_id: str, *, tokenizer_json: s
     if job is None:
         return None
     seconds = stats.get("seconds")
-    fields: dict[str, Any] = {"name": job.name, "algorithm": job.algorithm,
-                              "config": {"algorithm": job.algorithm, "options": stats.get("options", job.options),
-                                         "corpus_ids": job.corpus_ids}}
     if job.algorithm == extend_job.EXTEND:  # named after what was added; the base's id and the report
         fields = extend_job.row_fields(job, stats)
+    else:  # a sentencepiece-style BPE keeps its .model, which its tokenizer.json cannot stand for
+        fields = {"name": job.name, "algorithm": job.algorithm,
+                  "config": {"algorithm": job.algorithm, "options": stats.get("options", job.options),
+                             "corpus_ids": job.corpus_ids, **take_original(stats)}}
     tokenizer = Tokenizer(
         team_id=job.team_id,  # the tokenizer belongs to the team that trained it
         source="trained",

@@ -2,8 +2,9 @@
 
 The worker (``jobs/worker.py``) starts this in a fresh ``spawn`` process (see ``jobs/job_child.py`` for
 why, and for what every child does first). Messages sent to the worker are tuples:
-``("progress", stage, current, total)``, then exactly one of ``("done", tokenizer_json, stats)``,
-``("cancelled",)`` or ``("error", message)``. The worker may send ``"cancel"``. This module
+``("progress", stage, current, total)``, then exactly one of ``("done", tokenizer_json, stats)``
+(a sentencepiece-style BPE's ``.model`` in ``stats["original"]``: its ``tokenizer.json`` reads
+back as a merge-list BPE, ``tokenizers/originals.py``), ``("cancelled",)`` or ``("error", message)``. The worker may send ``"cancel"``. This module
 imports only the engine and the settings' parser: no Flask, no database. A custom pattern's
 budget per chunk of the corpus (``engine.trainers.limits.pattern_budget``) is the setting
 ``TOKENFORGE_TRAIN_PATTERN_SECONDS_PER_MB``, read from the environment like the memory limit.
@@ -57,6 +58,12 @@ def run(conn: Connection, parent_pid: int, algorithm: str, paths: list[str],
                              f"(now {rate:g}).")
         except TokenforgeError as exc:
             return ("error", str(exc))
-        return ("done", result.tokenizer.to_json(), result.stats)
+        stats = dict(result.stats)
+        if getattr(result.tokenizer.model, "level", "") == "spm":  # its .model: read back, the JSON is another BPE
+            from engine.formats.spm_model import dump_spm_model
+            from webapp.tokenizers.originals import keep_original
+
+            stats["original"] = keep_original("spm_model", dump_spm_model(result.tokenizer))
+        return ("done", result.tokenizer.to_json(), stats)
 
     send_outcome(conn, work, what="Training", memory_hint=" Nothing was saved. Try a smaller corpus or vocabulary.")
