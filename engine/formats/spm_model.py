@@ -15,8 +15,11 @@ named: WORD and CHAR models, a denormalizer charsmap, a piece that is both a CON
 piece and a normal one. Export refuses normalizers other than identity or a sentencepiece one
 (we cannot build a charsmap). Decoding is sentencepiece's
 (:class:`SpmDecoder`: CONTROL pieces give nothing, ``<unk>`` gives `` ⁇ ``). Exporting a trained
-tokenizer writes ``remove_extra_whitespaces=false``; its Metaspace pre-tokenizer adds no ``▁``
-before a text that starts with a space while sentencepiece does, so only such texts get other ids.
+tokenizer writes ``remove_extra_whitespaces=false``. A trained Unigram's normalizer is
+sentencepiece's (``SpmNormalizer``; read back from its ``tokenizer.json``, the ``Replace`` and
+``Prepend`` that one writes, :func:`_escaping_steps`), so its ``.model`` gives its ids. A tokenizer
+whose Metaspace pre-tokenizer adds the ``▁`` itself (trained before 2026-11-29, or imported) adds
+none before a text that starts with a space while sentencepiece does: only such texts get other ids.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from engine.formats.spm_proto import (
 )
 from engine.models.spm_bpe import SpmBPE
 from engine.models.unigram import Unigram
+from engine.normalizers_hf import Prepend, Replace
 from engine.pretokenizers import Metaspace
 from engine.spm_normalizer import SPACE, SpmNormalizer
 from engine.tokenizer import Tokenizer
@@ -227,10 +231,29 @@ def _normalizer_spec(tokenizer: Tokenizer) -> NormalizerSpec:
                               add_dummy_prefix=normalizer.add_dummy_prefix,
                               remove_extra_whitespaces=normalizer.remove_extra_whitespaces,
                               escape_whitespaces=normalizer.escape_whitespaces)
-    if normalizer is not None:
+    escaped = _escaping_steps(normalizer)
+    if normalizer is not None and escaped is None:
         raise ConfigError(f"The normalizer {normalizer.name!r} has no sentencepiece charsmap we can write; "
                           "only tokenizers trained with normalization='identity' can be saved as a .model.")
-    if not isinstance(pre, Metaspace) or pre.replacement != SPACE:
+    if not isinstance(pre, Metaspace) or pre.replacement != SPACE or (escaped is not None and pre.add_dummy_prefix):
         raise ConfigError("Only a tokenizer with a Metaspace ('▁') pre-tokenizer can be saved as a .model.")
-    return NormalizerSpec(name="identity", add_dummy_prefix=pre.add_dummy_prefix, remove_extra_whitespaces=False,
-                          escape_whitespaces=True)
+    if pre.split_by_whitespace and any(SPACE in piece[1:] for piece, _ in tokenizer.model.pieces()):
+        raise ConfigError("The pre-tokenizer cuts the text at each '▁', which pieces with a '▁' inside would "
+                          "cross in sentencepiece: this tokenizer cannot be saved as a .model.")
+    return NormalizerSpec(name="identity", add_dummy_prefix=escaped if escaped is not None else pre.add_dummy_prefix,
+                          remove_extra_whitespaces=False, escape_whitespaces=True)
+
+
+def _escaping_steps(normalizer: Any) -> bool | None:
+    """Whether ``normalizer`` is sentencepiece's identity normalization as Hugging Face writes it
+    (``SpmNormalizer.to_hf``: every space as ``▁``, then a ``Prepend`` of ``▁`` or none) and
+    prepends; None when it is anything else. A trained Unigram's ``tokenizer.json`` reads back so."""
+    steps = getattr(normalizer, "normalizers", None)
+    if not isinstance(steps, list) or not 1 <= len(steps) <= 2:
+        return None
+    first, *rest = steps
+    if not (isinstance(first, Replace) and first.string == " " and first.content == SPACE):
+        return None
+    if rest and not (isinstance(rest[0], Prepend) and rest[0].prepend == SPACE):
+        return None
+    return bool(rest)

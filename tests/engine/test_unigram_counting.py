@@ -32,7 +32,7 @@ def reference(path: Path, add_dummy_prefix: bool, split_by_whitespace: bool, nor
             line = line.rstrip("\n")
             if normalizer is not None:
                 line = normalizer.normalize(line)
-            if add_dummy_prefix and line and line[0] != " ":
+            if add_dummy_prefix and line:  # sentencepiece's: a line that begins with a space too
                 line = "▁" + line
             line = line.replace(" ", "▁")
             if split_by_whitespace:

@@ -4,9 +4,10 @@ The worker (``jobs/worker.py``) starts this in a fresh ``spawn`` process (see ``
 why, and for what every child does first). Messages sent to the worker are tuples:
 ``("progress", stage, current, total)``, then exactly one of ``("done", tokenizer_json, stats)``
 (a sentencepiece-style BPE's ``.model`` in ``stats["original"]``: its ``tokenizer.json`` reads
-back as a merge-list BPE, ``tokenizers/originals.py``), ``("cancelled",)`` or ``("error", message)``. The worker may send ``"cancel"``. This module
-imports only the engine and the settings' parser: no Flask, no database. A custom pattern's
-budget per chunk of the corpus (``engine.trainers.limits.pattern_budget``) is the setting
+back as a merge-list BPE, ``tokenizers/originals.py``), ``("cancelled",)`` or
+``("error", message)``. The worker may send ``"cancel"``. This module imports only the engine
+and the settings' parser: no Flask, no database. A custom pattern's budget per chunk of the
+corpus (``engine.trainers.limits.pattern_budget``) is the setting
 ``TOKENFORGE_TRAIN_PATTERN_SECONDS_PER_MB``, read from the environment like the memory limit.
 """
 

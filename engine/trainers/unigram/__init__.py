@@ -34,8 +34,11 @@ import numpy as np
 from engine.decoders import MetaspaceDecoder
 from engine.errors import ConfigError
 from engine.models.unigram import BYTE_PIECES, UNK_PENALTY, Unigram
-from engine.normalizers import get_normalizer
+from engine.normalizers import Normalizer, get_normalizer
+from engine.normalizers import Sequence as NormalizerSequence
+from engine.normalizers_hf import Prepend, Replace
 from engine.pretokenizers import Metaspace
+from engine.spm_normalizer import SpmNormalizer
 from engine.tokenizer import Tokenizer
 from engine.trainers.base import Reporter, TrainResult
 from engine.trainers.limits import MAX_SENTENCE_BYTES, max_workers
@@ -189,12 +192,30 @@ def rounds_left(alive: int, desired: int, shrinking_factor: float) -> int:
 
 
 def build_tokenizer(model: Unigram, options: UnigramOptions) -> Tokenizer:
-    """Wrap a trained model in the sentencepiece-style pipeline."""
+    """Wrap a trained model in sentencepiece's pipeline: a ``▁`` before the text (one that begins
+    with a space too, as sentencepiece adds it and as the words were counted), every space as
+    ``▁``, the words cut at each ``▁`` (the same pieces as a lattice over the whole text, since
+    a piece holds ``▁`` only first), and sentencepiece's decoding.
+
+    With identity normalization the normalizer is sentencepiece's own (``SpmNormalizer``), so
+    the tokenizer, its ``tokenizer.model`` and its ``tokenizer.json`` (Hugging Face's
+    ``Replace`` and ``Prepend``) give the same ids; NFKC and NFC run before the same two steps.
+    (A Metaspace pre-tokenizer that adds the ``▁`` itself, as before, adds none before a text
+    that begins with a space: such texts got other ids from the ``.model``.)"""
+    if options.normalization == "identity":
+        normalizer: Normalizer = SpmNormalizer(add_dummy_prefix=options.add_dummy_prefix,
+                                               remove_extra_whitespaces=False, name="identity")
+    else:  # the training's own form (``get_normalizer``), then the two steps
+        form = get_normalizer(options.normalization)
+        steps = [form] if form is not None else []
+        steps.append(Replace(string=" ", content=SPACE))
+        if options.add_dummy_prefix:
+            steps.append(Prepend(SPACE))
+        normalizer = NormalizerSequence(steps)
     return Tokenizer(
         model,
-        normalizer=get_normalizer(options.normalization),
-        pre_tokenizer=Metaspace(SPACE, add_dummy_prefix=options.add_dummy_prefix,
-                                split_by_whitespace=options.split_by_whitespace),
+        normalizer=normalizer,
+        pre_tokenizer=Metaspace(SPACE, add_dummy_prefix=False, split_by_whitespace=options.split_by_whitespace),
         special_tokens={t: i for i, t in enumerate(options.special_tokens)},
         decoder=MetaspaceDecoder(SPACE, add_dummy_prefix=options.add_dummy_prefix),
         name="unigram",

@@ -21,7 +21,7 @@ from engine.trainers.unigram.options import UnigramOptions
 
 SPACE = "\u2581"
 _WORD = regex.compile(f"{SPACE}[^{SPACE}\\n]*|[^{SPACE}\\n]+")
-_LINE_START = regex.compile(r"(?m)^(?=[^ \n])")
+_LINE_START = regex.compile(r"(?m)^(?=[^\n])")
 
 
 class MetaspaceSplit:
@@ -41,7 +41,10 @@ class MetaspaceSplit:
         if "\r" in text:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
         if self.add_dummy_prefix:
+            mid_line = text.startswith(" ")
             text = _LINE_START.sub(SPACE, text)
+            if mid_line:
+                text = text[1:]
         text = text.replace(" ", SPACE)
         if self.split_by_whitespace:
             return _WORD.findall(text)
@@ -55,7 +58,7 @@ def count_words(files: Sequence[Path], normalizer: Normalizer | None, options: U
     No special tokens are cut out: sentencepiece reads them as text too. Over-long documents may
     be cut before a space or newline between letters only when words never cross whitespace: the
     ``▁`` goes with the word after it, which stays whole on the cut's right side, and a chunk that
-    begins with a space or newline gets no dummy prefix.
+    begins with a space gets no dummy prefix (:class:`MetaspaceSplit`).
     """
     split = MetaspaceSplit(add_dummy_prefix=options.add_dummy_prefix, split_by_whitespace=options.split_by_whitespace)
     safe_cuts = options.split_by_whitespace and cuts_are_safe("whitespace", normalizer)
