@@ -129,6 +129,15 @@ def _offset(unit: int) -> int:
     return (unit >> 10) << ((unit & (1 << 9)) >> 6)
 
 
+def _valid(text: str) -> bool:
+    """Whether ``text`` is valid UTF-8 when encoded (no lone surrogate, which normalizes to U+FFFD)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _char_len(data: bytes, pos: int) -> int:
     """The byte length of the valid UTF-8 character at ``pos``, or 0 if it is malformed."""
     for size in (1, 2, 3, 4):
@@ -164,6 +173,10 @@ class SpmNormalizer:
         # letter may start a rule.
         self._plain_run = regex.compile(b"(?:[" + b"".join(b"\\x%02x" % b for b in plain)
                                         + b"](?![\\x80-\\xff]))+") if plain else None
+        # Identity with the spaces escaped and nothing removed (our trained Unigram's): every
+        # character stays itself, so the text needs no walk byte by byte (2 KB: 0.26 against 1.0 ms).
+        self._only_spaces = (self.charsmap is None and not self.user_defined and not remove_extra_whitespaces
+                             and not treat_whitespace_as_suffix)
 
     def _prefix(self, data: bytes, pos: int) -> tuple[bytes, int]:
         """``NormalizePrefix``: the normalized bytes of the next unit and how many input bytes it takes."""
@@ -225,7 +238,15 @@ class SpmNormalizer:
         return bytes(out), orig
 
     def normalize(self, text: str) -> str:
+        if self._only_spaces and text and _valid(text):
+            return self._spaces_only(text)
         return self.normalize_bytes(text.encode("utf-8", "surrogatepass"))[0].decode("utf-8", "replace")
+
+    def _spaces_only(self, text: str) -> str:
+        """:meth:`normalize` where only the spaces and the dummy change (``_only_spaces``)."""
+        space = SPACE if self.escape_whitespaces else " "
+        body = text.replace(" ", space) if self.escape_whitespaces else text
+        return space + body if self.add_dummy_prefix else body
 
     def aligned(self, text: str) -> tuple[str, list[int]]:
         """The name ``engine.normalizers.normalize_aligned`` looks for."""
@@ -233,6 +254,8 @@ class SpmNormalizer:
 
     def normalize_aligned(self, text: str) -> tuple[str, list[int]]:
         """The normalized text and ``len(out) + 1`` input character positions, one per output boundary."""
+        if self._only_spaces and text and _valid(text):  # one character for one, the dummy at 0
+            return self._spaces_only(text), [0] * self.add_dummy_prefix + list(range(len(text) + 1))
         data = text.encode("utf-8", "surrogatepass")
         out, orig = self.normalize_bytes(data)
         starts = [0]  # input byte offset of each input character

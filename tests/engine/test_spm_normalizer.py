@@ -156,3 +156,21 @@ def test_broken_charsmaps_are_refused(blob: bytes, message: str) -> None:
 def test_bad_base64_is_refused() -> None:
     with pytest.raises(FormatError, match="not valid base64"):
         Precompiled.from_hf({"type": "Precompiled", "precompiled_charsmap": "@@@"})
+
+
+@pytest.mark.parametrize("dummy", [True, False])
+@pytest.mark.parametrize("escape", [True, False])
+def test_identity_without_removal_skips_the_byte_walk_with_its_result(dummy: bool, escape: bool) -> None:
+    # Identity, spaces kept (our trained Unigram's, Llama 2's): only the spaces and the dummy change,
+    # so no byte walk; a lone surrogate (U+FFFD in the walk) still takes it.
+    normalizer = SpmNormalizer(b"", add_dummy_prefix=dummy, remove_extra_whitespaces=False, escape_whitespaces=escape)
+    walk = SpmNormalizer(b"", add_dummy_prefix=dummy, remove_extra_whitespaces=False, escape_whitespaces=escape)
+    walk._only_spaces = False
+    assert normalizer._only_spaces
+    rng = random.Random(7)
+    alphabet = "ab \u2581\t\n\u6f22\u00e9\u0301\x00\ud800\U0001f642"
+    for text in ["", " ", "  a", *("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(2000))]:
+        assert normalizer.normalize(text) == walk.normalize(text), repr(text)
+        assert normalizer.normalize_aligned(text) == walk.normalize_aligned(text), repr(text)
+    if dummy:  # sentencepiece's dummy before a text that begins with spaces too
+        assert normalizer.normalize("  a") == ("\u2581" * 3 + "a" if escape else "   a")
