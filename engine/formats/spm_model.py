@@ -245,9 +245,9 @@ def _normalizer_spec(tokenizer: Tokenizer) -> NormalizerSpec:
 
 
 def _escaping_steps(normalizer: Any) -> bool | None:
-    """Whether ``normalizer`` is sentencepiece's identity normalization as Hugging Face writes it
-    (``SpmNormalizer.to_hf``: every space as ``▁``, then a ``Prepend`` of ``▁`` or none) and
-    prepends; None when it is anything else. A trained Unigram's ``tokenizer.json`` reads back so."""
+    """For sentencepiece's identity normalization as Hugging Face writes it (``SpmNormalizer.to_hf``:
+    every space as ``▁``, then a ``Prepend`` of ``▁`` or none), whether it prepends the ``▁``;
+    None for any other normalizer. A trained Unigram's ``tokenizer.json`` reads back so."""
     steps = getattr(normalizer, "normalizers", None)
     if not isinstance(steps, list) or not 1 <= len(steps) <= 2:
         return None
