@@ -220,3 +220,26 @@ def test_cli_encodes_with_a_model_file(models: dict[str, bytes], tmp_path: Path,
     assert main(["encode", "-t", str(path), "--text", "Hello world"]) == 0
     reference = spm.SentencePieceProcessor(model_proto=models["unigram_identity"])
     assert json.loads(capsys.readouterr().out) == reference.encode("Hello world")
+
+
+@pytest.mark.parametrize("algorithm, options", [("bpe", {"level": "spm"}), ("unigram", {})], ids=["spm-bpe", "unigram"])
+def test_nul_is_never_a_piece_so_sentencepiece_loads_our_model(tmp_path: Path, algorithm: str,
+                                                               options: dict[str, object]) -> None:
+    """A NUL in the corpus: sentencepiece makes no piece of it and refuses a .model that has one (or
+    reads it as UNUSED with byte fallback); ours spell it <0x00>, as sentencepiece does."""
+    from engine.errors import ConfigError
+    from engine.trainers import train as train_any
+
+    corpus = tmp_path / "nul.txt"
+    corpus.write_text("ab\x00cd ef\x00\x00 gh\nab cd\n" * 6, encoding="utf-8")
+    tokenizer = train_any(algorithm, [corpus], {"vocab_size": 270, **options}).tokenizer
+    assert not any("\x00" in piece for piece, _ in tokenizer.model.pieces())
+    reference = spm.SentencePieceProcessor(model_proto=dump_spm_model(tokenizer))
+    for text in ["ab\x00cd", "\x00", "ef\x00\x00 gh"]:
+        assert tokenizer.encode_ordinary(text) == reference.encode(text), repr(text)
+    assert 3 in tokenizer.encode_ordinary("\x00")  # <0x00>
+    if algorithm == "unigram":  # no dummy ▁ either: no character a piece may hold, one sentence
+        nothing = tmp_path / "only-nul.txt"
+        nothing.write_text("\x00\x00\n", encoding="utf-8")
+        with pytest.raises(ConfigError, match="no character a piece may hold"):
+            train_any(algorithm, [nothing], {"vocab_size": 270, "add_dummy_prefix": False})

@@ -121,11 +121,13 @@ def test_segment_counts_sum_each_words_segments(word_counts: dict[str, int], spl
 
 
 def reference_required_chars(word_counts: Mapping[str, int], coverage: float) -> dict[str, int]:
-    """Count every character, then take them by descending count (ties: code point) past ``coverage``."""
+    """Count every character but NUL (never a piece in sentencepiece), then take them by descending
+    count (ties: code point) past ``coverage``."""
     chars: Counter[str] = Counter()
     for word, count in word_counts.items():
         for char in word:
-            chars[char] += count
+            if char != "\x00":
+                chars[char] += count
     threshold = sum(chars.values()) * coverage
     required: dict[str, int] = {}
     covered = 0

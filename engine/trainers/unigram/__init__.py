@@ -73,6 +73,8 @@ def train_on_counts(word_counts: Mapping[str, int], options: UnigramOptions,
     # 1. Required characters (the words packed once: the slices read them too).
     words = CountedWords.of(word_counts)
     required = required_chars(words, options.character_coverage)
+    if not required:  # NUL only: no character a piece may hold
+        raise ConfigError("The corpus has no character a piece may hold (NUL is never one).")
     reserved = len(options.special_tokens) + (256 if options.byte_fallback else 0)
     if options.vocab_size < reserved + len(required):
         raise ConfigError(

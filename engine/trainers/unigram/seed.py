@@ -96,7 +96,11 @@ def char_totals(words: CountedWords) -> tuple[np.ndarray, np.ndarray]:
 def covering(chars: np.ndarray, counts: np.ndarray, coverage: float) -> dict[str, int]:
     """The characters (code points ``chars``, each seen ``counts`` times) taken by descending
     count (ties: smaller code point first) until the covered share exceeds ``coverage``:
-    sentencepiece's rule. Each with its count, in that order."""
+    sentencepiece's rule. Each with its count, in that order. NUL is neither taken nor counted:
+    sentencepiece makes no piece of it, and its ``.model`` loader refuses one (or, with byte
+    fallback, reads it as UNUSED), so a NUL is spelled ``<0x00>`` or unknown."""
+    if len(chars) and chars[0] == 0:  # ascending code points: NUL comes first
+        chars, counts = chars[1:], counts[1:]
     order = np.lexsort((chars, -counts))  # by descending count, then by code point
     threshold = int(counts.sum()) * coverage
     required: dict[str, int] = {}
