@@ -85,7 +85,7 @@ class SpmSegmenting:
         chars, char_counts = char_totals(words)
         classes = piece_classes(map(chr, chars.tolist()), split_digits=self.split_digits)
         found, rest = plain_segments(words, classes, SPACE, outside(classes))
-        return Part(dict(found), dict(rest), chars, char_counts, corpus_size(words))
+        return Part(found, dict(rest), chars, char_counts, corpus_size(words))  # found: a Counter, a dict
 
     def summed(self, parts: list[Part]) -> SpmCounts:
         chars = np.concatenate([part.chars for part in parts])
@@ -115,7 +115,7 @@ def recut(segments: dict[str, int], left_out: set[str]) -> dict[str, int]:
     """``segments`` (of plain words) cut again at the characters ``left_out``: each part of two
     characters or more keeps the segment's count, added to an equal segment's. Only the segments
     that hold such a character are read in Python; numpy finds them among all the code points
-    (a regex of the ~400 left-out characters of en_5M took longer to compile than all of this)."""
+    (en_5M: 121 of 58,373 segments hold one of its 385 left-out characters)."""
     if not left_out or not segments:
         return segments
     keys = list(segments)
