@@ -1,11 +1,13 @@
 """Trainers build tokenizers from corpora: one module per algorithm, one registry here.
 
 ``train(algorithm, files, options)`` is the single entry point the CLI and the web app's job
-worker call. Each algorithm module exposes ``OPTIONS`` (its frozen options dataclass) and
-``train(files, options, *, reporter) -> TrainResult``; modules are imported lazily so that
-asking for the BPE options does not import the Unigram trainer. A *level* of a model can be
-another module (``LEVELS``: ``--model bpe --level spm`` is ``bpe_spm``): its options join the
-model's, and values that name the level are read and trained by that module.
+worker call. Each algorithm has two modules (``TRAINERS``): one that exposes ``OPTIONS`` (its
+frozen options dataclass) and one that exposes ``train(files, options, *, reporter) ->
+TrainResult``. Both are imported when first needed, so that building every model's CLI flags
+or form fields imports no trainer (the CLI pays the options alone before it trains one model).
+A *level* of a model can have modules of its own (``LEVELS``: ``--model bpe --level spm`` is
+``bpe_spm``): its options join the model's, and values that name the level are read and
+trained by its modules.
 """
 
 from __future__ import annotations
@@ -40,41 +42,40 @@ _ON_FIRST_USE = {
 }
 __getattr__, __dir__ = on_first_use(globals(), _ON_FIRST_USE)
 
-# algorithm name -> module that implements it
-TRAINERS: dict[str, str] = {
-    "bpe": "engine.trainers.bpe",
-    "wordpiece": "engine.trainers.wordpiece",
-    "unigram": "engine.trainers.unigram",
-    "wordlevel": "engine.trainers.baselines",
-    "char": "engine.trainers.baselines",
-    "byte": "engine.trainers.baselines",
+# algorithm -> (the module of its options, the module that trains it)
+TRAINERS: dict[str, tuple[str, str]] = {
+    "bpe": ("engine.trainers.bpe_options", "engine.trainers.bpe"),
+    "wordpiece": ("engine.trainers.wordpiece_options", "engine.trainers.wordpiece"),
+    "unigram": ("engine.trainers.unigram.options", "engine.trainers.unigram.trainer"),
+    **dict.fromkeys(("wordlevel", "char", "byte"), ("engine.trainers.baselines", "engine.trainers.baselines")),
 }
-# model -> {level: module}: a level trained by a module of its own. The module has ``OPTIONS``,
-# ``LEVEL_HELP`` (added to the level's help), ``options_from(values, model_options)`` and ``train``.
-LEVELS: dict[str, dict[str, str]] = {
-    "bpe": {"spm": "engine.trainers.bpe_spm"},
+# model -> {level: (the module of its options, the module that trains it)}: a level trained by
+# modules of its own. The first has ``OPTIONS``, ``LEVEL_HELP`` (added to the level's help) and
+# ``options_from(values, model_options)``; the second ``train``.
+LEVELS: dict[str, dict[str, tuple[str, str]]] = {
+    "bpe": {"spm": ("engine.trainers.bpe_spm_options", "engine.trainers.bpe_spm")},
 }
 
 
-def _module(algorithm: str) -> ModuleType:
+def _modules(algorithm: str) -> tuple[str, str]:
     if algorithm not in TRAINERS:
         raise ConfigError(
             f"Unknown algorithm {algorithm!r}; choose one of: {', '.join(TRAINERS)}."
         )
-    return importlib.import_module(TRAINERS[algorithm])
+    return TRAINERS[algorithm]
 
 
 def options_class(algorithm: str) -> type:
     """The frozen options dataclass of ``algorithm``."""
-    module = _module(algorithm)
-    options = getattr(module, "OPTIONS")
+    options = getattr(importlib.import_module(_modules(algorithm)[0]), "OPTIONS")
     return options[algorithm] if isinstance(options, dict) else options
 
 
 def _levels(algorithm: str) -> dict[str, ModuleType]:
-    """The modules that train levels of ``algorithm``; one that does not import is left out."""
+    """The options modules of the levels of ``algorithm`` trained apart; one that does not import
+    is left out."""
     found = {}
-    for level, name in LEVELS.get(algorithm, {}).items():
+    for level, (name, _) in LEVELS.get(algorithm, {}).items():
         try:
             found[level] = importlib.import_module(name)
         except ImportError:
@@ -129,7 +130,8 @@ def train(
         if not path.is_file():
             raise ConfigError(f"Corpus file {str(path)!r} does not exist.")
     started = time.perf_counter()
-    module = next((m for m in _levels(algorithm).values() if isinstance(opts, m.OPTIONS)), _module(algorithm))
+    level = next((level for level, m in _levels(algorithm).items() if isinstance(opts, m.OPTIONS)), None)
+    module = importlib.import_module(LEVELS[algorithm][level][1] if level else _modules(algorithm)[1])
     with collector_paused():  # engine/gc_pause.py: ~5% of a training's CPU
         result: TrainResult = module.train(paths, opts, reporter=Reporter(progress, should_cancel))
     result.stats.setdefault("algorithm", algorithm)

@@ -26,7 +26,7 @@ from engine.errors import ConfigError, ConfigProblems
 from engine.trainers.base import Reporter, TrainResult
 from engine.trainers.limits import MAX_VOCAB, check_at_most, check_special_count
 from engine.trainers.tally import CHAR_PATTERN
-from engine.trainers.wordpiece import BERT_SPECIALS, NORMALIZER_CHOICES
+from engine.trainers.wordpiece_options import BERT_SPECIALS, NORMALIZER_CHOICES
 
 if TYPE_CHECKING:
     from engine.tokenizer import Tokenizer

@@ -58,8 +58,7 @@ from engine.trainers.counting import count_pretokens
 from engine.trainers.unigram.segments import outside
 
 MAX_PIECE_CHARS = 16  # sentencepiece's max_sentencepiece_length
-OPTIONS = SpmBpeOptions
-__all__ = ["LEVEL_HELP", "OPTIONS", "SpmBpeOptions", "build_tokenizer", "learn", "options_from", "spelled", "train",
+__all__ = ["LEVEL_HELP", "SpmBpeOptions", "build_tokenizer", "learn", "options_from", "spelled", "train",
            "unmarked_words"]
 
 

@@ -67,6 +67,9 @@ class SpmBpeOptions:
         problems.raise_if_any()
 
 
+OPTIONS = SpmBpeOptions
+
+
 def options_from(values: Mapping[str, Any], model_options: type) -> SpmBpeOptions:
     """Our options from a BPE form or flags. An option of the other levels at its default (the
     form sends every field) is ignored; set to anything else it is refused, naming it, since it

@@ -125,7 +125,8 @@ def recut(segments: dict[str, int], left_out: set[str]) -> dict[str, int]:
         return segments
     ends = np.cumsum(np.fromiter(map(len, keys), np.int64, len(keys)))
     again: Counter[str] = Counter()
-    for index in np.unique(np.searchsorted(ends, hits, side="right")).tolist():
+    # the hits ascend, so their segments do: dict.fromkeys drops repeats (np.unique would import numpy.ma)
+    for index in dict.fromkeys(np.searchsorted(ends, hits, side="right").tolist()):
         count = segments.pop(keys[index])
         for piece in "".join("\n" if c in left_out else c for c in keys[index]).split("\n"):
             if len(piece) >= 2:

@@ -49,8 +49,7 @@ from engine.trainers.counting import count_pretokens
 from engine.trainers.wordpiece_merge import learn
 from engine.trainers.wordpiece_options import BERT_SPECIALS, NORMALIZER_CHOICES, WordPieceOptions
 
-OPTIONS = WordPieceOptions
-__all__ = ["BERT_SPECIALS", "NORMALIZER_CHOICES", "OPTIONS", "WordPieceOptions", "build_tokenizer", "learn", "train"]
+__all__ = ["BERT_SPECIALS", "NORMALIZER_CHOICES", "WordPieceOptions", "build_tokenizer", "learn", "train"]
 
 
 def build_tokenizer(vocab: Sequence[str], options: WordPieceOptions) -> Tokenizer:

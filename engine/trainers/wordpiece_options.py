@@ -115,3 +115,6 @@ class WordPieceOptions:
         """The pipeline normalizer steps these options ask for, in BERT's order."""
         steps = [] if self.normalizer == "none" else [self.normalizer]
         return steps + (["strip_accents"] if self.strip_accents else []) + (["lowercase"] if self.lowercase else [])
+
+
+OPTIONS = WordPieceOptions

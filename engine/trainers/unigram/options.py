@@ -114,3 +114,6 @@ class UnigramOptions:
             problems.add(ConfigError(f"seed_size {self.seed_size} is smaller than vocab_size {self.vocab_size}; "
                                      "raise seed_size.", option="seed_size"))
         problems.raise_if_any()
+
+
+OPTIONS = UnigramOptions
