@@ -55,7 +55,8 @@ from engine.pretokenizers import Metaspace
 from engine.spm_normalizer import SPACE, SpmNormalizer
 from engine.tokenizer import Tokenizer
 
-__all__ = ["NORMAL", "USER_DEFINED", "dump_spm_model", "load_spm_model", "piece_type_counts", "piece_types"]
+__all__ = ["NORMAL", "USER_DEFINED", "dump_spm_model", "is_sentencepiece", "load_spm_model", "piece_type_counts",
+           "piece_types"]
 
 
 def load_spm_model(data: bytes, *, source: str | None = None) -> Tokenizer:
@@ -184,11 +185,18 @@ def piece_type_counts(tokenizer: Tokenizer) -> dict[str, int]:
     return counts
 
 
+def is_sentencepiece(tokenizer: Tokenizer) -> bool:
+    """Whether the tokenizer's model is of sentencepiece's kinds (a Unigram or a sentencepiece
+    BPE: ``▁`` pieces with scores and piece types), the models a ``.model`` holds; whether the
+    rest of its pipeline fits one is checked when it is written (:func:`dump_spm_model`)."""
+    return isinstance(tokenizer.model, Unigram | SpmBPE)
+
+
 def dump_spm_model(tokenizer: Tokenizer) -> bytes:
     """The ``.model`` bytes: an imported model's own bytes, or a new ModelProto for one of ours."""
     model = tokenizer.model
     proto: ModelProto | None = getattr(tokenizer, "spm_proto", None)
-    if not isinstance(model, Unigram | SpmBPE) or not hasattr(model, "pieces"):
+    if not is_sentencepiece(tokenizer):
         raise ConfigError(f"A {model.kind} model cannot be written as a sentencepiece .model; "
                           "only Unigram and sentencepiece BPE models can.")
     pieces = model.pieces()

@@ -42,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from engine import Tokenizer
-from engine.formats.spm_model import NORMAL, USER_DEFINED, piece_types
+from engine.formats.spm_model import NORMAL, USER_DEFINED, is_sentencepiece, piece_types
 from webapp.playground import scripts
 from webapp.playground.charts import MAX_BARS, RANGE_DASH
 from webapp.web.numbers import parse_int
@@ -79,14 +79,9 @@ class Page:
     total: int
 
 
-def _sentencepiece(tokenizer: Tokenizer) -> bool:
-    """A Unigram or sentencepiece-BPE model: ``▁`` pieces, scores and reserved piece types."""
-    return tokenizer.model.kind == "unigram" or getattr(tokenizer.model, "level", "") == "spm"
-
-
 def _metaspace(tokenizer: Tokenizer) -> bytes | None:
     """The UTF-8 of the character a sentencepiece model writes for a space (``▁``), else None."""
-    if not _sentencepiece(tokenizer):
+    if not is_sentencepiece(tokenizer):
         return None
     for part in (tokenizer.decoder, tokenizer.pre_tokenizer):
         replacement = getattr(part, "replacement", None)
@@ -111,7 +106,7 @@ def _reserved(tokenizer: Tokenizer) -> set[int]:
     unk_id = getattr(tokenizer.model, "unk_id", None)
     if isinstance(unk_id, int):
         reserved.add(unk_id)
-    if _sentencepiece(tokenizer):  # sentencepiece's own piece types: BYTE and UNUSED too
+    if is_sentencepiece(tokenizer):  # sentencepiece's own piece types: BYTE and UNUSED too
         reserved.update(i for i, kind in enumerate(piece_types(tokenizer)) if kind not in (NORMAL, USER_DEFINED))
     return reserved
 

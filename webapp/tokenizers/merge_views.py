@@ -23,7 +23,6 @@ from werkzeug.wrappers import Response
 
 from engine import ConfigError, TokenforgeError
 from engine.extend import POLICIES, build_report, merge_vocabularies
-from engine.formats.spm_model import dump_spm_model
 from webapp.access.auth import current_team
 from webapp.store.db import get_session
 from webapp.store.model_base import MAX_NAME
@@ -32,7 +31,7 @@ from webapp.store.models import stored_bytes
 from webapp.tokenizers import quota
 from webapp.tokenizers.diff_views import DEFAULT_MAX_CHARS, choice, picker
 from webapp.tokenizers.loaded import Loaded, load
-from webapp.tokenizers.originals import chat_settings, keep_original
+from webapp.tokenizers.originals import chat_settings, kept_model
 from webapp.web.htmx import render
 
 bp = Blueprint("tokenizer_merge", __name__)
@@ -108,8 +107,7 @@ def _save(a: Loaded, b: Loaded, context: dict[str, Any], texts: dict[str, str | 
     report = {**build_report(merged, a.tokenizer, **texts), "policy": policy}
     tokenizer = merged.tokenizer
     name = f"{a.row.name} + {b.row.name} ({policy})"[:MAX_NAME]
-    original = keep_original("spm_model", dump_spm_model(tokenizer)) \
-        if getattr(tokenizer, "spm_proto", None) is not None else {}
+    original = kept_model(tokenizer)
     chat = chat_settings(a.config)  # the base's ids are kept, so its template still fits
     config = {"algorithm": MERGE, "merged_from": a.row.id, "donor": b.row.id, "base_name": a.row.name,
               "donor_name": b.row.name, "report": report, **({"chat": chat} if chat else {}), **original}

@@ -31,6 +31,18 @@ def keep_original(kind: str, data: bytes | None) -> dict[str, str]:
     return {key: base64.b64encode(data).decode("ascii")} if key and data else {}
 
 
+def kept_model(tokenizer: Tokenizer) -> dict[str, str]:
+    """What a row's config keeps of a tokenizer made here (trained, extended or merged) whose
+    ``tokenizer.json`` does not say all of it: the ``.model`` of a sentencepiece BPE (read back,
+    the document is a merge-list BPE) or of one grown from an imported ``.model`` (its
+    ``spm_proto``, with the fields we do not use); nothing for the others."""
+    if getattr(tokenizer, "spm_proto", None) is None and getattr(tokenizer.model, "level", "") != "spm":
+        return {}
+    from engine.formats.spm_model import dump_spm_model
+
+    return keep_original("spm_model", dump_spm_model(tokenizer))
+
+
 def originals(config: Mapping[str, Any]) -> dict[str, bytes]:
     """The files kept verbatim in a row's ``config``, by format key; a damaged one is left out."""
     found: dict[str, bytes] = {}

@@ -123,11 +123,10 @@ def run(conn: Connection, parent_pid: int, database_url: str, team_id: int, path
         tokenizer = extension.tokenizer
         stats = {"vocab_size": tokenizer.vocab_size, "report": report,
                  "seconds": round(time.perf_counter() - started, 3)}
-        if getattr(tokenizer, "spm_proto", None) is not None:  # a .model base: the grown .model is the tokenizer
-            from engine.formats.spm_model import dump_spm_model
-            from webapp.tokenizers.originals import keep_original
+        from webapp.tokenizers.originals import kept_model
 
-            stats["original"] = keep_original("spm_model", dump_spm_model(tokenizer))
+        if original := kept_model(tokenizer):  # a .model base: the grown .model is the tokenizer
+            stats["original"] = original
         return ("done", tokenizer.to_json(), stats)
 
     send_outcome(conn, work, what="The extension",

@@ -60,11 +60,10 @@ def run(conn: Connection, parent_pid: int, algorithm: str, paths: list[str],
         except TokenforgeError as exc:
             return ("error", str(exc))
         stats = dict(result.stats)
-        if getattr(result.tokenizer.model, "level", "") == "spm":  # its .model: read back, the JSON is another BPE
-            from engine.formats.spm_model import dump_spm_model
-            from webapp.tokenizers.originals import keep_original
+        from webapp.tokenizers.originals import kept_model
 
-            stats["original"] = keep_original("spm_model", dump_spm_model(result.tokenizer))
+        if original := kept_model(result.tokenizer):  # a sentencepiece BPE's .model: its JSON is another BPE
+            stats["original"] = original
         return ("done", result.tokenizer.to_json(), stats)
 
     send_outcome(conn, work, what="Training", memory_hint=" Nothing was saved. Try a smaller corpus or vocabulary.")

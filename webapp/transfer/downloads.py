@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine import BPE, ConfigError, FormatError, TokenforgeError, Tokenizer
+from engine.formats.spm_model import is_sentencepiece
 from engine.formats.transformers_config import dumps_tokenizer_config
 
 VERIFY_TEXT = ("Hello, world! The quick brown fox jumps over 13 lazy dogs.\n"
@@ -190,7 +191,7 @@ def _spm_vocab(tok: Tokenizer, verify: bool) -> dict[str, bytes]:
 
 
 def _spm_model_fits(tok: Tokenizer) -> None:
-    if tok.model.kind != "unigram" and getattr(tok.model, "level", "") != "spm":
+    if not is_sentencepiece(tok):
         raise NotForThisModel(f"A sentencepiece .model holds Unigram and sentencepiece BPE models; this tokenizer is "
                               f"{_model_kind(tok)}.")
 
