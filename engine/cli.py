@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from engine.cli_extend import add_extend_arguments, cmd_extend
-from engine.cli_inputs import load_tokenizer, read_text
+from engine.cli_inputs import Named, load_tokenizer, read_text
 from engine.cli_merge import add_merge_arguments, cmd_merge
 from engine.cli_train import add_train_arguments, cmd_train
 from engine.errors import SpecialTokenError, TokenforgeError
@@ -76,7 +76,7 @@ def _guarded(command: str, handler: Handler) -> Handler:
 # --------------------------------------------------------------------------- encode, eval
 def cmd_encode(args: argparse.Namespace) -> int:
     """Print the ids of a text or file as one JSON list."""
-    tokenizer = load_tokenizer(args.tokenizer)
+    tokenizer = load_tokenizer(args.tokenizer, args.named)
     if (args.text is None) == (args.file is None):
         return _fail("encode", "Give either --text TEXT or a FILE to encode (not both).")
     text = args.text if args.text is not None else read_text(args.file)
@@ -106,7 +106,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         metrics = importlib.import_module("engine.metrics")
     except ImportError:
         return _fail("eval", "Evaluation is not available in this version (engine.metrics is missing).")
-    tokenizer = load_tokenizer(args.tokenizer)
+    tokenizer = load_tokenizer(args.tokenizer, args.named)
     print(json.dumps(metrics.evaluate(tokenizer, read_text(args.file)), indent=2))
     return 0
 
@@ -124,7 +124,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     with --text the lines of a file that they encode differently."""
     from engine import vocab_diff, vocab_diff_report
 
-    a, b = load_tokenizer(args.a), load_tokenizer(args.b)
+    a, b = load_tokenizer(args.a, args.named), load_tokenizer(args.b, args.named)
     result = vocab_diff.diff(a, b)
     lines = vocab_diff.line_diff(a, b, read_text(args.text)) if args.text is not None else None
     names = (args.a, args.b)
@@ -171,22 +171,26 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- wiring
-def _add(subparsers: Any, name: str, handler: Handler, help_text: str, **kwargs: Any) -> argparse.ArgumentParser:
+def _add(subparsers: Any, name: str, handler: Handler, help_text: str, named: Named | None = None,
+         **kwargs: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = subparsers.add_parser(name, help=help_text, description=handler.__doc__,
                                                             **kwargs)
-    parser.set_defaults(func=_guarded(name, handler))
+    parser.set_defaults(func=_guarded(name, handler), named=named)
     one_line_errors(parser)
     return parser
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Any, named: Named | None = None, names: Sequence[str] = ()) -> None:
     """Add ``train``, ``encode``, ``import``, ``eval``, ``diff``, ``extend`` and ``merge`` to an argparse
-    subparsers object."""
+    subparsers object. ``named`` resolves a tokenizer argument that is no file (``cli_inputs.Named``),
+    and ``names``, the names it knows, go in the help."""
     # train brings its own -h: the options and defaults of the model named before it
     add_train_arguments(_add(subparsers, "train", cmd_train, "train a tokenizer on text files", add_help=False))
+    which = "a tokenizer.json or sentencepiece .model" + (
+        f", or an installed preset: {', '.join(names)}" if names else "")
 
-    encode = _add(subparsers, "encode", cmd_encode, "print the token ids of a text as a JSON list")
-    encode.add_argument("-t", "--tokenizer", required=True, metavar="TOKENIZER.json")
+    encode = _add(subparsers, "encode", cmd_encode, "print the token ids of a text as a JSON list", named)
+    encode.add_argument("-t", "--tokenizer", required=True, metavar="TOKENIZER", help=which)
     encode.add_argument("--allowed-special", action="append", metavar="TOKEN",
                         help="a special token to encode as such, or 'all' (repeatable)")
     encode.add_argument("--text", help="the text to encode")
@@ -206,22 +210,23 @@ def register(subparsers: Any) -> None:
     imp.add_argument("--special-token", action="append", metavar="TOKEN", help="a special token (repeatable)")
     imp.add_argument("-o", "--output", required=True, metavar="tokenizer.json")
 
-    vd = _add(subparsers, "diff", cmd_diff, "compare two tokenizers' vocabularies (and lines of a text)")
-    vd.add_argument("-a", required=True, metavar="TOKENIZER_A", help="a tokenizer.json or sentencepiece .model")
-    vd.add_argument("-b", required=True, metavar="TOKENIZER_B", help="a tokenizer.json or sentencepiece .model")
+    vd = _add(subparsers, "diff", cmd_diff, "compare two tokenizers' vocabularies (and lines of a text)", named)
+    vd.add_argument("-a", required=True, metavar="TOKENIZER_A", help=which)
+    vd.add_argument("-b", required=True, metavar="TOKENIZER_B", help=which)
     vd.add_argument("--text", metavar="FILE", help="a UTF-8 file ('-' for stdin): list the lines encoded differently")
     vd.add_argument("--json", action="store_true", help="print JSON instead of the text report")
     vd.add_argument("--limit", type=_limit, default=20, metavar="N",
                     help="pieces listed per script and side (default: 20; 0 for all)")
 
-    ev = _add(subparsers, "eval", cmd_eval, "print a tokenizer's metrics on a text as JSON")
-    ev.add_argument("-t", "--tokenizer", required=True, metavar="TOKENIZER.json")
+    ev = _add(subparsers, "eval", cmd_eval, "print a tokenizer's metrics on a text as JSON", named)
+    ev.add_argument("-t", "--tokenizer", required=True, metavar="TOKENIZER", help=which)
     ev.add_argument("file", metavar="FILE", help="a held-out UTF-8 text")
 
     add_extend_arguments(_add(subparsers, "extend", cmd_extend, "learn new tokens for a tokenizer from a corpus, "
-                                                                "keeping its ids"))
+                                                                "keeping its ids", named), which)
     add_merge_arguments(_add(subparsers, "merge", cmd_merge, "append a donor's missing pieces to a tokenizer "
-                                                             "(merge_tokenizers.py's way), its costs first"))
+                                                             "(merge_tokenizers.py's way), its costs first", named),
+                        which)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -39,10 +39,10 @@ def _fraction(raw: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a fraction such as 0.9995, not {raw!r}") from None
 
 
-def add_extend_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of ``extend``."""
+def add_extend_arguments(parser: argparse.ArgumentParser, which: str = "a tokenizer.json") -> None:
+    """The flags of ``extend``; ``which`` says what names a tokenizer."""
     parser.add_argument("-t", "--tokenizer", required=True, metavar="BASE",
-                        help="the tokenizer to extend: a tokenizer.json")
+                        help=f"the tokenizer to extend: {which}")
     parser.add_argument("--add", required=True, type=_count, metavar="N", help="how many new tokens to learn")
     parser.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="folder to write the files to")
     parser.add_argument("--unprotected", action="store_true",
@@ -68,8 +68,8 @@ def cmd_extend(args: argparse.Namespace) -> int:
     from engine.extend.options import check_add
     from engine.formats.transformers_config import dumps_tokenizer_config
 
-    base = load_tokenizer(args.tokenizer)
-    chat = chat_settings_beside(args.tokenizer)
+    base = load_tokenizer(args.tokenizer, args.named)
+    chat = chat_settings_beside(args.tokenizer, args.named)
     check_extendable(base)
     try:
         options = ExtendOptions(add=args.add, protected=not args.unprotected, min_frequency=args.min_frequency,

@@ -9,11 +9,26 @@ Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Callable
 
 from engine.formats import read_utf8
 from engine.limits import read_bytes
 from engine.tokenizer import Tokenizer
+
+Named = Callable[[str], "str | Tokenizer | None"]
+"""What ``-t NAME`` may name besides a file, for a program that has such names (the web app's
+installed presets): the path of the file to read instead, the tokenizer itself, or None when
+``NAME`` names nothing. Asked only when no file ``NAME`` exists, so a file always wins."""
+
+
+def resolved(path: str, named: Named | None) -> str | Tokenizer:
+    """``path``, or what ``named`` makes of it when no such file exists."""
+    if named is None or path == "-" or os.path.exists(path):
+        return path
+    found = named(path)
+    return path if found is None else found
 
 
 def read_text(path: str) -> str:
@@ -23,13 +38,17 @@ def read_text(path: str) -> str:
     return read_utf8(path, source=path)
 
 
-def chat_settings_beside(path: str) -> dict[str, object]:
+def chat_settings_beside(path: str, named: Named | None = None) -> dict[str, object]:
     """The chat settings of the ``tokenizer_config.json`` beside the tokenizer file ``path``
     (Hugging Face's folder layout), or ``{}`` when there is none."""
     from pathlib import Path
 
     from engine.formats.transformers_config import MAX_CONFIG_BYTES, read_chat_settings
 
+    found = resolved(path, named)
+    if isinstance(found, Tokenizer):  # built from a name: no folder, no settings
+        return {}
+    path = found
     config = Path(path).with_name("tokenizer_config.json")
     if path == "-" or not config.is_file():
         return {}
@@ -37,8 +56,13 @@ def chat_settings_beside(path: str) -> dict[str, object]:
     return read_chat_settings(text, source=str(config))
 
 
-def load_tokenizer(path: str) -> Tokenizer:
-    """A tokenizer.json, or a sentencepiece .model (by its suffix, or not starting with "{")."""
+def load_tokenizer(path: str, named: Named | None = None) -> Tokenizer:
+    """A tokenizer.json, or a sentencepiece .model (by its suffix, or not starting with "{"), or
+    what ``named`` gives for ``path`` when no such file exists."""
+    found = resolved(path, named)
+    if isinstance(found, Tokenizer):
+        return found
+    path = found
     data = read_bytes(path, source=path)
     if path.endswith(".model") or not data.lstrip()[:1] == b"{":  # tokenizer.json is an object
         from engine.formats.spm_model import load_spm_model

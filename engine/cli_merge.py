@@ -28,12 +28,13 @@ POLICY_HELP = {
 }
 
 
-def add_merge_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of ``merge``."""
+def add_merge_arguments(parser: argparse.ArgumentParser, which: str = "a tokenizer.json or sentencepiece .model"
+                        ) -> None:
+    """The flags of ``merge``; ``which`` says what names a tokenizer."""
     parser.add_argument("-t", "--tokenizer", required=True, metavar="BASE",
-                        help="the base: a tokenizer.json or sentencepiece .model whose ids are kept")
+                        help=f"the base, whose ids are kept: {which}")
     parser.add_argument("--donor", required=True, metavar="DONOR",
-                        help="the tokenizer whose pieces the base lacks are appended")
+                        help=f"the tokenizer whose pieces the base lacks are appended: {which}")
     parser.add_argument("--policy", choices=tuple(POLICY_HELP), default="zero",
                         help="the appended pieces' scores, with -o: " + "; ".join(f"{k}: {v}" for k, v in
                                                                                POLICY_HELP.items()))
@@ -64,7 +65,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     from engine.extend.merge import merge_vocabularies
     from engine.formats.transformers_config import dumps_tokenizer_config
 
-    base, donor = load_tokenizer(args.tokenizer), load_tokenizer(args.donor)
+    base, donor = load_tokenizer(args.tokenizer, args.named), load_tokenizer(args.donor, args.named)
     reference = read_text(args.reference) if args.reference else None
     held_out = read_text(args.held_out) if args.held_out else None
     outdir = Path(args.output) if args.output else None
@@ -80,7 +81,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     tokenizer = merged.tokenizer
     outdir.mkdir(parents=True, exist_ok=True)
     tokenizer.save(outdir / "tokenizer.json")
-    chat = chat_settings_beside(args.tokenizer)  # the base's ids are kept, so its template still fits
+    chat = chat_settings_beside(args.tokenizer, args.named)  # the base's ids are kept, so its template still fits
     (outdir / "tokenizer_config.json").write_text(
         dumps_tokenizer_config(tokenizer, known=chat, chat_template=chat.get("template")), encoding="utf-8")
     (outdir / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

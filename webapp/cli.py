@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from engine import OPEN_MODELS, TIKTOKEN_ENCODINGS
 from engine.cli import one_line_errors, register
 from engine.processes import frozen_for_exit, one_blas_thread, stop_processes
 from webapp.jobs.supervisor import WORKER_STOP_SECONDS, stop_with_parent
@@ -280,6 +281,20 @@ class _ShowVersion(argparse.Action):
         parser.exit()
 
 
+def _installed_preset(name: str) -> Any:
+    """``-t NAME`` of the engine's commands when no file ``NAME`` exists: a preset installed in this
+    instance's data folder (``presets.by_name``); the settings are read only for a preset's name."""
+    if name not in TIKTOKEN_ENCODINGS and name not in OPEN_MODELS:
+        return None
+    from webapp.tokenizers import presets
+
+    try:
+        data_dir = load_settings()["DATA_DIR"]
+    except SettingsError as exc:
+        raise SystemExit(f"tokenforge: {exc}") from None
+    return presets.by_name(name, presets.installed_folder(data_dir))
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser, with the engine's subcommands when the engine provides them."""
     parser = argparse.ArgumentParser(
@@ -333,7 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="take the files from DIR (written by --dir) instead of downloading them")
     install.set_defaults(func=cmd_presets_install)
 
-    register(sub)  # train, encode, import, eval
+    register(sub, named=_installed_preset, names=[*TIKTOKEN_ENCODINGS, *OPEN_MODELS])  # train, encode, import, eval…
     for command in (parser, serve, worker, migrate, backup, restore, presets, install):
         one_line_errors(command)  # a bad argument is one line on stderr, not the usage block
     return parser

@@ -30,7 +30,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, defer
 
-from engine import OPEN_MODELS, TIKTOKEN_ENCODINGS, TokenforgeError, Tokenizer
+from engine import OPEN_MODELS, TIKTOKEN_ENCODINGS, ConfigError, TokenforgeError, Tokenizer
 from engine.formats.tiktoken import build_tiktoken
 from engine.formats.transformers_config import read_chat_settings
 from webapp.store.db import make_engine
@@ -79,6 +79,28 @@ def build(name: str, folder: Path) -> Tokenizer:
     table = preset_install.read_table(folder, name)
     return build_tiktoken(table.entries, pattern=encoding.pattern, special_tokens=encoding.special_tokens,
                           name=encoding.title, source=preset_install.table_path(folder, name).name)
+
+
+def by_name(name: str, folder: Path) -> str | Tokenizer | None:
+    """What the command line's ``-t NAME`` means when no file ``NAME`` exists
+    (``engine.cli_inputs.Named``): an open model's installed ``tokenizer.json`` (its
+    ``tokenizer_config.json`` beside it gives the chat settings), an OpenAI encoding built from
+    its installed table, or None for a name that is no preset. A preset whose files are not in
+    ``folder`` is an error that says how to install them."""
+    if name in OPEN_MODELS:
+        path = open_install.model_path(open_install.open_folder(folder), name)
+        if path.is_file():
+            return str(path)
+    elif name in TIKTOKEN_ENCODINGS:
+        if preset_install.table_path(folder, name).is_file():
+            try:
+                return build(name, folder)
+            except preset_install.PresetInstallError as exc:
+                raise ConfigError(str(exc)) from None
+    else:
+        return None
+    raise ConfigError(f"There is no file {name!r}, and the preset {name!r} is not installed in {folder}: run "
+                      f"`{INSTALL_COMMAND}` (with this TOKENFORGE_DATA_DIR) or give a file.")
 
 
 @dataclass(frozen=True, slots=True)
