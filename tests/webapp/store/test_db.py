@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
+from pathlib import Path
 
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -165,3 +167,41 @@ def test_upgrading_keeps_the_pieces_of_stored_split_patterns(db_app: Flask) -> N
         sizes = dict(conn.execute(text("SELECT id, size_bytes FROM tokenizers WHERE id IN (7, 8)")).all())
     assert rows == {7: written, 8: other} and sizes == {7: 1000 + len(written.encode()), 8: 1000 + len(other.encode())}
     assert Tokenizer.from_json(rows[7]).encode("x = 1234;") == tiny("gpt4").encode("x = 1234;")
+
+
+def test_upgrading_gives_sentencepiece_bpe_rows_their_model(db_app: Flask, tmp_path: Path) -> None:
+    """Migration 0010: a sentencepiece-style BPE stored before the row kept its .model gets the
+    very .model its training writes; a byte-level BPE and a row that has one are left alone."""
+    from engine.formats.spm_model import dump_spm_model
+    from engine.trainers import train
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the cat sat on the mat 2024\nÜnïcödé naïve café 日本語\n" * 50, encoding="utf-8")
+    result = train("bpe", [corpus], {"level": "spm", "vocab_size": 330})
+    options = result.stats["options"]  # as the job stores them
+    assert options["level"] == "spm"
+    document = result.tokenizer.to_json()
+    byte_level = train("bpe", [corpus], {"vocab_size": 300})
+    url = db_app.config["DATABASE_URL"]
+    db.get_engine(db_app).dispose()
+    db.downgrade(url, "0009")
+    rows = {4: (document, {"algorithm": "bpe", "options": options, "corpus_ids": [1]}),
+            5: (byte_level.tokenizer.to_json(), {"algorithm": "bpe", "options": byte_level.stats["options"]}),
+            6: (document, {"algorithm": "bpe", "options": options, "spm_model": "a2VwdA=="})}
+    engine = db.make_engine(url)
+    with engine.begin() as conn:
+        for row_id, (doc, config) in rows.items():
+            conn.execute(text("INSERT INTO tokenizers (id, team_id, name, algorithm, source, tokenizer_json, config, "
+                              "stats, vocab_size, created_at, size_bytes) VALUES (:id, 1, 't', 'bpe', 'trained', "
+                              ":doc, :config, '{}', 300, '2026-11-01', 1000)"),
+                         {"id": row_id, "doc": doc, "config": json.dumps(config)})
+    engine.dispose()
+    db.upgrade(url)
+    with db.get_engine(db_app).connect() as conn:
+        found = {row_id: (json.loads(config) if isinstance(config, str) else config, size) for row_id, config, size
+                 in conn.execute(text("SELECT id, config, size_bytes FROM tokenizers WHERE id IN (4, 5, 6)")).all()}
+    model = base64.b64encode(dump_spm_model(result.tokenizer)).decode("ascii")
+    assert found[4][0] == {**rows[4][1], "spm_model": model}
+    assert found[4][1] == 1000 + len(json.dumps(found[4][0])) - len(json.dumps(rows[4][1]))
+    assert (found[5][0], found[5][1]) == (rows[5][1], 1000)
+    assert (found[6][0], found[6][1]) == (rows[6][1], 1000)
