@@ -38,7 +38,7 @@ Internal: not part of the engine's API (``engine.PUBLIC_MODULES``).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,7 @@ from engine.trainers.bpe_merge import merge_words
 from engine.trainers.bpe_spm_options import LEVEL_HELP, SPECIAL_TOKENS, SpmBpeOptions, options_from
 from engine.trainers.bpe_spm_parts import SpmCounts, SpmSegmenting
 from engine.trainers.counting import count_pretokens
-from engine.trainers.unigram.segments import outside
+from engine.trainers.packed import PackedStrings
 
 MAX_PIECE_CHARS = 16  # sentencepiece's max_sentencepiece_length
 __all__ = ["LEVEL_HELP", "SpmBpeOptions", "build_tokenizer", "learn", "options_from", "spelled", "train",
@@ -89,22 +89,18 @@ def unmarked_words(text: str) -> list[str]:
     return words[1:] if mid_line else words
 
 
-def spelled(segs: Collection[str], alphabet: Sequence[str]) -> list[str]:
-    """Each segment with ``chr(i)`` for its character ``alphabet[i]``, as ``merge_words`` reads words.
-
-    One numpy lookup from code point to index over all segments at once, parted by a character
-    outside the alphabet, which becomes ``chr(len(alphabet))``: ``str.translate`` looks up a dict
-    per character (zh_5M: 0.15 s for 0.9M characters, 0.03 s here). Every character of a segment
-    is in the alphabet (``segments`` cuts at any other).
-    """
-    if not segs:
-        return []
-    points = np.frombuffer(outside(set(alphabet)).join(segs).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+def spelled(segs: PackedStrings, alphabet: Sequence[str]) -> PackedStrings:
+    """Each segment with symbol ``i`` for its character ``alphabet[i]``, as ``merge_words`` reads
+    packed words: one numpy lookup from code point to index over all segments at once
+    (``str.translate`` looks up a dict per character: zh_5M, 0.15 s for 0.9M characters). Every
+    character of a segment is in the alphabet (``segments`` cuts at any other)."""
+    if not len(segs):
+        return segs
     alphabet_points = np.fromiter(map(ord, alphabet), dtype=np.uint32, count=len(alphabet))
-    index = np.full(max(int(points.max()), int(alphabet_points.max(initial=0))) + 1, len(alphabet), dtype=np.uint32)
+    index = np.full(max(int(segs.codes.max()), int(alphabet_points.max(initial=0))) + 1, len(alphabet),
+                    dtype=np.uint32)
     index[alphabet_points] = np.arange(len(alphabet), dtype=np.uint32)
-    # surrogatepass: an index in U+D800..U+DFFF is a symbol like any other, as chr() makes it
-    return index[points].tobytes().decode("utf-32-le", "surrogatepass").split(chr(len(alphabet)))
+    return PackedStrings(index[segs.codes], segs.lengths)
 
 
 def learn(counts: SpmCounts, options: SpmBpeOptions, reporter: Reporter | None = None

@@ -16,6 +16,7 @@ from engine.formats.spm_model import load_spm_model
 from engine.tokenizer import Tokenizer
 from engine.trainers import make_options, option_specs, train
 from engine.trainers.bpe_spm import SpmBpeOptions, spelled, unmarked_words
+from engine.trainers.packed import PackedStrings
 from tests.engine.cli_run import run
 from tests.heldout import heldout_lines
 
@@ -49,12 +50,16 @@ def test_words_match_the_reference(text: str) -> None:
 @example((["\ud800"], ["\ud800"]))  # a lone surrogate in the text: UTF-32 needs surrogatepass to carry it
 def test_segments_are_spelled_by_alphabet_index(case: tuple[list[str], list[str]]) -> None:
     alphabet, segs = case
-    assert spelled(segs, alphabet) == [seg.translate({ord(c): i for i, c in enumerate(alphabet)}) for seg in segs]
+    symbols = spelled(PackedStrings.of(segs), alphabet)
+    index = {c: i for i, c in enumerate(alphabet)}
+    assert symbols.lengths.tolist() == [len(seg) for seg in segs]
+    assert symbols.codes.tolist() == [index[c] for seg in segs for c in seg]
 
 
 def test_an_index_in_the_surrogate_range_is_a_symbol() -> None:
     alphabet = [chr(i) for i in range(0x10000, 0x10000 + 0xD801)]
-    assert spelled([alphabet[0xD800] + alphabet[7], alphabet[0]], alphabet) == ["\ud800\x07", "\x00"]
+    assert spelled(PackedStrings.of([alphabet[0xD800] + alphabet[7], alphabet[0]]), alphabet).strings() == \
+        ["\ud800\x07", "\x00"]
 
 
 def test_tiny_corpus_pieces(tmp_path: Path) -> None:
