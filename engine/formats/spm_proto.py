@@ -63,9 +63,13 @@ class RawField:
     offset: int  # where the field starts, for messages
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Piece:
-    """One SentencePiece; ``raw``/``raw_of`` let the writer re-emit an unchanged piece's bytes."""
+    """One SentencePiece; ``raw``/``raw_of`` let the writer re-emit an unchanged piece's bytes.
+
+    Not frozen, unlike the specs (nothing assigns to a piece): a frozen dataclass sets each field
+    through ``object.__setattr__``, 1.1 us a piece against 0.28 here, and a .model is hundreds of
+    thousands of pieces (Gemma's 262,144: 0.2 s of reading it)."""
 
     piece: str
     score: float = 0.0
