@@ -26,10 +26,10 @@ The data, as numpy arrays over every symbol of every distinct word:
   sort) and given ids, and only those common enough to be queued at once reach Python
   (``bpe_pairs.PairQueue``, a lazy heap; rarer pairs wait in the count array).
 * A step (``bpe_step.Symbols.merge``) merges the next best pairs together, in numpy, as many
-  as give exactly what merging them one at a time gives (independent occurrences, and no new
-  pair that would have come first): past the first few hundred merges most pairs occur in a
-  few words, and one numpy step per merge cost more in calls than in work. en_100M: 31,743
-  merges in 1,635 steps.
+  as give exactly what merging them one at a time gives (occurrences that share no symbol, and
+  no new pair that would have come first): past the first few hundred merges most pairs occur
+  in a few words, and one numpy step per merge cost more in calls than in work. en_100M: 31,743
+  merges in 1,477 steps.
 
 Overlapping occurrences (``a a a`` holds ``(a, a)`` twice) merge left to right: in a chain of
 touching occurrences every other one is merged (``bpe_step._leftmost``).
@@ -153,7 +153,7 @@ def merge_words(
     ``removed`` how many tokens the merge took out of the corpus (less than ``count`` only for
     overlapping pairs like ``a a a``). ``token_bytes[t]`` is the byte string of internal token
     ``t``. ``tick(merges_done)`` is called after each step (one merge or a batch of them: en_100M
-    has 31,743 merges in ~1,650 steps) so the caller can report progress and raise to cancel.
+    has 31,743 merges in ~1,480 steps) so the caller can report progress and raise to cancel.
     ``allowed(left, right, merged_bytes)``, where given, is asked once per pair before the pair
     may ever be merged (it never enters the heap otherwise): extending a tokenizer
     (``engine/extend``) uses it to keep merges off text the base handles.

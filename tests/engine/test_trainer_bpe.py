@@ -218,11 +218,14 @@ _WORDS = st.dictionaries(
 _COMMON_WORDS = st.dictionaries(  # counts in the thousands: rare pairs wait outside the heap (bpe_pairs.PairQueue)
     st.text(alphabet="abcé ", min_size=1, max_size=8), st.integers(min_value=1, max_value=3000), max_size=12
 )
+_TOUCHING_WORDS = st.dictionaries(  # few letters, long words: pairs that touch and overlap in every step
+    st.text(alphabet="abcd", min_size=2, max_size=12), st.integers(min_value=1, max_value=30), max_size=15
+)
 
 
 @settings(max_examples=150)
-@given(words=_WORDS | _COMMON_WORDS, min_frequency=st.integers(0, 3), max_len=st.sampled_from([None, 2, 3]),
-       max_batch=st.sampled_from([1, 3, 256]))
+@given(words=_WORDS | _COMMON_WORDS | _TOUCHING_WORDS, min_frequency=st.integers(0, 3),
+       max_len=st.sampled_from([None, 2, 3]), max_batch=st.sampled_from([1, 3, 256]))
 def test_fast_merges_equal_the_reference(words: dict[str, int], min_frequency: int, max_len: int | None,
                                          max_batch: int) -> None:
     fast_words, freqs = _bytes_of(words)
@@ -246,16 +249,26 @@ def test_touching_occurrences_merge_left_to_right(words: dict[str, int], merge_s
 @pytest.mark.parametrize(
     "words",
     [
-        # "ab" merges alone first; the next step tries two pairs, which here cannot merge together:
-        {"ab": 10, "cdef": 8, "cd": 1, "ef": 1},  # "ef" and "cd" (9 each) touch in "cdef"
+        # "ab" merges alone first; the next step tries two pairs:
+        {"ab": 10, "cdef": 8, "cd": 1, "ef": 1},  # "ef" and "cd" (9 each) touch in "cdef": one step
         {"ab": 10, "cde": 7, "cd": 1},  # "cd" and "de" overlap: merging "cd" lowers "de"
         {"ab": 10, "cde": 6, "cd": 1, "yz": 6},  # merging "cd" makes ("cd", "e") 6, before "yz" (6)
+        # "cd" (12) then "ab" (11), touching in "abcd": between them ("b", "cd") lives with 10
+        {"abcd": 10, "cd": 2, "ab": 1, "xy": 10},
+        # the same, and the pair that lives between them (10) comes before "yz" (9)
+        {"abcd": 10, "cd": 2, "ab": 1, "yz": 9},
+        # "a a a" counts (a, a) twice but merges it once; the second one overlaps "a b" (found by Hypothesis)
+        {"aba": 1, "aaaba": 1},
+        # ties everywhere: a pair that lives only between two touching members' merges wins one
+        {"baab ": 1},
     ],
-    ids=["touching", "overlapping", "new-pair-first"],
+    ids=["touching", "overlapping", "new-pair-first", "touching-other-first", "passing-pair-first",
+         "overlap-beside-another", "passing-pair-wins-a-tie"],
 )
 def test_pairs_that_interact_merge_as_one_at_a_time(words: dict[str, int], merge_step: int) -> None:
-    # A batched step (bpe_step) must stop before a pair whose occurrences touch an earlier one's,
-    # or that a new pair would precede; the reference merges one pair at a time.
+    # A batched step (bpe_step) must stop before a pair whose occurrences share a symbol with an
+    # earlier one's, or that a new pair would precede, even one that lives only until a member
+    # beside it merges; the reference merges one pair at a time.
     fast_words, freqs = _bytes_of(words)
     merges, token_bytes = merge_words(fast_words, freqs, 10)
     assert [(token_bytes[a], token_bytes[b], n) for a, b, n, _ in merges] == train_reference(words, 10)
