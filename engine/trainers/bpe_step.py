@@ -181,7 +181,7 @@ class Symbols:
         q = nxt[p]
         left, right = prv[p], nxt[q]
         # Which occurrence's q is each one's left neighbour, and whose p its right one (-1: none).
-        left_of, right_of = _touching(p, q, left, right) if n == 1 else self._touching(p, q, left, right)
+        left_of, right_of = _touching_in_order(q, left) if n == 1 else self._touching(p, q, left, right)
 
         # 3. The new pairs, grouped by value (below).
         sym_left, sym_right, f = sym[left], sym[right], freq[p].astype(np.int64)  # int32 where counts fit
@@ -281,10 +281,10 @@ class Symbols:
         return _still_best_of(np.maximum(keys // V, keys % V) - t, counts, [m.count for m in members])
 
 
-def _touching(p: np.ndarray, q: np.ndarray, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``left_of`` and ``right_of`` of one member's occurrences, in text order: the one before
-    touches where its q is this one's left neighbour ("a b a b")."""
-    index = np.arange(len(p), dtype=np.int32)
+def _touching_in_order(q: np.ndarray, left: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:meth:`Symbols._touching` for one member's occurrences, in text order, without tagging the
+    corpus: the one before touches where its q is this one's left neighbour ("a b a b")."""
+    index = np.arange(len(q), dtype=np.int32)
     touch = q[:-1] == left[1:]  # occurrence i + 1's left neighbour is occurrence i's q
     left_of = np.where(np.concatenate(([False], touch)), index - 1, -1)
     right_of = np.where(np.concatenate((touch, [False])), index + 1, -1)
