@@ -121,7 +121,7 @@ def learn(counts: SpmCounts, options: SpmBpeOptions, reporter: Reporter | None =
             f"{options.character_coverage:g} of the text beside {len(pieces)} special and byte pieces; pass a "
             f"vocab_size of at least {len(pieces) + len(alphabet)} or a lower character_coverage.",
             option="vocab_size", value=options.vocab_size, least=len(pieces) + len(alphabet))
-    # 2. Segments spelled one character per symbol (chr(i) is alphabet[i]).
+    # 2. Segments spelled one symbol per character (symbol i is alphabet[i]), packed.
     symbols = spelled(counts.segments, alphabet)
     # 3. The merge loop; a few merges more than room, for the pieces that come twice.
     want = room + room // 50 + 8 if room else 0
