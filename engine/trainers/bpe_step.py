@@ -273,11 +273,8 @@ class Symbols:
             on_left, on_right = member[left_of[cross]].astype(np.int64), member[cross].astype(np.int64)
             passing = np.where(on_left < on_right, (t + on_left) * V + self.sym[p[cross]],  # (t, c): "a b" first
                                sym_left[cross] * V + t + on_right)  # (b, t'): "c d" first
-            values = np.concatenate((keys, passing))
-            order = stable_order(values, V * V)
-            values = values[order]
-            starts = np.flatnonzero(np.concatenate(([True], values[1:] != values[:-1])))
-            keys, counts = values[starts], np.add.reduceat(np.concatenate((counts, f[cross]))[order], starts)
+            values = np.concatenate((keys, passing))  # summed with the pairs the step leaves (no positions needed)
+            keys, counts = group(values, np.concatenate((counts, f[cross])), values, V * V)[:2]
         return _still_best_of(np.maximum(keys // V, keys % V) - t, counts, [m.count for m in members])
 
 
