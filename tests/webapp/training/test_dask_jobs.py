@@ -70,11 +70,22 @@ def test_a_job_counts_on_the_cluster_and_stores_the_local_tokenizer(db_app: Flas
 
 
 def _set_workers_paused(scheduler: str, paused: bool) -> None:
-    """Pause (or resume) every Dask worker: a paused worker starts no task, so the scheduler holds them."""
+    """Pause (or resume) every Dask worker: a paused worker starts no task, so the scheduler holds them.
+
+    While paused, a worker's memory monitor is told not to pause or resume it: it resumes any
+    paused worker whose memory is below its pause fraction, which once let the whole count run
+    before the cancel (CI, session 47)."""
     import distributed
     from distributed.core import Status
 
     def set_status(dask_worker: Any) -> None:
+        manager = dask_worker.memory_manager
+        if paused:
+            dask_worker.tokenforge_pause_fraction = manager.memory_pause_fraction
+            manager.memory_pause_fraction = False
+        else:
+            manager.memory_pause_fraction = getattr(dask_worker, "tokenforge_pause_fraction",
+                                                    manager.memory_pause_fraction)
         dask_worker.status = Status.paused if paused else Status.running
 
     with distributed.Client(scheduler, set_as_default=False) as client:
