@@ -131,15 +131,21 @@ class ByteTable:
 
     def with_hashes(self) -> ByteTable:
         """The table with its words' hashes, in its own order: all :meth:`summed` needs of a part.
-        The leading counter's own table goes in so: sorting it first, then the sum, put a sort and
-        a reordering of its ~290,000 words (~50 ms) into the serial tail of every en_100M count."""
+        The leading counter's own table goes in so, hashed while the workers' tables come: sorting
+        it too put a sort and a reordering of its ~290,000 words (~50 ms) into the serial tail of
+        every en_100M count, and its own order leads the sum's (:meth:`summed`)."""
         return self if self.hashes is not None else ByteTable(self.words, self.counts, _hashes(self.words))
 
     @classmethod
     def summed(cls, tables: Sequence[ByteTable]) -> ByteTable:
         """One table with each word once, its count the sum of its counts in ``tables`` (one or
-        more), sorted by hash unless there is one part (returned as it is). Exact whatever the
-        hashes do (see the module docstring)."""
+        more), in the order the words first come in the tables one after the other (one part is
+        returned as it is). Exact whatever the hashes do (see the module docstring).
+
+        Why that order: the leading counter's own table comes first, in the order its text showed
+        the words, so the common words lead and the rare ones trail, as when one process counts;
+        the merge loop then reads the common pairs' places closer together than in hash order
+        (en_100M, the loop alone: 1.457 against 1.494 s in hash order, 9 rounds)."""
         parts = [table.with_hashes() for table in tables if len(table)] or [table.with_hashes() for table in tables[:1]]
         if len(parts) == 1:
             return parts[0]
@@ -156,7 +162,11 @@ class ByteTable:
             first_of = np.repeat(firsts, np.diff(np.append(heads, len(order))))[others]
             if not _same_words(words, first_of, order[others]):
                 return cls._added_exactly(words, counts)
-        return cls(words.take(firsts), np.add.reduceat(counts[order], heads), hashes[heads])
+        # Each word's group, read at its first place in the tables, in the order of those places.
+        group = np.full(len(order), -1, np.int64)
+        group[firsts] = np.arange(len(heads))
+        group = group[group >= 0]
+        return cls(words.take(firsts[group]), np.add.reduceat(counts[order], heads)[group], hashes[heads][group])
 
     @classmethod
     def _added_exactly(cls, words: PackedStrings, counts: np.ndarray) -> ByteTable:

@@ -246,9 +246,11 @@ def _count_in_workers(files: Sequence[str | Path], total: int, workers: int, tal
         while (task := pool.claim()) is not None:
             tally_range(tally, task, safe_cuts=safe_cuts, max_chunk_chars=max_chunk_chars, stopped=between_chunks)
             counted += task.size
-        # Hashed by the sum, unsorted, when packed; summarised while the workers summarise theirs.
+        # Summarised, or packed and hashed in its own order, while the workers do theirs: the
+        # workers' tables come later (each hashes and sorts its own, then it travels), and this
+        # process's hashing fills that wait instead of starting the sum.
         table = tally.result()
-        mine = summary.of(table) if summary else ByteTable.of(table) if packed else table
+        mine = summary.of(table) if summary else ByteTable.of(table).with_hashes() if packed else table
         del tally
         # 4. Then one table from each worker (before joining: a worker exits once its table is sent).
         while len(heard.parts) < len(procs):

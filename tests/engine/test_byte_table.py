@@ -92,8 +92,9 @@ def test_packed_counts_equal_the_dict_counts(tmp_path: Path, workers: int) -> No
 
 
 def test_merges_from_three_workers_equal_those_from_one(tmp_path: Path) -> None:
-    # The workers' tables reach the merge loop summed (in hash order, or in the leader's own order),
-    # the in-process count in the order words were first seen: the merges must not depend on it.
+    # The workers' tables reach the merge loop summed (the leader's words first, in its own order, then
+    # the others' new words), the in-process count in the order words were first seen: the merges must
+    # not depend on it.
     path = tmp_path / "corpus.txt"
     path.write_text("".join(f"lower newer wider {i % 11} low new 😀😀 élan {i % 5}\n" for i in range(2000)),
                     encoding="utf-8")
@@ -114,3 +115,14 @@ def test_a_table_hashed_in_its_own_order_still_sorts_when_asked() -> None:
     hashed = table.hashed()
     assert bool((hashed.hashes[1:] >= hashed.hashes[:-1]).all())
     assert hashed.as_dict() == table.as_dict() and hashed.hashed() is hashed
+
+
+def test_the_sum_lists_the_words_in_the_order_they_first_come() -> None:
+    # The leading counter's table first, in its own order (common words first, as one process counts
+    # them), then each later table's new words in that table's order: the merge loop reads this order.
+    first = ByteTable.of({"the": 5, "cat": 3, "sat": 1, "on": 2}).with_hashes()
+    second = hashed_table({"dog": 2, "the": 4, "ant": 1, "on": 7, "mat": 1})
+    new_words = [(w, n) for w, n in second.as_dict().items() if w not in ("the", "on")]
+    summed = ByteTable.summed([first, second])
+    assert list(summed.as_dict().items()) == [("the", 9), ("cat", 3), ("sat", 1), ("on", 9), *new_words]
+    assert summed.hashes is not None and summed.hashes.tolist() == byte_table._hashes(summed.words).tolist()
