@@ -174,9 +174,8 @@ class ByteTable:
         added: dict[bytes, int] = {}
         for word, n in zip(_word_bytes(words), counts.tolist()):
             added[word] = added.get(word, 0) + n
-        keys = list(added)
-        table = cls(_packed_bytes(keys), np.fromiter(added.values(), np.int64, len(keys)))
-        return table.hashed()
+        keys = list(added)  # in the order they first come, as the sum lists them
+        return cls(_packed_bytes(keys), np.fromiter(added.values(), np.int64, len(keys))).with_hashes()
 
 
 def _same_words(words: PackedStrings, a: np.ndarray, b: np.ndarray) -> bool:
