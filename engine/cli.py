@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from engine.cli_extend import add_extend_arguments, cmd_extend
-from engine.cli_inputs import Named, load_tokenizer, read_text
+from engine.cli_inputs import Named, NamedFile, load_tokenizer, read_text
 from engine.cli_merge import add_merge_arguments, cmd_merge
 from engine.cli_train import add_train_arguments, cmd_train
 from engine.errors import SpecialTokenError, TokenforgeError
@@ -31,7 +31,7 @@ from engine.formats import read_utf8
 from engine.limits import time_budget
 from engine.processes import frozen_for_exit, one_blas_thread
 
-__all__ = ["build_parser", "main", "one_line_errors", "register"]
+__all__ = ["NamedFile", "build_parser", "main", "one_line_errors", "register"]
 
 Handler = Callable[[argparse.Namespace], int]
 

@@ -12,18 +12,32 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from engine.formats import read_utf8
 from engine.limits import read_bytes
 from engine.tokenizer import Tokenizer
 
-Named = Callable[[str], "str | Tokenizer | None"]
+
+@dataclass(frozen=True)
+class NamedFile:
+    """A named tokenizer that is a file (an installed open model): its ``path``, beside which its
+    settings may lie, and ``load``, which makes the tokenizer that reading ``path`` makes, sooner
+    where it can (the web app loads a snapshot of the parsed file: Gemma 3's 33 MB in ~0.3 s,
+    not ~2 s)."""
+
+    path: str
+    load: Callable[[], Tokenizer]
+
+
+Named = Callable[[str], "str | NamedFile | Tokenizer | None"]
 """What ``-t NAME`` may name besides a file, for a program that has such names (the web app's
-installed presets): the path of the file to read instead, the tokenizer itself, or None when
-``NAME`` names nothing. Asked only when no file ``NAME`` exists, so a file always wins."""
+installed presets): the path of the file to read instead, that file with a quicker way to load
+it (:class:`NamedFile`), the tokenizer itself, or None when ``NAME`` names nothing. Asked only
+when no file ``NAME`` exists, so a file always wins."""
 
 
-def resolved(path: str, named: Named | None) -> str | Tokenizer:
+def resolved(path: str, named: Named | None) -> str | NamedFile | Tokenizer:
     """``path``, or what ``named`` makes of it when no such file exists."""
     if named is None or path == "-" or os.path.exists(path):
         return path
@@ -48,7 +62,7 @@ def chat_settings_beside(path: str, named: Named | None = None) -> dict[str, obj
     found = resolved(path, named)
     if isinstance(found, Tokenizer):  # built from a name: no folder, no settings
         return {}
-    path = found
+    path = found.path if isinstance(found, NamedFile) else found
     config = Path(path).with_name("tokenizer_config.json")
     if path == "-" or not config.is_file():
         return {}
@@ -62,6 +76,8 @@ def load_tokenizer(path: str, named: Named | None = None) -> Tokenizer:
     found = resolved(path, named)
     if isinstance(found, Tokenizer):
         return found
+    if isinstance(found, NamedFile):
+        return found.load()
     path = found
     data = read_bytes(path, source=path)
     if path.endswith(".model") or not data.lstrip()[:1] == b"{":  # tokenizer.json is an object

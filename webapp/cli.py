@@ -122,7 +122,7 @@ def cmd_presets_install(args: argparse.Namespace) -> int:
     skipped with one line saying why, and the others are registered.
     """
     from engine import OPEN_MODELS
-    from webapp.tokenizers import preset_install, presets
+    from webapp.tokenizers import preset_install, preset_names, presets
 
     source = Path(args.from_dir) if args.from_dir else None
     if args.dir:  # a cache for tests or an offline machine: the files only, no database
@@ -137,7 +137,7 @@ def cmd_presets_install(args: argparse.Namespace) -> int:
     from sqlalchemy.exc import SQLAlchemyError
 
     settings = _settings()
-    folder = presets.installed_folder(settings["DATA_DIR"])
+    folder = preset_names.installed_folder(settings["DATA_DIR"])
     try:
         presets.fetch(folder, from_folder=source)
         _migrate(settings)
@@ -283,16 +283,16 @@ class _ShowVersion(argparse.Action):
 
 def _installed_preset(name: str) -> Any:
     """``-t NAME`` of the engine's commands when no file ``NAME`` exists: a preset installed in this
-    instance's data folder (``presets.by_name``); the settings are read only for a preset's name."""
+    instance's data folder (``preset_names.by_name``); the settings are read only for a preset's name."""
     if name not in TIKTOKEN_ENCODINGS and name not in OPEN_MODELS:
         return None
-    from webapp.tokenizers import presets
+    from webapp.tokenizers import preset_names
 
     try:
-        data_dir = load_settings()["DATA_DIR"]
+        settings = load_settings()
     except SettingsError as exc:
         raise SystemExit(f"tokenforge: {exc}") from None
-    return presets.by_name(name, presets.installed_folder(data_dir))
+    return preset_names.by_name(name, preset_names.installed_folder(settings["DATA_DIR"]), settings)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -30,21 +30,15 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, defer
 
-from engine import OPEN_MODELS, TIKTOKEN_ENCODINGS, ConfigError, TokenforgeError, Tokenizer
-from engine.formats.tiktoken import build_tiktoken
+from engine import OPEN_MODELS, TIKTOKEN_ENCODINGS, TokenforgeError, Tokenizer
 from engine.formats.transformers_config import read_chat_settings
 from webapp.store.db import make_engine
 from webapp.store.models import Tokenizer as TokenizerRow
 from webapp.tokenizers import open_install, preset_install, snapshots
+from webapp.tokenizers.preset_names import INSTALL_COMMAND, build
 
-INSTALL_COMMAND = "tokenforge presets install"
 # The round trip an open model's stored document must survive (as an import's must).
 SAMPLE = "Round trip check: Hello, world! café 日本 👋 <|endoftext|> <s> \n\n  x"
-
-
-def installed_folder(data_dir: str | Path) -> Path:
-    """Where ``tokenforge presets install`` keeps an instance's verified files."""
-    return Path(data_dir) / "presets"
 
 
 def fetch(folder: Path, *, from_folder: Path | None = None) -> Path:
@@ -71,36 +65,6 @@ def register_at(database_url: str, folder: Path) -> dict[str, str]:
             return register(session, folder)
     finally:
         engine.dispose()
-
-
-def build(name: str, folder: Path) -> Tokenizer:
-    """The OpenAI preset ``name`` as an engine tokenizer, from the verified table in ``folder``."""
-    encoding = TIKTOKEN_ENCODINGS[name]
-    table = preset_install.read_table(folder, name)
-    return build_tiktoken(table.entries, pattern=encoding.pattern, special_tokens=encoding.special_tokens,
-                          name=encoding.title, source=preset_install.table_path(folder, name).name)
-
-
-def by_name(name: str, folder: Path) -> str | Tokenizer | None:
-    """What the command line's ``-t NAME`` means when no file ``NAME`` exists
-    (``engine.cli_inputs.Named``): an open model's installed ``tokenizer.json`` (its
-    ``tokenizer_config.json`` beside it gives the chat settings), an OpenAI encoding built from
-    its installed table, or None for a name that is no preset. A preset whose files are not in
-    ``folder`` is an error that says how to install them."""
-    if name in OPEN_MODELS:
-        path = open_install.model_path(open_install.open_folder(folder), name)
-        if path.is_file():
-            return str(path)
-    elif name in TIKTOKEN_ENCODINGS:
-        if preset_install.table_path(folder, name).is_file():
-            try:
-                return build(name, folder)
-            except preset_install.PresetInstallError as exc:
-                raise ConfigError(str(exc)) from None
-    else:
-        return None
-    raise ConfigError(f"There is no file {name!r}, and the preset {name!r} is not installed in {folder}: run "
-                      f"`{INSTALL_COMMAND}` (with this TOKENFORGE_DATA_DIR) or give a file.")
 
 
 @dataclass(frozen=True, slots=True)

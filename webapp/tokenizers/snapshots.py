@@ -18,7 +18,10 @@ document they came from, so a snapshot can only ever stand for the exact text it
   logged and the document is parsed as if there were none: a snapshot is never needed.
 
 ``tokenforge presets install`` writes the presets' snapshots (``presets.py``), so even the first
-request of a fresh server finds one.
+request of a fresh server finds one. A command that names a preset (``-t gemma3``) goes through
+the same folder (``preset_names.py``): :func:`cached` names a snapshot by any text that stands for
+everything the tokenizer is made from, there an installed file's text, or an encoding's pinned
+table hash and catalogue entry.
 """
 
 from __future__ import annotations
@@ -28,11 +31,9 @@ import logging
 import os
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
-
-from flask import current_app
 
 from engine import SNAPSHOT_VERSION, SnapshotError, Tokenizer, load_snapshot, snapshot_of
 
@@ -42,31 +43,51 @@ ABANDONED_SECONDS = 3600  # a partial file this old was left by a killed process
 log = logging.getLogger(__name__)
 
 
+def _settings(config: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """``config``, or the app's (Flask is imported only then: a command that names a preset
+    needs none of it, ``preset_names.py``)."""
+    if config is not None:
+        return config
+    from flask import current_app
+
+    return current_app.config
+
+
 def snapshot_folder(config: Mapping[str, Any] | None = None) -> Path | None:
     """Where snapshots live (``config``: the app's, by default), or None when
     ``TOKENFORGE_SNAPSHOT_BYTES`` is 0."""
-    config = current_app.config if config is None else config
+    config = _settings(config)
     if not config.get("SNAPSHOT_BYTES"):
         return None
     return Path(config["DATA_DIR"]) / "snapshots"
 
 
-def _path(document: str, config: Mapping[str, Any]) -> Path | None:
-    """Where ``document``'s snapshot lives, or None when it should have none (small, or off)."""
+def _path(source: str, config: Mapping[str, Any]) -> Path | None:
+    """Where the snapshot made from ``source`` lives, or None when snapshots are off."""
     folder = snapshot_folder(config)
-    if folder is None or len(document) < MIN_DOCUMENT_CHARS:
+    if folder is None:
         return None
-    digest = hashlib.sha256(document.encode("utf-8", "surrogatepass")).hexdigest()
+    digest = hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
     return folder / f"{digest}.v{SNAPSHOT_VERSION}.npz"
 
 
-def parse(document: str) -> Tokenizer:
-    """The tokenizer of a stored document: from its snapshot when one exists, else parsed (and
-    its snapshot written when the document is large). Malformed documents raise as
-    ``Tokenizer.from_json`` does."""
-    path = _path(document, current_app.config)
-    if path is None:
+def parse(document: str, config: Mapping[str, Any] | None = None) -> Tokenizer:
+    """The tokenizer of a stored document (``config``: the app's, by default): from its snapshot
+    when one exists, else parsed (and its snapshot written when the document is large).
+    Malformed documents raise as ``Tokenizer.from_json`` does."""
+    if len(document) < MIN_DOCUMENT_CHARS:
         return Tokenizer.from_json(document)
+    return cached(document, lambda: Tokenizer.from_json(document), config)
+
+
+def cached(source: str, make: Callable[[], Tokenizer], config: Mapping[str, Any] | None = None) -> Tokenizer:
+    """The tokenizer ``make`` makes from ``source`` (a document, or the text that names everything
+    a preset is built from): loaded from the snapshot named by ``source`` when one exists, else
+    made, and its snapshot written."""
+    config = _settings(config)
+    path = _path(source, config)
+    if path is None:
+        return make()
     try:
         with path.open("rb") as file:
             tokenizer = load_snapshot(file)
@@ -76,8 +97,8 @@ def parse(document: str) -> Tokenizer:
         pass
     except (SnapshotError, OSError) as exc:
         log.warning("Ignoring the tokenizer snapshot %s: %s", path.name, exc)
-    tokenizer = Tokenizer.from_json(document)
-    save(tokenizer, path, int(current_app.config["SNAPSHOT_BYTES"]))
+    tokenizer = make()
+    save(tokenizer, path, int(config["SNAPSHOT_BYTES"]))
     return tokenizer
 
 
@@ -85,7 +106,7 @@ def write_for(document: str, config: Mapping[str, Any]) -> bool:
     """Parse ``document`` and write its snapshot if it should have one (a command's settings in
     ``config``); whether one now exists."""
     path = _path(document, config)
-    if path is None:
+    if path is None or len(document) < MIN_DOCUMENT_CHARS:
         return False
     return path.exists() or save(Tokenizer.from_json(document), path, int(config["SNAPSHOT_BYTES"]))
 

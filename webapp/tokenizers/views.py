@@ -27,7 +27,8 @@ from webapp.tokenizers import extend_views, quota, summary
 from webapp.tokenizers.levels import shown_options
 from webapp.tokenizers.loaded import load
 from webapp.tokenizers.originals import originals
-from webapp.tokenizers.presets import INSTALL_COMMAND, preset_rows
+from webapp.tokenizers.preset_names import INSTALL_COMMAND
+from webapp.tokenizers.presets import preset_rows
 from webapp.web.filters import quoted
 from webapp.web.forms import ConfirmForm
 from webapp.web.htmx import render

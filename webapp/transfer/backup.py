@@ -40,7 +40,7 @@ from webapp.corpora.storage import CorpusStore
 from webapp.store import db
 from webapp.store.models import Base, Corpus, UTCDateTime
 from webapp.store.models import Tokenizer as TokenizerRow
-from webapp.tokenizers import preset_install, presets
+from webapp.tokenizers import preset_install, preset_names, presets
 from webapp.web.forms import MAX_NAME, clean_name, name_from_filename
 
 FORMAT = 1
@@ -204,7 +204,7 @@ def _register_presets(settings: dict[str, Any]) -> None:
     """Register the instance's presets again, if it has their rank tables."""
     if not settings.get("DATA_DIR"):
         return
-    folder = presets.installed_folder(settings["DATA_DIR"])
+    folder = preset_names.installed_folder(settings["DATA_DIR"])
     if not folder.is_dir():
         return
     try:

@@ -48,7 +48,7 @@ def tiktokenizer_prompt(messages: list[Message], model: str) -> str:
 @cache
 def preset(name: str) -> Tokenizer:
     """The preset as the app builds it from the real table (built once per test run)."""
-    from webapp.tokenizers.presets import build
+    from webapp.tokenizers.preset_names import build
 
     return build(name, presets_dir())
 

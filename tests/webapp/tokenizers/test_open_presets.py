@@ -32,7 +32,7 @@ from tests.webapp.playground_samples import byte_bpe, store
 from webapp.cli import main as cli_main
 from webapp.store import db
 from webapp.store.models import Tokenizer
-from webapp.tokenizers import loaded, open_install, preset_install, presets
+from webapp.tokenizers import loaded, open_install, preset_install, preset_names, presets
 
 GOOD = byte_bpe("tiny-open").to_json().encode()
 BROKEN = json.dumps({"version": "1.0", "model": {"type": "NoSuchModel"}}).encode()  # the engine refuses it
@@ -77,7 +77,7 @@ def instance(app: Flask, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("TOKENFORGE_DATA_DIR", app.config["DATA_DIR"])
     monkeypatch.setenv("DATABASE_URL", app.config["DATABASE_URL"])
     monkeypatch.setenv("SECRET_KEY", "test-secret")
-    return presets.installed_folder(app.config["DATA_DIR"])
+    return preset_names.installed_folder(app.config["DATA_DIR"])
 
 
 @pytest.fixture(autouse=True)

@@ -1,14 +1,16 @@
 """``tokenforge encode -t cl100k_base``: the engine's commands take an installed preset's name.
 
 The console script (``webapp/cli.py``) resolves a tokenizer argument that is no file through
-``presets.by_name`` in ``<TOKENFORGE_DATA_DIR>/presets``: an OpenAI encoding is built from its
-table, an open model is its ``tokenizer.json`` (with the chat settings beside it). The ids are
-tiktoken's and Hugging Face's; a file of that name wins; a preset that is not installed, or a
-name that is no preset, is one line and exit 1.
+``preset_names.by_name`` in ``<TOKENFORGE_DATA_DIR>/presets``: an OpenAI encoding is built from
+its table, an open model is its ``tokenizer.json`` (with the chat settings beside it), each
+through a snapshot made on its first use. The ids are tiktoken's and Hugging Face's; a file of
+that name wins; a preset that is not installed, or a name that is no preset, is one line and
+exit 1.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -17,6 +19,7 @@ import pytest
 from tests.open_models import open_model_file
 from tests.preset_tables import installed_presets_dir, tiktoken_encoding
 from webapp.cli import main
+from webapp.tokenizers import preset_names
 
 TEXT = "Hello, world! Ünïcödé 日本語 <|endoftext|> 🙂\n  indented"
 
@@ -93,3 +96,38 @@ def test_the_help_lists_the_names(capsys: pytest.CaptureFixture[str]) -> None:
         main(["encode", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "or an installed preset: r50k_base, p50k_base, cl100k_base, o200k_base, llama2, llama3" in out
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "llama3"])
+def test_a_named_preset_is_built_once_then_loaded_from_its_snapshot(name: str, data_dir: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    first = _ids(["encode", "-t", name, "--text", TEXT, "--allowed-special", "all"], capsys)
+    assert len(list((data_dir / "snapshots").glob("*.npz"))) == 1
+
+    def unbuilt(*args: object) -> None:
+        raise AssertionError("built again, though its snapshot is there")
+
+    monkeypatch.setattr(preset_names, "build", unbuilt)
+    monkeypatch.setattr(preset_names.Tokenizer, "from_json", unbuilt)
+    assert _ids(["encode", "-t", name, "--text", TEXT, "--allowed-special", "all"], capsys) == first
+
+
+def test_an_encodings_snapshot_is_named_by_everything_it_is_built_from(data_dir: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    # Were a catalogue entry to change (a special token added), the snapshot of the old one must not be read.
+    assert _ids(["encode", "-t", "cl100k_base", "--text", "<|x|>"], capsys) == [27, 91, 87, 91, 29]
+    encoding = preset_names.TIKTOKEN_ENCODINGS["cl100k_base"]
+    changed = dataclasses.replace(encoding, special_tokens={**encoding.special_tokens, "<|x|>": 100300})
+    monkeypatch.setitem(preset_names.TIKTOKEN_ENCODINGS, "cl100k_base", changed)
+    assert _ids(["encode", "-t", "cl100k_base", "--text", "<|x|>", "--allowed-special", "all"], capsys) == [100300]
+    assert len(list((data_dir / "snapshots").glob("*.npz"))) == 2
+
+
+def test_with_snapshots_off_a_named_preset_is_read_each_time(data_dir: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("TOKENFORGE_SNAPSHOT_BYTES", "0")
+    tokenizers = pytest.importorskip("tokenizers")
+    hf = tokenizers.Tokenizer.from_file(str(open_model_file("llama3")))
+    assert _ids(["encode", "-t", "llama3", "--text", TEXT], capsys) == hf.encode(TEXT).ids
+    assert not (data_dir / "snapshots").exists()

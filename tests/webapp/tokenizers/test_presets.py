@@ -31,7 +31,7 @@ from webapp.access.teams import delete_team_data
 from webapp.cli import main as cli_main
 from webapp.store import db
 from webapp.store.models import ShareLink, Team, Tokenizer
-from webapp.tokenizers import preset_install, presets
+from webapp.tokenizers import preset_install, preset_names, presets
 from webapp.transfer.backup import backup, restore
 
 
@@ -224,7 +224,7 @@ def test_a_tampered_table_is_refused_and_nothing_is_installed(tmp_path: Path) ->
         presets.fetch(installed, from_folder=source)
     assert not installed.exists()
     with pytest.raises(preset_install.PresetInstallError, match="has SHA-256"):
-        presets.build("cl100k_base", source)
+        preset_names.build("cl100k_base", source)
 
 
 def test_install_registers_every_preset_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, db_app: Flask) -> None:
