@@ -71,13 +71,13 @@ def _path(source: str, config: Mapping[str, Any]) -> Path | None:
     return folder / f"{digest}.v{SNAPSHOT_VERSION}.npz"
 
 
-def parse(document: str, config: Mapping[str, Any] | None = None) -> Tokenizer:
-    """The tokenizer of a stored document (``config``: the app's, by default): from its snapshot
-    when one exists, else parsed (and its snapshot written when the document is large).
-    Malformed documents raise as ``Tokenizer.from_json`` does."""
+def parse(document: str) -> Tokenizer:
+    """The tokenizer of a stored document: from its snapshot when one exists, else parsed (and
+    its snapshot written when the document is large). Malformed documents raise as
+    ``Tokenizer.from_json`` does."""
     if len(document) < MIN_DOCUMENT_CHARS:
         return Tokenizer.from_json(document)
-    return cached(document, lambda: Tokenizer.from_json(document), config)
+    return cached(document, lambda: Tokenizer.from_json(document))
 
 
 def cached(source: str, make: Callable[[], Tokenizer], config: Mapping[str, Any] | None = None) -> Tokenizer:
