@@ -7,17 +7,19 @@ engine and the snapshots, nothing else.
 A named preset comes through a snapshot in the data folder (``snapshots.py``), made on its first
 use: parsing Gemma 3's 33 MB file or building o200k's merges from its ranks took each command
 ~2 s, and loading their snapshots takes ~0.3 s. An open model's snapshot is named by its file's
-text, as a stored document's is; an OpenAI encoding's by its table's pinned hash and its
-catalogue entry, everything it is built from.
+text, an OpenAI encoding's by its table's pinned hash and its catalogue entry, and either also by
+the engine's code (:func:`_engine_build`): everything the tokenizer is made from.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import engine
 from engine import OPEN_MODELS, TIKTOKEN_ENCODINGS, ConfigError, Tokenizer
 from engine.cli import NamedFile
 from engine.formats import read_utf8
@@ -53,7 +55,7 @@ def by_name(name: str, folder: Path, config: Mapping[str, Any]) -> NamedFile | T
             return NamedFile(str(path), functools.partial(_read_open_model, path, config))
     elif name in TIKTOKEN_ENCODINGS:
         if preset_install.table_path(folder, name).is_file():
-            source = f"{preset_install.TABLE_SHA256[name]} {TIKTOKEN_ENCODINGS[name]!r}"
+            source = f"{_engine_build()} {preset_install.TABLE_SHA256[name]} {TIKTOKEN_ENCODINGS[name]!r}"
             try:
                 return snapshots.cached(source, functools.partial(build, name, folder), config)
             except preset_install.PresetInstallError as exc:
@@ -67,4 +69,23 @@ def by_name(name: str, folder: Path, config: Mapping[str, Any]) -> NamedFile | T
 def _read_open_model(path: Path, config: Mapping[str, Any]) -> Tokenizer:
     """An installed open model's tokenizer: its file read as any ``-t FILE`` is, parsed through its snapshot."""
     text = read_utf8(path, source=str(path))
-    return snapshots.cached(text, lambda: Tokenizer.from_json(text), config)
+    return snapshots.cached(f"{_engine_build()} {text}", lambda: Tokenizer.from_json(text), config)
+
+
+@functools.cache
+def _engine_build() -> str:
+    """The engine's code, as a preset's snapshot name must say it: the snapshot stands for the files
+    as this engine reads them, and another may read them otherwise (813e4f8 gave every rank file
+    2.3 times the merges). So the size and time of each of its source files go in (~1 ms): any
+    change to the engine, or another install of it, names new snapshots (a stored document is the
+    engine's own writing, which reads back alike, so the web app's need none of this)."""
+    return code_stamp(Path(engine.__file__).parent)
+
+
+def code_stamp(root: Path) -> str:
+    """A digest of the path, size and time of every Python source file under ``root``."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        stat = path.stat()
+        digest.update(f"{path.relative_to(root)} {stat.st_size} {stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,25 @@ def test_with_snapshots_off_a_named_preset_is_read_each_time(data_dir: Path, mon
     hf = tokenizers.Tokenizer.from_file(str(open_model_file("llama3")))
     assert _ids(["encode", "-t", "llama3", "--text", TEXT], capsys) == hf.encode(TEXT).ids
     assert not (data_dir / "snapshots").exists()
+
+
+def test_another_engine_names_other_snapshots(data_dir: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    # A snapshot stands for the files as this engine reads them: after any change to the engine's
+    # code (code_stamp: its source files' sizes and times), the presets are read again.
+    first = _ids(["encode", "-t", "llama3", "--text", TEXT], capsys)
+    monkeypatch.setattr(preset_names, "_engine_build", lambda: "another engine")
+    assert _ids(["encode", "-t", "llama3", "--text", TEXT], capsys) == first
+    assert len(list((data_dir / "snapshots").glob("*.npz"))) == 2
+
+
+def test_the_engines_code_stamp_changes_with_any_source_file(tmp_path: Path) -> None:
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "bpe.py").write_text("MERGES = 1\n")
+    (tmp_path / "notes.txt").write_text("not code")
+    stamp = preset_names.code_stamp(tmp_path)
+    (tmp_path / "notes.txt").write_text("still not code")
+    assert preset_names.code_stamp(tmp_path) == stamp
+    (tmp_path / "models" / "bpe.py").write_text("MERGES = 2\n")  # the same size: its time tells
+    os.utime(tmp_path / "models" / "bpe.py", ns=(0, 10**18))
+    assert preset_names.code_stamp(tmp_path) != stamp
