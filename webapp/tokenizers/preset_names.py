@@ -76,7 +76,7 @@ def _read_open_model(path: Path, config: Mapping[str, Any]) -> Tokenizer:
 def _engine_build() -> str:
     """The engine's code, as a preset's snapshot name must say it: the snapshot stands for the files
     as this engine reads them, and another may read them otherwise (813e4f8 gave every rank file
-    2.3 times the merges). So the size and time of each of its source files go in (~1 ms): any
+    2.3 times the merges). So the size and time of each of its source files go in (~3 ms): any
     change to the engine, or another install of it, names new snapshots (a stored document is the
     engine's own writing, which reads back alike, so the web app's need none of this)."""
     return code_stamp(Path(engine.__file__).parent)

@@ -105,8 +105,10 @@ def cached(source: str, make: Callable[[], Tokenizer], config: Mapping[str, Any]
 def write_for(document: str, config: Mapping[str, Any]) -> bool:
     """Parse ``document`` and write its snapshot if it should have one (a command's settings in
     ``config``); whether one now exists."""
+    if len(document) < MIN_DOCUMENT_CHARS:
+        return False
     path = _path(document, config)
-    if path is None or len(document) < MIN_DOCUMENT_CHARS:
+    if path is None:
         return False
     return path.exists() or save(Tokenizer.from_json(document), path, int(config["SNAPSHOT_BYTES"]))
 
